@@ -1,0 +1,49 @@
+# Two commands do all set-up:
+#   make lab   — create .venv, install the course, open JupyterLab on lesson 1 (localhost, with its token)
+#   make test  — create .venv if needed, install the test extras, run unit tests + every notebook
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# Sessions and CI machines run as root, where jupyter lab insists on --allow-root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+LESSON1 := notebooks/01_the_concept.ipynb
+NOTEBOOK_DIRS := notebooks exercises solutions
+
+.PHONY: lab test install install-test sync exercises bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+lab: $(VENV)/.installed
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 $(ROOT_FLAG) $(LESSON1)
+
+test: $(VENV)/.installed-test
+	MPLBACKEND=Agg $(BIN)/python -m pytest -q tests $(NOTEBOOK_DIRS) --nbval-lax --nbval-current-env
+
+# For course authors: pair every .py script with its .ipynb (jupytext picks the newer side),
+# then regenerate exercises/ from solutions/ (refuses to overwrite an edited exercise).
+sync: $(VENV)/.installed
+	$(BIN)/jupytext --sync notebooks/[0-9]*.py solutions/[0-9]*.py
+	$(BIN)/roofline-lessons exercises
+
+exercises: $(VENV)/.installed
+	$(BIN)/roofline-lessons exercises
+
+bench: $(VENV)/.installed-test
+	$(BIN)/python benchmarks/widget_update.py
+	$(BIN)/python benchmarks/notebook_times.py
+
+clean:
+	rm -rf $(VENV)

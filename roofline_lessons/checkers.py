@@ -1,0 +1,160 @@
+"""Exercise checkers: a clear ✓ or ✗ with a hint, never a crash, never executing text.
+
+``...`` and ``None`` mean "not answered yet". A wrong-typed answer (text, a list, True) gets an
+explanation of what was expected. Every check returns a :class:`CheckResult`, which Jupyter shows
+as one line. When the environment variable ``ROOFLINE_LESSONS_CHECK_LOG`` names a file, each result
+is also appended there as a JSON line (the tests use it to prove stubs fail and solutions pass).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+CORRECT = "correct"
+INCORRECT = "incorrect"
+NOT_ATTEMPTED = "not attempted"
+
+LOG_ENV = "ROOFLINE_LESSONS_CHECK_LOG"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    exercise: str
+    status: str
+    message: str
+
+    @property
+    def passed(self) -> bool:
+        return self.status == CORRECT
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __str__(self) -> str:
+        mark = {CORRECT: "✓", INCORRECT: "✗", NOT_ATTEMPTED: "…"}[self.status]
+        return f"{mark} Exercise {self.exercise}: {self.message}"
+
+    __repr__ = __str__
+
+
+def _finish(result: CheckResult) -> CheckResult:
+    path = os.environ.get(LOG_ENV)
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"exercise": result.exercise, "status": result.status}) + "\n")
+    return result
+
+
+def _not_attempted(exercise: str, what: str = "your answer") -> CheckResult:
+    return _finish(CheckResult(exercise, NOT_ATTEMPTED, f"not answered yet: replace `...` with {what}."))
+
+
+def _wrong(exercise: str, message: str) -> CheckResult:
+    return _finish(CheckResult(exercise, INCORRECT, message))
+
+
+def is_unanswered(answer: Any) -> bool:
+    return answer is ... or answer is None
+
+
+def as_number(answer: Any) -> tuple[float | None, str | None]:
+    """(value, None) for a usable real number; (None, explanation) otherwise. Never raises."""
+    if isinstance(answer, bool):
+        return None, f"expected a number, got the boolean {answer!r}."
+    if isinstance(answer, str):
+        return None, (f"expected a number, got the text {answer!r}; write it without quotes "
+                      "(e.g. 295 or 2.95e2).")
+    try:
+        import numpy as np
+
+        if isinstance(answer, np.ndarray):
+            if answer.size != 1:
+                return None, f"expected one number, got an array of shape {answer.shape}."
+            answer = answer.reshape(()).item()
+        elif isinstance(answer, np.generic):
+            answer = answer.item()
+    except Exception:  # numpy missing or an odd object: fall through to the generic checks
+        pass
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
+        return None, f"expected a number, got {_a(type(answer).__name__)}."
+    try:
+        value = float(answer)
+    except Exception:
+        return None, f"expected a number, got {type(answer).__name__} that cannot be read as one."
+    if not math.isfinite(value):
+        return None, f"got {value}, which is not a finite number."
+    return value, None
+
+
+def check_number(exercise: str, answer: Any, expected: float, *, rel_tol: float = 0.02, unit: str = "",
+                 hint: str = "") -> CheckResult:
+    """Accept ``answer`` within ``rel_tol`` (relative) of ``expected``."""
+    if is_unanswered(answer):
+        return _not_attempted(exercise, "a number" + (f" in {unit}" if unit else ""))
+    value, problem = as_number(answer)
+    if problem:
+        return _wrong(exercise, problem + (f" Hint: {hint}" if hint else ""))
+    unit_s = f" {unit}" if unit else ""
+    if math.isclose(value, expected, rel_tol=rel_tol, abs_tol=0.0):
+        return _finish(CheckResult(exercise, CORRECT,
+                                   f"{value:,.4g}{unit_s} is right (the package computes {expected:,.4g}{unit_s})."))
+    ratio = value / expected if expected else float("inf")
+    scale = ""
+    for factor, words in ((1e3, "1,000"), (1e6, "a million"), (1e9, "a billion"), (1e12, "10^12"), (100, "100")):
+        for r in (factor, 1 / factor):
+            if math.isclose(ratio, r, rel_tol=rel_tol):
+                scale = f" It is off by a factor of {words}: check your units."
+    direction = "too high" if value > expected else "too low"
+    return _wrong(exercise, f"{value:,.4g}{unit_s} is {direction} (allowed ±{rel_tol:.0%}).{scale}"
+                            + (f" Hint: {hint}" if hint else ""))
+
+
+def check_choice(exercise: str, answer: Any, expected: str, choices: Sequence[str], *, hint: str = "") -> CheckResult:
+    """Accept one of ``choices`` (case and surrounding spaces ignored)."""
+    if is_unanswered(answer):
+        return _not_attempted(exercise, "one of " + ", ".join(repr(c) for c in choices))
+    if not isinstance(answer, str):
+        return _wrong(exercise, f"expected one of {', '.join(repr(c) for c in choices)} as text, "
+                                f"got {_a(type(answer).__name__)}.")
+    got = answer.strip().lower()
+    if got not in [c.lower() for c in choices]:
+        return _wrong(exercise, f"{answer!r} is not one of {', '.join(repr(c) for c in choices)}.")
+    if got == expected.lower():
+        return _finish(CheckResult(exercise, CORRECT, f"{expected!r} is right."))
+    return _wrong(exercise, f"{answer!r} is not right." + (f" Hint: {hint}" if hint else ""))
+
+
+def check_function(exercise: str, fn: Any, cases: Sequence[tuple[tuple, float]], *, rel_tol: float = 1e-6,
+                   hint: str = "") -> CheckResult:
+    """Call the learner's function on each case's arguments and compare with the expected value."""
+    if is_unanswered(fn):
+        return _not_attempted(exercise, "a function")
+    if not callable(fn):
+        return _wrong(exercise, f"expected a function, got {_a(type(fn).__name__)}.")
+    for args, expected in cases:
+        shown = ", ".join(f"{a:,.4g}" if isinstance(a, (int, float)) else repr(a) for a in args)
+        try:
+            got = fn(*args)
+        except Exception as exc:  # the learner's code failed: report it, never crash
+            return _wrong(exercise, f"calling it with ({shown}) raised {type(exc).__name__}: {exc}")
+        if is_unanswered(got):
+            return _not_attempted(exercise, "a function body that returns a number")
+        value, problem = as_number(got)
+        if problem:
+            return _wrong(exercise, f"with ({shown}) it returned something unusable: {problem}")
+        if not math.isclose(value, expected, rel_tol=rel_tol, abs_tol=1e-300):
+            return _wrong(exercise, f"with ({shown}) it returned {value:,.6g}; expected {expected:,.6g}."
+                                    + (f" Hint: {hint}" if hint else ""))
+    return _finish(CheckResult(exercise, CORRECT, f"right on all {len(cases)} test cases."))
+
+
+def _a(type_name: str) -> str:
+    return ("an " if type_name[:1].lower() in "aeiou" else "a ") + type_name
+
+
+CheckFn = Callable[[Any], CheckResult]

@@ -1,0 +1,204 @@
+"""The ``roofline-lessons`` command: the catalogs as tables, and one workload placed on a roofline.
+
+Bad input is one line on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .costs import PHASES
+from .dtypes import DTYPES
+from .errors import RooflineInputError
+from .hardware import get_part, list_parts
+from .models import get_model, list_models
+
+PROG = "roofline-lessons"
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, no usage block
+        raise _UsageError(message)
+
+
+def _count(name: str, minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a whole number >= {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{name} must be a whole number >= {minimum}, got {text!r}")
+        return value
+
+    parse.__name__ = name
+    return parse
+
+
+def _dtype(text: str) -> str:
+    if text not in DTYPES:
+        raise argparse.ArgumentTypeError(f"unknown dtype {text!r} (allowed: {', '.join(DTYPES)})")
+    return text
+
+
+def _si(x: float, unit: str) -> str:
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= factor:
+            return f"{x / factor:,.3g} {prefix}{unit}"
+    return f"{x:,.3g} {unit}"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def cmd_hardware(args) -> int:
+    headers = ["id", "name", "bf16 dense", "fp8 dense", "bandwidth", "memory", "ridge bf16", "as of"]
+    rows = []
+    for pid in list_parts():
+        p = get_part(pid)
+        rate = lambda dt: _si(p.dense_flops_per_s[dt], "FLOP/s") if dt in p.dense_flops_per_s else "—"  # noqa: E731
+        rows.append([pid, p.name, rate("bf16"), rate("fp8"), _si(p.memory_bandwidth_bytes_per_s, "B/s"),
+                     f"{p.memory_capacity_bytes / 1e9:,.0f} GB", f"{p.ridge_point_flop_per_byte('bf16'):,.0f} FLOP/B",
+                     p.as_of])
+    print(_table(headers, rows))
+    print("\nPeak rates are dense (no sparsity). GB = 1e9 bytes. Sources: roofline_lessons/data/hardware.toml.")
+    return 0
+
+
+def cmd_models(args) -> int:
+    headers = ["id", "name", "layers", "hidden", "heads/kv", "head_dim", "params", "KV/token (bf16)"]
+    rows = []
+    for mid in list_models():
+        m = get_model(mid)
+        layers = str(m.num_hidden_layers)
+        if m.is_hybrid:
+            layers += f" ({m.num_full_attention_layers} attn + {m.num_deltanet_layers} GDN)"
+        params = f"{m.parameter_count() / 1e9:,.2f} B"
+        if m.is_moe:
+            params += f" ({m.active_parameter_count() / 1e9:,.2f} B active)"
+        rows.append([mid, m.name, layers, str(m.hidden_size), f"{m.num_attention_heads}/{m.num_key_value_heads}",
+                     str(m.head_dim), params, f"{m.kv_bytes_per_token('bf16') / 1024:,.0f} KiB"])
+    print(_table(headers, rows))
+    print("\nParameters are derived from each config's shapes. KiB = 1024 bytes.")
+    return 0
+
+
+def cmd_place(args) -> int:
+    from .placement import place
+
+    fields = dict(phase=args.phase, batch=args.batch, weights_dtype=args.weights, activations_dtype=args.activations,
+                  kv_dtype=args.kv, state_dtype=args.state, compute_dtype=args.compute,
+                  flash_attention=not args.no_flash_attention)
+    if args.phase == "prefill":
+        if args.context is not None:
+            raise RooflineInputError("--context is for decode; for prefill give the prompt length with --prompt")
+        fields["prompt_tokens"] = args.prompt if args.prompt is not None else 8192
+    else:
+        if args.prompt is not None:
+            raise RooflineInputError("--prompt is for prefill; for decode give the cached history with --context")
+        fields["context_tokens"] = args.context if args.context is not None else 0
+    p = place(args.model, args.hardware, **fields)
+    d = p.to_dict()
+    if args.json:
+        print(json.dumps(d, indent=2, ensure_ascii=False))
+        return 0
+    w = p.workload
+    what = (f"prefill of {int(w.prompt_tokens):,} tokens" if w.phase == "prefill"
+            else f"one decode step with {int(w.context_tokens):,} tokens cached")
+    print(f"{p.model.name} on {p.part.name}: {what}, batch {int(w.batch)}, compute {w.compute_dtype}")
+    print(f"  FLOPs                {_si(d['flops'], 'FLOP')}")
+    print(f"  bytes moved          {_si(d['bytes'], 'B')}  (weights {_si(d['weight_bytes'], 'B')}, "
+          f"activations {_si(d['activation_bytes'], 'B')}, KV {_si(d['kv_bytes'], 'B')}, "
+          f"state {_si(d['state_bytes'], 'B')})")
+    print(f"  intensity            {d['intensity']:,.4g} FLOP/byte of all traffic; "
+          f"{d['intensity_per_weight_byte']:,.4g} FLOP per weight byte")
+    print(f"  ridge point          {d['ridge_point']:,.4g} FLOP/byte "
+          f"({_si(d['peak_flops_per_s'], 'FLOP/s')} / {_si(d['bandwidth_bytes_per_s'], 'B/s')})")
+    print(f"  attainable           {_si(d['attainable_flops_per_s'], 'FLOP/s')} = {d['fraction_of_peak']:.2%} of peak "
+          f"-> {d['bound']}-bound")
+    print(f"  time lower bound     {d['time_lower_bound_s'] * 1e3:,.4g} ms "
+          f"(≤ {d['tokens_per_s_upper_bound']:,.4g} tokens/s)")
+    fits = "fits" if d["fits_in_memory"] else "does NOT fit"
+    print(f"  memory               {d['memory_required_bytes'] / 1e9:,.2f} GB of {d['memory_capacity_bytes'] / 1e9:,.0f} GB "
+          f"-> {fits}")
+    print("\n  top operators by time bound:")
+    ops = sorted(d["ops"], key=lambda o: max(o["flops"] / d["peak_flops_per_s"], o["bytes"] / d["bandwidth_bytes_per_s"]),
+                 reverse=True)[:8]
+    rows = [[o["name"], o["block"], _si(o["flops"], "FLOP"), _si(o["bytes"], "B"),
+             f"{o['intensity']:,.3g}" if o["intensity"] is not None else "—", o["bound"]] for o in ops]
+    print("  " + _table(["operator", "block", "FLOPs", "bytes", "FLOP/B", "bound"], rows).replace("\n", "\n  "))
+    return 0
+
+
+def cmd_exercises(args) -> int:
+    from .exercisegen import ExerciseGenerationError, generate, stale_files
+
+    root = Path(args.root)
+    sol, ex = root / "solutions", root / "exercises"
+    if args.check:
+        stale = stale_files(sol, ex)
+        for p in stale:
+            print(f"stale: {p}")
+        return 1 if stale else 0
+    try:
+        written = generate(sol, ex, force=args.force)
+    except ExerciseGenerationError as exc:
+        raise RooflineInputError(str(exc)) from None
+    print(f"wrote {len(written)} file(s)" + "".join(f"\n  {p}" for p in written))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="The roofline model for LLM inference: catalogs and placements.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub.add_parser("hardware", help="the hardware catalog as a table").set_defaults(func=cmd_hardware)
+    sub.add_parser("models", help="the model catalog as a table").set_defaults(func=cmd_models)
+    pl = sub.add_parser("place", help="place one prefill or decode step on a part's roofline")
+    pl.add_argument("--hardware", required=True, help=f"part id ({', '.join(list_parts())})")
+    pl.add_argument("--model", required=True, help=f"model id ({', '.join(list_models())})")
+    pl.add_argument("--phase", required=True, choices=PHASES)
+    pl.add_argument("--batch", type=_count("batch", 1), default=1)
+    pl.add_argument("--prompt", type=_count("prompt", 1), default=None, help="prefill: prompt length (default 8192)")
+    pl.add_argument("--context", type=_count("context", 0), default=None,
+                    help="decode: tokens already in the KV cache (default 0)")
+    for flag, default in (("weights", "bf16"), ("activations", "bf16"), ("kv", "bf16"), ("compute", "bf16")):
+        pl.add_argument(f"--{flag}", type=_dtype, default=default, help=f"dtype ({', '.join(DTYPES)})")
+    pl.add_argument("--state", type=_dtype, default=None, help="recurrent-state dtype (default: the model's)")
+    pl.add_argument("--no-flash-attention", action="store_true")
+    pl.add_argument("--json", action="store_true", help="print one JSON object")
+    pl.set_defaults(func=cmd_place)
+    ex = sub.add_parser("exercises", help="generate exercises/ from solutions/ (or --check that it is current)")
+    ex.add_argument("--root", default=".", help="the course checkout (default: .)")
+    ex.add_argument("--check", action="store_true", help="only list stale exercise files; exit 1 if any")
+    ex.add_argument("--force", action="store_true", help="overwrite edited exercise files (keeping .bak copies)")
+    ex.set_defaults(func=cmd_exercises)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return args.func(args)
+    except _UsageError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except RooflineInputError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

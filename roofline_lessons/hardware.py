@@ -1,0 +1,141 @@
+"""The hardware catalog: peak rates, memory bandwidth and capacity of accelerators.
+
+Figures live in ``data/hardware.toml`` with their source and date; this module only reads them.
+All rates are SI: FLOP/s and bytes/s. Peak rates are dense (no structured sparsity).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from ._catalog import load_catalog
+from .dtypes import check_dtype
+from .errors import RooflineInputError, unknown_name_error
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A measured (not vendor) figure for a part: what real kernels reach."""
+
+    quantity: str  #: e.g. "matmul_flops_per_s", "bandwidth_bytes_per_s"
+    value: float  #: in the unit its quantity names (FLOP/s or bytes/s)
+    what: str
+    source: str
+    dtype: str | None = None
+    kernel: str | None = None
+
+
+@dataclass(frozen=True)
+class Part:
+    """One accelerator. Rates are per chip (per GPU), dense unless a field says sparse."""
+
+    id: str
+    name: str
+    vendor: str
+    memory_type: str
+    memory_bandwidth_bytes_per_s: float
+    memory_capacity_bytes: float  #: SI bytes as the vendor states them (80 GB = 80e9)
+    dense_flops_per_s: Mapping[str, float]
+    sparse_flops_per_s: Mapping[str, float]
+    source: str
+    as_of: str
+    notes: str = ""
+    last_level_cache_bytes: int | None = None  #: binary: 50 MiB = 52,428,800 bytes
+    last_level_cache_name: str | None = None
+    shared_memory_per_sm_bytes: int | None = None  #: binary: 228 KiB = 233,472 bytes
+    measured: tuple[Measurement, ...] = field(default=())
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """The dtypes this catalog has a dense peak rate for."""
+        return tuple(self.dense_flops_per_s)
+
+    def peak_flops_per_s(self, dtype: str = "bf16") -> float:
+        """Dense peak FLOP/s for ``dtype``; a clear error if the part has no such rate."""
+        check_dtype(dtype)
+        try:
+            return self.dense_flops_per_s[dtype]
+        except KeyError:
+            extra = " (the A100 has no FP8 units at all)" if self.id == "a100-80gb" and dtype == "fp8" else ""
+            raise RooflineInputError(
+                f"{self.id} has no {dtype} rate in the catalog{extra}; "
+                f"rates it has: {', '.join(self.dtypes)}"
+            ) from None
+
+    def sparse_headline_flops_per_s(self, dtype: str = "bf16") -> float | None:
+        """The vendor's with-sparsity headline for ``dtype``, or None if none is quoted."""
+        check_dtype(dtype)
+        return self.sparse_flops_per_s.get(dtype)
+
+    def ridge_point_flop_per_byte(self, dtype: str = "bf16") -> float:
+        """Intensity where the compute and bandwidth roofs meet: peak / bandwidth (FLOP/byte)."""
+        return self.peak_flops_per_s(dtype) / self.memory_bandwidth_bytes_per_s
+
+    def measurements(self, quantity: str | None = None) -> tuple[Measurement, ...]:
+        """Measured figures, optionally only those of one ``quantity``."""
+        return tuple(m for m in self.measured if quantity is None or m.quantity == quantity)
+
+
+def _part_from_entry(part_id: str, entry: dict) -> Part:
+    dense = {check_dtype(k): float(v) for k, v in entry["dense_flops_per_s"].items()}
+    sparse = {check_dtype(k): float(v) for k, v in entry.get("sparse_flops_per_s", {}).items()}
+    measured = tuple(
+        Measurement(
+            quantity=m["quantity"],
+            value=float(m["value"]),
+            what=m["what"],
+            source=m["source"],
+            dtype=m.get("dtype"),
+            kernel=m.get("kernel"),
+        )
+        for m in entry.get("measured", [])
+    )
+    return Part(
+        id=part_id,
+        name=entry["name"],
+        vendor=entry["vendor"],
+        memory_type=entry["memory_type"],
+        memory_bandwidth_bytes_per_s=float(entry["memory_bandwidth_bytes_per_s"]),
+        memory_capacity_bytes=float(entry["memory_capacity_bytes"]),
+        dense_flops_per_s=MappingProxyType(dense),
+        sparse_flops_per_s=MappingProxyType(sparse),
+        source=entry["source"],
+        as_of=entry["as_of"],
+        notes=entry.get("notes", ""),
+        last_level_cache_bytes=entry.get("last_level_cache_bytes"),
+        last_level_cache_name=entry.get("last_level_cache_name"),
+        shared_memory_per_sm_bytes=entry.get("shared_memory_per_sm_bytes"),
+        measured=measured,
+    )
+
+
+def _parts() -> dict[str, Part]:
+    raw = load_catalog("hardware.toml")["parts"]
+    return {pid: _part_from_entry(pid, entry) for pid, entry in raw.items()}
+
+
+_PARTS: dict[str, Part] | None = None
+
+
+def list_parts() -> tuple[str, ...]:
+    """All part ids in catalog order."""
+    return tuple(_all())
+
+
+def _all() -> dict[str, Part]:
+    global _PARTS
+    if _PARTS is None:
+        _PARTS = _parts()
+    return _PARTS
+
+
+def get_part(part_id: str | Part) -> Part:
+    """Look a part up by id (``"h100-sxm"``); an unknown id names the closest ids."""
+    if isinstance(part_id, Part):
+        return part_id
+    parts = _all()
+    if isinstance(part_id, str) and part_id.strip().lower() in parts:
+        return parts[part_id.strip().lower()]
+    raise unknown_name_error("hardware id", part_id, parts)

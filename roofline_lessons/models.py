@@ -1,0 +1,179 @@
+"""The model catalog: architectures from published config.json files.
+
+Shapes live in ``data/models.toml``. Parameter counts are derived from the shapes (through the
+same operator list the cost model uses), never typed in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from ._catalog import load_catalog
+from .dtypes import bytes_per_element, check_dtype
+from .errors import unknown_name_error
+
+FULL_ATTENTION = "full_attention"
+GATED_DELTANET = "gated_deltanet"
+
+
+@dataclass(frozen=True)
+class Model:
+    """A decoder-only transformer, described by its config.json fields."""
+
+    id: str
+    name: str
+    source: str
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int  #: its own field: Qwen3 and Qwen3.8-27B do not have head_dim = hidden / heads
+    intermediate_size: int
+    vocab_size: int
+    tie_word_embeddings: bool = False
+    qk_norm: bool = False
+    attn_output_gate: bool = False
+    partial_rotary_factor: float = 1.0
+    sliding_window: int | None = None
+    # Hybrid models (Gated DeltaNet + full attention)
+    full_attention_interval: int | None = None
+    linear_num_key_heads: int = 0
+    linear_num_value_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel_dim: int = 0
+    state_dtype: str = "fp32"
+    # Mixture of experts
+    num_experts: int = 0
+    num_experts_per_tok: int = 0
+    moe_intermediate_size: int = 0
+    # Reference figures for the tests only (never used in a computation)
+    published_total_params: float | None = None
+    published_active_params: float | None = None
+
+    # ---- layout -------------------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def is_hybrid(self) -> bool:
+        return self.full_attention_interval is not None
+
+    def layer_types(self) -> tuple[str, ...]:
+        """Token mixer of every layer, in order: ``"full_attention"`` or ``"gated_deltanet"``."""
+        if self.full_attention_interval is None:
+            return (FULL_ATTENTION,) * self.num_hidden_layers
+        k = self.full_attention_interval
+        return tuple(
+            FULL_ATTENTION if (i + 1) % k == 0 else GATED_DELTANET for i in range(self.num_hidden_layers)
+        )
+
+    @property
+    def num_full_attention_layers(self) -> int:
+        return self.layer_types().count(FULL_ATTENTION)
+
+    @property
+    def num_deltanet_layers(self) -> int:
+        return self.layer_types().count(GATED_DELTANET)
+
+    # ---- derived sizes ------------------------------------------------------------------
+    @property
+    def deltanet_key_dim(self) -> int:
+        """Width of all key (and query) heads of a Gated DeltaNet layer together."""
+        return self.linear_num_key_heads * self.linear_key_head_dim
+
+    @property
+    def deltanet_value_dim(self) -> int:
+        """Width of all value heads of a Gated DeltaNet layer together."""
+        return self.linear_num_value_heads * self.linear_value_head_dim
+
+    @property
+    def deltanet_conv_dim(self) -> int:
+        """Channels through the short convolution: q, k and v together."""
+        return 2 * self.deltanet_key_dim + self.deltanet_value_dim
+
+    def kv_bytes_per_token(self, kv_dtype: str = "bf16") -> float:
+        """KV-cache bytes one token adds, over all full-attention layers.
+
+        2 (K and V) × full-attention layers × KV heads × head_dim × bytes per element.
+        Gated DeltaNet layers keep no per-token history, so they add nothing here.
+        """
+        return (
+            2.0 * self.num_full_attention_layers * self.num_key_value_heads * self.head_dim
+            * bytes_per_element(kv_dtype)
+        )
+
+    def kv_bytes_per_token_per_layer(self, kv_dtype: str = "bf16") -> float:
+        """KV-cache bytes one token adds to one full-attention layer."""
+        return 2.0 * self.num_key_value_heads * self.head_dim * bytes_per_element(kv_dtype)
+
+    def deltanet_state_bytes_per_layer(self, state_dtype: str | None = None) -> float:
+        """Recurrent state S of one Gated DeltaNet layer for one sequence, in bytes.
+
+        value heads × value head dim × key head dim × bytes per element (d_v × d_k per head).
+        """
+        dt = check_dtype(state_dtype or self.state_dtype)
+        return (
+            self.linear_num_value_heads * self.linear_value_head_dim * self.linear_key_head_dim
+            * bytes_per_element(dt)
+        )
+
+    def deltanet_state_bytes(self, state_dtype: str | None = None) -> float:
+        """Recurrent state of all Gated DeltaNet layers for one sequence, in bytes."""
+        return self.num_deltanet_layers * self.deltanet_state_bytes_per_layer(state_dtype)
+
+    def conv_state_bytes(self, activation_dtype: str = "bf16") -> float:
+        """Short-convolution state of all Gated DeltaNet layers for one sequence, in bytes.
+
+        The last (kernel − 1) inputs of every conv channel, kept in the activation dtype.
+        """
+        if not self.is_hybrid:
+            return 0.0
+        return (
+            self.num_deltanet_layers * self.deltanet_conv_dim * (self.linear_conv_kernel_dim - 1)
+            * bytes_per_element(activation_dtype)
+        )
+
+    def parameter_count(self) -> int:
+        """Total parameters, summed from the operators' weight shapes (all experts counted)."""
+        from .costs import parameter_counts
+
+        return parameter_counts(self)[0]
+
+    def active_parameter_count(self) -> int:
+        """Parameters one token uses (routed experts only, for MoE); equals the total if dense."""
+        from .costs import parameter_counts
+
+        return parameter_counts(self)[1]
+
+
+_FIELDS = set(Model.__dataclass_fields__)
+
+
+@cache
+def _models() -> dict[str, Model]:
+    raw = load_catalog("models.toml")["models"]
+    out = {}
+    for mid, entry in raw.items():
+        unknown = set(entry) - _FIELDS
+        if unknown:
+            raise ValueError(f"models.toml: model {mid!r} has unknown fields {sorted(unknown)}")
+        out[mid] = Model(id=mid, **entry)
+    return out
+
+
+def list_models() -> tuple[str, ...]:
+    """All model ids in catalog order."""
+    return tuple(_models())
+
+
+def get_model(model_id: str | Model) -> Model:
+    """Look a model up by id (``"qwen3.8-27b"``); an unknown id names the closest ids."""
+    if isinstance(model_id, Model):
+        return model_id
+    models = _models()
+    if isinstance(model_id, str) and model_id.strip().lower() in models:
+        return models[model_id.strip().lower()]
+    raise unknown_name_error("model id", model_id, models)

@@ -1,0 +1,73 @@
+"""Notebook files: jupytext pairs (.ipynb + .py percent script), atomic writes, sync checks."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import jupytext
+import nbformat
+
+PAIR_FORMATS = "ipynb,py:percent"
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+def atomic_write_text(path: Path | str, text: str) -> None:
+    """Write ``text`` to ``path`` so a reader sees the old file or the new one, never half of one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def read_notebook(path: Path | str) -> nbformat.NotebookNode:
+    """Read a .py percent script or an .ipynb as a notebook."""
+    return jupytext.read(str(path))
+
+
+def pair_texts(nb: nbformat.NotebookNode) -> tuple[str, str]:
+    """(.ipynb text, .py percent text) for ``nb``, outputs cleared, kernelspec and pairing set."""
+    nb = nbformat.from_dict(nb)
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata.setdefault("jupytext", {})["formats"] = PAIR_FORMATS
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    return jupytext.writes(nb, fmt="ipynb"), jupytext.writes(nb, fmt="py:percent")
+
+
+def cell_signature(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
+    """What must agree between the two files of a pair: each cell's type and source."""
+    return [(c.cell_type, c.source.strip()) for c in nb.cells]
+
+
+def pair_problems(py_path: Path | str) -> list[str]:
+    """Problems with the pair whose script is ``py_path``: missing, out of sync, or holding outputs."""
+    py_path = Path(py_path)
+    ipynb = py_path.with_suffix(".ipynb")
+    if not ipynb.exists():
+        return [f"{ipynb} is missing (run `make sync`)"]
+    problems = []
+    nb_py, nb_ipynb = read_notebook(py_path), nbformat.read(str(ipynb), as_version=4)
+    if cell_signature(nb_py) != cell_signature(nb_ipynb):
+        problems.append(f"{ipynb} and {py_path} are out of sync (run `make sync`)")
+    for i, cell in enumerate(nb_ipynb.cells):
+        if cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count") is not None):
+            problems.append(f"{ipynb} cell {i} holds outputs (clear them before committing)")
+            break
+    if nb_ipynb.metadata.get("kernelspec", {}).get("name") != "python3":
+        problems.append(f"{ipynb} has no python3 kernelspec (JupyterLab would ask for a kernel)")
+    return problems
