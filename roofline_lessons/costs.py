@@ -46,7 +46,7 @@ ArrayLike = Any  # a Python number or a numpy array
 
 def _whole(name: str, value: ArrayLike, minimum: int) -> ArrayLike:
     """Validate a token/batch count: a whole number (or array of them) >= ``minimum``."""
-    if isinstance(value, bool) or value is None:
+    if isinstance(value, (bool, str, bytes)) or value is None:
         raise RooflineInputError(f"{name} must be a whole number >= {minimum}, got {value!r}")
     try:
         arr = np.asarray(value, dtype=float)

@@ -114,7 +114,8 @@ def lesson01_dashboard(model_id: str = "qwen3.8-27b", part_id: str = "h100-sxm")
         view = lesson01_view(model, part, dtype, phase, batch, tokens)
         print(view.verdict)
         fig = lesson01_draw(view)
-        plt.show(fig)
+        display(fig)
+        plt.close(fig)
 
     out = widgets.interactive_output(_update, {"model": model_w, "part": part_w, "dtype": dtype_w,
                                                "phase": phase_w, "batch": batch_w, "tokens": tokens_w})

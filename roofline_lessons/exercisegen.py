@@ -57,9 +57,10 @@ def stub_for_region(code: str, where: str = "") -> list[str]:
         if isinstance(node, ast.FunctionDef):
             lines.append(f"def {node.name}({ast.unparse(node.args)}):")
             doc = ast.get_docstring(node)
-            if doc:
-                lines.append(f"    {ast.unparse(ast.Constant(doc))}")
+            if doc and '"""' not in doc:
+                lines.append(f'    """{doc}"""')
             lines.append("    return ...  # your code here")
+            lines.append("")  # a blank line after a function, as PEP 8 and readers expect
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
@@ -96,7 +97,7 @@ def exercise_source(source: str, where: str = "") -> str:
             out.append(line)
     if region is not None:
         raise ExerciseGenerationError(f"{where}: {BEGIN} without {END}")
-    return "\n".join(out)
+    return "\n".join(out).rstrip()
 
 
 def exercise_notebook(solution: nbformat.NotebookNode, name: str = "") -> nbformat.NotebookNode:

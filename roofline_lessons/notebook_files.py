@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -41,12 +42,31 @@ def pair_texts(nb: nbformat.NotebookNode) -> tuple[str, str]:
     """(.ipynb text, .py percent text) for ``nb``, outputs cleared, kernelspec and pairing set."""
     nb = nbformat.from_dict(nb)
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
-    nb.metadata.setdefault("jupytext", {})["formats"] = PAIR_FORMATS
-    for cell in nb.cells:
+    # Only the pairing is kept: jupytext's version stamp would make files differ between installs.
+    nb.metadata["jupytext"] = {"formats": PAIR_FORMATS}
+    for i, cell in enumerate(nb.cells):
+        # Stable cell ids, so regenerating an unchanged notebook gives byte-identical files.
+        cell["id"] = hashlib.sha1(f"{i}:{cell.cell_type}:{cell.source}".encode("utf-8")).hexdigest()[:12]
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
-    return jupytext.writes(nb, fmt="ipynb"), jupytext.writes(nb, fmt="py:percent")
+    py_text = jupytext.writes(nb, fmt="py:percent")
+    py_text = _drop_text_representation(py_text)
+    return jupytext.writes(nb, fmt="ipynb"), py_text
+
+
+def _drop_text_representation(py_text: str) -> str:
+    """Remove the version-stamped ``text_representation`` block from a script's YAML header."""
+    out, skipping = [], False
+    for line in py_text.splitlines(keepends=True):
+        if line.startswith("#     text_representation:"):
+            skipping = True
+            continue
+        if skipping and line.startswith("#       "):
+            continue
+        skipping = False
+        out.append(line)
+    return "".join(out)
 
 
 def cell_signature(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:

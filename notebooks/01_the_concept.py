@@ -1,0 +1,257 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lesson 1 — The roofline model: two numbers for the machine, one for the kernel
+#
+# **By the end of this lesson you can**
+#
+# 1. write down attainable performance, $P = \min(P_\text{peak},\ \beta \cdot I)$, and say what each
+#    symbol is and in which unit;
+# 2. compute a part's ridge point from its datasheet and say which side of it a kernel sits on;
+# 3. place a batch-1 decode step, a batch-32 decode step and a long prefill of a real model on an
+#    H100 and explain, with numbers, why a decode kernel at a fraction of a percent of peak is
+#    not broken;
+# 4. say what to buy for each: bytes or FLOPs.
+#
+# Every number below is computed by the `roofline_lessons` package from its catalogs (each figure
+# carries its source and date), so when a figure is corrected, the lesson corrects itself.
+
+# %%
+# %matplotlib inline
+from roofline_lessons import get_model, get_part, place
+from roofline_lessons.charts import Roof, point_on_roof, roofline_chart
+from roofline_lessons.display import md, show_table
+from roofline_lessons.roofline import attainable_flops_per_s, bound
+from roofline_lessons.units import GB, TERA, percent, si
+
+# %% [markdown]
+# ## A profiling report lands on your desk
+#
+# The decode kernel of a 27-billion-parameter model reaches a few tenths of one percent of the
+# GPU's peak arithmetic rate. The tempting conclusion: someone wrote a terrible kernel, and a
+# rewrite will win back two orders of magnitude.
+#
+# The roofline model (Williams, Waterman and Patterson, 2009) lets you test that conclusion in
+# half a minute without opening the code. It needs three numbers:
+#
+# - from the machine, its **peak arithmetic rate** $P_\text{peak}$ (FLOP/s) and its **memory
+#   bandwidth** $\beta$ (bytes/s);
+# - from the kernel, its **arithmetic intensity** $I$: the FLOPs it performs per byte it must move
+#   to or from memory (FLOP/byte).
+#
+# Here are the machine's two numbers for an H100 SXM.
+
+# %%
+h100 = get_part("h100-sxm")
+peak_bf16 = h100.peak_flops_per_s("bf16")
+bandwidth = h100.memory_bandwidth_bytes_per_s
+md(f"**{h100.name}** — dense BF16 peak **{si(peak_bf16, 'FLOP/s')}**, "
+   f"{h100.memory_type} bandwidth **{si(bandwidth, 'B/s')}** "
+   f"(source: {h100.source}; as of {h100.as_of}). "
+   f"The with-sparsity headline, {si(h100.sparse_headline_flops_per_s('bf16'), 'FLOP/s')}, "
+   "is twice the dense rate and does not apply to dense inference.")
+
+# %% [markdown]
+# ## The model in one line
+#
+# A kernel cannot compute faster than the arithmetic units allow, and it cannot compute faster
+# than memory can deliver its operands. If every byte fetched feeds $I$ FLOPs, memory can sustain
+# at most $\beta \cdot I$ FLOP/s. So
+#
+# $$P_\text{attainable} = \min\left(P_\text{peak},\ \beta \cdot I\right).$$
+#
+# Try it on a few intensities. Watch the answer grow in proportion to $I$, then stop.
+
+# %%
+for intensity in [1, 10, 100, 1_000, 10_000]:
+    p = attainable_flops_per_s(intensity, peak_bf16, bandwidth)
+    print(f"I = {intensity:>6,} FLOP/byte -> {si(p, 'FLOP/s'):>13}  "
+          f"({percent(p / peak_bf16)} of peak, {bound(intensity, peak_bf16, bandwidth)}-bound)")
+
+# %% [markdown]
+# ## The ridge point
+#
+# The two limits are equal where $\beta \cdot I = P_\text{peak}$, at the **ridge point**
+# (also called the knee) $I^* = P_\text{peak} / \beta$. Left of it a kernel is memory-bound; right
+# of it, compute-bound.
+
+# %%
+ridge = h100.ridge_point_flop_per_byte("bf16")
+md(f"H100 SXM, BF16: $I^* = {si(peak_bf16, 'FLOP/s')} \\,/\\, {si(bandwidth, 'B/s')} "
+   f"\\approx$ **{ridge:,.0f} FLOP/byte**. A kernel must do about {ridge:,.0f} FLOPs for every byte "
+   "it moves before the tensor cores, not the memory, set its speed.")
+
+# %% [markdown]
+# Drawn on log-log axes, the bandwidth limit is a line of slope one and the compute limit a flat
+# ceiling; the bend is the ridge.
+
+# %%
+h100_roof = Roof("H100 SXM, BF16 dense", peak_bf16, bandwidth)
+roofline_chart([h100_roof], title="The roofline of an H100 SXM (dense BF16)", intensity_range=(0.1, 1e5));
+
+# %% [markdown]
+# ## Placing a real model: Qwen3.8-27B on an H100
+#
+# The kernel's number, $I$, comes from counting. The package counts the FLOPs and bytes of every
+# operator of every layer (embedding, norms, projections, attention, Gated DeltaNet, MLP, lm_head)
+# for one step. Three steps of Qwen3.8-27B, all in BF16:
+#
+# - **batch-1 decode**: one new token for one conversation;
+# - **batch-32 decode**: one new token for each of 32 conversations at once;
+# - **prefill** of an 8,192-token prompt: every prompt position goes through the model together.
+#
+# Intensity can be measured against two denominators, and both are worth knowing:
+# FLOPs per **weight** byte (how many times each fetched weight is used), and FLOPs per byte of
+# **all** traffic (weights, activations, KV cache and recurrent state).
+
+# %%
+model = get_model("qwen3.8-27b")
+steps = {
+    "decode, batch 1": place(model, h100, phase="decode", batch=1, context_tokens=0),
+    "decode, batch 32": place(model, h100, phase="decode", batch=32, context_tokens=0),
+    "prefill, 8,192 tokens": place(model, h100, phase="prefill", prompt_tokens=8192),
+}
+show_table(
+    ["step", "FLOPs", "bytes moved", "FLOP / weight byte", "FLOP / byte (all)", "attainable", "of peak", "bound"],
+    [[name, si(s.cost.flops, "FLOP"), si(s.cost.bytes, "B"), f"{s.intensity_per_weight_byte:,.1f}",
+      f"{s.intensity:,.1f}", si(s.attainable_flops_per_s, "FLOP/s"), percent(s.fraction_of_peak), s.bound]
+     for name, s in steps.items()],
+)
+
+# %% [markdown]
+# Read the first row against the profiling report. Batch-1 decode has to stream every weight
+# through the GPU to produce one token, and each weight (two bytes in BF16) takes part in one
+# multiply-add (two FLOPs): about **one FLOP per byte**.
+
+# %%
+d1 = steps["decode, batch 1"]
+md(f"At I ≈ {d1.intensity:.2f} FLOP/byte the bandwidth roof allows "
+   f"{si(bandwidth, 'B/s')} × {d1.intensity:.2f} ≈ **{si(d1.attainable_flops_per_s, 'FLOP/s')}**, "
+   f"which is **{percent(d1.fraction_of_peak)}** of the {si(peak_bf16, 'FLOP/s')} peak. "
+   f"The step cannot take less than {d1.time_lower_bound_s * 1e3:.1f} ms "
+   f"({si(d1.cost.bytes, 'B')} ÷ {si(bandwidth, 'B/s')}), so at most "
+   f"{float(d1.tokens_per_s_upper_bound):,.0f} tokens/s for this conversation.")
+
+# %% [markdown]
+# That is the report's "three tenths of one percent". The kernel is **on its roof**, not below
+# it. No reordering of instructions can help, because the arithmetic units were never the scarce
+# resource: the memory system is already delivering bytes as fast as it can. A rewrite would
+# chase single-digit percentages. The workload, not the kernel, has to change.
+#
+# **Batching** is such a change. Thirty-two conversations share one pass over the weights, so each
+# weight byte now feeds about 32 FLOPs.
+
+# %%
+d32 = steps["decode, batch 32"]
+per_weight_32 = attainable_flops_per_s(d32.intensity_per_weight_byte, peak_bf16, bandwidth)
+md(f"By the weight-byte lens, I ≈ {d32.intensity_per_weight_byte:.1f} FLOP/byte allows "
+   f"**{si(per_weight_32, 'FLOP/s')}**, about {per_weight_32 / d1.attainable_flops_per_s:.0f}× batch 1 — "
+   f"and still {ridge / d32.intensity_per_weight_byte:.0f}× short of the ridge. "
+   f"Counting all traffic, I = {d32.intensity:.1f}: each of the 32 conversations also reads and writes "
+   f"its own recurrent state ({si(d32.cost.state_bytes / 32, 'B')} per step per conversation), which "
+   f"trims the attainable rate to {si(d32.attainable_flops_per_s, 'FLOP/s')}. Either way the point stays on "
+   "the slanted roof, and the gain came from the workload, not the kernel.")
+
+# %% [markdown]
+# **Prefill** is the opposite case. Each weight fetched serves all 8,192 prompt positions at once.
+
+# %%
+pf = steps["prefill, 8,192 tokens"]
+md(f"FLOPs per weight byte: **{pf.intensity_per_weight_byte:,.0f}**, about "
+   f"{pf.intensity_per_weight_byte / ridge:.0f}× the ridge; even counting every activation read and "
+   f"written by an unfused implementation, I = {pf.intensity:,.0f}, still {pf.intensity / ridge:.1f}× past it. "
+   f"Prefill rides the flat compute roof: the time to first token is at least "
+   f"{pf.time_lower_bound_s * 1e3:,.0f} ms ({si(pf.cost.flops, 'FLOP')} ÷ {si(peak_bf16, 'FLOP/s')}). "
+   "Here FLOPs are what to buy: better tensor-core use, tiling, a faster number format.")
+
+# %%
+lm_head = next(op for op in pf.cost.ops if op.name == "lm_head")
+md(f"(Why is the weight-byte figure a little under 8,192? The lm_head's {si(lm_head.weight_bytes, 'B')} "
+   "of weights are read once but used for the last position only, since generation needs one row of "
+   "logits; the attention arithmetic pulls the other way. The package counts both.)")
+
+# %% [markdown]
+# All three on one chart:
+
+# %%
+points = [point_on_roof(name, float(s.intensity), h100_roof) for name, s in steps.items()]
+roofline_chart([h100_roof], points, title="Qwen3.8-27B on an H100 SXM (BF16): three steps",
+               intensity_range=(0.1, 1e5));
+
+# %% [markdown]
+# ## Red flag: "high FLOP/s means good performance"
+#
+# A kernel's FLOP/s alone says nothing about its quality. What matters is how close it is to
+# **its own** roof. Suppose a decode kernel (I ≈ 1) achieves 3.0 TFLOP/s and a prefill GEMM
+# achieves 600 TFLOP/s. Which one has more room to improve?
+
+# %%
+achieved = {"decode kernel (I = 1)": (1.0, 3.0 * TERA), "prefill GEMM (I = 8,192)": (8192.0, 600 * TERA)}
+share_of_roof = {}
+for name, (intensity, got) in achieved.items():
+    roof_here = attainable_flops_per_s(intensity, peak_bf16, bandwidth)
+    share_of_roof[name] = got / roof_here
+    print(f"{name:26} achieves {si(got, 'FLOP/s'):>14}; its roof is {si(roof_here, 'FLOP/s'):>14} "
+          f"-> {percent(got / roof_here, 0)} of what it could reach")
+
+# %%
+slow, fast = share_of_roof.values()
+md(f"The \"slow\" decode kernel is at {percent(slow, 0)} of its roof; the \"fast\" GEMM leaves "
+   f"{percent(1 - fast, 0)} on the table. Quoting FLOP/s without intensity is the mistake interviewers "
+   "listen for.")
+#
+# ## An analogy: the exam marker and the rubric
+#
+# Picture an examiner who marks answers very fast but needs the full marking rubric — a thick
+# book kept in an archive — open in front of them for every answer, and a clerk who can carry only
+# so many pages a minute from the archive. The examiner's speed is the compute roof; the clerk's
+# pace is the bandwidth; the answers marked per page carried is the intensity.
+#
+# - Batch-1 decode: the clerk carries the whole rubric in to mark **one** answer. The examiner
+#   spends almost all the time waiting. A faster examiner changes nothing.
+# - Batch 32: the rubric comes in once and 32 answers are marked against it. Same clerk, 32 times
+#   the marking.
+# - Prefill: 8,192 answers per trip through the rubric. Now the clerk waits for the examiner, and
+#   only a faster examiner helps.
+#
+# ## Explore: the dashboard
+#
+# Pick a part, a number format, a phase, a batch and a length. The point moves; the verdict says
+# which roof binds and what that means. Try: batch-1 decode on a B200 (what changes, and what
+# does not?); prefill of 128 tokens (is a short prompt still compute-bound?); `fp8` on an H100.
+
+# %%
+from roofline_lessons.dashboards import lesson01_dashboard
+
+dashboard = lesson01_dashboard()
+
+# %% [markdown]
+# ## Summary
+#
+# - A machine is two numbers (peak FLOP/s, bandwidth); a kernel is one (FLOP/byte).
+#   $P = \min(P_\text{peak}, \beta I)$, and the ridge $I^* = P_\text{peak}/\beta$ splits
+#   memory-bound from compute-bound.
+# - Batch-1 decode sits at about one FLOP per byte: a fraction of a percent of peak **is** its roof.
+#   Buy bytes: batching, smaller weights, smaller KV cache and state.
+# - Prefill sits far right of the ridge: buy FLOPs.
+# - Judge a kernel against its own roof, never by raw FLOP/s.
+#
+# **A question to leave with.** The H200 has the same compute as the H100 SXM but more bandwidth.
+# Does its ridge move left or right, and which of the three steps above gets faster?
+#
+# **Interview questions this lesson prepares you for**
+#
+# - "Explain the roofline model in plain language, without the chart."
+# - "Our decode kernel runs at 0.3 % of peak FLOP/s. Is it badly written?"
+# - "Why is prefill compute-bound and decode memory-bound?"
+# - "What is the ridge point of an H100 in BF16, and where does it come from?"
+#
+# The exercises for this lesson are in `exercises/01_the_concept.ipynb`.

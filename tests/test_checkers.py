@@ -1,0 +1,58 @@
+import math
+
+import numpy as np
+import pytest
+
+from roofline_lessons.checkers import CORRECT, INCORRECT, NOT_ATTEMPTED, check_choice, check_function, check_number
+from roofline_lessons.checks import lesson01
+
+ODD = [..., None, "295", True, [1, 2], {"a": 1}, np.array([1.0, 2.0]), float("nan"), float("inf"), object(),
+       complex(1, 2), b"295"]
+
+
+@pytest.mark.parametrize("name,fn", sorted(lesson01.EXERCISES.items()))
+@pytest.mark.parametrize("answer", ODD, ids=repr)
+def test_checkers_never_crash_on_odd_answers(name, fn, answer):
+    result = fn(answer)
+    assert not result.passed
+    assert result.status in (INCORRECT, NOT_ATTEMPTED)
+    assert str(result).startswith(("✗", "…"))
+
+
+def test_unanswered_is_not_yet():
+    for fn in lesson01.EXERCISES.values():
+        assert fn(...).status == NOT_ATTEMPTED
+        assert fn(None).status == NOT_ATTEMPTED
+
+
+def test_number_checks():
+    assert check_number("x", 100, 100).status == CORRECT
+    assert check_number("x", np.float32(101), 100).status == CORRECT
+    assert check_number("x", np.array(101.0), 100).status == CORRECT
+    r = check_number("x", 100e12, 100, unit="FLOP/byte")
+    assert r.status == INCORRECT and "10^12" in r.message
+    r = check_number("x", "100", 100)
+    assert r.status == INCORRECT and "without quotes" in r.message
+
+
+def test_choice_and_function_checks():
+    assert check_choice("x", " Memory ", "memory", ("memory", "compute")).passed
+    assert not check_choice("x", "both", "memory", ("memory", "compute")).passed
+
+    def boom(*_):
+        raise RuntimeError("oops")
+
+    r = check_function("x", boom, [((1,), 1.0)])
+    assert r.status == INCORRECT and "RuntimeError: oops" in r.message
+    assert check_function("x", lambda a: ..., [((1,), 1.0)]).status == NOT_ATTEMPTED
+    assert check_function("x", lambda a: "1", [((1,), 1.0)]).status == INCORRECT
+    assert check_function("x", lambda a: math.sqrt(a), [((4,), 2.0)]).passed
+
+
+def test_lesson01_accepts_right_answers_and_rejects_wrong_ones():
+    assert lesson01.ridge_point(295).passed and not lesson01.ridge_point(153).passed
+    assert lesson01.decode_percent_of_peak(0.34).passed and not lesson01.decode_percent_of_peak(0.0034).passed
+    assert lesson01.batch32_attainable_tflops(107).passed and not lesson01.batch32_attainable_tflops(989).passed
+    assert lesson01.prefill_bound("compute").passed and not lesson01.prefill_bound("memory").passed
+    assert lesson01.attainable_function(lambda i, p, b: min(p, b * i)).passed
+    assert not lesson01.attainable_function(lambda i, p, b: max(p, b * i)).passed

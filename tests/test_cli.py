@@ -1,0 +1,85 @@
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from roofline_lessons.cli import main
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_hardware_and_models_tables(capsys):
+    code, out, _ = run(capsys, "hardware")
+    assert code == 0 and "h100-sxm" in out and "295 FLOP/B" in out
+    code, out, _ = run(capsys, "models")
+    assert code == 0 and "qwen3.8-27b" in out and "64 KiB" in out
+
+
+def test_place_json(capsys):
+    code, out, _ = run(capsys, "place", "--hardware", "h100-sxm", "--model", "qwen3.8-27b", "--phase", "decode",
+                       "--batch", "32", "--context", "4096", "--json")
+    assert code == 0
+    d = json.loads(out)
+    for k in ("flops", "bytes", "weight_bytes", "kv_bytes", "state_bytes", "activation_bytes", "intensity",
+              "intensity_per_weight_byte", "ridge_point", "peak_flops_per_s", "bandwidth_bytes_per_s",
+              "attainable_flops_per_s", "fraction_of_peak", "bound", "time_lower_bound_s",
+              "memory_required_bytes", "fits_in_memory"):
+        assert k in d, k
+    assert d["bound"] == "memory" and d["batch"] == 32 and d["context_tokens"] == 4096
+    assert d["ridge_point"] == pytest.approx(295.3, rel=1e-3)
+    assert all({"name", "flops", "bytes", "intensity"} <= set(op) for op in d["ops"])
+    assert d["state_bytes"] > 0 and d["kv_bytes"] > 0
+
+
+def test_place_prefill_and_flags(capsys):
+    code, out, _ = run(capsys, "place", "--hardware", "b200", "--model", "llama-3.1-8b", "--phase", "prefill",
+                       "--prompt", "2048", "--weights", "fp8", "--compute", "fp8", "--no-flash-attention", "--json")
+    off = json.loads(out)
+    assert code == 0 and off["flash_attention"] is False and off["peak_flops_per_s"] == 4500e12
+    code, out, _ = run(capsys, "place", "--hardware", "b200", "--model", "llama-3.1-8b", "--phase", "prefill",
+                       "--prompt", "2048", "--weights", "fp8", "--compute", "fp8", "--json")
+    on = json.loads(out)
+    assert on["bound"] == "compute" and on["flash_attention"] is True
+    assert off["intensity"] < on["intensity"]  # the unfused score matrix costs bytes
+    assert off["flops"] == pytest.approx(on["flops"])
+    code, out, _ = run(capsys, "place", "--hardware", "h100-sxm", "--model", "qwen3.8-27b", "--phase", "decode")
+    assert code == 0 and "memory-bound" in out
+
+
+BAD = [
+    (["--hardware", "h100", "--model", "qwen3.8-27b", "--phase", "decode"], "h100-sxm"),
+    (["--hardware", "h100-sxm", "--model", "qwen-27b", "--phase", "decode"], "qwen3.8-27b"),
+    (["--hardware", "h100-sxm", "--model", "qwen3.8-27b", "--phase", "decode", "--batch", "0"], "batch"),
+    (["--hardware", "h100-sxm", "--model", "qwen3.8-27b", "--phase", "decode", "--batch", "2.5"], "batch"),
+    (["--hardware", "h100-sxm", "--model", "qwen3.8-27b", "--phase", "prefill", "--prompt", "0"], "prompt"),
+    (["--hardware", "h100-sxm", "--model", "qwen3.8-27b", "--phase", "prefill", "--prompt", "ten"], "prompt"),
+    (["--hardware", "h100-sxm", "--model", "qwen3.8-27b", "--phase", "decode", "--context", "-5"], "context"),
+    (["--hardware", "h100-sxm", "--model", "qwen3.8-27b", "--phase", "decode", "--context", "1e3"], "context"),
+    (["--hardware", "h100-sxm", "--model", "qwen3.8-27b", "--phase", "decode", "--kv", "fp6"], "fp6"),
+    (["--hardware", "a100-80gb", "--model", "qwen3.8-27b", "--phase", "decode", "--compute", "fp8"], "no fp8"),
+    (["--hardware", "h100-sxm", "--model", "qwen3.8-27b", "--phase", "warmup"], "phase"),
+]
+
+
+@pytest.mark.parametrize("args,needle", BAD)
+def test_bad_input_is_one_line_and_exit_2(capsys, args, needle):
+    code, out, err = run(capsys, "place", *args)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and needle in err and "Traceback" not in err
+
+
+def test_console_script_is_installed_and_fails_cleanly():
+    exe = shutil.which("roofline-lessons", path=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    assert exe, "the roofline-lessons console script is not installed"
+    r = subprocess.run([exe, "place", "--hardware", "h10", "--model", "llama-2-7b", "--phase", "decode"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith("roofline-lessons: error: unknown hardware id 'h10'")
+    assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1

@@ -1,0 +1,158 @@
+import numpy as np
+import pytest
+
+from roofline_lessons.costs import Workload, expected_experts_touched, model_cost
+from roofline_lessons.errors import RooflineInputError
+from roofline_lessons.models import get_model, list_models
+from roofline_lessons.units import MiB
+
+DENSE = [m for m in list_models() if not get_model(m).is_moe]
+
+
+@pytest.mark.parametrize("mid", DENSE)
+def test_batch1_decode_does_about_one_flop_per_weight_byte(mid):
+    c = model_cost(mid, phase="decode", batch=1, context_tokens=0)
+    assert c.intensity_per_weight_byte == pytest.approx(1.0, rel=0.03)
+
+
+@pytest.mark.parametrize("mid", DENSE)
+def test_prefill_flops_per_weight_byte_is_about_the_prompt_length(mid):
+    c = model_cost(mid, phase="prefill", prompt_tokens=2048)
+    assert c.intensity_per_weight_byte == pytest.approx(2048, rel=0.15)
+
+
+def test_prefill_flops_are_two_per_parameter_per_token_plus_attention():
+    m = get_model("llama-3.1-8b")
+    t = 4096
+    c = model_cost(m, phase="prefill", prompt_tokens=t)
+    matmul_params = m.parameter_count() - 2 * m.vocab_size * m.hidden_size  # no embedding, no lm_head
+    attention = 2 * 2 * m.head_dim * m.num_attention_heads * t * (t + 1) / 2 * m.num_hidden_layers
+    head = 2 * m.hidden_size * m.vocab_size  # last position only
+    assert c.flops == pytest.approx(2 * matmul_params * t + attention + head, rel=0.01)
+
+
+def test_lm_head_only_last_position_in_prefill():
+    m = get_model("qwen3-8b")
+    c = model_cost(m, phase="prefill", batch=3, prompt_tokens=1000)
+    head = next(op for op in c.ops if op.name == "lm_head")
+    assert head.flops == 2 * 3 * m.hidden_size * m.vocab_size
+    assert "last position" in head.note
+
+
+def test_embedding_reads_only_looked_up_rows():
+    m = get_model("llama-2-7b")
+    emb = next(op for op in model_cost(m, phase="decode", batch=4).ops if op.name == "embed_tokens")
+    assert emb.weight_bytes == 4 * m.hidden_size * 2
+    emb = next(op for op in model_cost(m, phase="prefill", prompt_tokens=100_000).ops if op.name == "embed_tokens")
+    assert emb.weight_bytes == m.vocab_size * m.hidden_size * 2  # capped at the vocabulary
+
+
+def test_decode_reads_the_whole_kv_cache():
+    m = get_model("llama-3.1-8b")
+    ctx = np.array([0, 1000, 10_000])
+    c = model_cost(m, phase="decode", batch=2, context_tokens=ctx)
+    np.testing.assert_allclose(c.kv_read_bytes, 2 * (ctx + 1) * m.kv_bytes_per_token("bf16"))
+    np.testing.assert_allclose(c.kv_write_bytes, 2 * m.kv_bytes_per_token("bf16"))
+
+
+def test_sliding_window_caps_kv_reads():
+    m = get_model("mistral-7b")
+    a = model_cost(m, phase="decode", context_tokens=4095).kv_read_bytes
+    b = model_cost(m, phase="decode", context_tokens=50_000).kv_read_bytes
+    assert a == b == 4096 * m.kv_bytes_per_token("bf16")
+
+
+def test_deltanet_state_is_read_and_written_every_decode_step():
+    m = get_model("qwen3.8-27b")
+    for ctx in (0, 100_000):
+        c = model_cost(m, phase="decode", batch=5, context_tokens=ctx)
+        step = next(op for op in c.ops if op.name == "state_update+readout")
+        assert step.layers == 48
+        assert step.state_read_bytes == step.state_write_bytes == 5 * 3 * MiB
+        conv = m.conv_state_bytes("bf16") * 5
+        assert c.state_read_bytes == c.state_write_bytes == pytest.approx(5 * 144 * MiB + conv)
+
+
+def test_prefill_writes_state_once_and_reads_none():
+    c = model_cost("qwen3.8-27b", phase="prefill", prompt_tokens=1024)
+    assert c.state_read_bytes == 0
+    assert c.state_write_bytes > 144 * MiB
+
+
+def test_state_dtype_is_a_lever():
+    f32 = model_cost("qwen3.8-27b", phase="decode").state_bytes
+    bf16 = model_cost("qwen3.8-27b", phase="decode", state_dtype="bf16").state_bytes
+    assert bf16 < f32
+
+
+def test_attention_ops_present_with_and_without_flash():
+    on = model_cost("llama-3.1-8b", phase="prefill", prompt_tokens=4096)
+    off = model_cost("llama-3.1-8b", phase="prefill", prompt_tokens=4096, flash_attention=False)
+    names_off = [op.name for op in off.ops]
+    assert any(n.startswith("qk_scores") for n in names_off) and "softmax" in names_off
+    assert any(n.startswith("score_v") for n in names_off)
+    assert any(n.startswith("attention (fused") for n in (op.name for op in on.ops))
+    assert off.flops == pytest.approx(on.flops)
+    assert off.activation_bytes > on.activation_bytes + 32 * 32 * 4096 * 4096 * 2  # the N^2 score matrix
+
+
+def test_output_gate_only_where_the_model_has_one():
+    gated = [op.name for op in model_cost("qwen3.8-27b").ops]
+    plain = [op.name for op in model_cost("qwen3-8b").ops]
+    assert "output_gate" in gated and "output_gate" not in plain
+
+
+def test_every_layer_kind_has_its_operators():
+    names = {op.name for op in model_cost("qwen3.8-27b").ops}
+    for n in ("embed_tokens", "input_norm", "k_proj", "v_proj", "o_proj", "short_conv", "state_update+readout",
+              "in_proj_qkv", "out_proj", "gate_proj", "up_proj", "down_proj", "silu_mul", "final_norm", "lm_head"):
+        assert n in names
+    moe = {op.name for op in model_cost("qwen3-30b-a3b").ops}
+    assert {"router", "experts_gate_up", "experts_down"} <= moe
+
+
+def test_moe_reads_only_touched_experts():
+    m = get_model("qwen3-30b-a3b")
+    assert expected_experts_touched(128, 8, 1) == pytest.approx(8)
+    assert expected_experts_touched(128, 8, 10_000) == pytest.approx(128)
+    one = model_cost(m, phase="decode", batch=1)
+    up = next(op for op in one.ops if op.name == "experts_gate_up")
+    assert up.weight_bytes == pytest.approx(8 * 2 * m.hidden_size * m.moe_intermediate_size * 2)
+    per_token = [model_cost(m, phase="decode", batch=b).weight_bytes / b for b in (1, 8, 64)]
+    assert per_token[0] > per_token[1] > per_token[2]
+
+
+def test_weights_dtype_halves_weight_bytes():
+    a = model_cost("llama-3.1-8b", phase="decode").weight_bytes
+    b = model_cost("llama-3.1-8b", phase="decode", weights_dtype="fp8").weight_bytes
+    assert b == pytest.approx(a / 2)
+
+
+def test_arrays_give_the_same_answer_as_scalars():
+    batches = np.array([1, 4, 32, 256])
+    ctx = np.array([0, 512, 8192, 131072])
+    for mid in ("qwen3.8-27b", "qwen3-30b-a3b", "mistral-7b"):
+        vec = model_cost(mid, phase="decode", batch=batches, context_tokens=ctx)
+        for i, (b, c) in enumerate(zip(batches, ctx)):
+            one = model_cost(mid, phase="decode", batch=int(b), context_tokens=int(c))
+            assert vec.flops[i] == pytest.approx(one.flops)
+            assert vec.bytes[i] == pytest.approx(one.bytes)
+    prompts = np.array([128, 4096, 8192])
+    vec = model_cost("mistral-7b", phase="prefill", prompt_tokens=prompts)
+    for i, t in enumerate(prompts):
+        assert vec.flops[i] == pytest.approx(model_cost("mistral-7b", phase="prefill", prompt_tokens=int(t)).flops)
+
+
+@pytest.mark.parametrize("field,value", [("batch", 0), ("batch", 1.5), ("batch", -3), ("prompt_tokens", 0),
+                                         ("context_tokens", -1), ("context_tokens", 2.5), ("batch", "8"),
+                                         ("batch", True), ("batch", float("nan"))])
+def test_bad_workload_values_are_named(field, value):
+    with pytest.raises(RooflineInputError, match=field):
+        Workload(**{field: value})
+
+
+def test_bad_phase_and_dtype():
+    with pytest.raises(RooflineInputError, match="phase must be one of prefill, decode"):
+        Workload(phase="generate")
+    with pytest.raises(RooflineInputError, match="unknown dtype 'int4'"):
+        Workload(kv_dtype="int4")

@@ -1,0 +1,65 @@
+import matplotlib.pyplot as plt
+import pytest
+
+from roofline_lessons.charts import PALETTE, Roof, point_on_roof, roofline_chart, roofs_for
+from roofline_lessons.dashboards import lesson01_dashboard, lesson01_draw, lesson01_view
+
+
+def test_view_for_batch1_decode():
+    v = lesson01_view("qwen3.8-27b", "h100-sxm", "bf16", "decode", 1, 0)
+    assert v.error is None and v.bound == "memory"
+    assert v.fraction_of_peak == pytest.approx(0.0034, rel=0.05)
+    assert v.ridge_point_flop_per_byte == pytest.approx(295.3, rel=1e-3)
+    assert "Memory-bound" in v.verdict and "shop for bytes" in v.verdict
+
+
+def test_view_moves_with_batch_and_phase():
+    a = lesson01_view("qwen3.8-27b", "h100-sxm", "bf16", "decode", 1, 1024)
+    b = lesson01_view("qwen3.8-27b", "h100-sxm", "bf16", "decode", 64, 1024)
+    c = lesson01_view("qwen3.8-27b", "h100-sxm", "bf16", "prefill", 1, 8192)
+    assert a.intensity_flop_per_byte < b.intensity_flop_per_byte < c.intensity_flop_per_byte
+    assert c.bound == "compute" and "Compute-bound" in c.verdict
+
+
+def test_fp8_moves_the_ridge():
+    bf16 = lesson01_view("llama-3.1-8b", "h100-sxm", "bf16", "prefill", 1, 4096)
+    fp8 = lesson01_view("llama-3.1-8b", "h100-sxm", "fp8", "prefill", 1, 4096)
+    assert fp8.ridge_point_flop_per_byte == pytest.approx(2 * bf16.ridge_point_flop_per_byte, rel=1e-3)
+
+
+def test_bad_combination_is_explained_not_raised():
+    v = lesson01_view("qwen3.8-27b", "a100-80gb", "fp8", "decode", 1, 0)
+    assert v.error and "no fp8" in v.verdict
+    fig = lesson01_draw(v)
+    plt.close(fig)
+
+
+def test_draw_has_title_units_and_log_axes():
+    v = lesson01_view("qwen3.8-27b", "h100-sxm", "bf16", "decode", 32, 4096)
+    fig = lesson01_draw(v)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    assert "FLOP/byte" in ax.get_xlabel() and "TFLOP/s" in ax.get_ylabel()
+    assert "Qwen3.8-27B" in ax.get_title()
+    plt.close(fig)
+
+
+def test_dashboard_builds_and_reacts():
+    ui = lesson01_dashboard()
+    controls = {w.description: w for box in ui.children[:3] for w in getattr(box, "children", [box])}
+    assert {"model", "part", "dtype", "phase", "batch", "tokens"} <= set(controls)
+    controls["part"].value = "tpu-v5e"
+    assert controls["dtype"].value == "bf16" and "fp8" not in controls["dtype"].options
+    plt.close("all")
+
+
+def test_chart_with_several_ceilings():
+    roofs = roofs_for("b200", ["bf16", "fp8", "fp4"])
+    fig, ax = roofline_chart(roofs, [point_on_roof("x", 10, roofs[0])])
+    colours = {line.get_color() for line in ax.get_lines()}
+    assert {PALETTE[0], PALETTE[1], PALETTE[2]} <= colours
+    assert len(ax.get_legend().get_texts()) == 4
+    plt.close(fig)
+    with pytest.raises(ValueError):
+        roofline_chart([])
+    assert Roof("r", 1e12, 1e12).ridge_point_flop_per_byte == 1

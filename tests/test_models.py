@@ -1,0 +1,67 @@
+import pytest
+
+from roofline_lessons.errors import RooflineInputError
+from roofline_lessons.models import FULL_ATTENTION, GATED_DELTANET, get_model, list_models
+from roofline_lessons.units import KiB, MiB
+
+IDS = ["llama-2-7b", "llama-3.1-8b", "llama-3.1-70b", "mistral-7b", "qwen3-8b", "qwen3-32b", "qwen3-30b-a3b",
+       "qwen3.8-27b"]
+
+
+def test_every_issue_model_is_in_the_catalog():
+    assert set(IDS) <= set(list_models())
+
+
+@pytest.mark.parametrize("mid", [m for m in IDS if m != "qwen3.8-27b"])
+def test_parameter_count_within_half_a_percent_of_published(mid):
+    m = get_model(mid)
+    assert m.parameter_count() == pytest.approx(m.published_total_params, rel=0.005)
+
+
+def test_llama_exact_counts():
+    assert get_model("llama-3.1-8b").parameter_count() == 8_030_261_248
+    assert get_model("llama-3.1-70b").parameter_count() == 70_553_706_496
+
+
+def test_moe_active_parameters():
+    m = get_model("qwen3-30b-a3b")
+    assert m.active_parameter_count() == pytest.approx(3.3e9, rel=0.02)
+    assert m.active_parameter_count() < m.parameter_count() / 8
+
+
+# KV bytes per token in bf16 = 2 x full-attention layers x KV heads x head_dim x 2 bytes
+KV_PER_TOKEN = {"llama-2-7b": 2 * 32 * 32 * 128 * 2, "llama-3.1-8b": 2 * 32 * 8 * 128 * 2,
+                "llama-3.1-70b": 2 * 80 * 8 * 128 * 2, "mistral-7b": 2 * 32 * 8 * 128 * 2,
+                "qwen3-8b": 2 * 36 * 8 * 128 * 2, "qwen3-32b": 2 * 64 * 8 * 128 * 2,
+                "qwen3-30b-a3b": 2 * 48 * 4 * 128 * 2, "qwen3.8-27b": 2 * 16 * 4 * 256 * 2}
+
+
+@pytest.mark.parametrize("mid", IDS)
+def test_kv_bytes_per_token(mid):
+    m = get_model(mid)
+    assert m.kv_bytes_per_token("bf16") == KV_PER_TOKEN[mid]
+    assert m.kv_bytes_per_token("fp8") == KV_PER_TOKEN[mid] / 2
+
+
+def test_qwen38_hybrid_numbers():
+    m = get_model("qwen3.8-27b")
+    types = m.layer_types()
+    assert [i for i, t in enumerate(types) if t == FULL_ATTENTION] == list(range(3, 64, 4))
+    assert types.count(GATED_DELTANET) == 48
+    assert m.kv_bytes_per_token("bf16") == 64 * KiB
+    assert m.kv_bytes_per_token_per_layer("bf16") == 4 * KiB
+    assert m.deltanet_state_bytes_per_layer() == 3 * MiB  # float32 reference state
+    assert m.deltanet_state_bytes() == 144 * MiB
+    assert m.deltanet_state_bytes("bf16") == 72 * MiB
+    assert m.parameter_count() == pytest.approx(27e9, rel=0.01)
+    assert m.head_dim != m.hidden_size // m.num_attention_heads
+
+
+def test_head_dim_is_its_own_field_for_qwen3():
+    m = get_model("qwen3-32b")
+    assert m.head_dim == 128 and m.hidden_size // m.num_attention_heads == 80
+
+
+def test_unknown_model_names_close_matches():
+    with pytest.raises(RooflineInputError, match="qwen3.8-27b"):
+        get_model("qwen3-27b")

@@ -1,0 +1,67 @@
+"""The notebook pipeline: pairs in sync and clean, exercises current, stubs rejected, solutions accepted."""
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from roofline_lessons.exercisegen import stale_files
+from roofline_lessons.notebook_files import pair_problems
+
+ROOT = Path(__file__).resolve().parents[1]
+DIRS = ("notebooks", "exercises", "solutions")
+SCRIPTS = sorted(p for d in DIRS for p in (ROOT / d).glob("[0-9]*.py"))
+SOLUTIONS = sorted((ROOT / "solutions").glob("[0-9]*.py"))
+
+
+def test_there_are_notebooks():
+    assert (ROOT / "notebooks" / "01_the_concept.py").exists()
+    assert SOLUTIONS
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_pair_in_sync_without_outputs(script):
+    assert pair_problems(script) == []
+
+
+def test_every_ipynb_has_its_script():
+    for d in DIRS:
+        for nb in (ROOT / d).glob("*.ipynb"):
+            assert nb.with_suffix(".py").exists(), f"{nb} has no paired .py script"
+
+
+def test_exercises_are_generated_from_current_solutions():
+    stale = stale_files(ROOT / "solutions", ROOT / "exercises")
+    assert not stale, f"exercises/ is stale, run `make exercises`: {stale}"
+
+
+def _run_and_log(script: Path, tmp_path: Path) -> list[dict]:
+    log = tmp_path / f"{script.parent.name}-{script.stem}.jsonl"
+    env = dict(os.environ, ROOFLINE_LESSONS_CHECK_LOG=str(log), MPLBACKEND="Agg")
+    r = subprocess.run([sys.executable, str(script)], cwd=script.parent, env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, f"{script} failed:\n{r.stderr[-3000:]}"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def _lesson_checks(script: Path):
+    return importlib.import_module(f"roofline_lessons.checks.lesson{script.name[:2]}").EXERCISES
+
+
+@pytest.mark.parametrize("solution", SOLUTIONS, ids=lambda p: p.name)
+def test_solutions_are_accepted_and_stubs_rejected(solution, tmp_path):
+    expected_ids = set(_lesson_checks(solution))
+    solved = _run_and_log(solution, tmp_path)
+    assert {r["exercise"] for r in solved} == expected_ids, "every exercise must be checked in the solutions"
+    rejected_solutions = [r for r in solved if r["status"] != "correct"]
+    assert not rejected_solutions, f"solutions rejected: {rejected_solutions}"
+
+    stubs = _run_and_log(ROOT / "exercises" / solution.name, tmp_path)
+    assert {r["exercise"] for r in stubs} == expected_ids
+    accepted_stubs = [r for r in stubs if r["status"] == "correct"]
+    assert not accepted_stubs, f"stubs accepted: {accepted_stubs}"
+    assert all(r["status"] == "not attempted" for r in stubs)
