@@ -2,6 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -179,7 +184,7 @@ md(f"(Why is the weight-byte figure a little under 8,192? The lm_head's {si(lm_h
    "logits; the attention arithmetic pulls the other way. The package counts both.)")
 
 # %% [markdown]
-# All three on one chart:
+# All three on one chart, each at its intensity over **all** traffic (the stricter lens):
 
 # %%
 points = [point_on_roof(name, float(s.intensity), h100_roof) for name, s in steps.items()]

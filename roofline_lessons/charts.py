@@ -11,6 +11,7 @@ from typing import Iterable, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import FuncFormatter, NullLocator
 
 from .hardware import Part, get_part
 from .roofline import attainable_flops_per_s
@@ -44,6 +45,17 @@ class Point:
     flops_per_s: float
 
 
+def _num(x: float) -> str:
+    """Three significant figures without scientific notation for everyday sizes."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def _tick(value: float, _pos=None) -> str:
+    if value <= 0:
+        return ""
+    return f"{value:,.0f}" if value >= 1 else f"{value:g}"
+
+
 def roofs_for(part: Part | str, dtypes: Sequence[str] = ("bf16",)) -> list[Roof]:
     """One :class:`Roof` per dtype of ``part`` (same bandwidth, different compute ceilings)."""
     p = get_part(part)
@@ -65,13 +77,21 @@ def roofline_chart(
     ax=None,
     figsize: tuple[float, float] = (7.5, 4.8),
     mark_ridges: bool = True,
+    fast: bool = False,
 ):
-    """Draw a log-log roofline; returns ``(fig, ax)``. Performance is shown in TFLOP/s."""
+    """Draw a log-log roofline; returns ``(fig, ax)``. Performance is shown in TFLOP/s.
+
+    ``fast=True`` (for dashboards, redrawn on every slider move) uses a fixed layout and no minor
+    grid, which makes rendering several times quicker.
+    """
     roofs = list(roofs)
     points = list(points)
     if not roofs:
         raise ValueError("roofline_chart needs at least one Roof")
-    if ax is None:
+    if ax is None and fast:
+        fig, ax = plt.subplots(figsize=figsize)
+        fig.subplots_adjust(left=0.11, right=0.95, bottom=0.11, top=0.93)
+    elif ax is None:
         fig, ax = plt.subplots(figsize=figsize, layout="constrained")
     else:
         fig = ax.figure
@@ -97,15 +117,101 @@ def roofline_chart(
         marker = MARKERS[j % len(MARKERS)]
         ax.plot([pt.intensity_flop_per_byte], [pt.flops_per_s / TERA], marker=marker, markersize=9,
                 linestyle="none", color="black", markerfacecolor=PALETTE[(j + 3) % len(PALETTE)],
-                label=f"{pt.label}: I = {pt.intensity_flop_per_byte:,.3g} FLOP/byte, "
-                      f"{pt.flops_per_s / TERA:,.3g} TFLOP/s")
+                label=f"{pt.label}: I = {_num(pt.intensity_flop_per_byte)} FLOP/byte, "
+                      f"{_num(pt.flops_per_s / TERA)} TFLOP/s")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(*intensity_range)
+    # Plain numbers (0.1, 1, 10, 1,000) read faster than 10^k and need no mathtext (slow to render).
+    ax.xaxis.set_major_formatter(FuncFormatter(_tick))
+    ax.yaxis.set_major_formatter(FuncFormatter(_tick))
     ax.set_xlabel("Arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("Attainable performance (TFLOP/s, 1 TFLOP/s = 10¹² FLOP/s)")
     ax.set_title(title)
     ax.grid(True, which="major", alpha=0.4)
-    ax.grid(True, which="minor", alpha=0.12)
+    if fast:
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.yaxis.set_minor_locator(NullLocator())
+    else:
+        ax.grid(True, which="minor", alpha=0.12)
     ax.legend(fontsize=7.5, loc="lower right", framealpha=0.9)
     return fig, ax
+
+
+def figure_png(fig, dpi: float = 80) -> bytes:
+    """Render ``fig`` to PNG bytes quickly (light compression), for dashboards."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
+    return buf.getvalue()
+
+
+class RooflineCanvas:
+    """A dashboard chart that redraws only what moves.
+
+    The roofs, axes and labels are rendered once per (title, roofs) and kept as a bitmap; each
+    update restores that bitmap, draws the points on top and encodes a PNG. A slider move that
+    only moves the point therefore costs a few milliseconds instead of a full matplotlib draw.
+    """
+
+    def __init__(self, figsize: tuple[float, float] = (7.5, 4.8), dpi: float = 80,
+                 intensity_range: tuple[float, float] = (0.1, 1e5), max_cached: int = 6) -> None:
+        self.figsize, self.dpi, self.intensity_range, self.max_cached = figsize, dpi, intensity_range, max_cached
+        self._cache: dict = {}
+        self.misses = 0
+
+    def _static(self, roofs: tuple[Roof, ...], title: str):
+        key = (title, roofs)
+        if key in self._cache:
+            self._cache[key] = self._cache.pop(key)  # most recently used goes last
+            return self._cache[key]
+        self.misses += 1
+        fig, ax = roofline_chart(list(roofs), [], title=title, intensity_range=self.intensity_range,
+                                 figsize=self.figsize, fast=True)
+        fig.set_dpi(self.dpi)
+        lo = min(r.bandwidth_bytes_per_s * self.intensity_range[0] for r in roofs) / TERA
+        hi = max(r.peak_flops_per_s for r in roofs) / TERA
+        ax.set_ylim(lo * 0.7, hi * 2.5)
+        fig.canvas.draw()
+        background = fig.canvas.copy_from_bbox(fig.bbox)
+        marker, = ax.plot([], [], marker=MARKERS[0], markersize=11, linestyle="none", color="black",
+                          markerfacecolor=PALETTE[3], animated=True)
+        label = ax.annotate("", (1, 1), textcoords="offset points", xytext=(10, -14), fontsize=9,
+                            animated=True, bbox={"boxstyle": "round", "fc": "white", "ec": "0.6", "alpha": 0.9})
+        entry = (fig, ax, background, marker, label)
+        self._cache[key] = entry
+        while len(self._cache) > self.max_cached:
+            old = self._cache.pop(next(iter(self._cache)))
+            plt.close(old[0])
+        return entry
+
+    def render_png(self, roofs: Sequence[Roof], point: Point | None, title: str) -> bytes:
+        """PNG bytes of the roofline with ``point`` on it."""
+        import io
+
+        from PIL import Image
+
+        fig, ax, background, marker, label = self._static(tuple(roofs), title)
+        canvas = fig.canvas
+        canvas.restore_region(background)
+        if point is not None:
+            x, y = point.intensity_flop_per_byte, point.flops_per_s / TERA
+            marker.set_data([x], [y])
+            label.xy = (x, y)
+            label.set_text(f"{point.label}\nI = {_num(x)} FLOP/byte, {_num(y)} TFLOP/s")
+            right_half = x > np.sqrt(self.intensity_range[0] * self.intensity_range[1]) * 10
+            label.set_horizontalalignment("right" if right_half else "left")
+            label.set_position((-10, -24) if right_half else (10, -14))
+            ax.draw_artist(marker)
+            ax.draw_artist(label)
+        width, height = canvas.get_width_height()
+        buf = io.BytesIO()
+        Image.frombuffer("RGBA", (width, height), bytes(canvas.buffer_rgba())).save(buf, format="png",
+                                                                                     compress_level=1)
+        return buf.getvalue()
+
+    def close(self) -> None:
+        for entry in self._cache.values():
+            plt.close(entry[0])
+        self._cache.clear()

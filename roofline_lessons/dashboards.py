@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 
-from .charts import Point, Roof, point_on_roof, roofline_chart
+from .charts import Point, Roof, RooflineCanvas, figure_png, point_on_roof, roofline_chart
 from .errors import RooflineInputError
 from .hardware import get_part, list_parts
 from .models import list_models
@@ -86,14 +86,28 @@ def lesson01_draw(view: Lesson01View):
         ax.axis("off")
         ax.text(0.0, 0.5, view.verdict, fontsize=9, wrap=True, va="center")
         return fig
-    fig, _ = roofline_chart([view.roof], [view.point], title=view.title, intensity_range=(0.1, 1e5))
+    fig, _ = roofline_chart([view.roof], [view.point], title=view.title, intensity_range=(0.1, 1e5), fast=True)
     return fig
+
+
+def lesson01_png(view: Lesson01View, canvas: RooflineCanvas | None = None) -> bytes:
+    """The dashboard chart as PNG bytes (what the learner's browser receives on every update).
+
+    With a :class:`RooflineCanvas`, only the moving point is redrawn when the roof is unchanged.
+    """
+    if canvas is not None and view.roof is not None:
+        return canvas.render_png([view.roof], view.point, view.title)
+    fig = lesson01_draw(view)
+    try:
+        return figure_png(fig)
+    finally:
+        plt.close(fig)
 
 
 def lesson01_dashboard(model_id: str = "qwen3.8-27b", part_id: str = "h100-sxm"):
     """The lesson-1 dashboard: model, part, dtype, phase, batch and length → chart and verdict."""
     import ipywidgets as widgets
-    from IPython.display import display
+    from IPython.display import Image, display
 
     part_w = widgets.Dropdown(options=list_parts(), value=part_id, description="part")
     dtype_w = widgets.Dropdown(options=get_part(part_id).dtypes, value="bf16", description="dtype")
@@ -110,12 +124,12 @@ def lesson01_dashboard(model_id: str = "qwen3.8-27b", part_id: str = "h100-sxm")
 
     part_w.observe(_on_part, names="value")
 
+    canvas = RooflineCanvas()
+
     def _update(model, part, dtype, phase, batch, tokens):
         view = lesson01_view(model, part, dtype, phase, batch, tokens)
         print(view.verdict)
-        fig = lesson01_draw(view)
-        display(fig)
-        plt.close(fig)
+        display(Image(data=lesson01_png(view, canvas), format="png"))
 
     out = widgets.interactive_output(_update, {"model": model_w, "part": part_w, "dtype": dtype_w,
                                                "phase": phase_w, "batch": batch_w, "tokens": tokens_w})

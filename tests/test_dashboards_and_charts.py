@@ -63,3 +63,19 @@ def test_chart_with_several_ceilings():
     with pytest.raises(ValueError):
         roofline_chart([])
     assert Roof("r", 1e12, 1e12).ridge_point_flop_per_byte == 1
+
+
+def test_canvas_redraws_only_the_point_and_the_picture_changes():
+    from roofline_lessons.charts import RooflineCanvas
+    from roofline_lessons.dashboards import lesson01_png
+
+    canvas = RooflineCanvas()
+    a = lesson01_png(lesson01_view("qwen3.8-27b", "h100-sxm", "bf16", "decode", 1, 1024), canvas)
+    b = lesson01_png(lesson01_view("qwen3.8-27b", "h100-sxm", "bf16", "decode", 64, 1024), canvas)
+    assert a.startswith(b"\x89PNG") and b.startswith(b"\x89PNG") and a != b
+    assert canvas.misses == 1  # same roof: the static part was reused
+    lesson01_png(lesson01_view("qwen3.8-27b", "b200", "bf16", "decode", 64, 1024), canvas)
+    assert canvas.misses == 2
+    again = lesson01_png(lesson01_view("qwen3.8-27b", "h100-sxm", "bf16", "decode", 1, 1024), canvas)
+    assert again == a and canvas.misses == 2
+    canvas.close()
