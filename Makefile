@@ -27,7 +27,7 @@ install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
 lab: $(VENV)/.installed
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 $(ROOT_FLAG) $(LESSON1)
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG) $(LESSON1)
 
 test: $(VENV)/.installed-test
 	MPLBACKEND=Agg $(BIN)/python -m pytest -q tests $(NOTEBOOK_DIRS) --nbval-lax --nbval-current-env

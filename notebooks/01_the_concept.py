@@ -212,7 +212,8 @@ slow, fast = share_of_roof.values()
 md(f"The \"slow\" decode kernel is at {percent(slow, 0)} of its roof; the \"fast\" GEMM leaves "
    f"{percent(1 - fast, 0)} on the table. Quoting FLOP/s without intensity is the mistake interviewers "
    "listen for.")
-#
+
+# %% [markdown]
 # ## An analogy: the exam marker and the rubric
 #
 # Picture an examiner who marks answers very fast but needs the full marking rubric — a thick

@@ -167,9 +167,15 @@ class RooflineCanvas:
             self._cache[key] = self._cache.pop(key)  # most recently used goes last
             return self._cache[key]
         self.misses += 1
-        fig, ax = roofline_chart(list(roofs), [], title=title, intensity_range=self.intensity_range,
-                                 figsize=self.figsize, fast=True)
-        fig.set_dpi(self.dpi)
+        # A bare Agg figure, independent of pyplot and of the notebook's backend (inline or not).
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=self.figsize, dpi=self.dpi)
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        fig.subplots_adjust(left=0.11, right=0.95, bottom=0.11, top=0.93)
+        roofline_chart(list(roofs), [], title=title, intensity_range=self.intensity_range, ax=ax, fast=True)
         lo = min(r.bandwidth_bytes_per_s * self.intensity_range[0] for r in roofs) / TERA
         hi = max(r.peak_flops_per_s for r in roofs) / TERA
         ax.set_ylim(lo * 0.7, hi * 2.5)
@@ -182,8 +188,7 @@ class RooflineCanvas:
         entry = (fig, ax, background, marker, label)
         self._cache[key] = entry
         while len(self._cache) > self.max_cached:
-            old = self._cache.pop(next(iter(self._cache)))
-            plt.close(old[0])
+            self._cache.pop(next(iter(self._cache)))
         return entry
 
     def render_png(self, roofs: Sequence[Roof], point: Point | None, title: str) -> bytes:
@@ -212,6 +217,4 @@ class RooflineCanvas:
         return buf.getvalue()
 
     def close(self) -> None:
-        for entry in self._cache.values():
-            plt.close(entry[0])
         self._cache.clear()

@@ -44,13 +44,24 @@ def test_draw_has_title_units_and_log_axes():
     plt.close(fig)
 
 
-def test_dashboard_builds_and_reacts():
-    ui = lesson01_dashboard()
-    controls = {w.description: w for box in ui.children[:3] for w in getattr(box, "children", [box])}
-    assert {"model", "part", "dtype", "phase", "batch", "tokens"} <= set(controls)
-    controls["part"].value = "tpu-v5e"
-    assert controls["dtype"].value == "bf16" and "fp8" not in controls["dtype"].options
-    plt.close("all")
+@pytest.mark.parametrize("backend", ["agg", "module://matplotlib_inline.backend_inline"])
+def test_dashboard_builds_and_reacts(backend, capsys):
+    # Outside a kernel the Output widget does not swallow errors, so a failing update raises here.
+    previous = plt.get_backend()
+    plt.switch_backend(backend)
+    try:
+        ui = lesson01_dashboard()
+        controls = {w.description: w for box in ui.children[:3] for w in getattr(box, "children", [box])}
+        assert {"model", "part", "dtype", "phase", "batch", "tokens"} <= set(controls)
+        controls["batch"].value = 64
+        controls["phase"].value = "prefill"
+        controls["part"].value = "tpu-v5e"
+        assert controls["dtype"].value == "bf16" and "fp8" not in controls["dtype"].options
+        out = capsys.readouterr().out
+        assert "Memory-bound" in out and "Compute-bound" in out
+    finally:
+        plt.close("all")
+        plt.switch_backend(previous)
 
 
 def test_chart_with_several_ceilings():

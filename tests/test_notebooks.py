@@ -28,6 +28,19 @@ def test_pair_in_sync_without_outputs(script):
     assert pair_problems(script) == []
 
 
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_no_prose_hiding_in_code_cells(script):
+    """A missing `# %% [markdown]` marker turns prose into comments inside a code cell."""
+    import jupytext
+
+    for i, cell in enumerate(jupytext.read(script).cells):
+        if cell.cell_type != "code":
+            continue
+        lines = [ln for ln in cell.source.splitlines() if ln.strip()]
+        prose = [ln for ln in lines if ln.startswith("# ") and "SOLUTION" not in ln]
+        assert not (len(prose) >= 4 and len(prose) > 0.5 * len(lines)), f"{script} cell {i} reads like prose"
+
+
 def test_every_ipynb_has_its_script():
     for d in DIRS:
         for nb in (ROOT / d).glob("*.ipynb"):
