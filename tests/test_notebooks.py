@@ -9,10 +9,24 @@ from pathlib import Path
 
 import pytest
 
-from roofline_lessons.exercisegen import stale_files
 from roofline_lessons.notebook_files import pair_problems
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def committed_text(path: Path) -> str | None:
+    """The file as last committed (None outside git or when untracked).
+
+    A learner's working copy legitimately differs: JupyterLab saves outputs, exercises get answered.
+    The checks below fall back to the committed version for such files, so `make test` still passes
+    for a learner who worked through the course, while a stale or output-laden commit still fails.
+    """
+    try:
+        r = subprocess.run(["git", "show", f"HEAD:{path.relative_to(ROOT).as_posix()}"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout if r.returncode == 0 else None
 DIRS = ("notebooks", "exercises", "solutions")
 SCRIPTS = sorted(p for d in DIRS for p in (ROOT / d).glob("[0-9]*.py"))
 SOLUTIONS = sorted((ROOT / "solutions").glob("[0-9]*.py"))
@@ -24,8 +38,17 @@ def test_there_are_notebooks():
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_pair_in_sync_without_outputs(script):
-    assert pair_problems(script) == []
+def test_pair_in_sync_without_outputs(script, tmp_path):
+    problems = pair_problems(script)
+    if problems and all("holds outputs" in p for p in problems):
+        # A learner ran the notebook and JupyterLab saved its outputs: judge what was committed.
+        ipynb = script.with_suffix(".ipynb")
+        committed = committed_text(ipynb)
+        if committed is not None and committed != ipynb.read_text(encoding="utf-8"):
+            (tmp_path / script.name).write_text(committed_text(script) or script.read_text(encoding="utf-8"))
+            (tmp_path / ipynb.name).write_text(committed)
+            problems = pair_problems(tmp_path / script.name)
+    assert problems == []
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -48,7 +71,16 @@ def test_every_ipynb_has_its_script():
 
 
 def test_exercises_are_generated_from_current_solutions():
-    stale = stale_files(ROOT / "solutions", ROOT / "exercises")
+    from roofline_lessons.exercisegen import plan
+
+    stale = []
+    for p in plan(ROOT / "solutions", ROOT / "exercises"):
+        if p.path.exists() and p.path.read_text(encoding="utf-8") == p.text:
+            continue
+        committed = committed_text(p.path)
+        if committed == p.text:  # a learner's answers in the working copy; the commit is current
+            continue
+        stale.append(p.path)
     assert not stale, f"exercises/ is stale, run `make exercises`: {stale}"
 
 
@@ -73,7 +105,14 @@ def test_solutions_are_accepted_and_stubs_rejected(solution, tmp_path):
     rejected_solutions = [r for r in solved if r["status"] != "correct"]
     assert not rejected_solutions, f"solutions rejected: {rejected_solutions}"
 
-    stubs = _run_and_log(ROOT / "exercises" / solution.name, tmp_path)
+    # Run the stubs exactly as the generator writes them (a learner's answered copy may differ).
+    from roofline_lessons.exercisegen import plan
+
+    generated = next(p for p in plan(ROOT / "solutions", ROOT / "exercises") if p.path.name == solution.name)
+    stub_script = tmp_path / "exercises" / solution.name
+    stub_script.parent.mkdir()
+    stub_script.write_text(generated.text, encoding="utf-8")
+    stubs = _run_and_log(stub_script, tmp_path)
     assert {r["exercise"] for r in stubs} == expected_ids
     accepted_stubs = [r for r in stubs if r["status"] == "correct"]
     assert not accepted_stubs, f"stubs accepted: {accepted_stubs}"
