@@ -106,8 +106,39 @@ class Workload:
         return self.prompt_tokens if self.phase == "prefill" else self.context_tokens + 1.0
 
 
+class _Traffic:
+    """Sums shared by one operator and a whole step: needs flops and the six byte fields."""
+
+    @property
+    def kv_bytes(self) -> ArrayLike:
+        """KV cache read + written."""
+        return self.kv_read_bytes + self.kv_write_bytes
+
+    @property
+    def state_bytes(self) -> ArrayLike:
+        """Recurrent state read + written."""
+        return self.state_read_bytes + self.state_write_bytes
+
+    @property
+    def bytes(self) -> ArrayLike:
+        """All traffic: weights + activations + KV cache + recurrent state."""
+        return self.weight_bytes + self.activation_bytes + self.kv_bytes + self.state_bytes
+
+    @property
+    def intensity(self) -> ArrayLike:
+        """FLOPs per byte of all traffic (FLOP/byte); inf for an operator that moves no bytes."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.divide(self.flops, self.bytes)
+
+    @property
+    def intensity_per_weight_byte(self) -> ArrayLike:
+        """FLOPs per weight byte (FLOP/byte): ≈ prompt length in prefill, ≈ batch in decode."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.divide(self.flops, self.weight_bytes)
+
+
 @dataclass(frozen=True)
-class OpCost:
+class OpCost(_Traffic):
     """One operator of one layer (``layers`` layers share it). Counts are per layer."""
 
     name: str
@@ -123,25 +154,6 @@ class OpCost:
     weight_params: int = 0  #: parameters this operator holds (per layer)
     active_weight_params: int = 0  #: parameters one token uses (routed experts only)
     note: str = ""
-
-    @property
-    def kv_bytes(self) -> ArrayLike:
-        return self.kv_read_bytes + self.kv_write_bytes
-
-    @property
-    def state_bytes(self) -> ArrayLike:
-        return self.state_read_bytes + self.state_write_bytes
-
-    @property
-    def bytes(self) -> ArrayLike:
-        """All traffic of this operator (per layer)."""
-        return self.weight_bytes + self.activation_bytes + self.kv_bytes + self.state_bytes
-
-    @property
-    def intensity(self) -> ArrayLike:
-        """FLOPs per byte of all traffic (FLOP/byte)."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.divide(self.flops, self.bytes)
 
     def scaled_to_all_layers(self) -> "OpCost":
         """The same operator summed over all ``layers`` layers that have it."""
@@ -173,7 +185,7 @@ _TOTAL_FIELDS = (
 
 
 @dataclass(frozen=True)
-class ModelCost:
+class ModelCost(_Traffic):
     """All operators of one step of a model, with totals over every layer."""
 
     model: Model
@@ -192,29 +204,6 @@ class ModelCost:
     kv_write_bytes = property(lambda self: self.totals["kv_write_bytes"])
     state_read_bytes = property(lambda self: self.totals["state_read_bytes"])
     state_write_bytes = property(lambda self: self.totals["state_write_bytes"])
-
-    @property
-    def kv_bytes(self) -> ArrayLike:
-        return self.kv_read_bytes + self.kv_write_bytes
-
-    @property
-    def state_bytes(self) -> ArrayLike:
-        return self.state_read_bytes + self.state_write_bytes
-
-    @property
-    def bytes(self) -> ArrayLike:
-        """All traffic of the step: weights + activations + KV cache + recurrent state."""
-        return self.weight_bytes + self.activation_bytes + self.kv_bytes + self.state_bytes
-
-    @property
-    def intensity(self) -> ArrayLike:
-        """FLOPs per byte of all traffic (FLOP/byte)."""
-        return np.divide(self.flops, self.bytes)
-
-    @property
-    def intensity_per_weight_byte(self) -> ArrayLike:
-        """FLOPs per weight byte (FLOP/byte): ≈ prompt length in prefill, ≈ batch in decode."""
-        return np.divide(self.flops, self.weight_bytes)
 
     def blocks(self) -> tuple[str, ...]:
         """The blocks present, in order (embedding, full_attention, gated_deltanet, mlp/moe, head)."""
