@@ -9,7 +9,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LESSON1 := notebooks/01_the_concept.ipynb
 NOTEBOOK_DIRS := notebooks exercises solutions
 
-.PHONY: lab test install install-test sync exercises bench clean
+.PHONY: lab test install install-test browser-deps sync exercises bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,13 @@ lab: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	MPLBACKEND=Agg $(BIN)/python -m pytest -q tests $(NOTEBOOK_DIRS) --nbval-lax --nbval-current-env
+
+# The browser tests drive Debian's Chromium (never a downloaded browser). Installs it via apt when
+# missing; needs root (CI) or sudo. Without it the browser tests skip locally and fail under CI=true.
+browser-deps:
+	@if command -v chromium >/dev/null 2>&1; then echo "chromium: $$(command -v chromium)"; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; fi
 
 # For course authors: pair every .py script with its .ipynb (jupytext picks the newer side),
 # then regenerate exercises/ from solutions/ (refuses to overwrite an edited exercise).

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import matplotlib.pyplot as plt
+import textwrap
+
 
 from .charts import Point, Roof, RooflineCanvas, figure_png, point_on_roof, roofline_chart
+from .dtypes import DTYPES
 from .errors import RooflineInputError
 from .hardware import get_part, list_parts
 from .models import list_models
@@ -79,14 +81,28 @@ def lesson01_view(model_id: str, part_id: str, dtype: str, phase: str, batch: in
     )
 
 
+def _bare_figure(figsize: tuple[float, float]):
+    """A matplotlib figure on its own Agg canvas: independent of pyplot and the notebook backend."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig
+
+
 def lesson01_draw(view: Lesson01View):
     """Render a :class:`Lesson01View` as a roofline chart; returns the figure."""
     if view.roof is None:
-        fig, ax = plt.subplots(figsize=(7.5, 1.2))
+        fig = _bare_figure((7.5, 1.2))
+        ax = fig.add_subplot()
         ax.axis("off")
-        ax.text(0.0, 0.5, view.verdict, fontsize=9, wrap=True, va="center")
+        ax.text(0.0, 0.5, textwrap.fill(view.verdict, 110), fontsize=9, va="center")
         return fig
-    fig, _ = roofline_chart([view.roof], [view.point], title=view.title, intensity_range=(0.1, 1e5), fast=True)
+    fig = _bare_figure((7.5, 4.8))
+    ax = fig.add_subplot()
+    fig.subplots_adjust(left=0.11, right=0.95, bottom=0.11, top=0.93)
+    roofline_chart([view.roof], [view.point], title=view.title, intensity_range=(0.1, 1e5), ax=ax, fast=True)
     return fig
 
 
@@ -97,11 +113,7 @@ def lesson01_png(view: Lesson01View, canvas: RooflineCanvas | None = None) -> by
     """
     if canvas is not None and view.roof is not None:
         return canvas.render_png([view.roof], view.point, view.title)
-    fig = lesson01_draw(view)
-    try:
-        return figure_png(fig)
-    finally:
-        plt.close(fig)
+    return figure_png(lesson01_draw(view))
 
 
 def lesson01_dashboard(model_id: str = "qwen3.8-27b", part_id: str = "h100-sxm"):
@@ -110,19 +122,14 @@ def lesson01_dashboard(model_id: str = "qwen3.8-27b", part_id: str = "h100-sxm")
     from IPython.display import Image, display
 
     part_w = widgets.Dropdown(options=list_parts(), value=part_id, description="part")
-    dtype_w = widgets.Dropdown(options=get_part(part_id).dtypes, value="bf16", description="dtype")
+    # All dtypes stay offered: a part without that rate says so in the verdict (A100 has no FP8),
+    # and changing the part never fires a second, spurious update.
+    dtype_w = widgets.Dropdown(options=DTYPES, value="bf16", description="dtype")
     model_w = widgets.Dropdown(options=list_models(), value=model_id, description="model")
     phase_w = widgets.ToggleButtons(options=["decode", "prefill"], value="decode", description="phase")
     batch_w = widgets.SelectionSlider(options=BATCH_CHOICES, value=1, description="batch")
     tokens_w = widgets.SelectionSlider(options=TOKEN_CHOICES, value=8192, description="tokens",
                                        tooltip="prompt length (prefill) or tokens already cached (decode)")
-
-    def _on_part(change):
-        dts = get_part(change["new"]).dtypes
-        dtype_w.options = dts
-        dtype_w.value = "bf16" if "bf16" in dts else dts[0]
-
-    part_w.observe(_on_part, names="value")
 
     canvas = RooflineCanvas()
 

@@ -56,9 +56,10 @@ def test_dashboard_builds_and_reacts(backend, capsys):
         controls["batch"].value = 64
         controls["phase"].value = "prefill"
         controls["part"].value = "tpu-v5e"
-        assert controls["dtype"].value == "bf16" and "fp8" not in controls["dtype"].options
+        controls["dtype"].value = "fp8"
         out = capsys.readouterr().out
         assert "Memory-bound" in out and "Compute-bound" in out
+        assert "tpu-v5e has no fp8 rate" in out  # explained, not raised
     finally:
         plt.close("all")
         plt.switch_backend(previous)
@@ -90,3 +91,15 @@ def test_canvas_redraws_only_the_point_and_the_picture_changes():
     again = lesson01_png(lesson01_view("qwen3.8-27b", "h100-sxm", "bf16", "decode", 1, 1024), canvas)
     assert again == a and canvas.misses == 2
     canvas.close()
+
+
+def test_one_control_change_is_one_update(monkeypatch):
+    from roofline_lessons import dashboards
+
+    calls = []
+    real = dashboards.lesson01_view
+    monkeypatch.setattr(dashboards, "lesson01_view", lambda *a: calls.append(a) or real(*a))
+    ui = dashboards.lesson01_dashboard()
+    calls.clear()
+    ui.children[0].children[1].value = "a100-80gb"  # the part dropdown
+    assert calls == [("qwen3.8-27b", "a100-80gb", "bf16", "decode", 1, 8192)]

@@ -1,0 +1,202 @@
+"""Support for the browser tests: a JupyterLab server on a scratch copy of the course, and checks
+made through Chromium with Playwright. Used by tests/test_browser.py; no test lives here."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+# Text the widget front-end shows when a widget cannot be displayed (model missing, version or
+# module mismatch, view failure). Any of it on the page fails the check.
+WIDGET_ERROR_TEXTS = (
+    "Error displaying widget",
+    "Failed to load model class",
+    "Failed to create view",
+    "Could not create a view",
+    "Error rendering output",
+    "Click to show javascript error",
+)
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+def find_chromium() -> str | None:
+    """The system Chromium (never a downloaded one): $ROOFLINE_CHROMIUM, else chromium on PATH."""
+    explicit = os.environ.get("ROOFLINE_CHROMIUM")
+    if explicit:
+        return explicit if Path(explicit).exists() else None
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_is_free(port: int) -> bool:
+    """True when a new server could listen on ``port`` (as servers do, with SO_REUSEADDR, so
+    connections of the old one lingering in TIME_WAIT do not count)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def dashboard_notebooks(root: Path) -> list[Path]:
+    """Lesson notebooks that show a dashboard: they call a ``*_dashboard(`` from the package."""
+    found = []
+    for script in sorted((root / "notebooks").glob("[0-9]*.py")):
+        text = script.read_text(encoding="utf-8")
+        if "roofline_lessons.dashboards" in text and "_dashboard(" in text:
+            found.append(script.with_suffix(".ipynb"))
+    return found
+
+
+def _lab_settings(settings_dir: Path) -> None:
+    """Quiet, non-writing JupyterLab: no news toast, no autosave."""
+    files = {
+        "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false"},
+        "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+    }
+    for rel, value in files.items():
+        path = settings_dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value))
+
+
+@contextmanager
+def jupyterlab_server(content_root: Path, scratch: Path, server: dict | None = None):
+    """Start JupyterLab on a free loopback port with a random token; always stop it and free the port.
+
+    Yields ``(base_url, token)``. The server's config, runtime, settings and workspace folders are
+    all inside ``scratch``, so the learner's own JupyterLab state is never touched.
+    """
+    server = {} if server is None else server
+    port, token = free_port(), secrets.token_hex(24)
+    env = dict(os.environ)
+    for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
+                     ("JUPYTERLAB_SETTINGS_DIR", "settings"), ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
+                     ("IPYTHONDIR", "ipython")):
+        env[var] = str(scratch / sub)
+        (scratch / sub).mkdir(parents=True, exist_ok=True)
+    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    _lab_settings(scratch / "settings")
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+           f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+           f"--ServerApp.root_dir={content_root}"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = open(scratch / "jupyterlab.log", "w")
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited early; see {scratch / 'jupyterlab.log'}")
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("JupyterLab did not answer within 90 s")
+            time.sleep(0.5)
+        yield base, token
+    finally:
+        _stop(proc)
+        log.close()
+        server.update(returncode=proc.returncode, port=port)
+        deadline = time.monotonic() + 20
+        while not port_is_free(port) and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+def widget_problems(page) -> list[str]:
+    """Widget error texts and error outputs visible on the page."""
+    problems = []
+    body = page.locator("body").inner_text()
+    for text in WIDGET_ERROR_TEXTS:
+        if text in body:
+            problems.append(f"the page shows {text!r}")
+    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    for i in range(errors.count()):
+        problems.append("error output: " + errors.nth(i).inner_text()[:400])
+    return problems
+
+
+def wait_idle(page, timeout_s: float = 60) -> None:
+    """Wait until the kernel reports Idle in the status bar."""
+    page.locator("#jp-main-statusbar").get_by_text("Idle").first.wait_for(timeout=timeout_s * 1000)
+
+
+def run_all(page) -> None:
+    """Run → Run All Cells, through the menu as a learner would."""
+    page.locator(".lm-MenuBar-item", has_text="Run").first.click()
+    page.locator("li[data-command='runmenu:run-all']").click()
+
+
+def cells_started(page, timeout_s: float) -> bool:
+    """True once any rendered code cell shows an execution prompt ([*] or [1]).
+
+    JupyterLab renders only the cells near the viewport, so look at all prompts, not the first one.
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        texts = page.locator(".jp-NotebookPanel .jp-InputPrompt").all_inner_texts()
+        if any("*" in s or any(ch.isdigit() for ch in s) for s in texts):
+            return True
+        time.sleep(0.25)
+    return False
+
+
+def dashboard_image_src(page) -> str | None:
+    """The ``src`` of the dashboard's chart: the last image in the output area of a widget box."""
+    imgs = page.locator(".jp-OutputArea-output .widget-vbox img")
+    if imgs.count() == 0:
+        return None
+    return imgs.last.get_attribute("src")
+
+
+def wait_for_new_image(page, old: str | None, timeout_s: float = 30) -> str | None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        src = dashboard_image_src(page)
+        if src and src != old:
+            return src
+        time.sleep(0.25)
+    return dashboard_image_src(page)
