@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FuncFormatter, NullLocator
 
+from .fastfig import CachedFigure, bare_figure, figure_png  # noqa: F401  (figure_png re-exported)
 from .hardware import Part, get_part
 from .roofline import attainable_flops_per_s
 
@@ -138,83 +139,70 @@ def roofline_chart(
     return fig, ax
 
 
-def figure_png(fig, dpi: float = 80) -> bytes:
-    """Render ``fig`` to PNG bytes quickly (light compression), for dashboards."""
-    import io
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
-    return buf.getvalue()
-
-
 class RooflineCanvas:
-    """A dashboard chart that redraws only what moves.
+    """A dashboard roofline that redraws only what moves.
 
     The roofs, axes and labels are rendered once per (title, roofs) and kept as a bitmap; each
-    update restores that bitmap, draws the points on top and encodes a PNG. A slider move that
-    only moves the point therefore costs a few milliseconds instead of a full matplotlib draw.
+    update restores that bitmap, draws the point on top and encodes a PNG. A slider move that only
+    moves the point costs a few milliseconds instead of a full matplotlib draw.
     """
 
     def __init__(self, figsize: tuple[float, float] = (7.5, 4.8), dpi: float = 80,
                  intensity_range: tuple[float, float] = (0.1, 1e5), max_cached: int = 6) -> None:
-        self.figsize, self.dpi, self.intensity_range, self.max_cached = figsize, dpi, intensity_range, max_cached
-        self._cache: dict = {}
-        self.misses = 0
+        self.figsize, self.dpi, self.intensity_range = figsize, dpi, intensity_range
+        self._figures = CachedFigure(self._build, max_cached)
 
-    def _static(self, roofs: tuple[Roof, ...], title: str):
-        key = (title, roofs)
-        if key in self._cache:
-            self._cache[key] = self._cache.pop(key)  # most recently used goes last
-            return self._cache[key]
-        self.misses += 1
-        # A bare Agg figure, independent of pyplot and of the notebook's backend (inline or not).
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
+    @property
+    def misses(self) -> int:
+        return self._figures.misses
 
-        fig = Figure(figsize=self.figsize, dpi=self.dpi)
-        FigureCanvasAgg(fig)
+    def _build(self, key):
+        title, roofs = key
+        fig = bare_figure(self.figsize, self.dpi)
         ax = fig.add_subplot()
         fig.subplots_adjust(left=0.11, right=0.95, bottom=0.11, top=0.93)
         roofline_chart(list(roofs), [], title=title, intensity_range=self.intensity_range, ax=ax, fast=True)
-        lo = min(r.bandwidth_bytes_per_s * self.intensity_range[0] for r in roofs) / TERA
-        hi = max(r.peak_flops_per_s for r in roofs) / TERA
-        ax.set_ylim(lo * 0.7, hi * 2.5)
-        fig.canvas.draw()
-        background = fig.canvas.copy_from_bbox(fig.bbox)
-        marker, = ax.plot([], [], marker=MARKERS[0], markersize=11, linestyle="none", color="black",
-                          markerfacecolor=PALETTE[3], animated=True)
-        label = ax.annotate("", (1, 1), textcoords="offset points", xytext=(10, -14), fontsize=9,
-                            animated=True, bbox={"boxstyle": "round", "fc": "white", "ec": "0.6", "alpha": 0.9})
-        entry = (fig, ax, background, marker, label)
-        self._cache[key] = entry
-        while len(self._cache) > self.max_cached:
-            self._cache.pop(next(iter(self._cache)))
-        return entry
+        set_roof_ylim(ax, roofs, self.intensity_range)
+        marker, label = moving_point_artists(ax)
+        return fig, (marker, label)
 
     def render_png(self, roofs: Sequence[Roof], point: Point | None, title: str) -> bytes:
         """PNG bytes of the roofline with ``point`` on it."""
-        import io
 
-        from PIL import Image
+        def update(state):
+            if point is None:
+                return []
+            return place_moving_point(*state, point, self.intensity_range)
 
-        fig, ax, background, marker, label = self._static(tuple(roofs), title)
-        canvas = fig.canvas
-        canvas.restore_region(background)
-        if point is not None:
-            x, y = point.intensity_flop_per_byte, point.flops_per_s / TERA
-            marker.set_data([x], [y])
-            label.xy = (x, y)
-            label.set_text(f"{point.label}\nI = {_num(x)} FLOP/byte, {_num(y)} TFLOP/s")
-            right_half = x > np.sqrt(self.intensity_range[0] * self.intensity_range[1]) * 10
-            label.set_horizontalalignment("right" if right_half else "left")
-            label.set_position((-10, -24) if right_half else (10, -14))
-            ax.draw_artist(marker)
-            ax.draw_artist(label)
-        width, height = canvas.get_width_height()
-        buf = io.BytesIO()
-        Image.frombuffer("RGBA", (width, height), bytes(canvas.buffer_rgba())).save(buf, format="png",
-                                                                                     compress_level=1)
-        return buf.getvalue()
+        return self._figures.render((title, tuple(roofs)), update)
 
     def close(self) -> None:
-        self._cache.clear()
+        self._figures.close()
+
+
+def set_roof_ylim(ax, roofs: Sequence[Roof], intensity_range: tuple[float, float]) -> None:
+    """Fix the y-range so every point on these roofs is visible (no autoscaling per update)."""
+    lo = min(r.bandwidth_bytes_per_s * intensity_range[0] for r in roofs) / TERA
+    hi = max(r.peak_flops_per_s for r in roofs) / TERA
+    ax.set_ylim(lo * 0.7, hi * 2.5)
+
+
+def moving_point_artists(ax, colour_index: int = 3):
+    """An animated marker and label for a point that moves on every update."""
+    marker, = ax.plot([], [], marker=MARKERS[0], markersize=11, linestyle="none", color="black",
+                      markerfacecolor=PALETTE[colour_index % len(PALETTE)], animated=True)
+    label = ax.annotate("", (1, 1), textcoords="offset points", xytext=(10, -14), fontsize=9, animated=True,
+                        bbox={"boxstyle": "round", "fc": "white", "ec": "0.6", "alpha": 0.9})
+    return marker, label
+
+
+def place_moving_point(marker, label, point: Point, intensity_range: tuple[float, float]) -> list:
+    """Move ``marker`` and ``label`` to ``point``; returns the artists to draw."""
+    x, y = point.intensity_flop_per_byte, point.flops_per_s / TERA
+    marker.set_data([x], [y])
+    label.xy = (x, y)
+    label.set_text(f"{point.label}\nI = {_num(x)} FLOP/byte, {_num(y)} TFLOP/s")
+    right_half = x > np.sqrt(intensity_range[0] * intensity_range[1]) * 10
+    label.set_horizontalalignment("right" if right_half else "left")
+    label.set_position((-10, -24) if right_half else (10, -14))
+    return [marker, label]

@@ -94,12 +94,12 @@ def test_canvas_redraws_only_the_point_and_the_picture_changes():
 
 
 def test_one_control_change_is_one_update(monkeypatch):
-    from roofline_lessons import dashboards
+    from roofline_lessons.dashboards import lesson01 as module
 
     calls = []
-    real = dashboards.lesson01_view
-    monkeypatch.setattr(dashboards, "lesson01_view", lambda *a: calls.append(a) or real(*a))
-    ui = dashboards.lesson01_dashboard()
+    real = module.lesson01_view
+    monkeypatch.setattr(module, "lesson01_view", lambda *a: calls.append(a) or real(*a))
+    ui = module.lesson01_dashboard()
     calls.clear()
     ui.children[0].children[1].value = "a100-80gb"  # the part dropdown
     assert calls == [("qwen3.8-27b", "a100-80gb", "bf16", "decode", 1, 8192)]

@@ -1,6 +1,4 @@
-"""ipywidgets dashboards. Each has a plain update function of the widget values (unit-tested
-without a browser) and a thin widget layer that calls it through ``interactive_output``.
-"""
+"""Lesson 1 dashboard: one model, one part, one workload -> its point on the roofline."""
 
 from __future__ import annotations
 
@@ -9,12 +7,13 @@ from dataclasses import dataclass
 import textwrap
 
 
-from .charts import Point, Roof, RooflineCanvas, figure_png, point_on_roof, roofline_chart
-from .dtypes import DTYPES
-from .errors import RooflineInputError
-from .hardware import get_part, list_parts
-from .models import list_models
-from .placement import place
+from ..charts import Point, Roof, RooflineCanvas, point_on_roof, roofline_chart
+from ..fastfig import bare_figure, figure_png
+from ..dtypes import DTYPES
+from ..errors import RooflineInputError
+from ..hardware import get_part, list_parts
+from ..models import list_models
+from ..placement import place
 
 BATCH_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 TOKEN_CHOICES = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
@@ -81,25 +80,15 @@ def lesson01_view(model_id: str, part_id: str, dtype: str, phase: str, batch: in
     )
 
 
-def _bare_figure(figsize: tuple[float, float]):
-    """A matplotlib figure on its own Agg canvas: independent of pyplot and the notebook backend."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=figsize)
-    FigureCanvasAgg(fig)
-    return fig
-
-
 def lesson01_draw(view: Lesson01View):
     """Render a :class:`Lesson01View` as a roofline chart; returns the figure."""
     if view.roof is None:
-        fig = _bare_figure((7.5, 1.2))
+        fig = bare_figure((7.5, 1.2))
         ax = fig.add_subplot()
         ax.axis("off")
         ax.text(0.0, 0.5, textwrap.fill(view.verdict, 110), fontsize=9, va="center")
         return fig
-    fig = _bare_figure((7.5, 4.8))
+    fig = bare_figure((7.5, 4.8))
     ax = fig.add_subplot()
     fig.subplots_adjust(left=0.11, right=0.95, bottom=0.11, top=0.93)
     roofline_chart([view.roof], [view.point], title=view.title, intensity_range=(0.1, 1e5), ax=ax, fast=True)

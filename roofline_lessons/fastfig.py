@@ -1,0 +1,75 @@
+"""Figures that redraw fast, for dashboards: bare Agg figures (independent of pyplot and of the
+notebook's backend), quick PNG encoding, and a cache that keeps each figure's static part as a
+bitmap and redraws only the artists that move (matplotlib "blitting")."""
+
+from __future__ import annotations
+
+import io
+from typing import Any, Callable, Hashable, Iterable
+
+
+def bare_figure(figsize: tuple[float, float], dpi: float = 80):
+    """A matplotlib Figure on its own Agg canvas (never registered with pyplot)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, dpi=dpi)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def figure_png(fig, dpi: float = 80) -> bytes:
+    """Render ``fig`` to PNG bytes with light compression (fast)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
+    return buf.getvalue()
+
+
+def canvas_png(fig) -> bytes:
+    """Encode what is on ``fig``'s canvas now (after blitting) as PNG bytes."""
+    from PIL import Image
+
+    width, height = fig.canvas.get_width_height()
+    buf = io.BytesIO()
+    Image.frombuffer("RGBA", (width, height), bytes(fig.canvas.buffer_rgba())).save(
+        buf, format="png", compress_level=1)
+    return buf.getvalue()
+
+
+class CachedFigure:
+    """Static part drawn once per key and kept as a bitmap; moving artists drawn on top per update.
+
+    ``build(key)`` returns ``(fig, state)``: a figure with everything static drawn, and whatever
+    the update needs (typically artists created with ``animated=True``). ``render(key, update)``
+    restores the bitmap, calls ``update(state)`` which returns the artists to draw, draws them and
+    returns PNG bytes.
+    """
+
+    def __init__(self, build: Callable[[Hashable], tuple[Any, Any]], max_cached: int = 6) -> None:
+        self._build = build
+        self._cache: dict = {}
+        self.max_cached = max_cached
+        self.misses = 0
+
+    def _entry(self, key: Hashable):
+        if key in self._cache:
+            self._cache[key] = self._cache.pop(key)  # most recently used last
+            return self._cache[key]
+        self.misses += 1
+        fig, state = self._build(key)
+        fig.canvas.draw()
+        entry = (fig, state, fig.canvas.copy_from_bbox(fig.bbox))
+        self._cache[key] = entry
+        while len(self._cache) > self.max_cached:
+            self._cache.pop(next(iter(self._cache)))
+        return entry
+
+    def render(self, key: Hashable, update: Callable[[Any], Iterable[Any]]) -> bytes:
+        fig, state, background = self._entry(key)
+        fig.canvas.restore_region(background)
+        for artist in update(state):
+            fig.draw_artist(artist)
+        return canvas_png(fig)
+
+    def close(self) -> None:
+        self._cache.clear()
