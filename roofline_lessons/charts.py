@@ -106,14 +106,16 @@ def roofline_chart(
         colour = PALETTE[i % len(PALETTE)]
         style = LINESTYLES[i % len(LINESTYLES)]
         y = attainable_flops_per_s(x, roof.peak_flops_per_s, roof.bandwidth_bytes_per_s) / TERA
+        rx = roof.ridge_point_flop_per_byte
+        many = len(roofs) > 2  # then ridge values go in the legend, where they cannot overlap
         ax.plot(x, y, color=colour, linestyle=style, linewidth=2.2,
                 label=f"{roof.label}: {roof.peak_flops_per_s / TERA:,.0f} TFLOP/s, "
-                      f"{roof.bandwidth_bytes_per_s / TERA:,.2f} TB/s")
+                      f"{roof.bandwidth_bytes_per_s / TERA:,.2f} TB/s" + (f", ridge {rx:,.0f}" if many else ""))
         if mark_ridges:
-            rx = roof.ridge_point_flop_per_byte
             ax.plot([rx], [roof.peak_flops_per_s / TERA], marker="|", markersize=14, color=colour)
-            ax.annotate(f"ridge {rx:,.0f}", (rx, roof.peak_flops_per_s / TERA), textcoords="offset points",
-                        xytext=(4, 6), fontsize=8, color=colour)
+            if not many:
+                ax.annotate(f"ridge {rx:,.0f}", (rx, roof.peak_flops_per_s / TERA), textcoords="offset points",
+                            xytext=(4, 6 + 11 * i), fontsize=8, color=colour)
     for j, pt in enumerate(points):
         marker = MARKERS[j % len(MARKERS)]
         ax.plot([pt.intensity_flop_per_byte], [pt.flops_per_s / TERA], marker=marker, markersize=9,

@@ -25,6 +25,8 @@ class Measurement:
     source: str
     dtype: str | None = None
     kernel: str | None = None
+    model: str | None = None  #: model id, for a measured end-to-end figure
+    tokens_per_s: float | None = None  #: measured decode rate, for a measured end-to-end figure
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,8 @@ def _part_from_entry(part_id: str, entry: dict) -> Part:
             source=m["source"],
             dtype=m.get("dtype"),
             kernel=m.get("kernel"),
+            model=m.get("model"),
+            tokens_per_s=m.get("tokens_per_s"),
         )
         for m in entry.get("measured", [])
     )
