@@ -57,6 +57,13 @@ def _tick(value: float, _pos=None) -> str:
     return f"{value:,.0f}" if value >= 1 else f"{value:g}"
 
 
+def plain_log_ticks(ax) -> None:
+    """Label log axes 0.1, 1, 10, 1,000 instead of 10^k (reads faster; no mathtext to render)."""
+    for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
+        if scale == "log":
+            axis.set_major_formatter(FuncFormatter(_tick))
+
+
 def roofs_for(part: Part | str, dtypes: Sequence[str] = ("bf16",)) -> list[Roof]:
     """One :class:`Roof` per dtype of ``part`` (same bandwidth, different compute ceilings)."""
     p = get_part(part)

@@ -91,16 +91,16 @@ def as_number(answer: Any) -> tuple[float | None, str | None]:
     return value, None
 
 
-def check_number(exercise: str, answer: Any, expected: float, *, rel_tol: float = 0.02, unit: str = "",
-                 hint: str = "") -> CheckResult:
-    """Accept ``answer`` within ``rel_tol`` (relative) of ``expected``."""
+def check_number(exercise: str, answer: Any, expected: float, *, rel_tol: float = 0.02, abs_tol: float = 0.0,
+                 unit: str = "", hint: str = "") -> CheckResult:
+    """Accept ``answer`` within ``rel_tol`` (relative) or ``abs_tol`` (absolute) of ``expected``."""
     if is_unanswered(answer):
         return _not_attempted(exercise, "a number" + (f" in {unit}" if unit else ""))
     value, problem = as_number(answer)
     if problem:
         return _wrong(exercise, problem + (f" Hint: {hint}" if hint else ""))
     unit_s = f" {unit}" if unit else ""
-    if math.isclose(value, expected, rel_tol=rel_tol, abs_tol=0.0):
+    if math.isclose(value, expected, rel_tol=rel_tol, abs_tol=abs_tol):
         return _finish(CheckResult(exercise, CORRECT,
                                    f"{value:,.4g}{unit_s} is right (the package computes {expected:,.4g}{unit_s})."))
     ratio = value / expected if expected else float("inf")
@@ -110,7 +110,8 @@ def check_number(exercise: str, answer: Any, expected: float, *, rel_tol: float 
             if math.isclose(ratio, r, rel_tol=rel_tol):
                 scale = f" It is off by a factor of {words}: check your units."
     direction = "too high" if value > expected else "too low"
-    return _wrong(exercise, f"{value:,.4g}{unit_s} is {direction} (allowed ±{rel_tol:.0%}).{scale}"
+    allowed = f"±{abs_tol:g}" if abs_tol else f"±{rel_tol:.0%}"
+    return _wrong(exercise, f"{value:,.4g}{unit_s} is {direction} (allowed {allowed}).{scale}"
                             + (f" Hint: {hint}" if hint else ""))
 
 

@@ -127,7 +127,7 @@ def check_dashboard(browser, base: str, token: str, rel_path: str, shot: str) ->
         page.screenshot(path=str(ARTIFACTS / f"{shot}-2-slider.png"))
         if after_slider == before:
             problems.append("moving the slider did not change the chart")
-        dropdown = page.locator(".jp-OutputArea-output .widget-dropdown select").nth(1)
+        dropdown = page.locator(".jp-OutputArea-output .widget-dropdown select").first
         options = dropdown.locator("option").all_inner_texts()
         current = dropdown.input_value()
         dropdown.select_option(next(o for o in options if o != current))

@@ -4,13 +4,16 @@ import numpy as np
 import pytest
 
 from roofline_lessons.checkers import CORRECT, INCORRECT, NOT_ATTEMPTED, check_choice, check_function, check_number
-from roofline_lessons.checks import lesson01
+from roofline_lessons.checks import lesson01, lesson02, lesson03, lesson04
+
+ALL_EXERCISES = sorted({**lesson01.EXERCISES, **lesson02.EXERCISES, **lesson03.EXERCISES,
+                        **lesson04.EXERCISES}.items())
 
 ODD = [..., None, "295", True, [1, 2], {"a": 1}, np.array([1.0, 2.0]), float("nan"), float("inf"), object(),
        complex(1, 2), b"295"]
 
 
-@pytest.mark.parametrize("name,fn", sorted(lesson01.EXERCISES.items()))
+@pytest.mark.parametrize("name,fn", ALL_EXERCISES)
 @pytest.mark.parametrize("answer", ODD, ids=repr)
 def test_checkers_never_crash_on_odd_answers(name, fn, answer):
     result = fn(answer)
@@ -20,7 +23,7 @@ def test_checkers_never_crash_on_odd_answers(name, fn, answer):
 
 
 def test_unanswered_is_not_yet():
-    for fn in lesson01.EXERCISES.values():
+    for _, fn in ALL_EXERCISES:
         assert fn(...).status == NOT_ATTEMPTED
         assert fn(None).status == NOT_ATTEMPTED
 
@@ -56,3 +59,23 @@ def test_lesson01_accepts_right_answers_and_rejects_wrong_ones():
     assert lesson01.prefill_bound("compute").passed and not lesson01.prefill_bound("memory").passed
     assert lesson01.attainable_function(lambda i, p, b: min(p, b * i)).passed
     assert not lesson01.attainable_function(lambda i, p, b: max(p, b * i)).passed
+
+
+def test_lessons_2_to_4_accept_right_and_reject_wrong():
+    assert lesson02.h200_ridge(206).passed and not lesson02.h200_ridge(295).passed
+    assert lesson02.h100_headline("sparse").passed and not lesson02.h100_headline("dense").passed
+    assert lesson02.b200_loose_figure("bf16 dense").passed and not lesson02.b200_loose_figure("fp8 dense").passed
+    assert lesson02.b200_fp8_ridge(562).passed and not lesson02.b200_fp8_ridge(281).passed
+    assert lesson02.h100_measured_ridge(237).passed and not lesson02.h100_measured_ridge(295).passed
+    assert lesson02.llama70b_fp8_batch_on_h200(26).passed and not lesson02.llama70b_fp8_batch_on_h200(52).passed
+    assert lesson03.llama8b_ttft_ms(133).passed and not lesson03.llama8b_ttft_ms(13.3).passed
+    assert lesson03.llama8b_tpot_ms(5.0).passed and not lesson03.llama8b_tpot_ms(0.5).passed
+    assert lesson03.gpt_fast_percent_of_bound(69).passed and not lesson03.gpt_fast_percent_of_bound(0.69).passed
+    assert lesson03.memory_bound_op_in_prefill("input_norm").passed
+    assert not lesson03.memory_bound_op_in_prefill("gate_proj").passed
+    assert lesson03.long_context_decode_intensity(2.6).passed and not lesson03.long_context_decode_intensity(0.5).passed
+    assert lesson04.weight_lens_critical_batch(295).passed and not lesson04.weight_lens_critical_batch(32).passed
+    assert lesson04.llama8b_batch64_throughput(4300).passed and not lesson04.llama8b_batch64_throughput(208).passed
+    assert lesson04.qwen38_fit_on_h200(9).passed and not lesson04.qwen38_fit_on_h200(37).passed
+    assert lesson04.experts_at_batch16(82.4).passed and not lesson04.experts_at_batch16(128).passed
+    assert lesson04.prefill_batching_gain(1.0).passed and not lesson04.prefill_batching_gain(8).passed

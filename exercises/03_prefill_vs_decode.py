@@ -1,0 +1,84 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lesson 3 — Exercises: prefill vs decode
+#
+# Replace each `...` with your answer and run the cell. Exercise 3.1 is an estimate: do it by hand
+# with the 2·P·T rule before you touch the package.
+
+# %%
+from roofline_lessons import get_model, get_part, place
+from roofline_lessons.checks import lesson03 as check
+from roofline_lessons.units import si
+
+h100 = get_part("h100-sxm")
+llama = get_model("llama-3.1-8b")
+print(f"H100 SXM: {si(h100.peak_flops_per_s('bf16'), 'FLOP/s')} dense BF16, {si(h100.memory_bandwidth_bytes_per_s, 'B/s')}")
+print(f"Llama-3.1-8B: {llama.parameter_count():,} parameters, KV cache {llama.kv_bytes_per_token() / 1024:,.0f} KiB per token (BF16)")
+
+# %% [markdown]
+# ## Exercise 3.1 — estimate the time to first token
+#
+# Llama-3.1-8B, one 8,192-token prompt, BF16, H100 SXM. Prefill is compute-bound and costs about
+# 2 FLOPs per parameter per token. Estimate the lower bound on the time to first token, in
+# **milliseconds** (within 15 %).
+
+# %%
+ttft_ms = ...  # your answer here
+check.llama8b_ttft_ms(ttft_ms)
+
+# %% [markdown]
+# ## Exercise 3.2 — time per output token
+#
+# Same model and part, batch 1, with 8,192 tokens already cached. Decode is memory-bound: each step
+# reads all the weights and the whole KV cache. What is the lower bound on the time per output
+# token, in **milliseconds**?
+
+# %%
+step_bytes = ...  # your answer here
+tpot_ms = ...  # your answer here
+check.llama8b_tpot_ms(tpot_ms)
+
+# %% [markdown]
+# ## Exercise 3.3 — a bound against a measurement
+#
+# gpt-fast measured 104.9 tokens/s for Llama-2-7B, BF16, batch 1, on an A100-80GB. Use the package's
+# upper bound for a 256-token context and give the measurement as a **percentage** of the bound.
+
+# %%
+bound = ...  # your answer here
+percent_of_bound = ...  # your answer here
+check.gpt_fast_percent_of_bound(percent_of_bound)
+
+# %% [markdown]
+# ## Exercise 3.4 — memory-bound inside a compute-bound step
+#
+# In an 8,192-token prefill of Qwen3.8-27B on an H100, the whole step is compute-bound. Which one of
+# these full-attention operators is memory-bound: `"q_proj (+ output gate)"`, `"input_norm"` or
+# `"gate_proj"`?
+
+# %%
+memory_bound_op = ...  # your answer here
+check.memory_bound_op_in_prefill(memory_bound_op)
+
+# %% [markdown]
+# ## Exercise 3.5 — the two lenses at long context
+#
+# Llama-3.1-8B, batch-1 decode with 131,072 tokens cached. What is the intensity per byte of
+# **all** traffic (FLOP/byte, within 10 %)? Hint: attention over the cache does FLOPs too.
+
+# %%
+ctx = ...  # your answer here
+matmul_flops = ...  # your answer here
+attention_flops = ...  # your answer here
+all_bytes = ...  # your answer here
+all_traffic_intensity = ...  # your answer here
+check.long_context_decode_intensity(all_traffic_intensity)

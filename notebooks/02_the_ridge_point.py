@@ -1,0 +1,196 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lesson 2 — The ridge point, and the hedges around it
+#
+# **By the end of this lesson you can**
+#
+# 1. compute the ridge point $I^* = P_\text{peak} / \beta$ of any part, in any number format, and
+#    read it off a chart of several parts;
+# 2. tell a datasheet roof from the roof real kernels reach, and say how far apart they are;
+# 3. spot a with-sparsity headline posing as a dense figure — including a loose one in a popular
+#    interview flashcard;
+# 4. add the third number under the roofs, memory capacity, and say what H100 → H200 → B200 does
+#    to a 70B model.
+
+# %%
+# %matplotlib inline
+from roofline_lessons import get_model, get_part, list_parts
+from roofline_lessons.charts import roofline_chart, roofs_for
+from roofline_lessons.datasheets import (best_measurement, capacity_side_by_side, headline_kind, measured_roof,
+                                         ridge_table)
+from roofline_lessons.display import md, show_table
+from roofline_lessons.memory import weight_bytes
+from roofline_lessons.units import percent, si
+
+# %% [markdown]
+# ## One number per part and format
+#
+# Lesson 1 found the H100's ridge from two datasheet figures. The same division works for every
+# part and every number format the part supports. Reading the table: a kernel whose intensity is
+# below a part's ridge is memory-bound on that part; above it, compute-bound. A dash means the
+# catalog has no dense rate for that format on that part (the A100 has no FP8 units at all).
+
+# %%
+DTYPES_SHOWN = ("fp32", "bf16", "fp8", "fp4", "int8")
+rows = ridge_table(DTYPES_SHOWN)
+show_table(["part", "bandwidth"] + [f"ridge {dt}" for dt in DTYPES_SHOWN],
+           [[r["part"], si(r["bandwidth_bytes_per_s"], "B/s")] + [f"{r[dt]:,.0f}" if r[dt] else "—" for dt in DTYPES_SHOWN]
+            for r in rows])
+
+# %% [markdown]
+# A few things worth noticing, each computed below rather than asserted:
+# the spread of BF16 ridges across the catalog, and what halving the bytes per FLOP (FP8, FP4) does.
+
+# %%
+bf16 = {r["part"]: r["bf16"] for r in rows}
+lo, hi = min(bf16, key=bf16.get), max(bf16, key=bf16.get)
+b200 = get_part("b200")
+md(f"BF16 ridges run from **{bf16[lo]:,.0f}** FLOP/byte ({lo}) to **{bf16[hi]:,.0f}** ({hi}). "
+   f"On the B200, each halving of the format doubles the ridge: "
+   f"BF16 {b200.ridge_point_flop_per_byte('bf16'):,.0f} → FP8 {b200.ridge_point_flop_per_byte('fp8'):,.0f} → "
+   f"FP4 {b200.ridge_point_flop_per_byte('fp4'):,.0f}. The faster the arithmetic relative to memory, the more "
+   "work a kernel must do per byte before compute becomes the limit.")
+
+# %% [markdown]
+# Several parts on one chart make the same point visually: each part is a bend at a different
+# place. The H200 shares the H100's compute ceiling but has a steeper-reaching bandwidth slope,
+# so its ridge sits further left.
+
+# %%
+chart_parts = ["a100-80gb", "h100-sxm", "h200", "b200", "mi300x"]
+roofs = [roof for p in chart_parts for roof in roofs_for(p, ["bf16"])]
+roofline_chart(roofs, title="Five parts, dense BF16 (datasheet figures)", intensity_range=(0.1, 1e4));
+
+# %% [markdown]
+# ## Hedge 1: the datasheet roof is not the roof kernels reach
+#
+# Vendor peaks assume every unit busy every cycle; vendor bandwidth is the pin rate. Real kernels
+# fall short of both. The catalog keeps measured figures next to the datasheet ones, each with its
+# source. On the H100 SXM, the best measured BF16 matmul:
+
+# %%
+h100 = get_part("h100-sxm")
+mamf = best_measurement(h100, "matmul_flops_per_s", "bf16")
+md(f"Best measured BF16 matmul on the H100 SXM: **{si(mamf.value, 'FLOP/s')}**, "
+   f"{percent(mamf.value / h100.peak_flops_per_s('bf16'), 0)} of the {si(h100.peak_flops_per_s('bf16'), 'FLOP/s')} "
+   f"datasheet peak (source: {mamf.source}).")
+
+# %% [markdown]
+# And on the H100 PCIe, where a stream benchmark has been published, the bandwidth side:
+
+# %%
+pcie = get_part("h100-pcie")
+for m in pcie.measurements("bandwidth_bytes_per_s"):
+    print(f"{m.kernel:14}: {si(m.value, 'B/s')} = {percent(m.value / pcie.memory_bandwidth_bytes_per_s, 0)} "
+          f"of the {si(pcie.memory_bandwidth_bytes_per_s, 'B/s')} datasheet figure ({m.source})")
+
+# %% [markdown]
+# Put the measured figures in place of the datasheet ones and the roof drops and the ridge moves.
+# The measured roof is the honest one to judge a kernel against: a kernel close to the measured
+# roof is excellent, even when it looks mediocre against the datasheet one.
+
+# %%
+measured = measured_roof("h100-sxm", "bf16")
+datasheet = roofs_for("h100-sxm", ["bf16"])[0]
+roofline_chart([datasheet, measured.roof], title="H100 SXM, BF16: datasheet vs measured", intensity_range=(1, 1e4));
+md(f"Datasheet ridge {datasheet.ridge_point_flop_per_byte:,.0f} FLOP/byte; with the measured matmul rate "
+   f"{measured.roof.ridge_point_flop_per_byte:,.0f}. (No measured HBM bandwidth for the SXM part is in the catalog, "
+   "so the bandwidth stays the datasheet's — the label says which figures are measured.)")
+
+# %% [markdown]
+# ## Hedge 2: dense or with sparsity?
+#
+# NVIDIA and AMD headline their tensor-core rates **with 2:4 structured sparsity**: two of every
+# four weights zero, in a pattern the hardware can skip. Dense inference gets half. Spec sheets
+# print both, and the bigger one gets the large font. The catalog keeps the sparse headlines
+# separately so you can check any figure you meet:
+
+# %%
+for part_id, figure in [("h100-sxm", 1979e12), ("h100-sxm", 989.4e12), ("mi300x", 2614.9e12), ("a100-80gb", 624e12)]:
+    print(f"{part_id:9} {si(figure, 'FLOP/s'):>13}  is  {' / '.join(headline_kind(part_id, figure)) or 'not in the catalog'}")
+
+# %% [markdown]
+# Read the last two lines slowly. AMD's 2,614.9 TFLOPS is the MI300X's dense FP8 rate **and** its
+# sparse BF16 rate; the A100's 624 is its INT8 rate, which some tables print under "FP8" (the A100
+# has no FP8).
+#
+# The flashcard this course grew from says the B200 has "around 2.2 PFLOPS FP8". Check it:
+
+# %%
+md(f"2.25 PFLOPS on the B200 is: **{', '.join(headline_kind('b200', 2.25e15))}**. The dense FP8 rate is "
+   f"{si(b200.peak_flops_per_s('fp8'), 'FLOP/s')}, so the card's FP8 ridge would be off by a factor of "
+   f"{b200.peak_flops_per_s('fp8') / 2.25e15:.0f}.")
+
+# %% [markdown]
+# ## The third number: memory capacity
+#
+# The roofline has two numbers per machine, but a workload must also **fit**. Capacity does not
+# move either roof; it decides whether you can run at all, and how large a batch (lesson 4) you
+# can afford. Compare three generations on a 70B model in BF16, with an 8,192-token context:
+
+# %%
+llama70 = get_model("llama-3.1-70b")
+side = capacity_side_by_side("llama-3.1-70b", ["h100-sxm", "h200", "b200"], context_tokens=8192)
+show_table(["part", "BF16 peak", "bandwidth", "ridge", "capacity", "BF16 weights", "weights fit?",
+            "largest batch at 8K", "batch-1 decode step ≥"],
+           [[r.part, si(r.peak_flops_per_s, "FLOP/s"), si(r.bandwidth_bytes_per_s, "B/s"),
+             f"{r.peak_flops_per_s / r.bandwidth_bytes_per_s:,.0f}", si(r.capacity_bytes, "B"), si(r.weight_bytes, "B"),
+             "yes" if r.weights_fit else "no", f"{r.max_batch:,}",
+             f"{r.decode_step_s * 1e3:,.1f} ms" if r.decode_step_s else "—"] for r in side])
+
+# %% [markdown]
+# H100 → H200 keeps the compute roof and raises bandwidth and capacity; H200 → B200 raises all
+# three. For a 70B model in BF16 the capacity column decides more than either roof:
+
+# %%
+w70 = weight_bytes(llama70, "bf16")
+h200 = get_part("h200")
+md(f"The BF16 weights alone are {si(w70, 'B')}: more than the H100's {si(h100.memory_capacity_bytes, 'B')} and — by "
+   f"{si(w70 - h200.memory_capacity_bytes, 'B')} — more than the H200's {si(h200.memory_capacity_bytes, 'B')}. "
+   f"Only the B200 holds them on one chip, with room for a batch of {side[2].max_batch} at 8K tokens. "
+   f"In FP8 the weights halve to {si(weight_bytes(llama70, 'fp8'), 'B')}, and the H100 and H200 are back in the game "
+   "(an exercise below asks how large a batch then fits on the H200).")
+
+# %% [markdown]
+# ## Explore
+#
+# Pick parts and a number format; slide the intensity. The chart marks where each part's roof
+# sits at that intensity, and the text says which roof binds on each. Try: FP8 on the H100 vs
+# BF16 on the B200 at I = 300; the TPUs in INT8; the A100 in FP8.
+
+# %%
+from roofline_lessons.dashboards import lesson02_dashboard
+
+dashboard = lesson02_dashboard()
+
+# %% [markdown]
+# ## Summary
+#
+# - The ridge $I^* = P_\text{peak} / \beta$ is one number per part **and** per format; smaller
+#   formats push it right.
+# - Judge kernels against measured roofs, not datasheet ones; they can differ by tens of percent.
+# - Check every headline: with-sparsity rates are twice the dense rate; some tables mix up
+#   formats (A100 "FP8", B200 "2.2 PFLOPS FP8").
+# - Capacity is the third number: it decides whether a model runs on one chip and how large a
+#   batch fits.
+#
+# **A question to leave with.** The H200 has the H100's compute with more bandwidth and more
+# memory. For which workloads is it a better buy than a second H100, and for which is it not?
+#
+# **Interview questions this lesson prepares you for**
+#
+# - "What is the ridge point of an H200 in BF16? Of a B200 in FP4?"
+# - "A vendor quotes 2 PFLOPS. What do you ask before using that number?"
+# - "Why might a kernel at 70 % of datasheet peak be excellent?"
+# - "You need to serve a 70B model. H100, H200 or B200 — what decides it?"
+#
+# The exercises for this lesson are in `exercises/02_the_ridge_point.ipynb`.

@@ -1,0 +1,209 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lesson 3 — Prefill vs decode, operator by operator
+#
+# **By the end of this lesson you can**
+#
+# 1. break one layer — and a whole model — into operators and give each its FLOPs, bytes,
+#    intensity and binding roof, for a long prefill and for one decode step;
+# 2. use both lenses of intensity (FLOPs per weight byte, FLOPs per byte of all traffic) and say
+#    when they disagree and why;
+# 3. turn roofs into time: a lower bound on time to first token and on time per output token, and
+#    an upper bound on tokens per second;
+# 4. compare a bound with a measured figure and explain the gap.
+
+# %%
+# %matplotlib inline
+from roofline_lessons import get_part, place
+from roofline_lessons.display import md, show_table
+from roofline_lessons.plots import operators_on_roofline
+from roofline_lessons.reports import BLOCK_HEADERS, OP_HEADERS, block_summary, op_rows
+from roofline_lessons.units import percent, si
+
+h100 = get_part("h100-sxm")
+
+# %% [markdown]
+# ## Two phases of one request
+#
+# A chat request runs in two phases. **Prefill** pushes the whole prompt through the model at once
+# and writes its keys and values into the KV cache; it ends with the first output token. **Decode**
+# then produces one token per step: each step pushes one new token per sequence through the model
+# and reads the whole cache. Same weights, same code — very different places on the roofline.
+#
+# Two models throughout: **Qwen3.8-27B** (a hybrid: 16 full-attention layers and 48 Gated DeltaNet
+# layers) and **Llama-3.1-8B** (32 full-attention layers), both in BF16 on an H100 SXM.
+
+# %%
+PROMPT = 8192
+steps = {
+    (model, phase): place(model, h100, phase=phase, **({"prompt_tokens": PROMPT} if phase == "prefill"
+                                                       else {"context_tokens": PROMPT}))
+    for model in ("qwen3.8-27b", "llama-3.1-8b") for phase in ("prefill", "decode")
+}
+qp, qd = steps["qwen3.8-27b", "prefill"], steps["qwen3.8-27b", "decode"]
+
+# %% [markdown]
+# ## One full-attention layer of Qwen3.8-27B, prefill of 8,192 tokens
+#
+# Every operator with its own numbers (one layer; the "layers" column says how many layers share
+# it). The matmuls sit far right of the ridge; the norms, the rotary embedding, the residual adds
+# and the output gate do a few FLOPs per element they read and write, so they stay memory-bound
+# even inside a compute-bound prefill.
+
+# %%
+show_table(OP_HEADERS, op_rows(qp, block="full_attention", per_layer=True))
+
+# %% [markdown]
+# The same for one Gated DeltaNet layer. Its recurrence is the interesting row: in prefill the
+# state stays on chip inside the chunked kernel and is written once at the end.
+
+# %%
+show_table(OP_HEADERS, op_rows(qp, block="gated_deltanet", per_layer=True))
+
+# %% [markdown]
+# And the same layer kind in one **decode** step, batch 1, with the prompt now in the cache.
+# Every matmul has dropped to about one FLOP per byte; the recurrence reads **and** writes its
+# float32 state; attention reads the whole KV history of its layer.
+
+# %%
+show_table(OP_HEADERS, op_rows(qd, block="gated_deltanet", per_layer=True))
+
+# %% [markdown]
+# ## The whole model
+#
+# Summed over all layers, by block:
+
+# %%
+for key in [("qwen3.8-27b", "prefill"), ("qwen3.8-27b", "decode")]:
+    md(f"**{steps[key].model.name}, {key[1]}**")
+    show_table(BLOCK_HEADERS, block_summary(steps[key]))
+
+# %% [markdown]
+# Every operator of the prefill on one chart: the matmuls sit on the flat roof, the elementwise
+# operators down the slope. The big dot is the whole step.
+
+# %%
+operators_on_roofline(qp, "Qwen3.8-27B prefill (8,192 tokens): every operator")
+
+# %% [markdown]
+# ## Two lenses of intensity
+#
+# **FLOPs per weight byte** asks: how many times is each fetched weight used? In prefill every
+# weight serves every prompt position, so the answer is about the prompt length; in batch-1 decode
+# each weight serves one token, about one. **FLOPs per byte of all traffic** also counts
+# activations, the KV cache and the recurrent state: the bytes the memory system really moves.
+
+# %%
+show_table(["model", "phase", "FLOP / weight byte", "FLOP / byte (all)", "ridge", "bound"],
+           [[s.model.name, phase, f"{float(s.intensity_per_weight_byte):,.4g}", f"{float(s.intensity):,.4g}",
+             f"{s.ridge_point_flop_per_byte:,.0f}", s.bound] for (m, phase), s in steps.items()])
+
+# %% [markdown]
+# The lenses disagree in two places, for two different reasons:
+#
+# - **Prefill**: activations. Each operator here reads its input and writes its output once;
+#   at 8,192 tokens those tensors are large, so the all-traffic intensity is well below the
+#   weight-byte one. Real kernels fuse operators (norm into matmul, activation into matmul) to
+#   claw this back — but both numbers are far right of the ridge, so the verdict does not change.
+# - **Decode at long context**: the KV cache. Its bytes grow with context and are not shared by
+#   anyone; the weight lens ignores them entirely. The next cell shows Llama-3.1-8B.
+
+# %%
+for ctx in (1024, 32768, 131072):
+    s = place("llama-3.1-8b", h100, phase="decode", context_tokens=ctx)
+    print(f"context {ctx:>7,}: weights {si(float(s.cost.weight_bytes), 'B'):>9}, KV {si(float(s.cost.kv_bytes), 'B'):>9}; "
+          f"FLOP/weight byte {float(s.intensity_per_weight_byte):6.2f}, FLOP/byte (all) {float(s.intensity):5.2f}")
+
+# %% [markdown]
+# The lenses matter when the verdict depends on them: when someone says "batching to 300 makes
+# decode compute-bound" (weight lens) but the KV traffic of 300 long conversations says otherwise
+# (all-traffic lens). Lesson 4 draws both curves.
+#
+# ## From roofs to time
+#
+# A roofline gives a **lower bound on time**: no step finishes faster than
+# $\max(\text{FLOPs}/P_\text{peak},\ \text{bytes}/\beta)$. For prefill that is the time to first
+# token (TTFT); for decode, the time per output token (TPOT), whose inverse bounds tokens/s.
+
+# %%
+rows = []
+for (m, phase), s in steps.items():
+    t = float(s.time_lower_bound_s)
+    what = "TTFT" if phase == "prefill" else "TPOT"
+    rows.append([s.model.name, phase, f"{what} ≥ {t * 1e3:,.4g} ms", f"≤ {float(s.tokens_per_s_upper_bound):,.0f} tokens/s",
+                 f"{s.bound} roof"])
+show_table(["model", "phase", "time bound", "throughput bound (batch 1)", "set by"], rows)
+
+# %% [markdown]
+# ### A bound against a measurement
+#
+# The catalog holds one end-to-end measurement: gpt-fast decoding Llama-2-7B in BF16 at batch 1
+# on an A100-80GB. Compare it with the bound for a short context:
+
+# %%
+a100 = get_part("a100-80gb")
+gpt_fast = next(m for m in a100.measured if m.tokens_per_s)
+bound = place(gpt_fast.model, a100, phase="decode", context_tokens=256)
+achieved_bw = gpt_fast.value
+md(f"Bound: **≤ {float(bound.tokens_per_s_upper_bound):,.1f} tokens/s** ({si(float(bound.cost.bytes), 'B')} per token at "
+   f"{si(a100.memory_bandwidth_bytes_per_s, 'B/s')}). Measured: **{gpt_fast.tokens_per_s} tokens/s** "
+   f"({gpt_fast.source}), i.e. {percent(gpt_fast.tokens_per_s / float(bound.tokens_per_s_upper_bound), 0)} of the bound. "
+   f"The same source reports {si(achieved_bw, 'B/s')} of achieved bandwidth, "
+   f"{percent(achieved_bw / a100.memory_bandwidth_bytes_per_s, 0)} of the datasheet figure. Compare the two "
+   "percentages: when they agree, the gap is the memory system delivering less than its pin rate (the run was also "
+   "power-capped), not wasted arithmetic.")
+
+# %% [markdown]
+# Real kernels typically reach 50–90 % of their roof. A measurement far below that is worth a
+# profiler; a measurement in that band is a tuned kernel on its roof.
+#
+# ### The source lesson's conclusion, in numbers
+
+# %%
+md(f"Batch-1 decode of Qwen3.8-27B with {PROMPT:,} tokens cached: I = {float(qd.intensity):.2f} FLOP/byte, attainable "
+   f"{si(float(qd.attainable_flops_per_s), 'FLOP/s')} = **{percent(float(qd.fraction_of_peak))} of peak** — and that is "
+   "its roof. A kernel there is not broken; it is on the bandwidth roof.")
+
+# %% [markdown]
+# ## Explore
+#
+# Pick a model, a part, a phase and a length. Every operator appears as a small square at its
+# intensity; the big dot is the whole step; the table lists the operators that cost the most
+# time. Try: decode at 131,072 tokens for Llama-3.1-8B (what climbs to the top of the table?);
+# prefill of 128 tokens; the MoE model.
+
+# %%
+from roofline_lessons.dashboards import lesson03_dashboard
+
+dashboard = lesson03_dashboard()
+
+# %% [markdown]
+# ## Summary
+#
+# - Prefill: each weight serves the whole prompt; matmuls are compute-bound; TTFT is bought with
+#   FLOPs. Elementwise operators stay memory-bound even there.
+# - Decode: each weight serves one token per sequence; every matmul is near one FLOP per byte;
+#   TPOT is bought with bytes. Attention and the recurrent state add bytes the weight lens cannot see.
+# - A roofline turns into time: TTFT ≥ FLOPs / peak, TPOT ≥ bytes / bandwidth; measured systems
+#   land at a fraction of these bounds, and the fraction tells you where to look.
+#
+# **A question to leave with.** Which operator of a decode step grows with context, and how would
+# you make it cheaper without touching the weights?
+#
+# **Interview questions this lesson prepares you for**
+#
+# - "Why is prefill compute-bound and decode memory-bound? Give numbers."
+# - "Estimate the time to first token for an 8B model and an 8K prompt on an H100."
+# - "What bounds tokens/s for one user of a 7B model on an A100, and how close do real systems get?"
+# - "Which operators are memory-bound even in prefill, and what does fusion do about it?"
+#
+# The exercises for this lesson are in `exercises/03_prefill_vs_decode.ipynb`.

@@ -1,0 +1,205 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lesson 4 — Batching: the cheapest way up the slope
+#
+# **By the end of this lesson you can**
+#
+# 1. draw decode intensity against batch through both lenses and explain why one is a straight
+#    line and the other bends;
+# 2. find the critical batch size — where decode would reach the ridge — and say when it does not
+#    exist;
+# 3. explain in numbers why batching helps decode far more than prefill;
+# 4. read the throughput–latency curve a serving system trades along, and say what memory capacity
+#    does to it;
+# 5. say how a mixture-of-experts model changes the picture.
+
+# %%
+# %matplotlib inline
+import numpy as np
+
+from roofline_lessons import get_model, get_part, place
+from roofline_lessons.batching import (critical_batch, decode_sweep, experts_touched, intensity_ceiling,
+                                       largest_batch, moe_weight_bytes_per_token)
+from roofline_lessons.display import md, show_table
+from roofline_lessons.plots import intensity_vs_batch, throughput_vs_latency
+from roofline_lessons.units import si
+
+h100 = get_part("h100-sxm")
+
+# %% [markdown]
+# ## One pass over the weights, many tokens
+#
+# In decode every sequence needs the same weights. Batching B sequences reads each weight once and
+# uses it B times, so — per weight byte — intensity grows in proportion to B. Qwen3.8-27B on an
+# H100 SXM, with a short history in the cache:
+
+# %%
+short = decode_sweep("qwen3.8-27b", h100, [1, 8, 32, 128], context_tokens=0)
+show_table(["batch", "FLOP / weight byte", "attainable by that lens", "FLOP / byte (all)", "attainable (all)"],
+           [[int(b), f"{w:,.1f}", si(min(h100.peak_flops_per_s('bf16'), w * h100.memory_bandwidth_bytes_per_s), "FLOP/s"),
+             f"{a:,.1f}", si(min(h100.peak_flops_per_s('bf16'), a * h100.memory_bandwidth_bytes_per_s), "FLOP/s")]
+            for b, w, a in zip(short.batch, short.intensity_per_weight_byte, short.intensity)])
+
+# %% [markdown]
+# Even at zero context the two lenses part ways for this model: every sequence carries its own
+# Gated DeltaNet state, read and written every step. Add a history and the KV cache joins in.
+#
+# ## Two curves: straight and bent
+#
+# Per weight byte, intensity is a straight line in batch. Per byte of all traffic, it bends over:
+# each new sequence adds its FLOPs **and** its own KV cache and state, so as B grows the ratio
+# approaches a ceiling set by one sequence's FLOPs per byte of its private data.
+
+# %%
+intensity_vs_batch("qwen3.8-27b", "h100-sxm", contexts=(1024, 8192, 32768, 131072))
+
+# %% [markdown]
+# ## The critical batch size
+#
+# The **critical batch** is the smallest batch whose intensity reaches the ridge: below it,
+# decode is memory-bound; above it, compute-bound. By the weight lens it is about the ridge
+# itself. By the all-traffic lens it may not exist at all. The table puts the hybrid model next to
+# Llama-3.1-8B (all traffic here counts every operator's activations as memory traffic, as if
+# nothing were fused):
+
+# %%
+rows = []
+for ctx in (0, 1024, 8192, 32768, 131072):
+    row = [f"{ctx:,}"]
+    for model in ("qwen3.8-27b", "llama-3.1-8b"):
+        cb_w = critical_batch(model, h100, ctx, lens="weights only")
+        cb_a = critical_batch(model, h100, ctx, lens="all traffic")
+        row += [f"{cb_w:,}" if cb_w else "never", f"{cb_a:,}" if cb_a else "never",
+                f"{intensity_ceiling(model, ctx):,.0f}"]
+    rows.append(row)
+show_table(["tokens cached", "Qwen3.8-27B: weight lens", "all traffic", "ceiling as B → ∞",
+            "Llama-3.1-8B: weight lens", "all traffic", "ceiling as B → ∞"], rows)
+
+# %% [markdown]
+# When the ceiling is below the ridge, no batch makes decode compute-bound: the private bytes of
+# each sequence keep it on the slope. For Llama-3.1-8B those are its KV cache and activations, so a
+# critical batch exists only at short context. For Qwen3.8-27B even an empty cache is not enough:
+# every sequence reads and writes its float32 Gated DeltaNet state on every step, and those bytes
+# are never shared. That is why serving systems shrink per-sequence bytes — grouped-query
+# attention, KV and state quantization, paged and shared caches — and not only the weights.
+
+# %% [markdown]
+# ## Why batching helps decode far more than prefill
+#
+# Prefill is already on the flat roof: batching more prompts adds FLOPs and time in proportion,
+# and tokens per second barely move. Decode is on the slope: batching adds FLOPs while the weight
+# bytes stay put, so the step time barely moves and tokens per second climb.
+
+# %%
+rows = []
+for b in (1, 8, 32):
+    pf = place("llama-3.1-8b", h100, phase="prefill", prompt_tokens=2048, batch=b)
+    dc = place("llama-3.1-8b", h100, phase="decode", context_tokens=2048, batch=b)
+    rows.append([b, f"{float(pf.time_lower_bound_s) * 1e3:,.1f} ms", f"{float(pf.tokens_per_s_upper_bound):,.0f}",
+                 f"{float(dc.time_lower_bound_s) * 1e3:,.2f} ms", f"{float(dc.tokens_per_s_upper_bound):,.0f}"])
+show_table(["batch", "prefill step (2,048-token prompts)", "prefill tokens/s", "decode step (2,048 cached)",
+            "decode tokens/s"], rows)
+
+# %%
+pf1, pf32 = (place("llama-3.1-8b", h100, phase="prefill", prompt_tokens=2048, batch=b) for b in (1, 32))
+dc1, dc32 = (place("llama-3.1-8b", h100, phase="decode", context_tokens=2048, batch=b) for b in (1, 32))
+md(f"Batch 1 → 32 multiplies Llama-3.1-8B prefill throughput by "
+   f"**{float(pf32.tokens_per_s_upper_bound / pf1.tokens_per_s_upper_bound):.2f}×** and decode throughput by "
+   f"**{float(dc32.tokens_per_s_upper_bound / dc1.tokens_per_s_upper_bound):.1f}×**, while the decode step only "
+   f"grows from {float(dc1.time_lower_bound_s) * 1e3:.2f} ms to {float(dc32.time_lower_bound_s) * 1e3:.2f} ms.")
+
+# %% [markdown]
+# ## Capacity caps the batch
+#
+# Every sequence in the batch keeps its KV cache (and, in the hybrid model, its recurrent state)
+# in device memory. The largest batch that fits, Qwen3.8-27B in BF16:
+
+# %%
+contexts = np.array([1024, 8192, 32768, 131072])
+fits = largest_batch("qwen3.8-27b", ["h100-sxm", "h200", "b200"], contexts)
+show_table(["tokens cached"] + list(fits), [[f"{c:,}"] + [f"{fits[p][i]:,}" for p in fits] for i, c in enumerate(contexts)])
+
+# %% [markdown]
+# At long contexts the capacity limit arrives long before any compute limit: a batch that would
+# make decode efficient simply does not fit.
+#
+# ## Throughput against latency
+#
+# Each step produces one token per sequence, so the step time is every user's time per output
+# token, and batch ÷ step time is the server's throughput. Growing the batch slides along a curve:
+# first nearly free throughput, then latency climbs for little gain. The dotted part does not fit
+# on the chip.
+
+# %%
+throughput_vs_latency("qwen3.8-27b", ["h100-sxm", "h200", "b200"], context_tokens=8192)
+
+# %% [markdown]
+# ## Mixture of experts: batching buys less
+#
+# Qwen3-30B-A3B routes each token to 8 of 128 experts per layer. At batch 1 a decode step reads
+# only those 8 experts' weights — a fraction of the model. But different tokens pick different
+# experts: with B tokens in the step, the expected number of distinct experts touched under
+# uniform routing is $E\,(1 - (1 - k/E)^B)$.
+
+# %%
+moe_batches = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256])
+touched = experts_touched("qwen3-30b-a3b", moe_batches)
+moe_per_token = moe_weight_bytes_per_token("qwen3-30b-a3b", moe_batches)
+dense_per_token = moe_weight_bytes_per_token("qwen3-32b", moe_batches)
+show_table(["batch", "experts touched (of 128)", "MoE weight bytes / token", "relative to batch 1",
+            "dense Qwen3-32B relative to batch 1"],
+           [[int(b), f"{t:,.1f}", si(m, "B"), f"{m / moe_per_token[0]:.3f}", f"{d / dense_per_token[0]:.3f}"]
+            for b, t, m, d in zip(moe_batches, touched, moe_per_token, dense_per_token)])
+
+# %%
+m = get_model("qwen3-30b-a3b")
+md(f"A dense model's weight bytes per token fall as 1/B. The MoE's fall much more slowly at first: going "
+   f"from batch 1 to 16 cuts them by {moe_per_token[0] / moe_per_token[4]:.1f}× (a dense model: "
+   f"{dense_per_token[0] / dense_per_token[4]:.0f}×), because those 16 tokens wake about {touched[4]:.0f} experts "
+   f"instead of {m.num_experts_per_tok}. Only once nearly all {m.num_experts} experts are touched does each extra "
+   "token ride for free. MoE decode at small batch is cheap per token; it just gains less from batching.")
+
+# %% [markdown]
+# ## Explore
+#
+# Move the batch and context sliders. Left: where the step sits (filled dot: all traffic; open
+# square: the weight lens). Middle: which bytes dominate as the batch grows. Right: the
+# throughput–latency curve and where this batch sits on it (dotted: does not fit). Try: the MoE
+# model; 131,072 tokens on the H100; the same on the B200.
+
+# %%
+from roofline_lessons.dashboards import lesson04_dashboard
+
+dashboard = lesson04_dashboard()
+
+# %% [markdown]
+# ## Summary
+#
+# - Per weight byte, decode intensity ≈ batch; per byte of all traffic it bends towards a ceiling
+#   set by each sequence's private KV cache and state. Long contexts can keep decode memory-bound
+#   at any batch.
+# - Batching multiplies decode throughput almost for free until the step leaves the slope;
+#   prefill is already on the flat roof and barely gains.
+# - Capacity usually caps the batch first at long context.
+# - MoE: small-batch decode reads only the routed experts, so batching recovers less.
+#
+# **A question to leave with.** If you halve the KV cache (FP8 KV, or fewer KV heads), which of the
+# three curves above moves, and by how much?
+#
+# **Interview questions this lesson prepares you for**
+#
+# - "Why does batching help decode more than prefill, in roofline terms?"
+# - "What is the critical batch size for decode on an H100, and why might it never be reached?"
+# - "What limits the batch size in practice?"
+# - "How does a mixture-of-experts model change the economics of batching?"
+#
+# The exercises for this lesson are in `exercises/04_batching.ipynb`.

@@ -1,0 +1,62 @@
+"""Checkers for the lesson-2 exercises (the ridge point). Expected values come from the catalog."""
+
+from __future__ import annotations
+
+from ..checkers import CheckResult, check_choice, check_number
+from ..datasheets import best_measurement, headline_kind
+from ..hardware import get_part
+from ..memory import max_batch_that_fits
+
+
+def h200_ridge(answer) -> CheckResult:
+    """2.1 — by hand: the H200's dense BF16 ridge point (FLOP/byte)."""
+    return check_number("2.1", answer, get_part("h200").ridge_point_flop_per_byte("bf16"), rel_tol=0.03,
+                        unit="FLOP/byte", hint="same compute as the H100 SXM, more bandwidth: peak ÷ bandwidth.")
+
+
+def h100_headline(answer) -> CheckResult:
+    """2.2 — is the H100 SXM's '1,979 TFLOPS BF16' headline 'dense' or 'sparse'?"""
+    kinds = headline_kind("h100-sxm", 1979e12)
+    expected = "sparse" if "bf16 with sparsity" in kinds else "dense"
+    return check_choice("2.2", answer, expected, ("dense", "sparse"),
+                        hint="compare it with the dense BF16 rate in the catalog: a factor of two is the tell.")
+
+
+def b200_loose_figure(answer) -> CheckResult:
+    """2.3 — what B200 rate is the flashcard's '2.2 PFLOPS FP8' really? e.g. 'bf16 dense'."""
+    choices = ("bf16 dense", "fp8 dense", "fp8 with sparsity", "fp4 dense")
+    kinds = headline_kind("b200", 2.25e15)
+    expected = next(k for k in kinds if k in choices)
+    return check_choice("2.3", answer, expected, choices,
+                        hint="look up 2.25 PFLOPS in the B200's dense and sparse tables.")
+
+
+def b200_fp8_ridge(answer) -> CheckResult:
+    """2.4 — the B200's real dense FP8 ridge point (FLOP/byte)."""
+    return check_number("2.4", answer, get_part("b200").ridge_point_flop_per_byte("fp8"), rel_tol=0.03,
+                        unit="FLOP/byte", hint="dense FP8 is twice dense BF16 on this part.")
+
+
+def h100_measured_ridge(answer) -> CheckResult:
+    """2.5 — the H100 SXM ridge with the best measured BF16 matmul rate and datasheet bandwidth."""
+    m = best_measurement("h100-sxm", "matmul_flops_per_s", "bf16")
+    expected = m.value / get_part("h100-sxm").memory_bandwidth_bytes_per_s
+    return check_number("2.5", answer, expected, rel_tol=0.03, unit="FLOP/byte",
+                        hint="use the measured matmul rate printed above instead of the datasheet peak.")
+
+
+def llama70b_fp8_batch_on_h200(answer) -> CheckResult:
+    """2.6 — largest batch of Llama-3.1-70B (FP8 weights, BF16 KV) at 8,192 tokens on one H200."""
+    expected = max_batch_that_fits("llama-3.1-70b", "h200", 8192, weights_dtype="fp8", kv_dtype="bf16")
+    return check_number("2.6", answer, expected, abs_tol=1, unit="sequences",
+                        hint="(capacity − weight bytes) ÷ (KV bytes per token × 8,192), rounded down.")
+
+
+EXERCISES = {
+    "2.1": h200_ridge,
+    "2.2": h100_headline,
+    "2.3": b200_loose_figure,
+    "2.4": b200_fp8_ridge,
+    "2.5": h100_measured_ridge,
+    "2.6": llama70b_fp8_batch_on_h200,
+}

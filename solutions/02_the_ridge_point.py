@@ -1,0 +1,130 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lesson 2 — Exercises: the ridge point
+#
+# Replace each `...` with your answer and run the cell; the checker under it says ✓ or ✗ with a
+# hint. Do 2.1 with pencil and paper first.
+
+# %% [markdown] tags=["solution"]
+# *This is the solutions notebook. `exercises/02_the_ridge_point.ipynb` is generated from it.*
+
+# %%
+from roofline_lessons import get_part
+from roofline_lessons.checks import lesson02 as check
+from roofline_lessons.datasheets import best_measurement, headline_kind
+from roofline_lessons.memory import max_batch_that_fits, weight_bytes
+from roofline_lessons.units import si
+
+for pid in ("h100-sxm", "h200", "b200"):
+    p = get_part(pid)
+    dense = ", ".join(f"{dt} {si(v, 'FLOP/s')}" for dt, v in p.dense_flops_per_s.items())
+    print(f"{pid:9} bandwidth {si(p.memory_bandwidth_bytes_per_s, 'B/s')}, capacity {si(p.memory_capacity_bytes, 'B')}; "
+          f"dense: {dense}")
+
+# %% [markdown]
+# ## Exercise 2.1 — by hand: the H200's ridge
+#
+# The H200 has the H100 SXM's compute and more bandwidth (printed above). What is its dense BF16
+# ridge point, in FLOP/byte? Work it out before you type.
+
+# %%
+# BEGIN SOLUTION
+h200_ridge = 989.4e12 / 4.8e12
+# END SOLUTION
+check.h200_ridge(h200_ridge)
+
+# %% [markdown] tags=["solution"]
+# 989.4 ÷ 4.8 ≈ 206 FLOP/byte. More bandwidth with the same compute moves the ridge **left**:
+# fewer kernels are memory-bound on an H200, and memory-bound ones run faster.
+
+# %% [markdown]
+# ## Exercise 2.2 — spot the sparse number
+#
+# An H100 SXM spec sheet prints "BF16 Tensor Core: 1,979 TFLOPS". Is that the `"dense"` rate or
+# the `"sparse"` (2:4 structured sparsity) one? You may use `headline_kind` to check yourself —
+# but decide first.
+
+# %%
+# BEGIN SOLUTION
+h100_headline = "sparse"
+# END SOLUTION
+check.h100_headline(h100_headline)
+
+# %% [markdown] tags=["solution"]
+# `headline_kind("h100-sxm", 1979e12)` lists "bf16 with sparsity" (and FP8 dense, which happens to
+# be the same number). The dense BF16 rate is half: 989.4 TFLOPS.
+
+# %% [markdown]
+# ## Exercise 2.3 — the loose flashcard figure
+#
+# A popular flashcard says the B200 has "around 2.2 PFLOPS FP8". Which B200 rate is ~2.25 PFLOPS
+# really? Answer one of `"bf16 dense"`, `"fp8 dense"`, `"fp8 with sparsity"`, `"fp4 dense"`.
+
+# %%
+# BEGIN SOLUTION
+b200_figure = "bf16 dense"
+# END SOLUTION
+check.b200_loose_figure(b200_figure)
+
+# %% [markdown] tags=["solution"]
+# 2.25 PFLOPS is the B200's dense BF16 (and FP16) rate. Dense FP8 is 4.5 PFLOPS.
+
+# %% [markdown]
+# ## Exercise 2.4 — the B200's real FP8 ridge
+#
+# With the correct dense FP8 rate, what is the B200's FP8 ridge point (FLOP/byte)?
+
+# %%
+# BEGIN SOLUTION
+b200 = get_part("b200")
+b200_fp8_ridge = b200.peak_flops_per_s("fp8") / b200.memory_bandwidth_bytes_per_s
+# END SOLUTION
+check.b200_fp8_ridge(b200_fp8_ridge)
+
+# %% [markdown] tags=["solution"]
+# 4,500 TFLOP/s ÷ 8 TB/s ≈ 562 FLOP/byte. The flashcard's figure would have put it at half that.
+
+# %% [markdown]
+# ## Exercise 2.5 — the measured ridge
+#
+# Replace the H100 SXM's datasheet BF16 peak with the best measured matmul rate (below) and keep the
+# datasheet bandwidth. What ridge point do you get?
+
+# %%
+mamf = best_measurement("h100-sxm", "matmul_flops_per_s", "bf16")
+print(f"best measured BF16 matmul: {si(mamf.value, 'FLOP/s')} ({mamf.source})")
+
+# %%
+# BEGIN SOLUTION
+measured_ridge = mamf.value / get_part("h100-sxm").memory_bandwidth_bytes_per_s
+# END SOLUTION
+check.h100_measured_ridge(measured_ridge)
+
+# %% [markdown] tags=["solution"]
+# 795 ÷ 3.35 ≈ 237 FLOP/byte: a measured roof is lower and its ridge further left.
+
+# %% [markdown]
+# ## Exercise 2.6 — capacity: a 70B model on one H200
+#
+# Llama-3.1-70B with FP8 weights and a BF16 KV cache (320 KiB per token), 8,192 tokens per
+# sequence. How many sequences fit on one H200 at most? (Weights + KV only; ±1 is accepted.)
+
+# %%
+# BEGIN SOLUTION
+free_bytes = get_part("h200").memory_capacity_bytes - weight_bytes("llama-3.1-70b", "fp8")
+batch_that_fits = int(free_bytes // (8192 * 320 * 1024))
+# END SOLUTION
+check.llama70b_fp8_batch_on_h200(batch_that_fits)
+
+# %% [markdown] tags=["solution"]
+# The FP8 weights take about 70.6 GB, leaving about 70 GB; each sequence's 8,192-token KV cache is
+# 2.7 GB, so 26 sequences fit. In BF16 the weights alone would not fit at all.
