@@ -1,12 +1,14 @@
-"""Benchmark: one dashboard update (recompute + redraw to PNG), as a learner's slider move triggers it.
+"""Benchmark: one dashboard update (recompute + redraw + PNG encode), as a learner's slider move
+triggers it, for every lesson dashboard. Prints median and p95. Target: median <= 50 ms.
 
-Prints the median and p95 over many updates that cycle through the controls. Target: median <= 50 ms.
+Slider moves keep the chart's static part (roofs, axes, curves) and redraw only what moves; a new
+model, part or context redraws the whole figure, reported separately as the "cold" update.
+
 Run: .venv/bin/python benchmarks/widget_update.py  (or `make bench`)
 """
 
 from __future__ import annotations
 
-import itertools
 import statistics
 import time
 
@@ -15,50 +17,59 @@ import matplotlib
 matplotlib.use("Agg")
 
 from roofline_lessons.charts import RooflineCanvas  # noqa: E402
-from roofline_lessons.dashboards import BATCH_CHOICES, TOKEN_CHOICES, lesson01_png, lesson01_view  # noqa: E402
+from roofline_lessons.dashboards import (BATCH_CHOICES, TOKEN_CHOICES, Lesson02Chart, Lesson03Chart,  # noqa: E402
+                                         Lesson04Chart, lesson01_png, lesson01_view, lesson02_view, lesson03_view,
+                                         lesson04_view)
+from roofline_lessons.dashboards.lesson03 import TOKEN_CHOICES as L3_TOKENS  # noqa: E402
+from roofline_lessons.dashboards.lesson04 import BATCH_CHOICES as L4_BATCHES  # noqa: E402
 
 TARGET_MEDIAN_S = 0.050
 
 
-CANVAS = RooflineCanvas()
+def lesson01(canvas):
+    return [lambda b=b, t=t: lesson01_png(lesson01_view("qwen3.8-27b", "h100-sxm", "bf16", "decode", b, t), canvas)
+            for b in BATCH_CHOICES for t in TOKEN_CHOICES[::3]]
 
 
-def one_update(model, part, dtype, phase, batch, tokens) -> None:
-    """What the dashboard's update does: recompute, draw, encode the PNG the browser receives."""
-    view = lesson01_view(model, part, dtype, phase, batch, tokens)
-    lesson01_png(view, CANVAS)
+def lesson02(chart):
+    parts = ("h100-sxm", "h200", "b200", "mi300x")
+    return [lambda i=i: chart.png(lesson02_view(parts, "bf16", 10 ** (i / 10))) for i in range(-10, 50)]
 
 
-def main(n: int = 60) -> None:
-    # A learner's session: mostly slider moves (batch, tokens), now and then a new model or part.
-    settings = itertools.cycle(itertools.product(
-        ["qwen3.8-27b", "llama-3.1-8b", "qwen3-30b-a3b"], ["h100-sxm", "b200"], ["bf16"], ["decode", "prefill"],
-        BATCH_CHOICES[::3], TOKEN_CHOICES[::4]))
-    one_update("qwen3.8-27b", "h100-sxm", "bf16", "decode", 1, 1024)  # warm-up: imports, font cache
-    compute, total = [], []
-    for s in itertools.islice(settings, n):
+def lesson03(chart):
+    return [lambda t=t, ph=ph: chart.png(lesson03_view("qwen3.8-27b", "h100-sxm", ph, t))
+            for ph in ("prefill", "decode") for t in L3_TOKENS]
+
+
+def lesson04(chart):
+    return [lambda b=b: chart.png(lesson04_view("qwen3.8-27b", "h100-sxm", b, 8192)) for b in L4_BATCHES] * 3
+
+
+def measure(name, make_updates, make_chart):
+    chart = make_chart()
+    updates = make_updates(chart)
+    updates[0]()  # warm-up: builds the static part once
+    times = []
+    for update in updates:
         t0 = time.perf_counter()
-        lesson01_view(*s)
-        compute.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        one_update(*s)
-        total.append(time.perf_counter() - t0)
+        update()
+        times.append(time.perf_counter() - t0)
+    cold_chart = make_chart()
+    t0 = time.perf_counter()
+    make_updates(cold_chart)[0]()
+    cold = time.perf_counter() - t0
+    med, p95 = statistics.median(times), statistics.quantiles(times, n=20)[-1]
+    verdict = "meets" if med <= TARGET_MEDIAN_S else "MISSES"
+    print(f"{name:28} median {med * 1e3:7.2f} ms   p95 {p95 * 1e3:7.2f} ms   cold {cold * 1e3:7.1f} ms   "
+          f"({len(times)} updates; {verdict} the {TARGET_MEDIAN_S * 1e3:.0f} ms target)")
 
-    cold = []
-    for s in itertools.islice(settings, 10):
-        t0 = time.perf_counter()
-        lesson01_png(lesson01_view(*s))  # no cache: the whole figure drawn from scratch
-        cold.append(time.perf_counter() - t0)
 
-    def p95(xs):
-        return statistics.quantiles(xs, n=20)[-1]
-
-    print(f"lesson-1 dashboard, {n} updates ({CANVAS.misses} redrew the static roof: new model or part)")
-    print(f"  recompute only      median {statistics.median(compute) * 1e3:7.2f} ms   p95 {p95(compute) * 1e3:7.2f} ms")
-    print(f"  recompute + redraw  median {statistics.median(total) * 1e3:7.2f} ms   p95 {p95(total) * 1e3:7.2f} ms")
-    print(f"  full redraw (new model or part, no cache): median {statistics.median(cold) * 1e3:7.2f} ms")
-    verdict = "meets" if statistics.median(total) <= TARGET_MEDIAN_S else "MISSES"
-    print(f"  target: median <= {TARGET_MEDIAN_S * 1e3:.0f} ms -> {verdict} the target")
+def main() -> None:
+    print("one dashboard update = recompute + redraw + PNG encode (what the browser receives)")
+    measure("lesson 1 (batch, tokens)", lesson01, RooflineCanvas)
+    measure("lesson 2 (intensity)", lesson02, Lesson02Chart)
+    measure("lesson 3 (phase, tokens)", lesson03, Lesson03Chart)
+    measure("lesson 4 (batch)", lesson04, Lesson04Chart)
 
 
 if __name__ == "__main__":

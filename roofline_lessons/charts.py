@@ -114,7 +114,7 @@ def roofline_chart(
         style = LINESTYLES[i % len(LINESTYLES)]
         y = attainable_flops_per_s(x, roof.peak_flops_per_s, roof.bandwidth_bytes_per_s) / TERA
         rx = roof.ridge_point_flop_per_byte
-        many = len(roofs) > 2  # then ridge values go in the legend, where they cannot overlap
+        many = len(roofs) > 1  # then ridge values go in the legend, where they cannot overlap
         ax.plot(x, y, color=colour, linestyle=style, linewidth=2.2,
                 label=f"{roof.label}: {roof.peak_flops_per_s / TERA:,.0f} TFLOP/s, "
                       f"{roof.bandwidth_bytes_per_s / TERA:,.2f} TB/s" + (f", ridge {rx:,.0f}" if many else ""))
