@@ -1,0 +1,201 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lesson 5 — KV growth in a hybrid model
+#
+# **By the end of this lesson you can**
+#
+# 1. derive, from a config, how fast a model's KV cache grows per token and how large a fixed
+#    recurrent state is — and why a hybrid model has both;
+# 2. break one decode step's bytes into weights, KV read, KV written, state read and state written,
+#    from 1 K to 256 K tokens of context, and say when KV traffic overtakes the weights;
+# 3. put the two layer kinds of one model on the roofline as two dots, and say which one moves;
+# 4. price the architecture: the same model with every layer full attention, and a dense peer;
+# 5. use the state's number format as a lever.
+
+# %%
+# %matplotlib inline
+import numpy as np
+
+from roofline_lessons import get_model, get_part, place
+from roofline_lessons.display import md, show_table
+from roofline_lessons.hybrid import (all_full_attention, kv_overtakes_weights_context, layer_kind_points,
+                                     step_bytes_breakdown)
+from roofline_lessons.memory import max_batch_that_fits
+from roofline_lessons.models import FULL_ATTENTION, GATED_DELTANET
+from roofline_lessons.units import KiB, MiB, binary, percent, si
+
+qwen = get_model("qwen3.8-27b")
+h100, h200 = get_part("h100-sxm"), get_part("h200")
+
+# %% [markdown]
+# ## Two kinds of memory in one model
+#
+# Qwen3.8-27B has 64 layers. Every fourth is **full attention**: it keeps the keys and values of
+# every past token, so its cache grows with the conversation. The other three in four are **Gated
+# DeltaNet** layers: instead of a history they keep a fixed matrix per head, the recurrent state
+# $S$, updated every token by the delta rule $S_t = S_{t-1}\,\alpha_t (I - \beta_t k_t k_t^\top) +
+# \beta_t v_t k_t^\top$ and read out as $o_t = S_t q_t$. Both sizes follow from the config:
+
+# %%
+kv_layer = 2 * qwen.num_key_value_heads * qwen.head_dim * 2  # K and V, KV heads, head_dim, 2 bytes (BF16)
+state_layer = qwen.linear_num_value_heads * qwen.linear_value_head_dim * qwen.linear_key_head_dim * 4  # float32
+md(f"- **{qwen.num_full_attention_layers} full-attention layers**: 2 (K, V) × {qwen.num_key_value_heads} KV heads × "
+   f"{qwen.head_dim} head_dim × 2 bytes = **{binary(kv_layer)} per token per layer**, "
+   f"**{binary(qwen.kv_bytes_per_token('bf16'))} per token** over the {qwen.num_full_attention_layers} layers.\n"
+   f"- **{qwen.num_deltanet_layers} Gated DeltaNet layers**: {qwen.linear_num_value_heads} value heads × "
+   f"{qwen.linear_value_head_dim} × {qwen.linear_key_head_dim} × 4 bytes (float32) = "
+   f"**{binary(state_layer)} per layer**, **{binary(qwen.deltanet_state_bytes())}** over the "
+   f"{qwen.num_deltanet_layers} layers — whatever the context.\n"
+   f"- Plus a small short-convolution state: {binary(qwen.conv_state_bytes())} per sequence.")
+assert kv_layer * qwen.num_full_attention_layers == qwen.kv_bytes_per_token("bf16") == 64 * KiB
+assert state_layer == qwen.deltanet_state_bytes_per_layer() == 3 * MiB
+
+# %% [markdown]
+# The break-even is worth knowing: after how many tokens does the growing KV cache outweigh the
+# fixed state?
+
+# %%
+md(f"The state equals the KV cache of **{qwen.deltanet_state_bytes() / qwen.kv_bytes_per_token():,.0f} tokens**. "
+   "Beyond that, the three quarters of the model that are Gated DeltaNet cost less memory than the one quarter "
+   "that is full attention.")
+
+# %% [markdown]
+# ## One decode step, byte by byte, from 1 K to 256 K tokens
+#
+# Every decode step reads all weights (shared by the batch), each sequence's whole KV cache, and
+# each sequence's state — and writes the new token's keys and values and the updated state.
+
+# %%
+contexts = np.array([1024, 8192, 32768, 131072, 262144])
+for batch in (1, 16):
+    parts = step_bytes_breakdown(qwen, contexts, batch=batch)
+    total = sum(parts.values())
+    md(f"**Batch {batch}** — bytes per step, and each kind's share of the step time on an H100 SXM "
+       "(the step is memory-bound, so time shares are byte shares)")
+    show_table(["tokens cached"] + list(parts) + ["step ≥"],
+               [[f"{c:,}"] + [f"{si(parts[k][i], 'B')} ({percent(parts[k][i] / total[i], 0)})" for k in parts]
+                + [f"{float(place(qwen, h100, phase='decode', batch=batch, context_tokens=int(c)).time_lower_bound_s) * 1e3:,.1f} ms"]
+                for i, c in enumerate(contexts)])
+
+# %% [markdown]
+# The state rows do not move with context; the KV rows do. Where does KV traffic overtake the
+# weights?
+
+# %%
+rows = []
+for batch in (1, 4, 16, 64):
+    crossing = kv_overtakes_weights_context(qwen, batch)
+    rows.append([batch, f"{crossing:,.0f} tokens", "within 256 K" if crossing <= 262144 else "beyond 256 K"])
+show_table(["batch", "KV reads = weight reads at", ""], rows)
+
+# %% [markdown]
+# At batch 1 the crossing lies far beyond any context the model serves: the weights dominate. But
+# the weights are shared by the batch and the KV caches are not, so the crossing moves in as
+# 1/batch.
+#
+# ## Two dots for one model
+#
+# Put each layer kind (with its share of the MLPs) on the roofline separately, batch 16, as the
+# context grows:
+
+# %%
+rows = []
+for ctx in (1024, 8192, 32768, 131072):
+    p = place(qwen, h100, phase="decode", batch=16, context_tokens=ctx)
+    pts = layer_kind_points(p.cost)
+    rows.append([f"{ctx:,}", f"{float(pts[FULL_ATTENTION].intensity):.2f}", si(float(pts[FULL_ATTENTION].bytes), "B"),
+                 f"{float(pts[GATED_DELTANET].intensity):.2f}", si(float(pts[GATED_DELTANET].bytes), "B")])
+show_table(["tokens cached", "full-attention layers: FLOP/byte", "their bytes", "Gated DeltaNet layers: FLOP/byte",
+            "their bytes"], rows)
+
+# %% [markdown]
+# The Gated DeltaNet dot **does not move**: same FLOPs, same bytes at every context. The
+# full-attention dot does: its bytes climb with the history, and its intensity slides from about
+# the batch size (the weights amortised) towards the grouped-query ratio (each KV byte serves the
+# query heads that share it). Three quarters of the depth cost a constant amount per step; one
+# quarter costs more every token.
+#
+# ## The counterfactual: every layer full attention
+#
+# What did the hybrid buy? Compare it with the same model made of 64 full-attention layers, and
+# with a dense peer of similar size, Qwen3-32B, at 128 K tokens on an H200:
+
+# %%
+variant = all_full_attention(qwen)
+rows = []
+for m in (qwen, variant, get_model("qwen3-32b")):
+    fit = max_batch_that_fits(m, h200, 131072)
+    step = place(m, h200, phase="decode", batch=max(fit, 1), context_tokens=131072)
+    rows.append([m.name, f"{m.parameter_count() / 1e9:,.1f} B", binary(m.kv_bytes_per_token()),
+                 binary(m.deltanet_state_bytes()) if m.is_hybrid else "—", f"{fit:,}",
+                 f"{float(step.time_lower_bound_s) * 1e3:,.1f} ms at batch {max(fit, 1)}",
+                 f"{float(step.tokens_per_s_upper_bound):,.0f}"])
+show_table(["model", "params", "KV per token", "state per sequence", "largest batch at 128 K (H200)", "decode step ≥",
+            "tokens/s ≤"], rows)
+
+# %% [markdown]
+# (The all-attention variant has slightly fewer parameters: a full-attention layer of this model
+# is a little smaller than a Gated DeltaNet one.) Quadrupling the KV cache per token is what the
+# hybrid avoids, and at long context that is the difference between a handful of conversations
+# per chip and a few times more.
+#
+# ## A lever: the state's number format
+#
+# The reference implementation keeps the state in float32. Keeping it in BF16 halves its bytes:
+
+# %%
+rows = []
+for batch in (1, 32):
+    for dt in ("fp32", "bf16"):
+        p = place(qwen, h100, phase="decode", batch=batch, context_tokens=4096, state_dtype=dt)
+        rows.append([batch, dt, si(float(p.cost.state_bytes), "B"), f"{float(p.time_lower_bound_s) * 1e3:,.2f} ms",
+                     percent(float(p.cost.state_bytes / p.cost.bytes), 1)])
+show_table(["batch", "state dtype", "state bytes per step", "step ≥", "state share of bytes"], rows)
+
+# %% [markdown]
+# At batch 1 the state is a rounding error beside the weights; at batch 32 it is a visible
+# slice of every step, and halving it is a real (if modest) win — paid for in numerical precision
+# of a quantity that is updated, not just read, every token.
+#
+# ## Explore
+#
+# Slide the context and the batch; switch the part and the KV format. Left: where each step's bytes
+# go over 1 K–256 K tokens (the line marks your context). Right: the two layer kinds as two dots.
+# Try: batch 16 at 256 K on the H100 (does it fit?); FP8 KV at batch 64.
+
+# %%
+from roofline_lessons.dashboards import lesson05_dashboard
+
+dashboard = lesson05_dashboard()
+
+# %% [markdown]
+# ## Summary
+#
+# - Full attention keeps a history that grows with every token; Gated DeltaNet keeps a fixed state
+#   per sequence, whatever the context. Both sizes follow from the config in two lines.
+# - Decode reads the weights once per step, but every sequence's KV cache and state; the KV share
+#   grows with context and batch, the state share only with batch.
+# - On the roofline: one dot that moves with context, one that does not.
+# - The hybrid buys a quarter of the KV cache of the all-attention design, which at long context
+#   means several times the batch.
+#
+# **A question to leave with.** If the 16 full-attention layers used an FP8 KV cache, at what batch
+# would KV reads overtake the weights at 32 K tokens?
+#
+# **Interview questions this lesson prepares you for**
+#
+# - "How much KV cache does a token cost in this model? Show the arithmetic."
+# - "Why do linear-attention / state-space layers help long-context serving, in bytes?"
+# - "At what context does the KV cache dominate decode traffic?"
+# - "What does a hybrid model look like on a roofline?"
+#
+# The exercises for this lesson are in `exercises/05_hybrid_kv_growth.ipynb`.
