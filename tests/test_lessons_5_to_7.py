@@ -1,0 +1,137 @@
+"""Package pieces behind lessons 5–7 and their dashboards' update functions."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline_lessons import get_model, place
+from roofline_lessons.dashboards import Lesson05Chart, Lesson06Chart, lesson05_view, lesson06_view
+from roofline_lessons.flash import (SRAM, SRAMOverflowError, BlockSizes, attention_flops, compulsory_hbm_bytes,
+                                    decode_attention_intensity, flash_block_sizes, flash_hbm_bytes, naive_attention,
+                                    standard_hbm_bytes, tiled_attention, working_set_elements)
+from roofline_lessons.hybrid import all_full_attention, kv_overtakes_weights_context, layer_kind_points, \
+    step_bytes_breakdown
+from roofline_lessons.memory import max_batch_that_fits
+from roofline_lessons.models import FULL_ATTENTION, GATED_DELTANET
+from roofline_lessons.units import MiB
+
+
+# ---- lesson 5 ---------------------------------------------------------------------------------
+
+def test_state_is_read_and_written_at_every_context_and_kv_grows():
+    ctx = np.array([1024, 65536, 262144])
+    b = step_bytes_breakdown("qwen3.8-27b", ctx, batch=4)
+    assert np.allclose(b["state read"], b["state read"][0]) and np.allclose(b["state written"], b["state read"])
+    assert b["state read"][0] > 4 * 144 * MiB
+    assert np.all(np.diff(b["KV read"]) > 0) and np.allclose(b["weights"], b["weights"][0])
+    np.testing.assert_allclose(b["KV read"], 4 * (ctx + 1) * 64 * 1024)
+
+
+def test_kv_overtakes_weights_moves_in_with_batch():
+    one, sixteen = (kv_overtakes_weights_context("qwen3.8-27b", b) for b in (1, 16))
+    assert one / sixteen == pytest.approx(16, rel=1e-3)  # (16 embedding rows instead of 1)
+    c = place("qwen3.8-27b", "h100-sxm", phase="decode", batch=16, context_tokens=int(sixteen)).cost
+    assert c.kv_read_bytes == pytest.approx(c.weight_bytes, rel=1e-4)
+
+
+def test_only_the_full_attention_dot_moves():
+    pts = [layer_kind_points(place("qwen3.8-27b", "h100-sxm", phase="decode", batch=16, context_tokens=c).cost)
+           for c in (1024, 131072)]
+    assert pts[0][GATED_DELTANET].intensity == pytest.approx(pts[1][GATED_DELTANET].intensity)
+    assert pts[0][FULL_ATTENTION].intensity > pts[1][FULL_ATTENTION].intensity * 1.5
+    assert pts[0][FULL_ATTENTION].layers == 16 and pts[0][GATED_DELTANET].layers == 48
+
+
+def test_all_attention_counterfactual():
+    v = all_full_attention("qwen3.8-27b")
+    assert v.kv_bytes_per_token() == 4 * get_model("qwen3.8-27b").kv_bytes_per_token()
+    assert v.deltanet_state_bytes() == 0 and not v.is_hybrid
+    assert max_batch_that_fits(v, "h200", 131072) < max_batch_that_fits("qwen3.8-27b", "h200", 131072)
+
+
+def test_lesson05_view_and_chart():
+    v = lesson05_view("h100-sxm", 16, 131072)
+    assert sum(v.time_share.values()) == pytest.approx(1.0, rel=0.02)  # memory-bound: shares of the step add up
+    assert v.time_share["KV read"] > v.time_share["weights"]
+    assert v.dots[FULL_ATTENTION][0] != v.dots[GATED_DELTANET][0]
+    fp8 = lesson05_view("h100-sxm", 16, 131072, "fp8")
+    assert fp8.bytes_now["KV read"] == pytest.approx(v.bytes_now["KV read"] / 2)
+    chart = Lesson05Chart()
+    a, b = chart.png(v), chart.png(lesson05_view("h100-sxm", 16, 1024))
+    assert a != b and chart.figures.misses == 1
+    assert lesson05_view("nope", 1, 1024).error
+
+
+# ---- lesson 6 ---------------------------------------------------------------------------------
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 160), d=st.sampled_from([4, 8, 16, 32]), sram_kib=st.sampled_from([2, 4, 8, 16]),
+       causal=st.booleans(), seed=st.integers(0, 2**16))
+def test_tiled_attention_is_exact_and_counts_match_the_formula(n, d, sram_kib, causal, seed):
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((n, d)) * 2 for _ in range(3))
+    sram = sram_kib * 1024
+    out, traffic = tiled_attention(q, k, v, sram, causal=causal)
+    np.testing.assert_allclose(out, naive_attention(q, k, v, causal), atol=1e-10, rtol=0)
+    assert traffic.sram_peak_bytes <= sram
+    assert traffic.hbm_bytes == flash_hbm_bytes(n, d, sram, 8, causal)
+
+
+def test_bytes_follow_theorem_2_scaling():
+    m = 64 * 1024
+    base = flash_hbm_bytes(16384, 64, m, 2)
+    assert flash_hbm_bytes(32768, 64, m, 2) / base == pytest.approx(4, rel=0.05)  # ∝ N²
+    assert flash_hbm_bytes(16384, 128, m, 2) / base == pytest.approx(4, rel=0.12)  # ∝ d²
+    assert flash_hbm_bytes(16384, 64, 2 * m, 2) / base == pytest.approx(0.5, rel=0.12)  # ∝ 1/M
+    std = standard_hbm_bytes(np.array([1024, 2048]), 64)
+    assert std[1] / std[0] == pytest.approx(4, rel=0.1)  # the N² term dominates
+
+
+def test_simulated_counts_scale_like_the_theorem():
+    rng = np.random.default_rng(1)
+    counts = {}
+    for n in (256, 512):
+        q, k, v = (rng.standard_normal((n, 16)) for _ in range(3))
+        counts[n] = tiled_attention(q, k, v, 8 * 1024)[1].hbm_bytes
+    assert counts[512] / counts[256] == pytest.approx(4, rel=0.15)
+
+
+def test_sram_is_never_exceeded_and_oversized_tiles_are_refused():
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((64, 16)) for _ in range(3))
+    with pytest.raises(SRAMOverflowError, match="SRAM bytes are free"):
+        tiled_attention(q, k, v, 4096, block_sizes=BlockSizes(64, 64, 64, 64))
+    with pytest.raises(SRAMOverflowError, match="cannot hold"):
+        flash_block_sizes(256, 128, 8)
+    sram = SRAM(100)
+    sram.alloc(60, "a")
+    with pytest.raises(SRAMOverflowError):
+        sram.alloc(41, "b")
+
+
+def test_block_sizes_follow_the_paper_then_fit():
+    s = flash_block_sizes(233472, 128, 2)
+    assert s.paper_cols == 228 and s.paper_rows == 128
+    assert s.cols <= s.paper_cols and working_set_elements(s.rows, s.cols, 128) * 2 <= 233472
+
+
+def test_roofline_positions():
+    n, d, m = 32768, 128, 233472
+    f = float(attention_flops(n, d, True))
+    i_std, i_tiled, i_ideal = (f / float(standard_hbm_bytes(n, d)), f / flash_hbm_bytes(n, d, m, 2, True),
+                               f / float(compulsory_hbm_bytes(n, d)))
+    assert i_std < i_tiled < i_ideal  # the dot moves right with tiling
+    assert float(decode_attention_intensity(4, 32768)) == pytest.approx(4, rel=0.02)  # ≈ GQA group size
+
+
+def test_lesson06_view_and_chart():
+    v = lesson06_view(8192, 128, 228, True)
+    ks = list(v.intensity_by_kind)
+    assert v.intensity_by_kind[ks[0]] < v.intensity_by_kind[ks[1]] < v.intensity_by_kind[ks[2]]
+    assert v.tile_map.shape[0] >= v.tile_map.shape[1] // 2 and np.isnan(v.tile_map).any()  # causal skips tiles
+    full = lesson06_view(8192, 128, 228, False)
+    assert not np.isnan(full.tile_map).any()
+    chart = Lesson06Chart()
+    assert chart.png(v) != chart.png(lesson06_view(512, 128, 228, True))
+    assert lesson06_view(512, 256, 1, False).error  # SRAM too small for one tile
