@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from roofline_lessons.checkers import CORRECT, INCORRECT, NOT_ATTEMPTED, check_choice, check_function, check_number
-from roofline_lessons.checks import lesson01, lesson02, lesson03, lesson04
+from roofline_lessons.checks import lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07
 
-ALL_EXERCISES = sorted({**lesson01.EXERCISES, **lesson02.EXERCISES, **lesson03.EXERCISES,
-                        **lesson04.EXERCISES}.items())
+ALL_EXERCISES = sorted({**lesson01.EXERCISES, **lesson02.EXERCISES, **lesson03.EXERCISES, **lesson04.EXERCISES,
+                        **lesson05.EXERCISES, **lesson06.EXERCISES, **lesson07.EXERCISES}.items())
 
 ODD = [..., None, "295", True, [1, 2], {"a": 1}, np.array([1.0, 2.0]), float("nan"), float("inf"), object(),
        complex(1, 2), b"295"]
@@ -79,3 +79,30 @@ def test_lessons_2_to_4_accept_right_and_reject_wrong():
     assert lesson04.qwen38_fit_on_h200(9).passed and not lesson04.qwen38_fit_on_h200(37).passed
     assert lesson04.experts_at_batch16(82.4).passed and not lesson04.experts_at_batch16(128).passed
     assert lesson04.prefill_batching_gain(1.0).passed and not lesson04.prefill_batching_gain(8).passed
+
+
+def test_lessons_5_to_7_accept_right_and_reject_wrong():
+    assert lesson05.kv_kib_per_token(64).passed and not lesson05.kv_kib_per_token(256).passed
+    assert lesson05.state_mib_total(144).passed and not lesson05.state_mib_total(3).passed
+    assert lesson05.crossing_at_batch16(48874).passed and not lesson05.crossing_at_batch16(782000).passed
+    assert lesson05.all_attention_batch_on_h200(2).passed and not lesson05.all_attention_batch_on_h200(9).passed
+    assert lesson05.which_dot_moves("full attention").passed and not lesson05.which_dot_moves("gated deltanet").passed
+    assert lesson06.standard_bytes_gb(0.545).passed and not lesson06.standard_bytes_gb(0.0084).passed
+    assert lesson06.block_cols(228).passed and not lesson06.block_cols(128).passed
+    assert lesson06.bytes_ratio_when_n_doubles(4).passed and not lesson06.bytes_ratio_when_n_doubles(2).passed
+    import math
+
+    def merge(m1, l1, m2, l2):
+        m = max(m1, m2)
+        return m, l1 * math.exp(m1 - m) + l2 * math.exp(m2 - m)
+
+    assert lesson06.online_softmax(merge).passed
+    assert not lesson06.online_softmax(lambda m1, l1, m2, l2: (max(m1, m2), l1 + l2)).passed
+    assert not lesson06.online_softmax(lambda *a: 3.0).passed  # not a pair: explained, no crash
+    assert lesson06.decode_fix("no").passed and not lesson06.decode_fix("yes").passed
+    assert lesson07.h100_fp8_ridge(591).passed and not lesson07.h100_fp8_ridge(295).passed
+    assert lesson07.b200_fp4_ridge(1125).passed and not lesson07.b200_fp4_ridge(562).passed
+    assert lesson07.decode_fp8_weights_speedup(1.97).passed and not lesson07.decode_fp8_weights_speedup(1.0).passed
+    assert lesson07.prefill_fp8_compute_speedup(2).passed and not lesson07.prefill_fp8_compute_speedup(1).passed
+    assert lesson07.best_lever_for_decode("FP8 weights").passed and not lesson07.best_lever_for_decode("FP8 compute").passed
+    assert lesson07.measured_fp8_ridge(419).passed and not lesson07.measured_fp8_ridge(591).passed

@@ -152,7 +152,8 @@ def test_lesson04_chart_redraws_fast_path_on_batch_change():
     assert chart.figures.misses == 2
 
 
-@pytest.mark.parametrize("name", ["lesson02_dashboard", "lesson03_dashboard", "lesson04_dashboard"])
+@pytest.mark.parametrize("name", ["lesson02_dashboard", "lesson03_dashboard", "lesson04_dashboard", "lesson05_dashboard",
+                                  "lesson06_dashboard", "lesson07_dashboard"])
 def test_dashboards_build_and_react(name, capsys):
     """Outside a kernel the Output widget does not swallow errors: a failing update raises here."""
     import ipywidgets as widgets
@@ -161,11 +162,14 @@ def test_dashboards_build_and_react(name, capsys):
 
     ui = getattr(dashboards, name)()
     controls = [w for w in _walk(ui) if isinstance(w, (widgets.Dropdown, widgets.SelectionSlider,
-                                                       widgets.FloatLogSlider, widgets.ToggleButtons))]
+                                                       widgets.FloatLogSlider, widgets.ToggleButtons,
+                                                       widgets.Checkbox))]
     assert controls
     for w in controls:
         if isinstance(w, widgets.FloatLogSlider):
             w.value = 1000.0
+        elif isinstance(w, widgets.Checkbox):
+            w.value = not w.value
         else:
             w.index = len(w.options) - 1
     out = capsys.readouterr().out

@@ -135,3 +135,33 @@ def test_lesson06_view_and_chart():
     chart = Lesson06Chart()
     assert chart.png(v) != chart.png(lesson06_view(512, 128, 228, True))
     assert lesson06_view(512, 256, 1, False).error  # SRAM too small for one tile
+
+
+# ---- lesson 7 ---------------------------------------------------------------------------------
+
+def test_levers_do_what_the_lesson_says():
+    from roofline_lessons.levers import lever_speedups, ridge_shift
+
+    assert ridge_shift("b200") == pytest.approx({"bf16": 281.25, "fp8": 562.5, "fp4": 1125.0})
+    assert "fp4" not in ridge_shift("h100-sxm")
+    by = lambda phase, tokens=8192, batch=1: {r.lever: r for r in lever_speedups("qwen3.8-27b", "h100-sxm",  # noqa
+                                                                                 phase, tokens, batch)}
+    pf, dc = by("prefill"), by("decode")
+    assert pf["FP8 compute"].speedup == pytest.approx(2.0, rel=0.01) and pf["FP8 weights"].speedup == pytest.approx(1)
+    assert dc["FP8 compute"].speedup == pytest.approx(1.0) and dc["FP8 weights"].speedup > 1.9
+    assert by("decode", 131072, 64)["FP8 KV cache"].speedup > 1.3
+    a100 = {r.lever: r for r in lever_speedups("llama-3.1-8b", "a100-80gb", "decode")}
+    assert a100["FP8 compute"].speedup is None and a100["FP8 weights"].speedup > 1.8  # no FP8 units, bytes still halve
+
+
+def test_lesson07_view_and_chart():
+    from roofline_lessons.dashboards import Lesson07Chart, lesson07_view
+
+    v = lesson07_view("b200", "decode", "fp4", "fp4", "fp8")
+    assert v.ridge_point_flop_per_byte == pytest.approx(1125) and v.speedup > 3
+    assert len(v.roofs) == 3 and v.chosen[0] > v.baseline[0]
+    bad = lesson07_view("a100-80gb", "decode", "fp8", "bf16", "bf16")
+    assert bad.error and "no fp8" in bad.text
+    chart = Lesson07Chart()
+    assert chart.png(v) != chart.png(lesson07_view("b200", "prefill", "fp8", "bf16", "bf16"))
+    assert chart.png(bad).startswith(b"\x89PNG")

@@ -1,0 +1,120 @@
+"""Lesson 7 dashboard: formats for compute, weights and KV cache; part; phase -> the compute
+ceilings, the ridge, the all-BF16 point and the chosen point, and the speed-up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..charts import MARKERS, PALETTE, Roof, roofline_chart, set_roof_ylim
+from ..errors import RooflineInputError
+from ..fastfig import CachedFigure, bare_figure, figure_png
+from ..hardware import get_part, list_parts
+from ..placement import place
+from ..roofline import attainable_flops_per_s
+
+MODEL = "qwen3.8-27b"
+FORMATS = ("bf16", "fp8", "fp4")
+INTENSITY_RANGE = (0.1, 1e5)
+
+
+@dataclass(frozen=True)
+class Lesson07View:
+    part: str
+    phase: str
+    roofs: tuple[Roof, ...]
+    baseline: tuple[float, float] | None  #: (intensity, attainable FLOP/s) all BF16
+    chosen: tuple[float, float] | None
+    ridge_point_flop_per_byte: float | None  #: of the chosen compute format
+    speedup: float | None
+    text: str
+    error: str | None = None
+
+
+def lesson07_view(part_id: str, phase: str, compute: str, weights: str, kv: str, tokens: int = 8192,
+                  batch: int = 1) -> Lesson07View:
+    """The all-BF16 step and the step with the chosen formats, on the part's compute ceilings."""
+    fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
+    try:
+        part = get_part(part_id)
+        base = place(MODEL, part, phase=phase, batch=batch, **fields)
+        new = place(MODEL, part, phase=phase, batch=batch, compute_dtype=compute, weights_dtype=weights,
+                    kv_dtype=kv, **fields)
+    except RooflineInputError as exc:
+        roofs = ()
+        try:
+            roofs = tuple(Roof(f"{part_id} {dt}", get_part(part_id).peak_flops_per_s(dt),
+                               get_part(part_id).memory_bandwidth_bytes_per_s)
+                          for dt in FORMATS if dt in get_part(part_id).dense_flops_per_s)
+        except RooflineInputError:
+            pass
+        return Lesson07View(part_id, phase, roofs, None, None, None, None, f"Cannot place this: {exc}", error=str(exc))
+    roofs = tuple(Roof(f"{part.id} {dt}", part.peak_flops_per_s(dt), part.memory_bandwidth_bytes_per_s)
+                  for dt in FORMATS if dt in part.dense_flops_per_s)
+    speedup = float(base.time_lower_bound_s / new.time_lower_bound_s)
+    what = "prefill of 8,192 tokens" if phase == "prefill" else f"decode, batch {batch}, {tokens:,} cached"
+    text = (f"{what} on {part.id}: compute {compute}, weights {weights}, KV {kv}. Ridge {new.ridge_point_flop_per_byte:,.0f} "
+            f"FLOP/byte; I = {float(new.intensity):,.3g} (all BF16: {float(base.intensity):,.3g}); {new.bound}-bound. "
+            f"Step ≥ {float(new.time_lower_bound_s) * 1e3:,.3g} ms vs {float(base.time_lower_bound_s) * 1e3:,.3g} ms "
+            f"all-BF16: {speedup:.2f}× faster.")
+    return Lesson07View(part.id, phase, roofs, (float(base.intensity), float(base.attainable_flops_per_s)),
+                        (float(new.intensity), float(attainable_flops_per_s(new.intensity, new.peak_flops_per_s,
+                                                                            new.bandwidth_bytes_per_s))),
+                        new.ridge_point_flop_per_byte, speedup, text)
+
+
+def _build(roofs):
+    fig = bare_figure((7.8, 4.8))
+    ax = fig.add_subplot()
+    fig.subplots_adjust(left=0.11, right=0.95, bottom=0.11, top=0.93)
+    roofline_chart(list(roofs), [], title=f"Qwen3.8-27B on {roofs[0].label.split()[0]}: one ceiling per format",
+                   intensity_range=INTENSITY_RANGE, ax=ax, fast=True)
+    set_roof_ylim(ax, roofs, INTENSITY_RANGE)
+    base, = ax.plot([], [], marker=MARKERS[1], markersize=10, linestyle="none", color="black",
+                    markerfacecolor="white", animated=True)
+    chosen, = ax.plot([], [], marker=MARKERS[0], markersize=11, linestyle="none", color="black",
+                      markerfacecolor=PALETTE[3], animated=True)
+    return fig, (base, chosen)
+
+
+class Lesson07Chart:
+    def __init__(self) -> None:
+        self.figures = CachedFigure(_build)
+
+    def png(self, view: Lesson07View) -> bytes:
+        if view.baseline is None or not view.roofs:
+            fig = bare_figure((9, 1.0))
+            fig.text(0.01, 0.5, view.text, fontsize=10)
+            return figure_png(fig)
+
+        def update(state):
+            base, chosen = state
+            base.set_data([view.baseline[0]], [view.baseline[1] / 1e12])
+            chosen.set_data([view.chosen[0]], [view.chosen[1] / 1e12])
+            return [base, chosen]
+
+        return self.figures.render(view.roofs, update)
+
+
+def lesson07_dashboard(part_id: str = "h100-sxm"):
+    """Formats for compute, weights and KV; part; phase -> ceilings, ridge, the two points, the speed-up."""
+    import ipywidgets as widgets
+    from IPython.display import Image, display
+
+    part_w = widgets.Dropdown(options=list_parts(), value=part_id, description="part")
+    phase_w = widgets.ToggleButtons(options=["decode", "prefill"], value="decode", description="phase")
+    compute_w = widgets.Dropdown(options=FORMATS, value="bf16", description="compute")
+    weights_w = widgets.Dropdown(options=FORMATS, value="bf16", description="weights")
+    kv_w = widgets.Dropdown(options=("bf16", "fp8"), value="bf16", description="KV cache")
+    chart = Lesson07Chart()
+
+    def _update(part, phase, compute, weights, kv):
+        view = lesson07_view(part, phase, compute, weights, kv)
+        print(view.text)
+        print("(open square: all BF16; filled dot: your choice)")
+        display(Image(data=chart.png(view), format="png"))
+
+    out = widgets.interactive_output(_update, {"part": part_w, "phase": phase_w, "compute": compute_w,
+                                               "weights": weights_w, "kv": kv_w})
+    ui = widgets.VBox([widgets.HBox([part_w, phase_w]), widgets.HBox([compute_w, weights_w, kv_w]), out])
+    display(ui)
+    return ui
