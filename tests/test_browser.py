@@ -116,18 +116,26 @@ def check_dashboard(browser, base: str, token: str, rel_path: str, shot: str) ->
         before = wait_for_new_image(page, None)
         if not before:
             return ["the dashboard shows no chart image"]
-        handle = page.locator(".jp-OutputArea-output .widget-slider .noUi-handle").first
-        handle.scroll_into_view_if_needed()
-        handle.focus()
-        for _ in range(3):
-            handle.press("ArrowRight")
-        wait_for_new_image(page, before)
-        wait_idle(page)
-        after_slider = dashboard_image_src(page)
-        page.screenshot(path=str(ARTIFACTS / f"{shot}-2-slider.png"))
-        if after_slider == before:
-            problems.append("moving the slider did not change the chart")
-        dropdown = page.locator(".jp-OutputArea-output .widget-dropdown select").first
+        handles = page.locator(".jp-OutputArea-output .widget-slider .noUi-handle")
+        dropdowns = page.locator(".jp-OutputArea-output .widget-dropdown select")
+        if handles.count() == 0 and dropdowns.count() == 0:
+            return ["the dashboard has neither a slider nor a dropdown to move"]
+        after_slider = before
+        if handles.count():
+            handle = handles.first
+            handle.scroll_into_view_if_needed()
+            handle.focus()
+            for _ in range(3):
+                handle.press("ArrowRight")
+            wait_for_new_image(page, before)
+            wait_idle(page)
+            after_slider = dashboard_image_src(page)
+            page.screenshot(path=str(ARTIFACTS / f"{shot}-2-slider.png"))
+            if after_slider == before:
+                problems.append("moving the slider did not change the chart")
+        if dropdowns.count() == 0:
+            return problems + widget_problems(page)
+        dropdown = dropdowns.first
         options = dropdown.locator("option").all_inner_texts()
         current = dropdown.input_value()
         dropdown.select_option(next(o for o in options if o != current))

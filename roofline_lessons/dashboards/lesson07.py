@@ -51,7 +51,8 @@ def lesson07_view(part_id: str, phase: str, compute: str, weights: str, kv: str,
     roofs = tuple(Roof(f"{part.id} {dt}", part.peak_flops_per_s(dt), part.memory_bandwidth_bytes_per_s)
                   for dt in FORMATS if dt in part.dense_flops_per_s)
     speedup = float(base.time_lower_bound_s / new.time_lower_bound_s)
-    what = "prefill of 8,192 tokens" if phase == "prefill" else f"decode, batch {batch}, {tokens:,} cached"
+    what = (f"prefill of {tokens:,} tokens × batch {batch}" if phase == "prefill"
+            else f"decode, batch {batch}, {tokens:,} cached")
     text = (f"{what} on {part.id}: compute {compute}, weights {weights}, KV {kv}. Ridge {new.ridge_point_flop_per_byte:,.0f} "
             f"FLOP/byte; I = {float(new.intensity):,.3g} (all BF16: {float(base.intensity):,.3g}); {new.bound}-bound. "
             f"Step ≥ {float(new.time_lower_bound_s) * 1e3:,.3g} ms vs {float(base.time_lower_bound_s) * 1e3:,.3g} ms "
@@ -96,7 +97,7 @@ class Lesson07Chart:
 
 
 def lesson07_dashboard(part_id: str = "h100-sxm"):
-    """Formats for compute, weights and KV; part; phase -> ceilings, ridge, the two points, the speed-up."""
+    """Formats for compute, weights and KV; part; phase; batch -> ceilings, ridge, the two points, the speed-up."""
     import ipywidgets as widgets
     from IPython.display import Image, display
 
@@ -105,16 +106,17 @@ def lesson07_dashboard(part_id: str = "h100-sxm"):
     compute_w = widgets.Dropdown(options=FORMATS, value="bf16", description="compute")
     weights_w = widgets.Dropdown(options=FORMATS, value="bf16", description="weights")
     kv_w = widgets.Dropdown(options=("bf16", "fp8"), value="bf16", description="KV cache")
+    batch_w = widgets.SelectionSlider(options=(1, 4, 16, 64, 256), value=1, description="batch")
     chart = Lesson07Chart()
 
-    def _update(part, phase, compute, weights, kv):
-        view = lesson07_view(part, phase, compute, weights, kv)
+    def _update(part, phase, compute, weights, kv, batch):
+        view = lesson07_view(part, phase, compute, weights, kv, batch=batch)
         print(view.text)
         print("(open square: all BF16; filled dot: your choice)")
         display(Image(data=chart.png(view), format="png"))
 
     out = widgets.interactive_output(_update, {"part": part_w, "phase": phase_w, "compute": compute_w,
-                                               "weights": weights_w, "kv": kv_w})
-    ui = widgets.VBox([widgets.HBox([part_w, phase_w]), widgets.HBox([compute_w, weights_w, kv_w]), out])
+                                               "weights": weights_w, "kv": kv_w, "batch": batch_w})
+    ui = widgets.VBox([widgets.HBox([part_w, phase_w, batch_w]), widgets.HBox([compute_w, weights_w, kv_w]), out])
     display(ui)
     return ui
