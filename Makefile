@@ -51,6 +51,7 @@ exercises: $(VENV)/.installed
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/widget_update.py
 	$(BIN)/python benchmarks/notebook_times.py
+	$(BIN)/python benchmarks/bandwidth_vs_c.py
 
 clean:
 	rm -rf $(VENV)

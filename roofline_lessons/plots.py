@@ -84,3 +84,68 @@ def operators_on_roofline(placement: Placement, title: str, intensity_range=(0.0
                label="one operator (all its layers)")
     ax.legend(fontsize=7.5, loc="lower right")
     return fig
+
+
+def measured_roofline(measurement, title: str | None = None, kernels: bool = True, catalog_part: str | None = None):
+    """The measured roofline: matmul ceilings (float64, float32), bandwidth roofs for each cache level
+    and DRAM, and every measured kernel at (estimated intensity, achieved FLOP/s)."""
+    from .charts import LINESTYLES, MARKERS
+
+    m = measurement
+    fig = bare_figure((12, 5.6), dpi=100)
+    ax = fig.add_subplot()
+    fig.subplots_adjust(left=0.07, right=0.62, bottom=0.1, top=0.92)
+    x = np.logspace(-2, 3, 300)
+    peak64 = m.peak_flops_per_s("float64")
+    dtypes = sorted({s.dtype for s in m.matmul})
+    for i, dt in enumerate(dtypes):
+        ax.axhline(m.peak_flops_per_s(dt) / 1e9, color="black", linestyle=LINESTYLES[i % len(LINESTYLES)],
+                   linewidth=1.2, label=f"{dt} matmul: {m.peak_flops_per_s(dt) / 1e9:,.0f} GFLOP/s")
+    for i, roof in enumerate(m.roofs()):
+        y = np.minimum(peak64, roof.bytes_per_s * x) / 1e9
+        ax.plot(x, y, color=PALETTE[i % len(PALETTE)], linewidth=2.4 if roof.name == "DRAM" else 1.6,
+                linestyle="-" if roof.name == "DRAM" else "--",
+                label=f"{roof.name} bandwidth: {roof.bytes_per_s / 1e9:,.1f} GB/s"
+                      + (f" (ridge {peak64 / roof.bytes_per_s:,.1f})" if roof.name == "DRAM" else ""))
+    if catalog_part:
+        p = get_part(catalog_part)
+        ax.set_title(f"vs {p.name}")
+    if kernels:
+        for j, k in enumerate(m.kernels):
+            colour = PALETTE[(j + j // len(MARKERS)) % (len(PALETTE) - 1)]  # unique marker/colour pairs
+            ax.plot([k.intensity], [k.flops_per_s / 1e9], marker=MARKERS[j % len(MARKERS)], markersize=8,
+                    linestyle="none", color="black", markerfacecolor=colour,
+                    label=f"{k.name}: I = {k.intensity:.3g}, {k.flops_per_s / 1e9:,.3g} GFLOP/s")
+            ax.annotate(k.name, (k.intensity, k.flops_per_s / 1e9), textcoords="offset points", xytext=(6, -3),
+                        fontsize=6.5, color="0.25")
+    ax.set(xscale="log", yscale="log", xlabel="Arithmetic intensity (FLOP/byte, estimated from each kernel's operands)",
+           ylabel="Performance (GFLOP/s, 1 GFLOP/s = 10⁹ FLOP/s)",
+           title=title or f"Measured roofline: {m.machine.get('cpu', 'this machine')}, {m.machine.get('cores')} cores "
+                          f"({m.mode} mode)")
+    ax.set_xlim(x[0], x[-1])
+    ax.grid(True, alpha=0.35)
+    plain_log_ticks(ax)
+    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.02, 1.0), framealpha=0.9)
+    return fig
+
+
+def bandwidth_sweep_chart(measurement):
+    """Achieved bandwidth against working-set size, per kernel, with the cache sizes marked."""
+    m = measurement
+    fig = bare_figure((8.5, 4.6), dpi=100)
+    ax = fig.add_subplot()
+    for i, kernel in enumerate(("read", "copy", "triad")):
+        pts = sorted((s for s in m.bandwidth if s.kernel == kernel), key=lambda s: s.working_set_bytes)
+        if pts:
+            ax.plot([s.working_set_bytes / 2**20 for s in pts], [s.bytes_per_s / 1e9 for s in pts], marker="o",
+                    markersize=4, color=PALETTE[i], linewidth=1.8, label=kernel)
+    for level, size in m.machine.get("caches", {}).items():
+        ax.axvline(int(size) / 2**20, color="0.5", linestyle=":", linewidth=1)
+        ax.annotate(f"{level} ({int(size) / 2**20:g} MiB)", (int(size) / 2**20, ax.get_ylim()[1]), rotation=90,
+                    fontsize=7.5, va="top", ha="right", color="0.35")
+    ax.set(xscale="log", xlabel="Working set (MiB, all arrays the kernel touches)",
+           ylabel="Achieved bandwidth (GB/s, 10⁹ B/s)", title="Bandwidth against working-set size")
+    ax.grid(True, alpha=0.35)
+    plain_log_ticks(ax)
+    ax.legend(fontsize=8)
+    return fig

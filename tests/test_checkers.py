@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 
 from roofline_lessons.checkers import CORRECT, INCORRECT, NOT_ATTEMPTED, check_choice, check_function, check_number
-from roofline_lessons.checks import lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07
+from roofline_lessons.checks import lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08
 
 ALL_EXERCISES = sorted({**lesson01.EXERCISES, **lesson02.EXERCISES, **lesson03.EXERCISES, **lesson04.EXERCISES,
-                        **lesson05.EXERCISES, **lesson06.EXERCISES, **lesson07.EXERCISES}.items())
+                        **lesson05.EXERCISES, **lesson06.EXERCISES, **lesson07.EXERCISES,
+                        **lesson08.EXERCISES}.items())
 
 ODD = [..., None, "295", True, [1, 2], {"a": 1}, np.array([1.0, 2.0]), float("nan"), float("inf"), object(),
        complex(1, 2), b"295"]
@@ -106,3 +107,16 @@ def test_lessons_5_to_7_accept_right_and_reject_wrong():
     assert lesson07.prefill_fp8_compute_speedup(2).passed and not lesson07.prefill_fp8_compute_speedup(1).passed
     assert lesson07.best_lever_for_decode("FP8 weights").passed and not lesson07.best_lever_for_decode("FP8 compute").passed
     assert lesson07.measured_fp8_ridge(419).passed and not lesson07.measured_fp8_ridge(591).passed
+
+
+def test_lesson08_checks_use_the_measurement_given():
+    from roofline_lessons import results
+
+    m = results.example()
+    assert lesson08.triad_megabytes(240).passed and not lesson08.triad_megabytes(160).passed
+    assert lesson08.measured_ridge(m.ridge_point_flop_per_byte(), m).passed
+    assert not lesson08.measured_ridge(m.ridge_point_flop_per_byte() * 2, m).passed
+    r = lesson08.measured_ridge(3.5)  # forgot the measurement: explained, no crash
+    assert not r.passed and "second argument" in r.message
+    assert lesson08.gemv_intensity(0.25).passed and not lesson08.gemv_intensity(1).passed
+    assert lesson08.above_the_roof("a cache is feeding it").passed and not lesson08.above_the_roof("it is compute-bound").passed
