@@ -13,6 +13,7 @@ from .fastfig import bare_figure
 from .hardware import get_part
 from .models import get_model
 from .placement import Placement
+from .units import binary
 
 DEFAULT_BATCHES = np.unique(np.round(np.logspace(0, 11, 89, base=2)))  # 1 … 2,048 sequences
 
@@ -141,7 +142,7 @@ def bandwidth_sweep_chart(measurement):
                     markersize=4, color=PALETTE[i], linewidth=1.8, label=kernel)
     for level, size in m.machine.get("caches", {}).items():
         ax.axvline(int(size) / 2**20, color="0.5", linestyle=":", linewidth=1)
-        ax.annotate(f"{level} ({int(size) / 2**20:g} MiB)", (int(size) / 2**20, ax.get_ylim()[1]), rotation=90,
+        ax.annotate(f"{level} ({binary(int(size))})", (int(size) / 2**20, ax.get_ylim()[1]), rotation=90,
                     fontsize=7.5, va="top", ha="right", color="0.35")
     ax.set(xscale="log", xlabel="Working set (MiB, all arrays the kernel touches)",
            ylabel="Achieved bandwidth (GB/s, 10⁹ B/s)", title="Bandwidth against working-set size")
