@@ -1,0 +1,228 @@
+"""The interview deck: cards as data (``data/flashcards.toml``), numeric answers computed by the
+package at run time (so no answer goes stale when a catalog changes), and answer checking."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Callable
+
+from ._catalog import load_catalog
+from .checkers import as_number, is_unanswered
+from .errors import RooflineInputError
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    question: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class Numeric:
+    fn: str
+    args: tuple[tuple[str, Any], ...]
+    unit: str
+    tolerance: float  #: relative
+
+    def value(self) -> float:
+        return float(NUMERIC_FUNCTIONS[self.fn](**dict(self.args)))
+
+
+@dataclass(frozen=True)
+class Card:
+    id: str
+    lesson: int
+    tags: tuple[str, ...]
+    question: str
+    short: str
+    detailed: str
+    red_flags: tuple[str, ...] = ()
+    follow_ups: tuple[FollowUp, ...] = ()
+    numeric: Numeric | None = None
+
+    def answer_value(self) -> float | None:
+        """The numeric answer, computed now from the package (None for a non-numeric card)."""
+        return None if self.numeric is None else self.numeric.value()
+
+    def short_answer(self) -> str:
+        """The 30-second answer with ``{value}`` filled in from the package."""
+        if self.numeric is None:
+            return self.short
+        return self.short.format(value=self.answer_value())
+
+    def detailed_answer(self) -> str:
+        return self.detailed.format(value=self.answer_value()) if self.numeric else self.detailed
+
+
+# ---- numeric answers: each a package computation, named in the deck ------------------------
+
+def _ridge(part, dtype):
+    from .hardware import get_part
+
+    return get_part(part).ridge_point_flop_per_byte(dtype)
+
+
+def _weights_gb(model, dtype):
+    from .memory import weight_bytes
+
+    return weight_bytes(model, dtype) / 1e9
+
+
+def _time_ms(model, part, phase, tokens):
+    from .placement import place
+
+    fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
+    return float(place(model, part, phase=phase, **fields).time_lower_bound_s) * 1e3
+
+
+def _tokens_per_s(model, part, context):
+    from .placement import place
+
+    return float(place(model, part, phase="decode", context_tokens=context).tokens_per_s_upper_bound)
+
+
+def _critical_batch(model, part, context, lens):
+    from .batching import critical_batch
+
+    return critical_batch(model, part, context, lens=lens)
+
+
+def _experts(model, batch):
+    from .batching import experts_touched
+
+    return float(experts_touched(model, batch))
+
+
+def _max_batch(model, part, context):
+    from .memory import max_batch_that_fits
+
+    return max_batch_that_fits(model, part, context)
+
+
+def _kv_kib(model, dtype):
+    from .models import get_model
+
+    return get_model(model).kv_bytes_per_token(dtype) / 1024
+
+
+def _state_mib(model):
+    from .models import get_model
+
+    return get_model(model).deltanet_state_bytes() / 2**20
+
+
+def _kv_crossing(model, batch):
+    from .hybrid import kv_overtakes_weights_context
+
+    return kv_overtakes_weights_context(model, batch)
+
+
+def _decode_attention(group, context):
+    from .flash import decode_attention_intensity
+
+    return float(decode_attention_intensity(group, context))
+
+
+def _lever(model, part, phase, lever):
+    from .levers import lever_speedups
+
+    return next(r.speedup for r in lever_speedups(model, part, phase) if r.lever == lever)
+
+
+def _params_b(model):
+    from .models import get_model
+
+    return get_model(model).parameter_count() / 1e9
+
+
+NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
+    "ridge": _ridge, "weights_gb": _weights_gb, "time_ms": _time_ms, "tokens_per_s": _tokens_per_s,
+    "critical_batch": _critical_batch, "experts": _experts, "max_batch": _max_batch, "kv_kib": _kv_kib,
+    "state_mib": _state_mib, "kv_crossing": _kv_crossing, "decode_attention": _decode_attention, "lever": _lever,
+    "params_b": _params_b,
+}
+
+
+def _card(entry: dict) -> Card:
+    numeric = None
+    if "numeric" in entry:
+        n = dict(entry["numeric"])
+        fn = n.pop("fn")
+        if fn not in NUMERIC_FUNCTIONS:
+            raise ValueError(f"flashcards.toml: card {entry['id']!r} names unknown numeric fn {fn!r}")
+        unit, tol = n.pop("unit"), float(n.pop("tolerance"))
+        numeric = Numeric(fn, tuple(sorted(n.items())), unit, tol)
+    return Card(
+        id=entry["id"], lesson=int(entry["lesson"]), tags=tuple(entry.get("tags", ())), question=entry["question"],
+        short=entry["short"], detailed=entry["detailed"], red_flags=tuple(entry.get("red_flags", ())),
+        follow_ups=tuple(FollowUp(f["question"], f["answer"]) for f in entry.get("follow_ups", ())),
+        numeric=numeric,
+    )
+
+
+@cache
+def deck() -> tuple[Card, ...]:
+    """Every card, in deck order."""
+    cards = tuple(_card(e) for e in load_catalog("flashcards.toml")["cards"])
+    ids = [c.id for c in cards]
+    if len(set(ids)) != len(ids):
+        raise ValueError("flashcards.toml: duplicate card ids")
+    return cards
+
+
+def get_card(card_id: str) -> Card:
+    from .errors import unknown_name_error
+
+    for c in deck():
+        if c.id == card_id:
+            return c
+    raise unknown_name_error("card id", card_id, [c.id for c in deck()])
+
+
+def filter_cards(lesson: int | None = None, tag: str | None = None) -> list[Card]:
+    """Cards of one lesson and/or with one tag (None = any)."""
+    return [c for c in deck() if (lesson is None or c.lesson == lesson) and (tag is None or tag in c.tags)]
+
+
+def all_tags() -> list[str]:
+    return sorted({t for c in deck() for t in c.tags})
+
+
+@dataclass(frozen=True)
+class NumericVerdict:
+    correct: bool
+    message: str
+
+
+def check_numeric(card: Card, answer: Any) -> NumericVerdict:
+    """Is ``answer`` within the card's tolerance of the package's value? Never raises."""
+    if card.numeric is None:
+        return NumericVerdict(False, "this card has no numeric answer: reveal it and rate yourself.")
+    if is_unanswered(answer) or (isinstance(answer, str) and not answer.strip()):
+        return NumericVerdict(False, "type a number first.")
+    if isinstance(answer, str):
+        try:
+            answer = float(answer.replace(",", "").replace("_", "").strip())
+        except ValueError:
+            return NumericVerdict(False, f"{answer!r} is not a number (digits, optionally with a decimal point "
+                                         "or an exponent like 2.9e2).")
+    value, problem = as_number(answer)
+    if problem:
+        return NumericVerdict(False, problem)
+    try:
+        expected = card.answer_value()
+    except RooflineInputError as exc:  # a catalog entry the card relies on was removed
+        return NumericVerdict(False, f"the answer cannot be computed any more: {exc}")
+    tol = card.numeric.tolerance
+    if math.isclose(value, expected, rel_tol=tol):
+        return NumericVerdict(True, f"✓ {value:,.4g} {card.numeric.unit} — the package says {expected:,.4g} "
+                                    f"(within ±{tol:.0%}).")
+    side = "high" if value > expected else "low"
+    return NumericVerdict(False, f"✗ {value:,.4g} {card.numeric.unit} is too {side}; the package says "
+                                 f"{expected:,.4g} (±{tol:.0%} accepted).")
+
+
+__all__ = ["Card", "FollowUp", "Numeric", "NumericVerdict", "all_tags", "check_numeric", "deck", "filter_cards",
+           "get_card"]
