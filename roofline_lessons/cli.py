@@ -158,6 +158,33 @@ def cmd_exercises(args) -> int:
     return 0
 
 
+def cmd_export(args) -> int:
+    from .workshop import export
+
+    try:
+        written = export(args.root, args.out, only=args.lessons or None)
+    except FileNotFoundError as exc:
+        raise RooflineInputError(str(exc)) from None
+    print(f"wrote {len(written)} file(s) to {args.out}" + "".join(f"\n  {p}" for p in written))
+    return 0
+
+
+def cmd_doctor(args) -> int:
+    from .workshop import doctor_report, findings_json, run_doctor
+
+    findings = run_doctor()
+    print(findings_json(findings) if args.json else doctor_report(findings))
+    return 0 if all(f.ok for f in findings) else 1
+
+
+def cmd_cheatsheet(args) -> int:
+    from . import cheatsheet
+
+    for p in cheatsheet.write(args.out):
+        print(p)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="The roofline model for LLM inference: catalogs and placements.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -182,6 +209,17 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--check", action="store_true", help="only list stale exercise files; exit 1 if any")
     ex.add_argument("--force", action="store_true", help="overwrite edited exercise files (keeping .bak copies)")
     ex.set_defaults(func=cmd_exercises)
+    exp = sub.add_parser("export", help="run every lesson and write HTML handouts and the cheat sheet")
+    exp.add_argument("--out", default="handouts", help="folder for the handouts (default: handouts)")
+    exp.add_argument("--root", default=".", help="the course checkout (default: .)")
+    exp.add_argument("--lessons", nargs="*", help="only these lessons, by number prefix: --lessons 01 02")
+    exp.set_defaults(func=cmd_export)
+    doc = sub.add_parser("doctor", help="check this set-up before a workshop; exit status 1 if something is wrong")
+    doc.add_argument("--json", action="store_true")
+    doc.set_defaults(func=cmd_doctor)
+    cs = sub.add_parser("cheatsheet", help="write the 60-second cheat sheet (Markdown and HTML)")
+    cs.add_argument("--out", default=".", help="folder (default: .)")
+    cs.set_defaults(func=cmd_cheatsheet)
     return parser
 
 

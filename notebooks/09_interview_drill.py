@@ -1,0 +1,81 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lesson 9 — Interview drill
+#
+# Forty-odd cards covering every lesson: a question, a 30-second answer, a longer one, the
+# follow-ups an interviewer asks next, and the things not to say. Numeric cards ("the ridge of an
+# H200 in BF16?") get their answers from the package when you open them, so they are never stale.
+#
+# **How to use it**
+#
+# 1. Read the question and answer aloud, in thirty seconds, with a number in it.
+# 2. Press **reveal** and compare. For a numeric card, type your number and press **check** first.
+# 3. Rate yourself: **again** (back to the start), **hard** (see it again soon), **good**, **easy**.
+#    A Leitner schedule decides what comes next: due cards first, then new ones.
+# 4. **Mock interview** mode chains a question with its follow-ups, the way a real interviewer digs.
+#
+# Your progress is saved after every rating in your data folder (it survives restarting the kernel
+# or the computer); set `ROOFLINE_LESSONS_DATA` to keep it somewhere else.
+
+# %%
+from roofline_lessons import cheatsheet, flashcards
+from roofline_lessons.display import md, show_table
+from roofline_lessons.drill import data_file
+
+deck = flashcards.deck()
+by_lesson = {}
+for card in deck:
+    by_lesson.setdefault(card.lesson, []).append(card)
+show_table(["lesson", "cards", "numeric", "with follow-ups"],
+           [[n, len(cs), sum(c.numeric is not None for c in cs), sum(bool(c.follow_ups) for c in cs)]
+            for n, cs in sorted(by_lesson.items())])
+md(f"{len(deck)} cards in all. Progress file: `{data_file()}`.")
+
+# %% [markdown]
+# ## A numeric card, answered by the package
+#
+# The answer is computed now from the hardware catalog — if a figure is corrected, the card is too.
+
+# %%
+card = flashcards.get_card("ridge-h200-bf16")
+print(card.question)
+print(flashcards.check_numeric(card, 200).message)
+print("30-second answer:", card.short_answer())
+
+# %% [markdown]
+# ## The drill
+#
+# Filter by lesson or tag, or drill everything.
+
+# %%
+from roofline_lessons.drill import flashcard_drill
+
+drill = flashcard_drill()
+
+# %% [markdown]
+# ## The 60-second cheat sheet
+#
+# Generated from the package and the deck: formulas, ridges of the common parts, numbers worth
+# knowing, the levers per regime. `roofline-lessons cheatsheet --out DIR` writes it as Markdown and
+# HTML for printing.
+
+# %%
+md(cheatsheet.markdown())
+
+# %% [markdown]
+# ## Before the interview
+#
+# - Lead with the regime: "decode is memory-bound: about one FLOP per byte; the ridge is ~300".
+# - Put a number in every answer, and say where it came from (dense or sparse, datasheet or
+#   measured).
+# - Name the lever that matches the regime — bytes for decode, FLOPs for prefill — and the one that
+#   does not, and why.

@@ -1,0 +1,225 @@
+"""Lesson 9 and the workshop kit: the deck, scheduling, persistence (corrupt files included), the
+drill session, the cheat sheet, export and doctor."""
+
+import json
+import math
+
+import pytest
+
+from roofline_lessons import cheatsheet, flashcards
+from roofline_lessons.cli import main
+from roofline_lessons.drill import (BOX_INTERVALS_S, MAX_BOX, CardState, DrillSession, ProgressStore, flashcard_drill,
+                                    next_card, schedule)
+from roofline_lessons.hardware import get_part
+
+
+# ---- the deck -----------------------------------------------------------------------------------
+
+def test_deck_is_big_and_covers_every_lesson():
+    deck = flashcards.deck()
+    assert len(deck) >= 40
+    assert {c.lesson for c in deck} >= set(range(1, 9))
+    for c in deck:
+        assert c.question.strip() and c.short and c.detailed and c.tags, c.id
+        assert c.follow_ups and all(f.question and f.answer for f in c.follow_ups), c.id
+        assert c.red_flags, c.id
+
+
+@pytest.mark.parametrize("card", [c for c in flashcards.deck() if c.numeric], ids=lambda c: c.id)
+def test_numeric_cards_compute_and_accept_their_own_answer(card):
+    value = card.answer_value()
+    assert math.isfinite(value) and value > 0
+    assert "{value" not in card.short_answer()
+    assert flashcards.check_numeric(card, value).correct
+    assert flashcards.check_numeric(card, f"{value:,.6g}").correct  # typed as text, with commas
+    assert not flashcards.check_numeric(card, value * 3).correct
+
+
+def test_numeric_answers_follow_the_catalog(monkeypatch):
+    card = flashcards.get_card("ridge-h200-bf16")
+    assert card.answer_value() == pytest.approx(get_part("h200").ridge_point_flop_per_byte("bf16"))
+
+
+@pytest.mark.parametrize("answer", [None, ..., "", "abc", [1], True, float("nan")])
+def test_numeric_check_never_crashes(answer):
+    verdict = flashcards.check_numeric(flashcards.get_card("ridge-h100-bf16"), answer)
+    assert not verdict.correct and verdict.message
+
+
+def test_non_numeric_card_check_explains():
+    assert "no numeric answer" in flashcards.check_numeric(flashcards.get_card("concept-plain-language"), 3).message
+
+
+# ---- scheduling -----------------------------------------------------------------------------------
+
+def test_leitner_boxes():
+    s = CardState()
+    s = schedule(s, "good", 0)
+    assert s.box == 1 and s.due == BOX_INTERVALS_S[1]
+    s = schedule(s, "easy", 100)
+    assert s.box == 3 and s.due == 100 + BOX_INTERVALS_S[3]
+    s = schedule(s, "hard", 200)
+    assert s.box == 3
+    s = schedule(s, "again", 300)
+    assert s.box == 1 and s.lapses == 1 and s.reviews == 4
+    for _ in range(10):
+        s = schedule(s, "easy", 400)
+    assert s.box == MAX_BOX
+    with pytest.raises(ValueError, match="rating"):
+        schedule(s, "meh", 0)
+
+
+def test_due_cards_come_before_new_ones():
+    cards = list(flashcards.deck()[:3])
+    states = {cards[1].id: CardState(box=2, due=50)}
+    assert next_card(cards, states, now=100).id == cards[1].id  # due
+    assert next_card(cards, states, now=10).id == cards[0].id  # not due yet: first new card
+    all_seen = {c.id: CardState(box=3, due=1000) for c in cards}
+    assert next_card(cards, all_seen, now=10) is None
+
+
+# ---- persistence ------------------------------------------------------------------------------------
+
+def test_progress_survives_a_restart(tmp_path):
+    path = tmp_path / "p.json"
+    clock = [1000.0]
+    session = DrillSession(ProgressStore(path), clock=lambda: clock[0])
+    first = session.card.id
+    session.reveal()
+    session.rate("good")
+    assert session.card.id != first
+    again = ProgressStore(path)  # a new kernel
+    assert again.states[first].box == 1 and again.states[first].reviews == 1
+    clock[0] += BOX_INTERVALS_S[1] + 1
+    assert DrillSession(again, clock=lambda: clock[0]).card.id == first  # due again after its interval
+
+
+@pytest.mark.parametrize("content", ["{ not json", '{"schema": "something-else"}', "[]",
+                                     '{"schema": "roofline-lessons/drill-progress", "cards": {"x": {"box": "?"}}}'])
+def test_corrupt_progress_is_moved_aside_never_lost(tmp_path, content):
+    path = tmp_path / "p.json"
+    path.write_text(content)
+    store = ProgressStore(path)
+    assert store.states == {} and store.messages and "kept as" in store.messages[0]
+    kept = list(tmp_path.glob("p.unreadable-*.json"))
+    assert len(kept) == 1 and kept[0].read_text() == content  # the old history is still there
+    DrillSession(store).rate("good")
+    assert json.loads(path.read_text())["schema"] == "roofline-lessons/drill-progress"
+
+
+def test_unwritable_progress_keeps_the_session_going(tmp_path, monkeypatch):
+    store = ProgressStore(tmp_path / "p.json")
+
+    def boom(*_a, **_k):
+        raise OSError("read-only file system")
+
+    monkeypatch.setattr("roofline_lessons.drill.atomic_write_text", boom)
+    session = DrillSession(store)
+    session.rate("good")
+    assert "Could not save progress" in store.messages[-1] and session.card is not None
+
+
+def test_progress_location_follows_the_environment(monkeypatch, tmp_path):
+    from roofline_lessons.drill import data_file
+
+    monkeypatch.setenv("ROOFLINE_LESSONS_DATA", str(tmp_path))
+    assert data_file() == tmp_path / "drill-progress.json"
+
+
+# ---- the session and the widget ---------------------------------------------------------------------
+
+def test_filters_and_mock_interview(tmp_path):
+    session = DrillSession(ProgressStore(tmp_path / "p.json"), lesson=6, mode="mock")
+    assert session.card.lesson == 6
+    view = session.view()
+    assert view["answer"] is None and not view["revealed"]
+    session.reveal()
+    assert session.view()["answer"] and session.view()["more_follow_ups"] == bool(session.card.follow_ups)
+    while session.next_follow_up():
+        assert session.view()["question"].startswith("Follow-up")
+        session.reveal()
+        assert session.view()["answer"]
+    session.rate("easy")
+    tagged = DrillSession(ProgressStore(tmp_path / "q.json"), tag="fp8")
+    assert "fp8" in tagged.card.tags
+    with pytest.raises(ValueError):
+        DrillSession(ProgressStore(tmp_path / "r.json"), mode="exam")
+
+
+def test_numeric_check_in_session(tmp_path):
+    session = DrillSession(ProgressStore(tmp_path / "p.json"), tag="ridge")
+    assert session.card.numeric is not None
+    assert session.check(session.card.answer_value()).startswith("✓")
+    assert session.check("twelve").startswith("'twelve' is not a number")
+
+
+def test_running_out_of_cards(tmp_path):
+    session = DrillSession(ProgressStore(tmp_path / "p.json"), lesson=8, clock=lambda: 0.0)
+    for _ in range(len(flashcards.filter_cards(lesson=8))):
+        session.rate("easy")
+    assert session.card is None and session.view()["done"]
+    session.rate("good")  # nothing to rate: no error
+
+
+def test_drill_widget_clicks(tmp_path):
+    import ipywidgets as widgets
+
+    ui = flashcard_drill(path=tmp_path / "p.json")
+    buttons = {w.description: w for box in ui.children if isinstance(box, widgets.HBox) for w in box.children
+               if isinstance(w, widgets.Button)}
+    html = ui.children[1]
+    first = html.value
+    assert buttons["good"].disabled
+    buttons["reveal"].click()
+    assert "30-second answer" in html.value and not buttons["good"].disabled
+    buttons["good"].click()
+    assert html.value != first
+    assert json.loads((tmp_path / "p.json").read_text())["cards"]
+
+
+# ---- cheat sheet, export, doctor --------------------------------------------------------------------
+
+def test_cheat_sheet_is_computed_from_the_package(tmp_path):
+    md = cheatsheet.markdown()
+    assert f"{get_part('h100-sxm').ridge_point_flop_per_byte('bf16'):,.0f}" in md and "64 KiB" in md
+    paths = cheatsheet.write(tmp_path)
+    html = (tmp_path / "cheatsheet.html").read_text()
+    assert len(paths) == 2 and html.startswith("<!doctype html>") and "Ridge points" in html
+    assert "http" not in html  # self-contained: prints and opens offline
+
+
+def test_export_writes_handouts(tmp_path, capsys):
+    import jupytext
+
+    root = tmp_path / "course"
+    (root / "notebooks").mkdir(parents=True)
+    nb = jupytext.reads("# %% [markdown]\n# # Tiny\n\n# %%\nprint(6 * 7)\n", fmt="py:percent")
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    jupytext.write(nb, str(root / "notebooks" / "01_tiny.ipynb"), fmt="ipynb")
+    code = main(["export", "--root", str(root), "--out", str(tmp_path / "out")])
+    assert code == 0
+    page = (tmp_path / "out" / "01_tiny.html").read_text()
+    assert "42" in page  # executed, with its output
+    assert (tmp_path / "out" / "cheatsheet.html").exists()
+    assert main(["export", "--root", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")]) == 2
+    assert "no lesson notebooks" in capsys.readouterr().err
+
+
+def test_doctor_passes_here_and_reports_fixes(monkeypatch, capsys):
+    assert main(["doctor"]) == 0
+    assert "All good" in capsys.readouterr().out
+    from roofline_lessons import workshop
+
+    real = workshop.metadata.version
+    monkeypatch.setattr(workshop.metadata, "version",
+                        lambda name: "1.1.4" if name == "jupyterlab_widgets" else real(name))
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "✗ ipywidgets" in out and "fix: run `pip install 'jupyterlab_widgets>=3,<4'`" in out
+    assert "problem(s) to fix" in out
+
+
+def test_doctor_json(capsys):
+    main(["doctor", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert all({"ok", "what", "fix"} <= set(d) for d in data)
