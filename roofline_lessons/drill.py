@@ -227,11 +227,12 @@ def flashcard_drill(mode: str = "drill", path: Path | str | None = None):
     from IPython.display import display
 
     store = ProgressStore(path)
-    lessons = [("all lessons", None)] + [(f"lesson {n}", n) for n in sorted({c.lesson for c in deck()})]
+    # 0 and "" stand for "any": a Dropdown shows no label for a None value
+    lessons = [("all lessons", 0)] + [(f"lesson {n}", n) for n in sorted({c.lesson for c in deck()})]
     from .flashcards import all_tags
 
-    lesson_w = widgets.Dropdown(options=lessons, value=None, description="lesson")
-    tag_w = widgets.Dropdown(options=[("any tag", None)] + [(t, t) for t in all_tags()], value=None, description="tag")
+    lesson_w = widgets.Dropdown(options=lessons, value=0, description="lesson")
+    tag_w = widgets.Dropdown(options=[("any tag", "")] + [(t, t) for t in all_tags()], value="", description="tag")
     mode_w = widgets.ToggleButtons(options=[("drill", "drill"), ("mock interview", "mock")], value=mode)
     card_html = widgets.HTML()
     number_w = widgets.Text(placeholder="your number", description="answer")
@@ -255,7 +256,8 @@ def flashcard_drill(mode: str = "drill", path: Path | str | None = None):
         notes.value = "<br>".join(store.messages)
 
     def restart(*_):
-        state["session"] = DrillSession(store, lesson=lesson_w.value, tag=tag_w.value, mode=mode_w.value)
+        state["session"] = DrillSession(store, lesson=lesson_w.value or None, tag=tag_w.value or None,
+                                        mode=mode_w.value)
         number_w.value = ""
         refresh()
 

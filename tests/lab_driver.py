@@ -99,6 +99,7 @@ def jupyterlab_server(content_root: Path, scratch: Path, server: dict | None = N
         env[var] = str(scratch / sub)
         (scratch / sub).mkdir(parents=True, exist_ok=True)
     env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    env["ROOFLINE_LESSONS_DATA"] = str(scratch / "learner-data")  # drill progress, measurements
     _lab_settings(scratch / "settings")
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
            f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",

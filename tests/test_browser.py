@@ -184,3 +184,43 @@ def test_server_is_stopped_and_port_freed(tmp_path):
     for info in (first, second):
         assert info["returncode"] is not None  # the process has exited
         assert port_is_free(info["port"])
+
+
+def test_interview_drill_keeps_progress_across_a_kernel_restart(lab):
+    """Reveal and rate a card in the drill, restart the kernel, and find the progress still there."""
+    base, token, browser = lab
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{base}/lab/tree/notebooks/09_interview_drill.ipynb?reset&token={token}")
+        page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for(timeout=60_000)
+        wait_idle(page)
+        run_all(page)
+        if not cells_started(page, timeout_s=15):
+            run_all(page)
+        header = page.locator(".jp-OutputArea-output .widget-html").filter(has_text="new,").first
+        header.wait_for(timeout=60_000)
+        wait_idle(page, 120)
+        before = header.inner_text()
+        assert widget_problems(page) == []
+        page.get_by_role("button", name="reveal").first.click()
+        page.locator(".jp-OutputArea-output .widget-html").filter(has_text="30-second answer.").first.wait_for(
+            timeout=20_000)
+        page.get_by_role("button", name="good").first.click()
+        page.wait_for_timeout(1500)
+        page.screenshot(path=str(ARTIFACTS / "drill-1-rated.png"))
+        # Restart the kernel and run everything again, as a learner coming back would
+        page.locator(".lm-MenuBar-item", has_text="Run").first.click()
+        page.locator("li[data-command='runmenu:restart-and-run-all']").click()
+        page.locator(".jp-Dialog-button.jp-mod-accept").first.click()
+        page.wait_for_timeout(3000)
+        wait_idle(page, 120)
+        header = page.locator(".jp-OutputArea-output .widget-html").filter(has_text="new,").first
+        header.wait_for(timeout=60_000)
+        after = header.inner_text()
+        page.screenshot(path=str(ARTIFACTS / "drill-2-after-restart.png"))
+        new_before = int(re.search(r"(\d+) new", before).group(1))
+        new_after = int(re.search(r"(\d+) new", after).group(1))
+        assert new_after == new_before - 1, (before, after)
+        assert widget_problems(page) == []
+    finally:
+        page.close()

@@ -223,3 +223,18 @@ def test_doctor_json(capsys):
     main(["doctor", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert all({"ok", "what", "fix"} <= set(d) for d in data)
+
+
+def test_drill_filters_from_the_widget(tmp_path):
+    import ipywidgets as widgets
+
+    ui = flashcard_drill(path=tmp_path / "p.json")
+    lesson_w, tag_w, mode_w = ui.children[0].children
+    assert lesson_w.label == "all lessons" and tag_w.label == "any tag"
+    lesson_w.value = 6
+    assert "Lesson 6" in ui.children[1].value
+    tag_w.value = "fp8"
+    assert ui.session["session"].tag == "fp8"
+    mode_w.value = "mock"
+    assert ui.session["session"].mode == "mock"
+    assert isinstance(ui, widgets.VBox)
