@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FuncFormatter, NullLocator
 
-from .fastfig import CachedFigure, bare_figure, figure_png  # noqa: F401  (figure_png re-exported)
+from .fastfig import CachedFigure, bare_figure
 from .hardware import Part, get_part
 from .roofline import attainable_flops_per_s
 

@@ -73,3 +73,12 @@ class CachedFigure:
 
     def close(self) -> None:
         self._cache.clear()
+
+
+def message_png(text: str, width_in: float = 9.0) -> bytes:
+    """A one-line picture of ``text``: what a dashboard shows instead of a chart it cannot draw."""
+    import textwrap
+
+    fig = bare_figure((width_in, 1.0))
+    fig.text(0.01, 0.5, textwrap.fill(text, int(width_in * 14)), fontsize=10, va="center")
+    return figure_png(fig)

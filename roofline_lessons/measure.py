@@ -236,7 +236,7 @@ def kernel_samples(mode: str = "quick", threads: int | None = None) -> list[Kern
     out.append(KernelSample(f"gemv {big}×{big}", "matrix–vector, matrix past the caches: batch-1 decode",
                             2.0 * big * big, 8.0 * (big * big + 2 * big),
                             time_call(lambda: np.matmul(w_big, v_big, out=y_big), reps, tmin)))
-    del w_big
+    w_big = None  # free 128 MiB before the next kernels
     k = cfg["gemm_k"]
     w = rng.standard_normal((k, k))
     for rows in (1, 4, 16, 64, 256, k):

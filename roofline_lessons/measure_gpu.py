@@ -79,7 +79,7 @@ def gpu_probes(mode: str = "quick") -> dict:
     b = torch.empty_like(a)
     t = _time_cuda(lambda: b.copy_(a), repeats)
     out["probes"].append({"kind": "bandwidth", "name": "device copy", "bytes": 2 * a.numel() * 2, "flops": 0, **t})
-    del a, b
+    a = b = None  # free the buffers before the matmuls
     size = 4096 if mode == "quick" else 8192
     x = torch.randn(size, size, dtype=torch.bfloat16, device=dev)
     y = torch.randn(size, size, dtype=torch.bfloat16, device=dev)

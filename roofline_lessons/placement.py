@@ -10,7 +10,7 @@ from . import roofline
 from .costs import ModelCost, Workload, model_cost
 from .hardware import Part, get_part
 from .memory import Footprint, footprint
-from .models import Model, get_model
+from .models import Model
 
 
 @dataclass(frozen=True)

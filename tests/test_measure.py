@@ -7,7 +7,7 @@ import pytest
 
 from roofline_lessons import results
 from roofline_lessons.machine import describe, theoretical_peak_flops_per_s
-from roofline_lessons.measure import (BandwidthSample, MatmulSample, Measurement, Timing, bandwidth_plateaus,
+from roofline_lessons.measure import (BandwidthSample, Measurement, Timing, bandwidth_plateaus,
                                       measure, stream_kernels, time_call, working_set_sizes, _Workers)
 from roofline_lessons.measure_gpu import catalog_part_for, gpu_probes, gpu_status
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..charts import MARKERS, PALETTE, Roof, roofline_chart, set_roof_ylim
 from ..dtypes import DTYPES
 from ..errors import RooflineInputError
-from ..fastfig import CachedFigure, bare_figure
+from ..fastfig import CachedFigure, bare_figure, message_png
 from ..hardware import get_part, list_parts
 from ..roofline import attainable_flops_per_s, bound
 
@@ -90,11 +88,7 @@ class Lesson02Chart:
 
     def png(self, view: Lesson02View) -> bytes:
         if not view.roofs:
-            fig = bare_figure((7.5, 1.0))
-            fig.text(0.01, 0.5, view.error or "None of the chosen parts has a rate for this dtype.", fontsize=10)
-            from ..fastfig import figure_png
-
-            return figure_png(fig)
+            return message_png(view.error or "None of the chosen parts has a rate for this dtype.")
 
         def update(state):
             vline, markers = state

@@ -11,7 +11,7 @@ from ..charts import PALETTE, Roof, moving_point_artists, place_moving_point, po
     set_roof_ylim
 from ..display import markdown_table
 from ..errors import RooflineInputError
-from ..fastfig import CachedFigure, bare_figure, figure_png
+from ..fastfig import CachedFigure, bare_figure, message_png
 from ..hardware import get_part, list_parts
 from ..models import list_models
 from ..placement import Placement, place
@@ -106,9 +106,7 @@ class Lesson03Chart:
 
     def png(self, view: Lesson03View) -> bytes:
         if view.roof is None:
-            fig = bare_figure((7.5, 1.0))
-            fig.text(0.01, 0.5, view.summary, fontsize=10)
-            return figure_png(fig)
+            return message_png(view.summary)
 
         def update(state):
             ops, marker, label = state

@@ -10,7 +10,7 @@ import numpy as np
 from ..batching import decode_sweep
 from ..charts import MARKERS, PALETTE, Roof, _tick, point_on_roof, roofline_chart, set_roof_ylim
 from ..errors import RooflineInputError
-from ..fastfig import CachedFigure, bare_figure, figure_png
+from ..fastfig import CachedFigure, bare_figure, message_png
 from ..hardware import get_part, list_parts
 from ..memory import max_batch_that_fits
 from ..models import list_models
@@ -139,9 +139,7 @@ class Lesson04Chart:
 
     def png(self, view: Lesson04View) -> bytes:
         if view.roof is None:
-            fig = bare_figure((9, 1.0))
-            fig.text(0.01, 0.5, view.text, fontsize=10)
-            return figure_png(fig)
+            return message_png(view.text)
         key = (view.title, view.roof, tuple(view.curve_latency_s), tuple(view.curve_tokens_per_s),
                tuple(map(tuple, view.curve_shares)), view.max_batch_that_fits)
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..charts import MARKERS, PALETTE, Roof, _tick, roofline_chart, set_roof_ylim
+from ..charts import MARKERS, PALETTE, Roof, roofline_chart, set_roof_ylim
 from ..errors import RooflineInputError
-from ..fastfig import CachedFigure, bare_figure, figure_png
+from ..fastfig import CachedFigure, bare_figure, message_png
 from ..hardware import get_part, list_parts
 from ..hybrid import BREAKDOWN, layer_kind_points, step_bytes_breakdown
 from ..models import FULL_ATTENTION, GATED_DELTANET
@@ -117,9 +117,7 @@ class Lesson05Chart:
 
     def png(self, view: Lesson05View) -> bytes:
         if view.roof is None:
-            fig = bare_figure((9, 1.0))
-            fig.text(0.01, 0.5, view.text, fontsize=10)
-            return figure_png(fig)
+            return message_png(view.text)
         key = (view.roof, view.batch, view.kv_dtype, tuple((k, tuple(v)) for k, v in view.curves.items()))
 
         def update(state):

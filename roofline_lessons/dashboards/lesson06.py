@@ -9,7 +9,7 @@ import numpy as np
 
 from ..charts import MARKERS, PALETTE, Roof, roofline_chart, set_roof_ylim
 from ..errors import RooflineInputError
-from ..fastfig import CachedFigure, bare_figure
+from ..fastfig import CachedFigure, bare_figure, message_png
 from ..flash import (SRAMOverflowError, attention_flops, compulsory_hbm_bytes, flash_block_sizes, flash_hbm_bytes,
                      standard_hbm_bytes)
 from ..hardware import get_part, list_parts
@@ -107,11 +107,7 @@ class Lesson06Chart:
 
     def png(self, view: Lesson06View) -> bytes:
         if view.roof is None:
-            from ..fastfig import figure_png
-
-            fig = bare_figure((9, 1.0))
-            fig.text(0.01, 0.5, view.text, fontsize=10)
-            return figure_png(fig)
+            return message_png(view.text)
 
         def update(state):
             dots, image = state

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..charts import MARKERS, PALETTE, Roof, roofline_chart, set_roof_ylim
 from ..errors import RooflineInputError
-from ..fastfig import CachedFigure, bare_figure, figure_png
+from ..fastfig import CachedFigure, bare_figure, message_png
 from ..hardware import get_part, list_parts
 from ..placement import place
 from ..roofline import attainable_flops_per_s
@@ -83,9 +83,7 @@ class Lesson07Chart:
 
     def png(self, view: Lesson07View) -> bytes:
         if view.baseline is None or not view.roofs:
-            fig = bare_figure((9, 1.0))
-            fig.text(0.01, 0.5, view.text, fontsize=10)
-            return figure_png(fig)
+            return message_png(view.text)
 
         def update(state):
             base, chosen = state
