@@ -2,6 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -119,9 +124,9 @@ for part_id, figure in [("h100-sxm", 1979e12), ("h100-sxm", 989.4e12), ("mi300x"
     print(f"{part_id:9} {si(figure, 'FLOP/s'):>13}  is  {' / '.join(headline_kind(part_id, figure)) or 'not in the catalog'}")
 
 # %% [markdown]
-# Read the last two lines slowly. AMD's 2,614.9 TFLOPS is the MI300X's dense FP8 rate **and** its
-# sparse BF16 rate; the A100's 624 is its INT8 rate, which some tables print under "FP8" (the A100
-# has no FP8).
+# Read the last two lines slowly. The MI300X's headline figure is its dense FP8 rate **and** its
+# sparse BF16 rate at once; the A100's is its INT8 rate, which some tables print under "FP8" (the
+# A100 has no FP8).
 #
 # The flashcard this course grew from says the B200 has "around 2.2 PFLOPS FP8". Check it:
 

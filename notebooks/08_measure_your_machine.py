@@ -2,6 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -188,8 +193,9 @@ else:
 #   far below both roofs is paying overhead the roofline does not model.
 # - On a GPU, profiler counters give FLOPs and bytes per level, and so a dot per level.
 #
-# **A question to leave with.** Your matrix–vector product sat on the DRAM roof at 128 MiB. What
-# would you expect for a 7B-parameter model's decode step on this CPU, in tokens per second?
+# **A question to leave with.** Your large matrix–vector product sat on the DRAM roof once its
+# matrix outgrew the caches. What would you expect for a 7B-parameter model's decode step on this
+# CPU, in tokens per second?
 #
 # **Interview questions this lesson prepares you for**
 #
