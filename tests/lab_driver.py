@@ -201,3 +201,15 @@ def wait_for_new_image(page, old: str | None, timeout_s: float = 30) -> str | No
             return src
         time.sleep(0.25)
     return dashboard_image_src(page)
+
+
+def shutdown_kernels(base: str, token: str) -> None:
+    """Stop every kernel the server runs (pages closed in the browser leave theirs running)."""
+    try:
+        with urllib.request.urlopen(f"{base}/api/kernels?token={token}", timeout=10) as r:
+            kernels = json.loads(r.read())
+        for k in kernels:
+            req = urllib.request.Request(f"{base}/api/kernels/{k['id']}?token={token}", method="DELETE")
+            urllib.request.urlopen(req, timeout=10).close()
+    except OSError:
+        pass

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from lab_driver import (CHROMIUM_ARGS, cells_started, dashboard_image_src, dashboard_notebooks, find_chromium, jupyterlab_server,
-                        port_is_free, run_all, wait_for_new_image, wait_idle, widget_problems, WIDGET_ERROR_TEXTS)
+                        port_is_free, run_all, shutdown_kernels, wait_for_new_image, wait_idle, widget_problems,
+                        WIDGET_ERROR_TEXTS)
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts" / "browser"
@@ -149,6 +150,7 @@ def check_dashboard(browser, base: str, token: str, rel_path: str, shot: str) ->
         return problems
     finally:
         page.close()
+        shutdown_kernels(base, token)
 
 
 def test_dashboards_are_found():
@@ -186,6 +188,20 @@ def test_server_is_stopped_and_port_freed(tmp_path):
         assert port_is_free(info["port"])
 
 
+def _drill_new_count(page, timeout_s: float = 60) -> int:
+    """The drill's 'N new' count, read once its header is rendered and in view."""
+    header = page.locator(".jp-OutputArea-output .widget-html").filter(has_text="learned of").first
+    header.wait_for(timeout=timeout_s * 1000)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        header.scroll_into_view_if_needed()
+        found = re.search(r"(\d+) new", header.inner_text())
+        if found:
+            return int(found.group(1))
+        time.sleep(0.25)
+    raise AssertionError(f"the drill header never showed a count: {header.inner_text()!r}")
+
+
 def test_interview_drill_keeps_progress_across_a_kernel_restart(lab):
     """Reveal and rate a card in the drill, restart the kernel, and find the progress still there."""
     base, token, browser = lab
@@ -197,12 +213,12 @@ def test_interview_drill_keeps_progress_across_a_kernel_restart(lab):
         run_all(page)
         if not cells_started(page, timeout_s=15):
             run_all(page)
-        header = page.locator(".jp-OutputArea-output .widget-html").filter(has_text="new,").first
-        header.wait_for(timeout=60_000)
         wait_idle(page, 120)
-        before = header.inner_text()
+        new_before = _drill_new_count(page)
         assert widget_problems(page) == []
-        page.get_by_role("button", name="reveal").first.click()
+        reveal = page.get_by_role("button", name="reveal").first
+        reveal.scroll_into_view_if_needed()
+        reveal.click()
         page.locator(".jp-OutputArea-output .widget-html").filter(has_text="30-second answer.").first.wait_for(
             timeout=20_000)
         page.get_by_role("button", name="good").first.click()
@@ -214,13 +230,10 @@ def test_interview_drill_keeps_progress_across_a_kernel_restart(lab):
         page.locator(".jp-Dialog-button.jp-mod-accept").first.click()
         page.wait_for_timeout(3000)
         wait_idle(page, 120)
-        header = page.locator(".jp-OutputArea-output .widget-html").filter(has_text="new,").first
-        header.wait_for(timeout=60_000)
-        after = header.inner_text()
+        new_after = _drill_new_count(page)
         page.screenshot(path=str(ARTIFACTS / "drill-2-after-restart.png"))
-        new_before = int(re.search(r"(\d+) new", before).group(1))
-        new_after = int(re.search(r"(\d+) new", after).group(1))
-        assert new_after == new_before - 1, (before, after)
+        assert new_after == new_before - 1, (new_before, new_after)
         assert widget_problems(page) == []
     finally:
         page.close()
+        shutdown_kernels(base, token)
