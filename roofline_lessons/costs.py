@@ -213,10 +213,6 @@ class ModelCost(_Traffic):
                 seen.append(op.block)
         return tuple(seen)
 
-    def block_ops(self, block: str) -> tuple[OpCost, ...]:
-        """The operators of one layer of ``block`` (per-layer counts)."""
-        return tuple(op for op in self.ops if op.block == block)
-
     def block_total(self, block: str, field_name: str = "bytes") -> ArrayLike:
         """A quantity (``flops``, ``bytes``, ``kv_bytes``…) summed over all layers of ``block``."""
         return sum(getattr(op, field_name) * op.layers for op in self.ops if op.block == block)

@@ -194,7 +194,7 @@ class DrillSession:
         else:
             f = c.follow_ups[self.follow_up_index]
             out["question"] = f"Follow-up {self.follow_up_index + 1}: {f.question}"
-            out["answer"] = f.answer if self.revealed else None
+            out["answer"] = c.follow_up_answer(self.follow_up_index) if self.revealed else None
             out["detail"], out["red_flags"] = None, []
         out["more_follow_ups"] = self.mode == "mock" and self.follow_up_index + 1 < len(c.follow_ups)
         return out

@@ -41,19 +41,30 @@ class Card:
     red_flags: tuple[str, ...] = ()
     follow_ups: tuple[FollowUp, ...] = ()
     numeric: Numeric | None = None
+    values: tuple[tuple[str, Numeric], ...] = ()  #: other computed figures the text quotes as {name}
 
     def answer_value(self) -> float | None:
         """The numeric answer, computed now from the package (None for a non-numeric card)."""
         return None if self.numeric is None else self.numeric.value()
 
+    def fill(self, text: str) -> str:
+        """``text`` with ``{value}`` and every ``{name}`` of ``values`` computed now by the package."""
+        if self.numeric is None and not self.values:
+            return text
+        figures = {name: n.value() for name, n in self.values}
+        if self.numeric is not None:
+            figures["value"] = self.answer_value()
+        return text.format(**figures)
+
     def short_answer(self) -> str:
-        """The 30-second answer with ``{value}`` filled in from the package."""
-        if self.numeric is None:
-            return self.short
-        return self.short.format(value=self.answer_value())
+        """The 30-second answer, its figures computed now by the package."""
+        return self.fill(self.short)
 
     def detailed_answer(self) -> str:
-        return self.detailed.format(value=self.answer_value()) if self.numeric else self.detailed
+        return self.fill(self.detailed)
+
+    def follow_up_answer(self, index: int) -> str:
+        return self.fill(self.follow_ups[index].answer)
 
 
 # ---- numeric answers: each a package computation, named in the deck ------------------------
@@ -77,10 +88,47 @@ def _time_ms(model, part, phase, tokens):
     return float(place(model, part, phase=phase, **fields).time_lower_bound_s) * 1e3
 
 
-def _tokens_per_s(model, part, context):
+def _tokens_per_s(model, part, context, batch=1):
     from .placement import place
 
-    return float(place(model, part, phase="decode", context_tokens=context).tokens_per_s_upper_bound)
+    return float(place(model, part, phase="decode", context_tokens=context, batch=batch).tokens_per_s_upper_bound)
+
+
+def _step_gb(model, context):
+    from .costs import model_cost
+
+    return float(model_cost(model, phase="decode", context_tokens=context).bytes) / 1e9
+
+
+def _measured_percent(part, quantity, dtype):
+    from .datasheets import best_measurement
+    from .hardware import get_part
+
+    p = get_part(part)
+    peak = p.peak_flops_per_s(dtype) if quantity == "matmul_flops_per_s" else p.memory_bandwidth_bytes_per_s
+    return 100 * best_measurement(p, quantity, dtype if quantity == "matmul_flops_per_s" else None).value / peak
+
+
+def _measured_ridge(part, dtype):
+    from .datasheets import best_measurement
+    from .hardware import get_part
+
+    p = get_part(part)
+    return best_measurement(p, "matmul_flops_per_s", dtype).value / p.memory_bandwidth_bytes_per_s
+
+
+def _gpt_fast_percent():
+    from .hardware import get_part
+
+    m = next(x for x in get_part("a100-80gb").measured if x.tokens_per_s)
+    return 100 * m.tokens_per_s / _tokens_per_s(m.model, "a100-80gb", 256)
+
+
+def _moe_bytes_ratio(model, small, large):
+    from .batching import moe_weight_bytes_per_token
+
+    per_token = moe_weight_bytes_per_token(model, [small, large])
+    return float(per_token[0] / per_token[1])
 
 
 def _critical_batch(model, part, context, lens):
@@ -141,24 +189,29 @@ NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
     "ridge": _ridge, "weights_gb": _weights_gb, "time_ms": _time_ms, "tokens_per_s": _tokens_per_s,
     "critical_batch": _critical_batch, "experts": _experts, "max_batch": _max_batch, "kv_kib": _kv_kib,
     "state_mib": _state_mib, "kv_crossing": _kv_crossing, "decode_attention": _decode_attention, "lever": _lever,
-    "params_b": _params_b,
+    "params_b": _params_b, "step_gb": _step_gb, "measured_percent": _measured_percent,
+    "gpt_fast_percent": _gpt_fast_percent, "measured_ridge": _measured_ridge, "moe_bytes_ratio": _moe_bytes_ratio,
 }
 
 
+def _numeric(card_id: str, spec: dict) -> Numeric:
+    n = dict(spec)
+    fn = n.pop("fn")
+    if fn not in NUMERIC_FUNCTIONS:
+        raise ValueError(f"flashcards.toml: card {card_id!r} names unknown numeric fn {fn!r}")
+    unit, tol = n.pop("unit", ""), float(n.pop("tolerance", 0.0))
+    return Numeric(fn, tuple(sorted(n.items())), unit, tol)
+
+
 def _card(entry: dict) -> Card:
-    numeric = None
-    if "numeric" in entry:
-        n = dict(entry["numeric"])
-        fn = n.pop("fn")
-        if fn not in NUMERIC_FUNCTIONS:
-            raise ValueError(f"flashcards.toml: card {entry['id']!r} names unknown numeric fn {fn!r}")
-        unit, tol = n.pop("unit"), float(n.pop("tolerance"))
-        numeric = Numeric(fn, tuple(sorted(n.items())), unit, tol)
+    numeric = _numeric(entry["id"], entry["numeric"]) if "numeric" in entry else None
+    values = tuple((name, _numeric(entry["id"], spec)) for name, spec in sorted(entry.get("values", {}).items()))
     return Card(
         id=entry["id"], lesson=int(entry["lesson"]), tags=tuple(entry.get("tags", ())), question=entry["question"],
         short=entry["short"], detailed=entry["detailed"], red_flags=tuple(entry.get("red_flags", ())),
         follow_ups=tuple(FollowUp(f["question"], f["answer"]) for f in entry.get("follow_ups", ())),
         numeric=numeric,
+        values=values,
     )
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import re
 
-from .errors import close_matches
-
 #: device-name patterns -> catalog part ids (first match wins)
 _NAME_TO_PART = (
     (r"GB200", "gb200"),
@@ -106,9 +104,3 @@ def gpu_probes(mode: str = "quick") -> dict:
         out["fp8_skipped"] = f"compute capability {major}.{minor} has no FP8 tensor cores (needs 8.9 or newer)"
     return out
 
-
-def suggest_parts(device_name: str) -> list[str]:
-    """Catalog ids that look like ``device_name`` (for a message when there is no exact match)."""
-    from .hardware import list_parts
-
-    return close_matches(device_name.lower(), list_parts())

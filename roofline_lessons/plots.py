@@ -87,7 +87,7 @@ def operators_on_roofline(placement: Placement, title: str, intensity_range=(0.0
     return fig
 
 
-def measured_roofline(measurement, title: str | None = None, kernels: bool = True, catalog_part: str | None = None):
+def measured_roofline(measurement, title: str | None = None, kernels: bool = True):
     """The measured roofline: matmul ceilings (float64, float32), bandwidth roofs for each cache level
     and DRAM, and every measured kernel at (estimated intensity, achieved FLOP/s)."""
     from .charts import LINESTYLES, MARKERS
@@ -108,9 +108,6 @@ def measured_roofline(measurement, title: str | None = None, kernels: bool = Tru
                 linestyle="-" if roof.name == "DRAM" else "--",
                 label=f"{roof.name} bandwidth: {roof.bytes_per_s / 1e9:,.1f} GB/s"
                       + (f" (ridge {peak64 / roof.bytes_per_s:,.1f})" if roof.name == "DRAM" else ""))
-    if catalog_part:
-        p = get_part(catalog_part)
-        ax.set_title(f"vs {p.name}")
     if kernels:
         for j, k in enumerate(m.kernels):
             colour = PALETTE[(j + j // len(MARKERS)) % (len(PALETTE) - 1)]  # unique marker/colour pairs

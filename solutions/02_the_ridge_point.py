@@ -2,6 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -116,7 +121,7 @@ check.h100_measured_ridge(measured_ridge)
 # ## Exercise 2.6 — capacity: a 70B model on one H200
 #
 # Llama-3.1-70B with FP8 weights and a BF16 KV cache (320 KiB per token), 8,192 tokens per
-# sequence. How many sequences fit on one H200 at most? (Weights + KV only; ±1 is accepted.)
+# sequence. How many sequences fit on one H200 at most? (Weights + KV only; a whole number.)
 
 # %%
 # BEGIN SOLUTION

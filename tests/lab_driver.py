@@ -213,3 +213,16 @@ def shutdown_kernels(base: str, token: str) -> None:
             urllib.request.urlopen(req, timeout=10).close()
     except OSError:
         pass
+
+
+def open_and_run_all(page, base: str, token: str, rel_path: str) -> bool:
+    """Open a notebook in a fresh workspace and Run All Cells; False if the cells never started."""
+    # ?reset: a fresh workspace, so tabs left open by an earlier page do not take the focus
+    page.goto(f"{base}/lab/tree/{rel_path}?reset&token={token}")
+    page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for(timeout=60_000)
+    wait_idle(page)
+    run_all(page)
+    if cells_started(page, timeout_s=15):
+        return True
+    run_all(page)  # the first click can land before the kernel is attached
+    return cells_started(page, timeout_s=30)

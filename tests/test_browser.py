@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from lab_driver import (CHROMIUM_ARGS, cells_started, dashboard_image_src, dashboard_notebooks, find_chromium, jupyterlab_server,
-                        port_is_free, run_all, shutdown_kernels, wait_for_new_image, wait_idle, widget_problems,
-                        WIDGET_ERROR_TEXTS)
+from lab_driver import (CHROMIUM_ARGS, WIDGET_ERROR_TEXTS, dashboard_image_src, dashboard_notebooks, find_chromium,
+                        jupyterlab_server, open_and_run_all, port_is_free, shutdown_kernels, wait_for_new_image,
+                        wait_idle, widget_problems)
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts" / "browser"
@@ -88,15 +88,8 @@ def check_dashboard(browser, base: str, token: str, rel_path: str, shot: str) ->
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     problems: list[str] = []
     try:
-        # ?reset: a fresh workspace, so tabs left open by an earlier page do not take the focus
-        page.goto(f"{base}/lab/tree/{rel_path}?reset&token={token}")
-        page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for(timeout=60_000)
-        wait_idle(page)
-        run_all(page)
-        if not cells_started(page, timeout_s=15):
-            run_all(page)  # the first click can land before the kernel is attached
-            if not cells_started(page, timeout_s=30):
-                return ["Run All Cells did not run the notebook"]
+        if not open_and_run_all(page, base, token, rel_path):
+            return ["Run All Cells did not run the notebook"]
         controls = page.locator(".jp-OutputArea-output .widget-slider, .jp-OutputArea-output .widget-dropdown")
         error_text = page.get_by_text(re.compile("|".join(re.escape(s) for s in WIDGET_ERROR_TEXTS)))
         try:
@@ -207,12 +200,7 @@ def test_interview_drill_keeps_progress_across_a_kernel_restart(lab):
     base, token, browser = lab
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        page.goto(f"{base}/lab/tree/notebooks/09_interview_drill.ipynb?reset&token={token}")
-        page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for(timeout=60_000)
-        wait_idle(page)
-        run_all(page)
-        if not cells_started(page, timeout_s=15):
-            run_all(page)
+        assert open_and_run_all(page, base, token, "notebooks/09_interview_drill.ipynb")
         wait_idle(page, 120)
         new_before = _drill_new_count(page)
         assert widget_problems(page) == []

@@ -78,6 +78,7 @@ def test_lessons_2_to_4_accept_right_and_reject_wrong():
     assert lesson04.weight_lens_critical_batch(295).passed and not lesson04.weight_lens_critical_batch(32).passed
     assert lesson04.llama8b_batch64_throughput(4300).passed and not lesson04.llama8b_batch64_throughput(208).passed
     assert lesson04.qwen38_fit_on_h200(9).passed and not lesson04.qwen38_fit_on_h200(37).passed
+    assert not lesson04.qwen38_fit_on_h200(10).passed and not lesson02.llama70b_fp8_batch_on_h200(27).passed
     assert lesson04.experts_at_batch16(82.4).passed and not lesson04.experts_at_batch16(128).passed
     assert lesson04.prefill_batching_gain(1.0).passed and not lesson04.prefill_batching_gain(8).passed
 

@@ -35,6 +35,21 @@ def test_numeric_cards_compute_and_accept_their_own_answer(card):
     assert not flashcards.check_numeric(card, value * 3).correct
 
 
+@pytest.mark.parametrize("card", flashcards.deck(), ids=lambda c: c.id)
+def test_every_card_text_is_filled_from_the_package(card):
+    texts = [card.short_answer(), card.detailed_answer()] + [card.follow_up_answer(i)
+                                                              for i in range(len(card.follow_ups))]
+    assert not any("{" in t or "}" in t for t in texts), card.id
+
+
+def test_quoted_figures_follow_the_package():
+    gpt = flashcards.get_card("gpt-fast-gap")
+    from roofline_lessons import place
+
+    bound = float(place("llama-2-7b", "a100-80gb", phase="decode", context_tokens=256).tokens_per_s_upper_bound)
+    assert f"{bound:,.0f} tokens/s" in gpt.short_answer()
+
+
 def test_numeric_answers_follow_the_catalog(monkeypatch):
     card = flashcards.get_card("ridge-h200-bf16")
     assert card.answer_value() == pytest.approx(get_part("h200").ridge_point_flop_per_byte("bf16"))

@@ -48,7 +48,7 @@ def h100_measured_ridge(answer) -> CheckResult:
 def llama70b_fp8_batch_on_h200(answer) -> CheckResult:
     """2.6 — largest batch of Llama-3.1-70B (FP8 weights, BF16 KV) at 8,192 tokens on one H200."""
     expected = max_batch_that_fits("llama-3.1-70b", "h200", 8192, weights_dtype="fp8", kv_dtype="bf16")
-    return check_number("2.6", answer, expected, abs_tol=1, unit="sequences",
+    return check_number("2.6", answer, expected, abs_tol=0.5, unit="sequences",
                         hint="(capacity − weight bytes) ÷ (KV bytes per token × 8,192), rounded down.")
 
 
