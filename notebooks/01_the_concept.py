@@ -2,11 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -133,8 +133,9 @@ show_table(
 
 # %% [markdown]
 # Read the first row against the profiling report. Batch-1 decode has to stream every weight
-# through the GPU to produce one token, and each weight (two bytes in BF16) takes part in one
-# multiply-add (two FLOPs): about **one FLOP per byte**.
+# through the GPU to produce one token, and each weight of a matmul (two bytes in BF16) takes part
+# in one multiply-add (two FLOPs): about **one FLOP per byte**. (Every parameter but the embedding
+# table: that one is only looked up, one row per token, and costs neither FLOPs nor a full read.)
 
 # %%
 d1 = steps["decode, batch 1"]

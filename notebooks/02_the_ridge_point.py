@@ -67,8 +67,18 @@ md(f"BF16 ridges run from **{bf16[lo]:,.0f}** FLOP/byte ({lo}) to **{bf16[hi]:,.
 
 # %% [markdown]
 # Several parts on one chart make the same point visually: each part is a bend at a different
-# place. The H200 shares the H100's compute ceiling but has a steeper-reaching bandwidth slope,
-# so its ridge sits further left.
+# place. On log–log axes every bandwidth roof is a line of slope 1; more bandwidth moves the line
+# up, not steeper.
+
+# %%
+h100_, h200_ = get_part("h100-sxm"), get_part("h200")
+same_peak = h200_.peak_flops_per_s("bf16") == h100_.peak_flops_per_s("bf16")
+bw_word = "higher" if h200_.memory_bandwidth_bytes_per_s > h100_.memory_bandwidth_bytes_per_s else "lower"
+side_word = "left" if h200_.ridge_point_flop_per_byte() < h100_.ridge_point_flop_per_byte() else "right"
+md(f"The H200 {'shares' if same_peak else 'does not share'} the H100's BF16 compute ceiling; its bandwidth line sits "
+   f"{bw_word} ({si(h200_.memory_bandwidth_bytes_per_s, 'B/s')} against {si(h100_.memory_bandwidth_bytes_per_s, 'B/s')}), "
+   f"so its ridge sits further {side_word}: {h200_.ridge_point_flop_per_byte():,.0f} against "
+   f"{h100_.ridge_point_flop_per_byte():,.0f} FLOP/byte.")
 
 # %%
 chart_parts = ["a100-80gb", "h100-sxm", "h200", "b200", "mi300x"]
@@ -140,30 +150,64 @@ md(f"2.25 PFLOPS on the B200 is: **{', '.join(headline_kind('b200', 2.25e15))}**
 #
 # The roofline has two numbers per machine, but a workload must also **fit**. Capacity does not
 # move either roof; it decides whether you can run at all, and how large a batch (lesson 4) you
-# can afford. Compare three generations on a 70B model in BF16, with an 8,192-token context:
+# can afford.
+#
+# **A trap in the units.** A datasheet writes "3.35 TB/s" and "80 GB" side by side, and the two
+# "G"s are not the same. Bandwidth is SI: 3.35 × 10¹² bytes per second. Device memory is binary:
+# DRAM dies and HBM stacks come in powers of two (an H100 carries five 16 GiB stacks), so the
+# "80 GB" is 80 GiB = 80 × 2³⁰ bytes, and `nvidia-smi` shows it in MiB. **GB of bandwidth is SI;
+# GB of capacity is GiB.** Read the capacity as SI and you lose 7 % of every chip:
+
+# %%
+from roofline_lessons.units import GB, GiB, binary
+
+h200 = get_part("h200")
+shown_gb = h200.memory_capacity_bytes / GiB  # the number printed on the datasheet
+md(f"The H200's \"{shown_gb:,.0f} GB\" is {h200.memory_capacity_bytes:,.0f} bytes ({binary(h200.memory_capacity_bytes)}); "
+   f"read as SI it would be {shown_gb * GB:,.0f} bytes — {si(h200.memory_capacity_bytes - shown_gb * GB, 'B')} "
+   f"({percent(1 - GB / GiB, 1)}) short.")
+
+# %% [markdown]
+# A serving engine does not hand all of that to the model either: it keeps headroom for the
+# CUDA context, activations and fragmentation. vLLM's `gpu_memory_utilization` defaults to 0.9 of
+# the device. So every "does it fit?" has two answers — with the whole capacity (the optimistic
+# bound) and with the engine's share. Compare three generations on a 70B model in BF16, with an
+# 8,192-token context, both ways:
 
 # %%
 llama70 = get_model("llama-3.1-70b")
 side = capacity_side_by_side("llama-3.1-70b", ["h100-sxm", "h200", "b200"], context_tokens=8192)
+util = side[0].memory_utilization
 show_table(["part", "BF16 peak", "bandwidth", "ridge", "capacity", "BF16 weights", "weights fit?",
-            "largest batch at 8K", "batch-1 decode step ≥"],
+            "largest batch at 8K", f"fit at {util:.0%}?", f"largest batch at {util:.0%}", "batch-1 decode step ≥"],
            [[r.part, si(r.peak_flops_per_s, "FLOP/s"), si(r.bandwidth_bytes_per_s, "B/s"),
-             f"{r.peak_flops_per_s / r.bandwidth_bytes_per_s:,.0f}", si(r.capacity_bytes, "B"), si(r.weight_bytes, "B"),
+             f"{r.peak_flops_per_s / r.bandwidth_bytes_per_s:,.0f}", binary(r.capacity_bytes), binary(r.weight_bytes),
              "yes" if r.weights_fit else "no", f"{r.max_batch:,}",
+             "yes" if r.weights_fit_with_headroom else "no", f"{r.max_batch_with_headroom:,}",
              f"{r.decode_step_s * 1e3:,.1f} ms" if r.decode_step_s else "—"] for r in side])
 
 # %% [markdown]
 # H100 → H200 keeps the compute roof and raises bandwidth and capacity; H200 → B200 raises all
-# three. For a 70B model in BF16 the capacity column decides more than either roof:
+# three. For a 70B model in BF16 the capacity columns decide more than either roof:
 
 # %%
 w70 = weight_bytes(llama70, "bf16")
-h200 = get_part("h200")
-md(f"The BF16 weights alone are {si(w70, 'B')}: more than the H100's {si(h100.memory_capacity_bytes, 'B')} and — by "
-   f"{si(w70 - h200.memory_capacity_bytes, 'B')} — more than the H200's {si(h200.memory_capacity_bytes, 'B')}. "
-   f"Only the B200 holds them on one chip, with room for a batch of {side[2].max_batch} at 8K tokens. "
-   f"In FP8 the weights halve to {si(weight_bytes(llama70, 'fp8'), 'B')}, and the H100 and H200 are back in the game "
-   "(an exercise below asks how large a batch then fits on the H200).")
+rows = {r.part: r for r in side}
+h100_free = h100.memory_capacity_bytes - w70
+h200_free = h200.memory_capacity_bytes - w70
+h200_free_90 = h200.memory_capacity_bytes * util - w70
+def _fits(free):  # a sentence fragment from the sign of the free bytes, never typed by hand
+    return f"fits with {binary(free)} to spare" if free >= 0 else f"misses by {binary(-free)}"
+md(f"The BF16 weights are {si(w70, 'B')} = {binary(w70)}. On the H100 ({binary(h100.memory_capacity_bytes)}) the model "
+   f"{_fits(h100_free)}. On the H200 ({binary(h200.memory_capacity_bytes)}) it {_fits(h200_free)} — room for "
+   f"{rows['h200'].max_batch} sequences of 8K tokens — but at vLLM's default {util:.0%} it {_fits(h200_free_90)}. "
+   f"The B200 {'holds it either way' if rows['b200'].weights_fit_with_headroom else 'holds it only with all its memory'}, "
+   f"with a batch of {rows['b200'].max_batch} (or {rows['b200'].max_batch_with_headroom} at {util:.0%}).")
+w70_fp8 = weight_bytes(llama70, "fp8")
+fp8_fits = [p for p in ("h100-sxm", "h200") if w70_fp8 <= get_part(p).memory_capacity_bytes * util]
+md(f"In FP8 the weights halve to {binary(w70_fp8)}, which fits within {util:.0%} of: "
+   f"{', '.join(fp8_fits) or 'neither the H100 nor the H200'} (an exercise below asks how large a batch then fits on "
+   "the H200).")
 
 # %% [markdown]
 # ## Explore
@@ -186,7 +230,8 @@ dashboard = lesson02_dashboard()
 # - Check every headline: with-sparsity rates are twice the dense rate; some tables mix up
 #   formats (A100 "FP8", B200 "2.2 PFLOPS FP8").
 # - Capacity is the third number: it decides whether a model runs on one chip and how large a
-#   batch fits.
+#   batch fits. GB of bandwidth is SI; GB of capacity is GiB. Ask both "does it fit?" questions:
+#   in the whole device, and in the share a serving engine uses (vLLM: 0.9 by default).
 #
 # **A question to leave with.** The H200 has the H100's compute with more bandwidth and more
 # memory. For which workloads is it a better buy than a second H100, and for which is it not?

@@ -2,6 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -63,19 +68,34 @@ qp, qd = steps["qwen3.8-27b", "prefill"], steps["qwen3.8-27b", "decode"]
 show_table(OP_HEADERS, op_rows(qp, block="full_attention", per_layer=True))
 
 # %% [markdown]
-# The same for one Gated DeltaNet layer. Its recurrence is the interesting row: in prefill the
-# state stays on chip inside the chunked kernel and is written once at the end.
+# The same for one Gated DeltaNet layer. Its recurrence is the interesting row. The reference
+# chunked kernel (flash-linear-attention's `chunk_gated_delta_rule`) cuts the prompt into chunks
+# of 64 tokens; one kernel writes the state at every chunk boundary to HBM, and the kernel that
+# computes the outputs reads each one back. So the state does travel through memory in prefill —
+# once per chunk, not once per token:
 
 # %%
 show_table(OP_HEADERS, op_rows(qp, block="gated_deltanet", per_layer=True))
+chunk = qp.workload.deltanet_chunk_tokens
+md(f"With {chunk}-token chunks an {PROMPT:,}-token prompt has {PROMPT // chunk} chunk states per layer: "
+   f"{si(float(qp.cost.state_bytes), 'B')} of state traffic over the 48 layers, "
+   f"{percent(float(qp.cost.state_bytes / qp.cost.bytes), 1)} of the step's bytes. The step is compute-bound, "
+   "so this traffic does not set its time; in a memory-bound step it would.")
 
 # %% [markdown]
-# And the same layer kind in one **decode** step, batch 1, with the prompt now in the cache.
-# Every matmul has dropped to about one FLOP per byte; the recurrence reads **and** writes its
-# float32 state; attention reads the whole KV history of its layer.
+# And the same layer kinds in one **decode** step, batch 1, with the prompt now in the cache.
+# Every matmul has dropped to about one FLOP per byte. First the Gated DeltaNet layer: its
+# recurrence reads **and** writes its float32 state every step, whatever the context.
 
 # %%
 show_table(OP_HEADERS, op_rows(qd, block="gated_deltanet", per_layer=True))
+
+# %% [markdown]
+# Then a full-attention layer: its fused attention operator reads the layer's whole KV history,
+# every cached token of it, for one new query token per sequence.
+
+# %%
+show_table(OP_HEADERS, op_rows(qd, block="full_attention", per_layer=True))
 
 # %% [markdown]
 # ## The whole model
@@ -97,10 +117,13 @@ operators_on_roofline(qp, "Qwen3.8-27B prefill (8,192 tokens): every operator")
 # %% [markdown]
 # ## Two lenses of intensity
 #
-# **FLOPs per weight byte** asks: how many times is each fetched weight used? In prefill every
-# weight serves every prompt position, so the answer is about the prompt length; in batch-1 decode
-# each weight serves one token, about one. **FLOPs per byte of all traffic** also counts
-# activations, the KV cache and the recurrent state: the bytes the memory system really moves.
+# **The weight lens** — FLOPs of the weight matmuls per weight byte — asks: how many times is
+# each fetched weight used? A weight matmul does 2 FLOPs per weight per token, and a BF16 weight
+# is 2 bytes, so this is about the number of tokens in the step: the prompt length in prefill,
+# the batch in decode. Attention's FLOPs are left out on purpose: they come with bytes of their
+# own (the KV cache), not the weights'. **FLOPs per byte of all traffic** counts every FLOP and
+# every byte — weights, activations, the KV cache and the recurrent state: what the memory system
+# really moves, and the one that places the step on the roofline.
 
 # %%
 show_table(["model", "phase", "FLOP / weight byte", "FLOP / byte (all)", "ridge", "bound"],
@@ -115,7 +138,8 @@ show_table(["model", "phase", "FLOP / weight byte", "FLOP / byte (all)", "ridge"
 #   weight-byte one. Real kernels fuse operators (norm into matmul, activation into matmul) to
 #   claw this back — but both numbers are far right of the ridge, so the verdict does not change.
 # - **Decode at long context**: the KV cache. Its bytes grow with context and are not shared by
-#   anyone; the weight lens ignores them entirely. The next cell shows Llama-3.1-8B.
+#   anyone; the weight lens ignores them and attention's FLOPs alike, so it stays at about the
+#   batch while the all-traffic intensity moves. The next cell shows Llama-3.1-8B.
 
 # %%
 for ctx in (1024, 32768, 131072):
@@ -147,24 +171,64 @@ show_table(["model", "phase", "time bound", "throughput bound (batch 1)", "set b
 # ### A bound against a measurement
 #
 # The catalog holds one end-to-end measurement: gpt-fast decoding Llama-2-7B in BF16 at batch 1
-# on an A100-80GB. Compare it with the bound for a short context:
+# on an A100-80GB (its README: 104.9 tokens/s, the GPU capped at 330 W). Compare it with the bound
+# for a short context:
 
 # %%
 a100 = get_part("a100-80gb")
 gpt_fast = next(m for m in a100.measured if m.tokens_per_s)
 bound = place(gpt_fast.model, a100, phase="decode", context_tokens=256)
-achieved_bw = gpt_fast.value
+fraction_of_bound = gpt_fast.tokens_per_s / float(bound.tokens_per_s_upper_bound)
 md(f"Bound: **≤ {float(bound.tokens_per_s_upper_bound):,.1f} tokens/s** ({si(float(bound.cost.bytes), 'B')} per token at "
    f"{si(a100.memory_bandwidth_bytes_per_s, 'B/s')}). Measured: **{gpt_fast.tokens_per_s} tokens/s** "
-   f"({gpt_fast.source}), i.e. {percent(gpt_fast.tokens_per_s / float(bound.tokens_per_s_upper_bound), 0)} of the bound. "
-   f"The same source reports {si(achieved_bw, 'B/s')} of achieved bandwidth, "
-   f"{percent(achieved_bw / a100.memory_bandwidth_bytes_per_s, 0)} of the datasheet figure. Compare the two "
-   "percentages: when they agree, the gap is the memory system delivering less than its pin rate (the run was also "
-   "power-capped), not wasted arithmetic.")
+   f"({gpt_fast.source}), i.e. {percent(fraction_of_bound, 0)} of the bound.")
 
 # %% [markdown]
-# Real kernels typically reach 50–90 % of their roof. A measurement far below that is worth a
-# profiler; a measurement in that band is a tuned kernel on its roof.
+# That fraction has a name: **model bandwidth utilisation (MBU)** — the bytes a token *must*
+# move, times tokens per second, over the peak bandwidth. (Its compute twin, **MFU**, is the
+# FLOPs a token must do, times tokens per second, over the peak FLOP/s.)
+#
+# gpt-fast's README also prints a "bandwidth achieved". Look at how it is made before you lean on
+# it: it is the model's size in bytes times tokens per second. That is MBU's numerator. So its
+# ratio to the datasheet bandwidth is the fraction of the bound **by construction** — it agrees
+# with the percentage above because it is the same measurement (tokens per second) multiplied
+# by the same constant, not because a second instrument confirmed it:
+
+# %%
+model_bytes = bound.model.parameter_count() * 2
+reconstructed_bytes_per_s = model_bytes * gpt_fast.tokens_per_s
+md(f"Model bytes × tokens/s = {si(model_bytes, 'B')} × {gpt_fast.tokens_per_s} = "
+   f"{si(reconstructed_bytes_per_s, 'B/s')}; the README prints {si(gpt_fast.value, 'B/s')}. As fractions of "
+   f"{si(a100.memory_bandwidth_bytes_per_s, 'B/s')}: {percent(reconstructed_bytes_per_s / a100.memory_bandwidth_bytes_per_s, 1)} "
+   f"and {percent(gpt_fast.value / a100.memory_bandwidth_bytes_per_s, 1)} — and {percent(fraction_of_bound, 1)} of the "
+   "package's bound, which also counts the KV cache and reads one embedding row instead of the whole table.")
+
+# %% [markdown]
+# **What MBU can tell you**: how far the run is from the bandwidth bound, in one number
+# comparable across parts and models. **What it cannot tell you**: *why* the rest is missing.
+# Every one of these lowers tokens/s, and so MBU, by the same amount:
+#
+# - the memory system delivering less than its datasheet rate (even a pure streaming kernel
+#   does not reach 100 %; the next cell has a measured example, and lesson 8 measures your own
+#   machine);
+# - time with the memory idle: kernel-launch gaps and CPU overhead between the ~hundreds of small
+#   kernels of a batch-1 step, sampling, the prompt's prefill if it is inside the timed region;
+# - a power or clock cap (this run was at 330 W).
+#
+# Telling them apart needs a second, independent instrument: a profiler's DRAM byte counters
+# during the decode kernels (achieved bandwidth *while the kernels run*), and a timeline of
+# kernel time against wall-clock time (the idle gaps). Until then, "the gap is the memory
+# system" is a hypothesis, not a finding.
+#
+# The streaming figure that bounds the first cause, measured on a neighbouring part (there is no
+# such figure for the A100 in the catalog, so this is a reference point, not this run's memory
+# system):
+
+# %%
+pcie = get_part("h100-pcie")
+for m in pcie.measurements("bandwidth_bytes_per_s"):
+    print(f"{pcie.name}, {m.kernel}: {si(m.value, 'B/s')} = {percent(m.value / pcie.memory_bandwidth_bytes_per_s, 0)} "
+          f"of {si(pcie.memory_bandwidth_bytes_per_s, 'B/s')} ({m.source})")
 #
 # ### The source lesson's conclusion, in numbers
 
@@ -193,8 +257,9 @@ dashboard = lesson03_dashboard()
 #   FLOPs. Elementwise operators stay memory-bound even there.
 # - Decode: each weight serves one token per sequence; every matmul is near one FLOP per byte;
 #   TPOT is bought with bytes. Attention and the recurrent state add bytes the weight lens cannot see.
-# - A roofline turns into time: TTFT ≥ FLOPs / peak, TPOT ≥ bytes / bandwidth; measured systems
-#   land at a fraction of these bounds, and the fraction tells you where to look.
+# - A roofline turns into time: TTFT ≥ FLOPs / peak, TPOT ≥ bytes / bandwidth. Measured systems
+#   land at a fraction of these bounds; for decode that fraction is MBU. It says how far, not why:
+#   a tool's "bandwidth achieved" computed from tokens/s is the same number again.
 #
 # **A question to leave with.** Which operator of a decode step grows with context, and how would
 # you make it cheaper without touching the weights?
@@ -204,6 +269,7 @@ dashboard = lesson03_dashboard()
 # - "Why is prefill compute-bound and decode memory-bound? Give numbers."
 # - "Estimate the time to first token for an 8B model and an 8K prompt on an H100."
 # - "What bounds tokens/s for one user of a 7B model on an A100, and how close do real systems get?"
+# - "A tool reports 1.4 TB/s achieved during decode. What does that number prove, and what would you measure next?"
 # - "Which operators are memory-bound even in prefill, and what does fusion do about it?"
 #
 # The exercises for this lesson are in `exercises/03_prefill_vs_decode.ipynb`.

@@ -2,6 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -39,8 +44,10 @@ h100 = get_part("h100-sxm")
 # ## One pass over the weights, many tokens
 #
 # In decode every sequence needs the same weights. Batching B sequences reads each weight once and
-# uses it B times, so — per weight byte — intensity grows in proportion to B. Qwen3.8-27B on an
-# H100 SXM, with a short history in the cache:
+# uses it B times, so the **weight lens** — FLOPs of the weight matmuls per weight byte — grows in
+# proportion to B (2 FLOPs per weight per token over 2 bytes per BF16 weight: about B). It leaves
+# out attention's FLOPs and every byte that is not a weight. Qwen3.8-27B on an H100 SXM, with a
+# short history in the cache:
 
 # %%
 short = decode_sweep("qwen3.8-27b", h100, [1, 8, 32, 128], context_tokens=0)
@@ -67,7 +74,9 @@ intensity_vs_batch("qwen3.8-27b", "h100-sxm", contexts=(1024, 8192, 32768, 13107
 #
 # The **critical batch** is the smallest batch whose intensity reaches the ridge: below it,
 # decode is memory-bound; above it, compute-bound. By the weight lens it is about the ridge
-# itself. By the all-traffic lens it may not exist at all. The table puts the hybrid model next to
+# itself, whatever the context, because that lens sees neither the KV cache nor attention: it
+# answers "when do the weight matmuls alone stop being memory-bound?". By the all-traffic lens —
+# the one that places the step — it may not exist at all. The table puts the hybrid model next to
 # Llama-3.1-8B (all traffic here counts every operator's activations as memory traffic, as if
 # nothing were fused):
 
@@ -90,7 +99,9 @@ show_table(["tokens cached", "Qwen3.8-27B: weight lens", "all traffic", "ceiling
 # critical batch exists only at short context. For Qwen3.8-27B even an empty cache is not enough:
 # every sequence reads and writes its float32 Gated DeltaNet state on every step, and those bytes
 # are never shared. That is why serving systems shrink per-sequence bytes — grouped-query
-# attention, KV and state quantization, paged and shared caches — and not only the weights.
+# attention, KV and state quantization — and not only the weights. (A paged KV cache is a
+# different lever: it removes fragmentation, so more sequences *fit*; each step still reads the
+# same bytes per sequence.)
 
 # %% [markdown]
 # ## Why batching helps decode far more than prefill
@@ -121,12 +132,18 @@ md(f"Batch 1 → 32 multiplies Llama-3.1-8B prefill throughput by "
 # ## Capacity caps the batch
 #
 # Every sequence in the batch keeps its KV cache (and, in the hybrid model, its recurrent state)
-# in device memory. The largest batch that fits, Qwen3.8-27B in BF16:
+# in device memory. The largest batch that fits, Qwen3.8-27B in BF16, with all of each chip's
+# memory (binary: "80 GB" is 80 GiB) and with the share a serving engine such as vLLM uses by
+# default (`gpu_memory_utilization`):
 
 # %%
+from roofline_lessons.memory import VLLM_DEFAULT_MEMORY_UTILIZATION as UTIL
+
 contexts = np.array([1024, 8192, 32768, 131072])
 fits = largest_batch("qwen3.8-27b", ["h100-sxm", "h200", "b200"], contexts)
-show_table(["tokens cached"] + list(fits), [[f"{c:,}"] + [f"{fits[p][i]:,}" for p in fits] for i, c in enumerate(contexts)])
+fits_90 = largest_batch("qwen3.8-27b", ["h100-sxm", "h200", "b200"], contexts, memory_utilization=UTIL)
+show_table(["tokens cached"] + [f"{p} (all / {UTIL:.0%})" for p in fits],
+           [[f"{c:,}"] + [f"{fits[p][i]:,} / {fits_90[p][i]:,}" for p in fits] for i, c in enumerate(contexts)])
 
 # %% [markdown]
 # At long contexts the capacity limit arrives long before any compute limit: a batch that would

@@ -91,15 +91,39 @@ def as_number(answer: Any) -> tuple[float | None, str | None]:
     return value, None
 
 
+@dataclass(frozen=True)
+class Mistake:
+    """A classic wrong answer: the value it gives and the name of the mistake behind it."""
+
+    label: str  #: names the mistake, e.g. "forgot the KV cache: weights ÷ bandwidth alone"
+    value: float
+
+
 def check_number(exercise: str, answer: Any, expected: float, *, rel_tol: float = 0.02, abs_tol: float = 0.0,
-                 unit: str = "", hint: str = "") -> CheckResult:
-    """Accept ``answer`` within ``rel_tol`` (relative) or ``abs_tol`` (absolute) of ``expected``."""
+                 unit: str = "", hint: str = "", whole: bool = False,
+                 mistakes: Sequence[Mistake] = ()) -> CheckResult:
+    """Accept ``answer`` within ``rel_tol`` (relative) or ``abs_tol`` (absolute) of ``expected``.
+
+    ``whole=True``: the answer must be a whole number (a batch of sequences, a count).
+    ``mistakes``: classic wrong answers; an answer nearer one of them than the right value (and
+    within the tolerance of it) is rejected with a hint that names the mistake.
+    """
     if is_unanswered(answer):
-        return _not_attempted(exercise, "a number" + (f" in {unit}" if unit else ""))
+        return _not_attempted(exercise, ("a whole number" if whole else "a number") + (f" in {unit}" if unit else ""))
     value, problem = as_number(answer)
     if problem:
         return _wrong(exercise, problem + (f" Hint: {hint}" if hint else ""))
     unit_s = f" {unit}" if unit else ""
+    if whole and value != math.floor(value):
+        return _wrong(exercise, f"{value:,.6g}{unit_s} is not a whole number: you cannot run a fraction of one. "
+                                "Round to the count that actually fits or is needed."
+                                + (f" Hint: {hint}" if hint else ""))
+    named = [m for m in mistakes if math.isclose(value, m.value, rel_tol=rel_tol, abs_tol=abs_tol)
+             and abs(value - m.value) < abs(value - expected)]
+    if named:
+        m = min(named, key=lambda m: abs(value - m.value))
+        return _wrong(exercise, f"{value:,.4g}{unit_s} is what you get when you {m.label}."
+                                + (f" Hint: {hint}" if hint else ""))
     if math.isclose(value, expected, rel_tol=rel_tol, abs_tol=abs_tol):
         return _finish(CheckResult(exercise, CORRECT,
                                    f"{value:,.4g}{unit_s} is right (the package computes {expected:,.4g}{unit_s})."))

@@ -14,7 +14,9 @@ from .costs import PHASES
 from .dtypes import DTYPES
 from .errors import RooflineInputError
 from .hardware import get_part, list_parts
+from .memory import VLLM_DEFAULT_MEMORY_UTILIZATION, check_memory_utilization
 from .models import get_model, list_models
+from .units import GiB
 
 PROG = "roofline-lessons"
 
@@ -68,10 +70,11 @@ def cmd_hardware(args) -> int:
         p = get_part(pid)
         rate = lambda dt: _si(p.dense_flops_per_s[dt], "FLOP/s") if dt in p.dense_flops_per_s else "—"  # noqa: E731
         rows.append([pid, p.name, rate("bf16"), rate("fp8"), _si(p.memory_bandwidth_bytes_per_s, "B/s"),
-                     f"{p.memory_capacity_bytes / 1e9:,.0f} GB", f"{p.ridge_point_flop_per_byte('bf16'):,.0f} FLOP/B",
+                     f"{p.memory_capacity_bytes / GiB:,.0f} GiB", f"{p.ridge_point_flop_per_byte('bf16'):,.0f} FLOP/B",
                      p.as_of])
     print(_table(headers, rows))
-    print("\nPeak rates are dense (no sparsity). GB = 1e9 bytes. Sources: roofline_lessons/data/hardware.toml.")
+    print("\nPeak rates are dense (no sparsity). Rates are SI (1 TB/s = 1e12 bytes/s); memory is binary (a vendor's "
+          "'80 GB' of HBM is 80 GiB = 80 x 2^30 bytes). Sources: roofline_lessons/data/hardware.toml.")
     return 0
 
 
@@ -98,7 +101,7 @@ def cmd_place(args) -> int:
 
     fields = dict(phase=args.phase, batch=args.batch, weights_dtype=args.weights, activations_dtype=args.activations,
                   kv_dtype=args.kv, state_dtype=args.state, compute_dtype=args.compute,
-                  flash_attention=not args.no_flash_attention)
+                  flash_attention=not args.no_flash_attention, attention_compute_dtype=args.attention_compute)
     if args.phase == "prefill":
         if args.context is not None:
             raise RooflineInputError("--context is for decode; for prefill give the prompt length with --prompt")
@@ -107,15 +110,22 @@ def cmd_place(args) -> int:
         if args.prompt is not None:
             raise RooflineInputError("--prompt is for prefill; for decode give the cached history with --context")
         fields["context_tokens"] = args.context if args.context is not None else 0
+    util = check_memory_utilization(args.memory_utilization)
     p = place(args.model, args.hardware, **fields)
     d = p.to_dict()
+    d["memory_utilization"] = util
+    d["usable_memory_bytes"] = p.part.memory_capacity_bytes * util
+    d["fits_in_usable_memory"] = bool(d["memory_required_bytes"] <= d["usable_memory_bytes"])
+    for warning in p.warnings:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
     if args.json:
         print(json.dumps(d, indent=2, ensure_ascii=False))
         return 0
     w = p.workload
     what = (f"prefill of {int(w.prompt_tokens):,} tokens" if w.phase == "prefill"
             else f"one decode step with {int(w.context_tokens):,} tokens cached")
-    print(f"{p.model.name} on {p.part.name}: {what}, batch {int(w.batch)}, compute {w.compute_dtype}")
+    attn = "" if w.other_compute_dtype == w.compute_dtype else f" (attention, softmax, norms {w.other_compute_dtype})"
+    print(f"{p.model.name} on {p.part.name}: {what}, batch {int(w.batch)}, weight matmuls in {w.compute_dtype}{attn}")
     print(f"  FLOPs                {_si(d['flops'], 'FLOP')}")
     print(f"  bytes moved          {_si(d['bytes'], 'B')}  (weights {_si(d['weight_bytes'], 'B')}, "
           f"activations {_si(d['activation_bytes'], 'B')}, KV {_si(d['kv_bytes'], 'B')}, "
@@ -126,14 +136,16 @@ def cmd_place(args) -> int:
           f"({_si(d['peak_flops_per_s'], 'FLOP/s')} / {_si(d['bandwidth_bytes_per_s'], 'B/s')})")
     print(f"  attainable           {_si(d['attainable_flops_per_s'], 'FLOP/s')} = {d['fraction_of_peak']:.2%} of peak "
           f"-> {d['bound']}-bound")
-    print(f"  time lower bound     {d['time_lower_bound_s'] * 1e3:,.4g} ms "
+    print(f"  time lower bound     {d['time_lower_bound_s'] * 1e3:,.4g} ms for the whole step, perfect overlap "
           f"(≤ {d['tokens_per_s_upper_bound']:,.4g} tokens/s)")
+    print(f"                       {d['time_lower_bound_per_op_sum_s'] * 1e3:,.4g} ms summed operator by operator "
+          "(each its own bound, one after another)")
     fits = "fits" if d["fits_in_memory"] else "does NOT fit"
-    print(f"  memory               {d['memory_required_bytes'] / 1e9:,.2f} GB of {d['memory_capacity_bytes'] / 1e9:,.0f} GB "
-          f"-> {fits}")
+    fits_u = "fits" if d["fits_in_usable_memory"] else "does NOT fit"
+    print(f"  memory               {d['memory_required_bytes'] / GiB:,.2f} GiB of {d['memory_capacity_bytes'] / GiB:,.0f} GiB "
+          f"-> {fits}; in {util:.0%} of it ({d['usable_memory_bytes'] / GiB:,.1f} GiB) -> {fits_u}")
     print("\n  top operators by time bound:")
-    ops = sorted(d["ops"], key=lambda o: max(o["flops"] / d["peak_flops_per_s"], o["bytes"] / d["bandwidth_bytes_per_s"]),
-                 reverse=True)[:8]
+    ops = sorted(d["ops"], key=lambda o: o["time_lower_bound_s"], reverse=True)[:8]
     rows = [[o["name"], o["block"], _si(o["flops"], "FLOP"), _si(o["bytes"], "B"),
              f"{o['intensity']:,.3g}" if o["intensity"] is not None else "—", o["bound"]] for o in ops]
     print("  " + _table(["operator", "block", "FLOPs", "bytes", "FLOP/B", "bound"], rows).replace("\n", "\n  "))
@@ -201,6 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, default in (("weights", "bf16"), ("activations", "bf16"), ("kv", "bf16"), ("compute", "bf16")):
         pl.add_argument(f"--{flag}", type=_dtype, default=default, help=f"dtype ({', '.join(DTYPES)})")
     pl.add_argument("--state", type=_dtype, default=None, help="recurrent-state dtype (default: the model's)")
+    pl.add_argument("--attention-compute", type=_dtype, default=None,
+                    help="rate for attention, softmax and norms (default: --compute, but bf16 when --compute is "
+                         "fp8/fp4/int8)")
+    pl.add_argument("--memory-utilization", type=float, default=VLLM_DEFAULT_MEMORY_UTILIZATION,
+                    help="share of device memory a serving engine may use, for the second fit check "
+                         f"(default {VLLM_DEFAULT_MEMORY_UTILIZATION}, vLLM's gpu_memory_utilization)")
     pl.add_argument("--no-flash-attention", action="store_true")
     pl.add_argument("--json", action="store_true", help="print one JSON object")
     pl.set_defaults(func=cmd_place)

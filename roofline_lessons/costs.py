@@ -10,9 +10,11 @@ Conventions (what a lesson can quote):
   (``flash_attention=True``) fuses QKᵀ, softmax and score×V into one kernel whose score matrix
   never reaches HBM. Without it the scores are written and read back (the N×N matrix in prefill).
 - Prefill processes ``prompt_tokens`` new tokens per sequence, with causal attention over the
-  prompt; the KV cache and the recurrent state are written. Logits are computed for the last
-  position of each sequence only (what generation needs), so the final norm and lm_head see
-  ``batch`` tokens, not ``batch × prompt_tokens``.
+  prompt; the KV cache and the recurrent state are written. FlashAttention skips the masked
+  half of the score square (t(t+1)/2 query–key pairs); an eager (unfused) kernel computes all
+  t² scores and then masks them, so without FlashAttention the FLOPs count the full square.
+  The final norm runs on every position (the slice to the last position comes after it); the
+  lm_head computes logits for the last position of each sequence only (what generation needs).
 - Decode processes one new token per sequence against ``context_tokens`` tokens already in the
   cache: attention reads the whole cache (history + the new token) every step — it is never
   dropped — and the Gated DeltaNet state is read **and** written every step.
@@ -21,8 +23,15 @@ Conventions (what a lesson can quote):
   expected number of distinct experts touched under uniform routing is E·(1 − (1 − k/E)^tokens).
 - Gated DeltaNet recurrence: per token and value head, S ← α·S(I − β·k·kᵀ) + β·v·kᵀ and
   o = S·q cost about 7·d_k·d_v FLOPs (decay, S·k, rank-one update, read-out). In prefill the
-  chunked kernels keep the state on chip, so it is written once at the end (read 0: a fresh
-  prompt starts from zero); the extra arithmetic of the chunked form is not counted.
+  chunked kernels (flash-linear-attention's ``chunk_gated_delta_rule``) split the prompt into
+  chunks of ``deltanet_chunk_tokens`` (64 by default): one kernel writes the state at every
+  chunk boundary to HBM (in the activations' format) and the output kernel reads each one back;
+  the final state is written once in the state's format (read 0: a fresh prompt starts from
+  zero). The extra arithmetic of the chunked form is not counted.
+- FLOPs are split by the unit that runs them: ``weight_matmul_flops`` are matmuls against weights
+  (projections, MLP, experts, router, lm_head); everything else (attention's QKᵀ and ×V,
+  softmax, norms, elementwise, the recurrence) runs at ``attention_compute_dtype``'s rate. The
+  weight lens of intensity is weight-matmul FLOPs per weight byte.
 - Activation memory (a transient) is not part of the footprint; see :mod:`roofline_lessons.memory`.
 
 Every count works on numpy arrays of batch, prompt or context as well as on scalars.
@@ -40,6 +49,9 @@ from .errors import RooflineInputError
 from .models import Model, get_model
 
 PHASES = ("prefill", "decode")
+
+#: formats whose tensor-core rate needs operands in the same format (no weight-only use)
+LOW_PRECISION_COMPUTE = ("fp8", "fp4", "int8")
 
 ArrayLike = Any  # a Python number or a numpy array
 
@@ -64,8 +76,15 @@ class Workload:
     """What runs: the phase, the batch and lengths, and the number formats.
 
     ``prompt_tokens`` is the prompt length of a prefill; ``context_tokens`` the history already in
-    the KV cache before a decode step. ``compute_dtype`` picks the peak rate on the roofline.
+    the KV cache before a decode step. ``compute_dtype`` is the format of the weight matmuls and
+    picks their peak rate. An 8- or 4-bit ``compute_dtype`` (fp8, fp4, int8) needs weights in the
+    same format (W8A8, W4A4: low-precision tensor cores take low-precision operands); weight-only
+    quantisation keeps ``compute_dtype="bf16"`` and dequantises on the fly.
+    ``attention_compute_dtype`` is the rate for every FLOP that is not a weight matmul (attention,
+    softmax, norms, the recurrence); ``None`` means ``compute_dtype``, except that a low-precision
+    ``compute_dtype`` leaves attention in bf16 (the usual W8A8 recipe), unless stated.
     ``state_dtype=None`` means the model's own (float32 for Qwen3.8-27B).
+    ``deltanet_chunk_tokens`` is the chunk length of the chunked Gated DeltaNet prefill kernel.
     """
 
     phase: str = "decode"
@@ -78,6 +97,8 @@ class Workload:
     state_dtype: str | None = None
     compute_dtype: str = "bf16"
     flash_attention: bool = True
+    attention_compute_dtype: str | None = None
+    deltanet_chunk_tokens: int = 64
 
     def __post_init__(self) -> None:
         if self.phase not in PHASES:
@@ -89,6 +110,24 @@ class Workload:
             check_dtype(getattr(self, name))
         if self.state_dtype is not None:
             check_dtype(self.state_dtype)
+        if self.attention_compute_dtype is not None:
+            check_dtype(self.attention_compute_dtype)
+        if self.compute_dtype in LOW_PRECISION_COMPUTE and self.weights_dtype != self.compute_dtype:
+            raise RooflineInputError(
+                f"compute_dtype {self.compute_dtype!r} with weights_dtype {self.weights_dtype!r} is not a real "
+                f"configuration: {self.compute_dtype} tensor cores take {self.compute_dtype} operands. Use "
+                f"weights_dtype={self.compute_dtype!r} too (W8A8/W4A4), or keep compute_dtype='bf16' for "
+                f"weight-only quantisation (weights dequantised on the fly)")
+        chunk = self.deltanet_chunk_tokens
+        if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+            raise RooflineInputError(f"deltanet_chunk_tokens must be a whole number >= 1, got {chunk!r}")
+
+    @property
+    def other_compute_dtype(self) -> str:
+        """The format whose peak rate runs every FLOP that is not a weight matmul."""
+        if self.attention_compute_dtype is not None:
+            return self.attention_compute_dtype
+        return "bf16" if self.compute_dtype in LOW_PRECISION_COMPUTE else self.compute_dtype
 
     @property
     def new_tokens_per_sequence(self) -> ArrayLike:
@@ -131,10 +170,20 @@ class _Traffic:
             return np.divide(self.flops, self.bytes)
 
     @property
+    def other_flops(self) -> ArrayLike:
+        """FLOPs that are not weight matmuls: attention, softmax, norms, elementwise, recurrence."""
+        return self.flops - self.weight_matmul_flops
+
+    @property
     def intensity_per_weight_byte(self) -> ArrayLike:
-        """FLOPs per weight byte (FLOP/byte): ≈ prompt length in prefill, ≈ batch in decode."""
+        """The weight lens: weight-matmul FLOPs per weight byte (FLOP/byte).
+
+        A weight matmul of T tokens does 2·T FLOPs per weight, so this is 2·T / bytes per weight:
+        ≈ batch in BF16 decode, ≈ batch × prompt in prefill, whatever the context. Attention's FLOPs
+        are left out on purpose: they come with their own bytes (the KV cache), not the weights'.
+        """
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.divide(self.flops, self.weight_bytes)
+            return np.divide(self.weight_matmul_flops, self.weight_bytes)
 
 
 @dataclass(frozen=True)
@@ -151,6 +200,7 @@ class OpCost(_Traffic):
     kv_write_bytes: ArrayLike = 0.0
     state_read_bytes: ArrayLike = 0.0
     state_write_bytes: ArrayLike = 0.0
+    weight_matmul_flops: ArrayLike = 0.0  #: the part of ``flops`` that multiplies by weights
     weight_params: int = 0  #: parameters this operator holds (per layer)
     active_weight_params: int = 0  #: parameters one token uses (routed experts only)
     note: str = ""
@@ -162,6 +212,7 @@ class OpCost(_Traffic):
             self,
             layers=1,
             flops=self.flops * k,
+            weight_matmul_flops=self.weight_matmul_flops * k,
             weight_bytes=self.weight_bytes * k,
             activation_bytes=self.activation_bytes * k,
             kv_read_bytes=self.kv_read_bytes * k,
@@ -175,6 +226,7 @@ class OpCost(_Traffic):
 
 _TOTAL_FIELDS = (
     "flops",
+    "weight_matmul_flops",
     "weight_bytes",
     "activation_bytes",
     "kv_read_bytes",
@@ -198,6 +250,7 @@ class ModelCost(_Traffic):
         object.__setattr__(self, "totals", totals)
 
     flops = property(lambda self: self.totals["flops"])
+    weight_matmul_flops = property(lambda self: self.totals["weight_matmul_flops"])
     weight_bytes = property(lambda self: self.totals["weight_bytes"])
     activation_bytes = property(lambda self: self.totals["activation_bytes"])
     kv_read_bytes = property(lambda self: self.totals["kv_read_bytes"])
@@ -236,12 +289,13 @@ class _Ctx:
         self.sb = bytes_per_element(w.state_dtype or model.state_dtype)
 
     def op(self, name, block, layers, *, flops=0.0, params=0, weight_bytes=None, act_read=0.0,
-           act_write=0.0, active_params=None, note="", **kv_state) -> OpCost:
+           act_write=0.0, active_params=None, note="", weight_matmul_flops=0.0, **kv_state) -> OpCost:
         return OpCost(
             name=name,
             block=block,
             layers=layers,
             flops=flops,
+            weight_matmul_flops=weight_matmul_flops,
             weight_bytes=params * self.wb if weight_bytes is None else weight_bytes,
             activation_bytes=(act_read + act_write) * self.ab,
             weight_params=int(params),
@@ -252,7 +306,8 @@ class _Ctx:
 
     def linear(self, name, block, layers, tokens, d_in, d_out, note="") -> OpCost:
         """A matmul of ``tokens`` rows by a d_in × d_out weight: 2·tokens·d_in·d_out FLOPs."""
-        return self.op(name, block, layers, flops=2.0 * tokens * d_in * d_out, params=d_in * d_out,
+        flops = 2.0 * tokens * d_in * d_out
+        return self.op(name, block, layers, flops=flops, weight_matmul_flops=flops, params=d_in * d_out,
                        act_read=tokens * d_in, act_write=tokens * d_out, note=note)
 
     def rmsnorm(self, name, block, layers, tokens, width, params) -> OpCost:
@@ -303,6 +358,8 @@ def _full_attention_ops(c: _Ctx, layers: int) -> list[OpCost]:
     ops.append(c.op("kv_cache_write", blk, layers, act_read=kv_new, kv_write_bytes=kv_new * c.kvb,
                     note="store the new tokens' K and V"))
     pairs, keys, score_elems = _attention_pairs(w, m.sliding_window)
+    if not w.flash_attention:
+        pairs = score_elems  # an eager kernel computes every score of the square, then masks
     qk_flops = 2.0 * hd * nq * pairs * b
     sm_flops = 5.0 * nq * pairs * b
     kv_read_k = b * keys * nkv * hd * c.kvb
@@ -319,7 +376,7 @@ def _full_attention_ops(c: _Ctx, layers: int) -> list[OpCost]:
             c.op("qk_scores (QKᵀ)", blk, layers, flops=qk_flops, act_read=q_elems, act_write=s,
                  kv_read_bytes=kv_read_k, note=f"{where}; the score matrix is written to HBM"),
             c.op("softmax", blk, layers, flops=sm_flops, act_read=s, act_write=s,
-                 note="5 FLOPs per score; reads and writes the whole score matrix"),
+                 note="5 FLOPs per score (mask included); reads and writes the whole score matrix"),
             c.op("score_v (P×V)", blk, layers, flops=qk_flops, act_read=s, act_write=q_elems,
                  kv_read_bytes=kv_read_k, note=f"{where}"),
         ]
@@ -340,6 +397,16 @@ def _deltanet_ops(c: _Ctx, layers: int) -> list[OpCost]:
     decode = w.phase == "decode"
     conv_state = b * conv * (K - 1) * c.ab
     state = b * nv * dk * dv * c.sb
+    if decode:
+        state_read, state_write = state, state
+        state_note = "recurrent state read and written every step"
+    else:
+        chunk = w.deltanet_chunk_tokens
+        chunks = np.ceil(w.prompt_tokens / chunk)
+        boundary = b * chunks * nv * dk * dv * c.ab  # one state per chunk, in the activations' format
+        state_read, state_write = boundary, boundary + state
+        state_note = (f"chunked kernel ({chunk}-token chunks): the state at every chunk boundary is "
+                      "written to HBM and read back by the output kernel; the final state written once")
     return [
         c.rmsnorm("input_norm", blk, layers, N, h, h),
         c.linear("in_proj_qkv", blk, layers, N, h, conv, note="queries, keys and values"),
@@ -354,9 +421,7 @@ def _deltanet_ops(c: _Ctx, layers: int) -> list[OpCost]:
              note="β = sigmoid(b), α = exp(−exp(A)·softplus(a + dt_bias)), L2-normalised q and k"),
         c.op("state_update+readout", blk, layers, flops=7.0 * N * nv * dk * dv,
              act_read=N * (2 * kd + vd + 2 * nv), act_write=N * vd,
-             state_read_bytes=state if decode else 0.0, state_write_bytes=state,
-             note=("recurrent state read and written every step" if decode
-                   else "chunked kernel: state kept on chip, written once at the end")),
+             state_read_bytes=state_read, state_write_bytes=state_write, note=state_note),
         c.op("gated_norm", blk, layers, flops=9.0 * N * vd, params=dv, act_read=2.0 * N * vd, act_write=N * vd,
              note="RMSNorm per head × SiLU(z)"),
         c.linear("out_proj", blk, layers, N, vd, h),
@@ -397,15 +462,18 @@ def _moe_ops(c: _Ctx, layers: int) -> list[OpCost]:
     gu_params, down_params = E * 2 * h * ie, E * ie * h
     return [
         c.rmsnorm("post_attention_norm", blk, layers, N, h, h),
-        c.op("router", blk, layers, flops=2.0 * N * h * E + 5.0 * N * E, params=h * E,
+        c.op("router", blk, layers, flops=2.0 * N * h * E + 5.0 * N * E, weight_matmul_flops=2.0 * N * h * E,
+             params=h * E,
              act_read=N * h, act_write=N * E, note="logits, softmax and top-k over the experts"),
-        c.op("experts_gate_up", blk, layers, flops=2.0 * routed * h * 2 * ie, params=gu_params,
+        c.op("experts_gate_up", blk, layers, flops=2.0 * routed * h * 2 * ie,
+             weight_matmul_flops=2.0 * routed * h * 2 * ie, params=gu_params,
              weight_bytes=touched * 2 * h * ie * c.wb, active_params=k * 2 * h * ie,
              act_read=routed * h, act_write=routed * 2 * ie,
              note=f"only the experts touched are read: E·(1 − (1 − {k}/{E})^tokens)"),
         c.op("experts_silu_mul", blk, layers, flops=5.0 * routed * ie, act_read=2.0 * routed * ie,
              act_write=routed * ie, note="SiLU(gate) × up"),
-        c.op("experts_down", blk, layers, flops=2.0 * routed * ie * h, params=down_params,
+        c.op("experts_down", blk, layers, flops=2.0 * routed * ie * h, weight_matmul_flops=2.0 * routed * ie * h,
+             params=down_params,
              weight_bytes=touched * ie * h * c.wb, active_params=k * ie * h,
              act_read=routed * ie, act_write=routed * h),
         c.op("expert_combine", blk, layers, flops=2.0 * routed * h, act_read=routed * h, act_write=N * h,
@@ -439,9 +507,10 @@ def model_cost(model: Model | str, workload: Workload | None = None, **workload_
         ops += _deltanet_ops(c, n_dn)
     ops += _moe_ops(c, m.num_hidden_layers) if m.is_moe else _mlp_ops(c, m.num_hidden_layers)
     last = "last position of each sequence only" if workload.phase == "prefill" else "one position per sequence"
-    ops.append(c.rmsnorm("final_norm", "head", 1, b, h, h))
+    ops.append(c.rmsnorm("final_norm", "head", 1, N, h, h))
     head_params = 0 if m.tie_word_embeddings else m.vocab_size * h
-    ops.append(c.op("lm_head", "head", 1, flops=2.0 * b * h * m.vocab_size, params=head_params,
+    ops.append(c.op("lm_head", "head", 1, flops=2.0 * b * h * m.vocab_size,
+                    weight_matmul_flops=2.0 * b * h * m.vocab_size, params=head_params,
                     weight_bytes=m.vocab_size * h * c.wb, act_read=b * h, act_write=b * m.vocab_size,
                     note=f"logits for the {last}"))
     return ModelCost(model=m, workload=workload, ops=tuple(ops))

@@ -9,7 +9,7 @@ from typing import Iterable, Sequence
 from .charts import Roof
 from .dtypes import check_dtype
 from .hardware import Measurement, Part, get_part, list_parts
-from .memory import max_batch_that_fits, weight_bytes
+from .memory import VLLM_DEFAULT_MEMORY_UTILIZATION, max_batch_that_fits, usable_capacity_bytes, weight_bytes
 from .models import get_model
 from .placement import place
 
@@ -81,14 +81,21 @@ class CapacityRow:
     capacity_bytes: float
     weight_bytes: float
     weights_fit: bool
-    max_batch: int
+    max_batch: int  #: with the whole capacity for weights + KV cache (the optimistic bound)
     decode_step_s: float | None  #: batch-1 decode lower bound, None if the weights do not fit
+    memory_utilization: float = 1.0  #: the share an engine may use (vLLM's default 0.9)
+    weights_fit_with_headroom: bool = False  #: the weights fit in capacity × memory_utilization
+    max_batch_with_headroom: int = 0  #: largest batch within capacity × memory_utilization
 
 
 def capacity_side_by_side(model: str, parts: Sequence[str], *, weights_dtype: str = "bf16",
-                          kv_dtype: str = "bf16", compute_dtype: str = "bf16", context_tokens: int = 8192
-                          ) -> list[CapacityRow]:
-    """Compute roof, bandwidth roof and capacity of several parts for one model and context."""
+                          kv_dtype: str = "bf16", compute_dtype: str = "bf16", context_tokens: int = 8192,
+                          memory_utilization: float = VLLM_DEFAULT_MEMORY_UTILIZATION) -> list[CapacityRow]:
+    """Compute roof, bandwidth roof and capacity of several parts for one model and context.
+
+    Each row gives the fit and the largest batch twice: with the whole (binary) capacity, and with
+    ``memory_utilization`` of it (vLLM's default 0.9), the headroom a serving engine keeps.
+    """
     check_dtype(weights_dtype)
     m = get_model(model)
     rows = []
@@ -107,5 +114,9 @@ def capacity_side_by_side(model: str, parts: Sequence[str], *, weights_dtype: st
             weights_fit=fits,
             max_batch=max_batch_that_fits(m, p, context_tokens, weights_dtype=weights_dtype, kv_dtype=kv_dtype),
             decode_step_s=float(step.time_lower_bound_s) if fits else None,
+            memory_utilization=memory_utilization,
+            weights_fit_with_headroom=w <= usable_capacity_bytes(p, memory_utilization),
+            max_batch_with_headroom=max_batch_that_fits(m, p, context_tokens, weights_dtype=weights_dtype,
+                                                        kv_dtype=kv_dtype, memory_utilization=memory_utilization),
         ))
     return rows

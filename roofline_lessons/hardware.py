@@ -13,6 +13,7 @@ from typing import Mapping
 from ._catalog import load_catalog
 from .dtypes import check_dtype
 from .errors import RooflineInputError, unknown_name_error
+from .units import GiB
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Part:
     vendor: str
     memory_type: str
     memory_bandwidth_bytes_per_s: float
-    memory_capacity_bytes: float  #: SI bytes as the vendor states them (80 GB = 80e9)
+    memory_capacity_bytes: float  #: binary: a vendor's "80 GB" of HBM is 80 GiB = 80 × 2^30 bytes
     dense_flops_per_s: Mapping[str, float]
     sparse_flops_per_s: Mapping[str, float]
     source: str
@@ -80,6 +81,14 @@ class Part:
         return tuple(m for m in self.measured if quantity is None or m.quantity == quantity)
 
 
+def _capacity_bytes(part_id: str, entry: dict) -> float:
+    """Device memory in bytes from the catalog's ``memory_capacity_gib`` (vendors' GB of HBM are GiB)."""
+    if "memory_capacity_gib" not in entry:
+        raise ValueError(f"hardware.toml: part {part_id!r} needs memory_capacity_gib (the vendor's 'GB' of "
+                         "device memory, which is binary)")
+    return float(entry["memory_capacity_gib"]) * GiB
+
+
 def _part_from_entry(part_id: str, entry: dict) -> Part:
     dense = {check_dtype(k): float(v) for k, v in entry["dense_flops_per_s"].items()}
     sparse = {check_dtype(k): float(v) for k, v in entry.get("sparse_flops_per_s", {}).items()}
@@ -102,7 +111,7 @@ def _part_from_entry(part_id: str, entry: dict) -> Part:
         vendor=entry["vendor"],
         memory_type=entry["memory_type"],
         memory_bandwidth_bytes_per_s=float(entry["memory_bandwidth_bytes_per_s"]),
-        memory_capacity_bytes=float(entry["memory_capacity_bytes"]),
+        memory_capacity_bytes=_capacity_bytes(part_id, entry),
         dense_flops_per_s=MappingProxyType(dense),
         sparse_flops_per_s=MappingProxyType(sparse),
         source=entry["source"],

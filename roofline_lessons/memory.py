@@ -1,7 +1,10 @@
 """Memory capacity, the third number under the roofs: does the workload fit?
 
 Footprint = weights + KV cache + recurrent state (activations are transient and not counted).
-All sizes in bytes; capacities are SI bytes as vendors quote them.
+All sizes in bytes. Capacities are binary: a vendor's "80 GB" of HBM is 80 GiB (80 × 2^30 bytes),
+while a vendor's GB/s of bandwidth is SI. Serving engines do not hand the whole capacity to the
+model: vLLM's ``gpu_memory_utilization`` (0.9 by default) caps what it may use, the rest is left
+for the CUDA context, activations and fragmentation; ``memory_utilization`` models that headroom.
 """
 
 from __future__ import annotations
@@ -12,8 +15,28 @@ import numpy as np
 
 from .costs import Workload
 from .dtypes import bytes_per_element, check_dtype
+from .errors import RooflineInputError
 from .hardware import Part, get_part
 from .models import Model, get_model
+
+
+#: vLLM's default ``gpu_memory_utilization`` (vLLM engine arguments): the share of device memory
+#: the engine may use for weights, KV cache and activations.
+VLLM_DEFAULT_MEMORY_UTILIZATION = 0.9
+
+
+def check_memory_utilization(value) -> float:
+    """A fraction of device memory in (0, 1]; a clear error otherwise."""
+    if isinstance(value, (bool, str, bytes)) or value is None:
+        raise RooflineInputError(f"memory_utilization must be a number in (0, 1], got {value!r}")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise RooflineInputError(f"memory_utilization must be a number in (0, 1], got {value!r}") from None
+    if not 0.0 < v <= 1.0:
+        raise RooflineInputError(f"memory_utilization must be a number in (0, 1], got {value!r} "
+                                 f"(vLLM's default is {VLLM_DEFAULT_MEMORY_UTILIZATION})")
+    return v
 
 
 @dataclass(frozen=True)
@@ -66,18 +89,32 @@ def footprint(model: Model | str, workload: Workload) -> Footprint:
     )
 
 
+def usable_capacity_bytes(part: Part | str, memory_utilization: float = 1.0) -> float:
+    """Bytes of device memory the engine may fill: capacity (binary) × ``memory_utilization``."""
+    return get_part(part).memory_capacity_bytes * check_memory_utilization(memory_utilization)
+
+
+def free_bytes_after_weights(model: Model | str, part: Part | str, weights_dtype: str = "bf16",
+                             memory_utilization: float = 1.0) -> float:
+    """Usable capacity left for KV cache and state once the weights are loaded (negative: no fit)."""
+    return usable_capacity_bytes(part, memory_utilization) - weight_bytes(model, weights_dtype)
+
+
 def max_batch_that_fits(model: Model | str, part: Part | str, cached_tokens, *, weights_dtype: str = "bf16",
                         kv_dtype: str = "bf16", state_dtype: str | None = None,
-                        activations_dtype: str = "bf16", capacity_fraction: float = 1.0):
+                        activations_dtype: str = "bf16", memory_utilization: float = 1.0):
     """Largest batch whose weights + KV cache + state fit in the part's memory (0 if none fits).
 
-    ``cached_tokens`` is the context each sequence holds; ``capacity_fraction`` leaves headroom
-    (for activations, the runtime, fragmentation) when below 1.
+    ``cached_tokens`` is the context each sequence holds. ``memory_utilization`` is the share of
+    the capacity the engine may use (1.0: all of it, the optimistic bound; vLLM's default is
+    :data:`VLLM_DEFAULT_MEMORY_UTILIZATION`); the rest is headroom for activations, the runtime and
+    fragmentation.
     """
     for dt in (weights_dtype, kv_dtype, activations_dtype):
         check_dtype(dt)
+    util = check_memory_utilization(memory_utilization)
     m, p = get_model(model), get_part(part)
-    free = p.memory_capacity_bytes * capacity_fraction - weight_bytes(m, weights_dtype)
+    free = usable_capacity_bytes(p, util) - weight_bytes(m, weights_dtype)
     per_seq = kv_cache_bytes_per_sequence(m, cached_tokens, kv_dtype) + state_bytes_per_sequence(
         m, state_dtype, activations_dtype)
     with np.errstate(divide="ignore"):

@@ -31,6 +31,7 @@ class Model:
     head_dim: int  #: its own field: Qwen3 and Qwen3.8-27B do not have head_dim = hidden / heads
     intermediate_size: int
     vocab_size: int
+    max_context_tokens: int  #: config.json max_position_embeddings: the longest context it was built for
     tie_word_embeddings: bool = False
     qk_norm: bool = False
     attn_output_gate: bool = False

@@ -121,7 +121,8 @@ check.h100_measured_ridge(measured_ridge)
 # ## Exercise 2.6 — capacity: a 70B model on one H200
 #
 # Llama-3.1-70B with FP8 weights and a BF16 KV cache (320 KiB per token), 8,192 tokens per
-# sequence. How many sequences fit on one H200 at most? (Weights + KV only; a whole number.)
+# sequence. How many sequences fit on one H200 at most, using all of its memory? (Weights + KV
+# only; a whole number. Remember which "GB" the capacity is in.)
 
 # %%
 # BEGIN SOLUTION
@@ -131,5 +132,8 @@ batch_that_fits = int(free_bytes // (8192 * 320 * 1024))
 check.llama70b_fp8_batch_on_h200(batch_that_fits)
 
 # %% [markdown] tags=["solution"]
-# The FP8 weights take about 70.6 GB, leaving about 70 GB; each sequence's 8,192-token KV cache is
-# 2.7 GB, so 26 sequences fit. In BF16 the weights alone would not fit at all.
+# The H200's "141 GB" is 141 GiB ≈ 151.4 × 10⁹ bytes. The FP8 weights take about 70.6 × 10⁹ bytes
+# (65.7 GiB), leaving about 75.3 GiB; each sequence's 8,192-token KV cache is 2.5 GiB, so 30
+# sequences fit. Reading the capacity as 141 × 10⁹ bytes gives 26 — the SI trap. At vLLM's
+# default `gpu_memory_utilization` of 0.9 the same arithmetic gives fewer: try
+# `max_batch_that_fits(..., memory_utilization=0.9)`.

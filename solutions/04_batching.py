@@ -2,6 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -17,6 +22,8 @@
 # *This is the solutions notebook. `exercises/04_batching.ipynb` is generated from it.*
 
 # %%
+import math
+
 from roofline_lessons import get_model, get_part, place
 from roofline_lessons.checks import lesson04 as check
 from roofline_lessons.memory import state_bytes_per_sequence, weight_bytes
@@ -29,18 +36,18 @@ print(f"H100 SXM: {si(h100.peak_flops_per_s('bf16'), 'FLOP/s')} dense BF16, {si(
 # %% [markdown]
 # ## Exercise 4.1 — by hand: the critical batch by the weight lens
 #
-# Per weight byte, decode intensity is about the batch size. At what batch does it reach the
-# H100 SXM's BF16 ridge? (Within 5 %.)
+# Per weight byte, decode intensity is about the batch size. At what batch does it first reach
+# the H100 SXM's BF16 ridge? (A batch is a whole number of sequences; within 3 %.)
 
 # %%
 # BEGIN SOLUTION
-critical = 989.4e12 / 3.35e12
+critical = math.ceil(989.4e12 / 3.35e12)
 # END SOLUTION
 check.weight_lens_critical_batch(critical)
 
 # %% [markdown] tags=["solution"]
-# About 295 sequences — the ridge itself. (The all-traffic lens, with KV caches, says much later
-# or never.)
+# 989.4 ÷ 3.35 = 295.3, so batch 296 — the ridge itself, rounded up. (The all-traffic lens, with
+# KV caches, says much later or never.)
 
 # %% [markdown]
 # ## Exercise 4.2 — throughput at batch 64
@@ -75,8 +82,9 @@ fit = int((get_part("h200").memory_capacity_bytes - weight_bytes(qwen)) // per_s
 check.qwen38_fit_on_h200(fit)
 
 # %% [markdown] tags=["solution"]
-# Each sequence needs 8.6 GB of KV cache plus about 0.15 GB of state; 87 GB are free after the
-# weights: 9 sequences.
+# Each sequence needs 8 GiB of KV cache plus about 0.14 GiB of state; about 91 GiB are free after
+# the weights (141 GiB is 151.4 × 10⁹ bytes): 11 sequences. Reading "141 GB" as 141 × 10⁹ bytes
+# gives 9 — the SI trap the checker names.
 
 # %% [markdown]
 # ## Exercise 4.4 — experts touched

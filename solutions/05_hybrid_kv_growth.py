@@ -2,6 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -71,7 +76,8 @@ crossing_tokens = weights_read / (16 * qwen.kv_bytes_per_token())
 check.crossing_at_batch16(crossing_tokens)
 
 # %% [markdown] tags=["solution"]
-# About 51 GB of weights ÷ (16 × 64 KiB) ≈ 49,000 tokens: well inside the model's context window.
+# About 51 GB of weights ÷ (16 × 64 KiB) ≈ 49,000 tokens. Compare it with `qwen.max_context_tokens`, the
+# longest context in the model's config.json (`max_position_embeddings`).
 
 # %% [markdown]
 # ## Exercise 5.4 — the counterfactual on an H200
@@ -88,8 +94,8 @@ variant_batch = int(free // (131072 * variant.kv_bytes_per_token() + state_bytes
 check.all_attention_batch_on_h200(variant_batch)
 
 # %% [markdown] tags=["solution"]
-# 256 KiB per token × 131,072 tokens = 34 GB per sequence: two sequences, against nine for the
-# hybrid.
+# 256 KiB per token × 131,072 tokens = 32 GiB per sequence: two sequences in the H200's 141 GiB,
+# against eleven for the hybrid.
 
 # %% [markdown]
 # ## Exercise 5.5 — which dot moves?

@@ -25,6 +25,8 @@ def test_fp8_moves_the_ridge():
     bf16 = lesson01_view("llama-3.1-8b", "h100-sxm", "bf16", "prefill", 1, 4096)
     fp8 = lesson01_view("llama-3.1-8b", "h100-sxm", "fp8", "prefill", 1, 4096)
     assert fp8.ridge_point_flop_per_byte == pytest.approx(2 * bf16.ridge_point_flop_per_byte, rel=1e-3)
+    # the format is the weights' and activations' too, so the point moves right (half the bytes)
+    assert fp8.intensity_flop_per_byte == pytest.approx(2 * bf16.intensity_flop_per_byte, rel=0.02)
 
 
 def test_bad_combination_is_explained_not_raised():

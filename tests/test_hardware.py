@@ -71,3 +71,17 @@ def test_measured_figures_carry_sources():
     for pid in IDS:
         for x in get_part(pid).measured:
             assert x.source and x.value > 0
+
+
+def test_device_memory_is_binary():
+    """A vendor's '80 GB' of HBM is 80 GiB (five 16 GiB stacks on an H100); nvidia-smi shows 81,559 MiB of
+    an H100 SXM's 81,920 MiB, which an SI reading (76,294 MiB) could not hold."""
+    from roofline_lessons.hardware import list_parts
+
+    assert get_part("h100-sxm").memory_capacity_bytes == 80 * 2**30
+    assert get_part("h200").memory_capacity_bytes == 141 * 2**30
+    assert get_part("h100-sxm").memory_capacity_bytes > 81_559 * 2**20
+    assert get_part("h200").memory_capacity_bytes > 143_771 * 2**20 * 0.99
+    for pid in list_parts():
+        cap = get_part(pid).memory_capacity_bytes
+        assert cap % 2**30 == 0, pid  # whole GiB, never an SI count of bytes

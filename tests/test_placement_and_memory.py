@@ -47,7 +47,7 @@ def test_footprint_and_capacity():
 def test_largest_batch_that_fits():
     b = max_batch_that_fits("llama-3.1-8b", "h100-sxm", 8192)
     per_seq = 8192 * 128 * 1024
-    assert b == int((80e9 - weight_bytes("llama-3.1-8b")) // per_seq)
+    assert b == int((80 * 2**30 - weight_bytes("llama-3.1-8b")) // per_seq)  # "80 GB" of HBM is 80 GiB
     ctx = np.array([1024, 8192, 131072])
     bs = max_batch_that_fits("qwen3.8-27b", "h200", ctx)
     assert list(bs) == sorted(bs, reverse=True)
@@ -56,8 +56,27 @@ def test_largest_batch_that_fits():
 
 def test_compute_dtype_the_part_lacks():
     with pytest.raises(RooflineInputError, match="a100-80gb has no fp8"):
-        place("llama-3.1-8b", "a100-80gb", phase="decode", compute_dtype="fp8")
+        place("llama-3.1-8b", "a100-80gb", phase="decode", compute_dtype="fp8", weights_dtype="fp8")
 
+
+def test_fp8_compute_needs_fp8_weights():
+    """FP8 tensor cores take FP8 operands: 'FP8 compute' over BF16 weights is not a configuration."""
+    with pytest.raises(RooflineInputError, match="not a real configuration"):
+        place("llama-3.1-8b", "h100-sxm", phase="decode", compute_dtype="fp8")
+    place("llama-3.1-8b", "h100-sxm", phase="decode", weights_dtype="fp8")  # weight-only: fine
+
+
+def test_w8a8_runs_attention_at_the_bf16_rate():
+    kw = dict(phase="prefill", prompt_tokens=32768)
+    w8a8 = place("llama-3.1-8b", "h100-sxm", weights_dtype="fp8", compute_dtype="fp8", **kw)
+    c = w8a8.cost
+    expected = c.weight_matmul_flops / 1978.9e12 + c.other_flops / 989.4e12
+    assert w8a8.compute_time_s == pytest.approx(expected)
+    assert 989.4e12 < w8a8.peak_flops_per_s < 1978.9e12  # a blend, weighted by where the FLOPs are
+    all_fp8 = place("llama-3.1-8b", "h100-sxm", weights_dtype="fp8", compute_dtype="fp8",
+                    attention_compute_dtype="fp8", **kw)
+    assert all_fp8.peak_flops_per_s == 1978.9e12
+    assert all_fp8.time_lower_bound_s < w8a8.time_lower_bound_s
 
 def test_to_dict_has_every_field():
     d = place("qwen3.8-27b", "h100-sxm", phase="decode").to_dict()
@@ -69,3 +88,19 @@ def test_to_dict_has_every_field():
     total = sum(op["flops"] for op in d["ops"])
     assert total == pytest.approx(d["flops"])
     assert sum(op["bytes"] for op in d["ops"]) == pytest.approx(d["bytes"])
+
+
+def test_memory_utilization_headroom():
+    from roofline_lessons.memory import VLLM_DEFAULT_MEMORY_UTILIZATION, max_batch_that_fits, usable_capacity_bytes
+
+    assert VLLM_DEFAULT_MEMORY_UTILIZATION == 0.9
+    full = max_batch_that_fits("llama-3.1-8b", "h100-sxm", 8192)
+    ninety = max_batch_that_fits("llama-3.1-8b", "h100-sxm", 8192, memory_utilization=0.9)
+    assert 0 < ninety < full
+    assert usable_capacity_bytes("h200", 0.9) == pytest.approx(0.9 * 141 * 2**30)
+    # Llama-3.1-70B in BF16 fits an H200 (141 GiB) with all its memory, not at vLLM's 0.9
+    assert max_batch_that_fits("llama-3.1-70b", "h200", 8192) >= 1
+    assert max_batch_that_fits("llama-3.1-70b", "h200", 8192, memory_utilization=0.9) == 0
+    for bad in (0, 1.2, -0.5, "0.9", None):
+        with pytest.raises(RooflineInputError, match="memory_utilization"):
+            max_batch_that_fits("llama-3.1-8b", "h100-sxm", 8192, memory_utilization=bad)

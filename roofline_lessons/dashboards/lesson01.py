@@ -44,7 +44,10 @@ def lesson01_view(model_id: str, part_id: str, dtype: str, phase: str, batch: in
     """
     try:
         fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
-        p = place(model_id, part_id, phase=phase, batch=batch, compute_dtype=dtype, **fields)
+        # One format throughout (weights, activations, KV cache, every matmul): a real W8A8/W4A4
+        # recipe when dtype is 8 or 4 bits, so the point moves (fewer bytes) as well as the ridge.
+        p = place(model_id, part_id, phase=phase, batch=batch, compute_dtype=dtype, weights_dtype=dtype,
+                  activations_dtype=dtype, kv_dtype=dtype, attention_compute_dtype=dtype, **fields)
     except RooflineInputError as exc:
         return Lesson01View("Roofline", None, None, None, None, None, None, None, None, None,
                             verdict=f"Cannot place this: {exc}", error=str(exc))
@@ -66,7 +69,7 @@ def lesson01_view(model_id: str, part_id: str, dtype: str, phase: str, batch: in
                    f"({ridge:,.0f}). The compute roof caps it: shop for FLOPs (a faster format, better "
                    f"tensor-core use).")
     return Lesson01View(
-        title=f"{p.model.name} on {part.name} ({dtype})",
+        title=f"{p.model.name} on {part.name} ({dtype} throughout)",
         roof=roof,
         point=point,
         ridge_point_flop_per_byte=ridge,
