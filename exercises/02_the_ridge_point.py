@@ -86,7 +86,8 @@ check.h100_measured_ridge(measured_ridge)
 # ## Exercise 2.6 — capacity: a 70B model on one H200
 #
 # Llama-3.1-70B with FP8 weights and a BF16 KV cache (320 KiB per token), 8,192 tokens per
-# sequence. How many sequences fit on one H200 at most? (Weights + KV only; a whole number.)
+# sequence. How many sequences fit on one H200 at most, using all of its memory? (Weights + KV
+# only; a whole number. Remember which "GB" the capacity is in.)
 
 # %%
 free_bytes = ...  # your answer here

@@ -38,11 +38,13 @@ check.llama8b_ttft_ms(ttft_ms)
 # %% [markdown]
 # ## Exercise 3.2 — time per output token
 #
-# Same model and part, batch 1, with 8,192 tokens already cached. Decode is memory-bound: each step
-# reads all the weights and the whole KV cache. What is the lower bound on the time per output
-# token, in **milliseconds**?
+# Same model and part, batch 1, with 32,768 tokens already cached. Decode is memory-bound: each
+# step reads the weights and the whole KV cache. What is the lower bound on the time per output
+# token, in **milliseconds** (within 3 %)? Careful with the embedding table: a decode step looks
+# up one row of it, not all of it (the lm_head is a separate matrix and is read in full).
 
 # %%
+embedding_bytes = ...  # your answer here
 step_bytes = ...  # your answer here
 tpot_ms = ...  # your answer here
 check.llama8b_tpot_ms(tpot_ms)

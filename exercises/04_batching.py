@@ -14,6 +14,8 @@
 # Replace each `...` with your answer and run the cell. Exercise 4.1 is for pencil and paper.
 
 # %%
+import math
+
 from roofline_lessons import get_model, get_part, place
 from roofline_lessons.checks import lesson04 as check
 from roofline_lessons.memory import state_bytes_per_sequence, weight_bytes
@@ -26,8 +28,8 @@ print(f"H100 SXM: {si(h100.peak_flops_per_s('bf16'), 'FLOP/s')} dense BF16, {si(
 # %% [markdown]
 # ## Exercise 4.1 — by hand: the critical batch by the weight lens
 #
-# Per weight byte, decode intensity is about the batch size. At what batch does it reach the
-# H100 SXM's BF16 ridge? (Within 5 %.)
+# Per weight byte, decode intensity is about the batch size. At what batch does it first reach
+# the H100 SXM's BF16 ridge? (A batch is a whole number of sequences; within 3 %.)
 
 # %%
 critical = ...  # your answer here

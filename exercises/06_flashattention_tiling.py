@@ -60,6 +60,7 @@ m = ...  # your answer here
 growth = ...  # your answer here
 check.bytes_ratio_when_n_doubles(growth)
 
+
 # %% [markdown]
 # ## Exercise 6.4 — the online softmax
 #

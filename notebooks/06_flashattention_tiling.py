@@ -2,6 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -15,11 +20,15 @@
 #
 # 1. count the HBM traffic of standard attention, Θ(N·d + N²), and of FlashAttention, Θ(N²·d²/M),
 #    and say where each term comes from;
-# 2. run a tiled attention with an online softmax that is exact, and watch the bytes it moves
-#    between HBM and a bounded on-chip SRAM;
-# 3. place attention on the roofline with and without tiling, for prompts from 512 to 128 K tokens
-#    and for the SRAM of an A100, an H100 and a B200;
-# 4. explain what tiling does **not** fix: decode attention.
+# 2. run two exact tiled attentions with an online softmax — the original FlashAttention loop order
+#    and the FlashAttention-2 order — and count the bytes each moves between HBM and a bounded
+#    on-chip SRAM;
+# 3. tell the *compulsory* bytes the cost model charges apart from the traffic a tiled kernel
+#    moves, and say what closes the gap;
+# 4. place attention on the roofline with and without tiling, for prompts from 512 to 128 K tokens,
+#    for the SRAM of an A100, an H100 and a B200, and for Qwen3.8-27B's head dimension of 256;
+# 5. quote a measured FlashAttention-3 rate with its conditions, and explain what tiling does
+#    **not** fix: decode attention.
 
 # %%
 # %matplotlib inline
@@ -27,11 +36,13 @@ import numpy as np
 
 from roofline_lessons import get_model, get_part
 from roofline_lessons.charts import Roof, point_on_roof, roofline_chart
+from roofline_lessons.costs import model_cost
 from roofline_lessons.datasheets import best_measurement
 from roofline_lessons.display import md, show_table
-from roofline_lessons.flash import (attention_flops, compulsory_hbm_bytes, decode_attention_intensity,
+from roofline_lessons.flash import (attention_flops, attention_layer_bytes, attention_matmul_flops, comparative,
+                                    compulsory_hbm_bytes, decode_attention_intensity, flash2_hbm_bytes,
                                     flash_block_sizes, flash_hbm_bytes, naive_attention, standard_hbm_bytes,
-                                    tiled_attention)
+                                    tiled_attention, tiled_attention_fa2)
 from roofline_lessons.units import binary, si
 
 # %% [markdown]
@@ -40,46 +51,102 @@ from roofline_lessons.units import binary, si
 # Attention for one head is $O = \mathrm{softmax}(QK^\top/\sqrt d)\,V$ with $Q, K, V$ of $N \times d$.
 # A straightforward implementation writes the $N \times N$ score matrix $S$ to HBM, reads it back
 # for the softmax, writes the probabilities $P$, and reads them again to multiply by $V$. Its
-# traffic is $4Nd + 4N^2$ elements: once $N$ passes $d$, the $N^2$ term is everything.
+# traffic is $4Nd + 4N^2$ elements; at $N = d$ the two terms are equal, and for $N \gg d$ the
+# $N^2$ term is nearly all of it:
 
 # %%
 d = 128
 for n in (512, 8192, 131072):
     std = float(standard_hbm_bytes(n, d))
     print(f"N = {n:>7,}: {si(std, 'B'):>9} per head in BF16, of which the N×N matrices are "
-          f"{4 * n * n / (4 * n * d + 4 * n * n):.0%}")
+          f"{4 * n * n / (4 * n * d + 4 * n * n):.1%}")
 
 # %% [markdown]
-# ## Tiling with an online softmax
+# Its intensity follows: about $4d$ FLOPs per query–key pair (two matmuls, plus a few for the
+# softmax) against 4 score elements moved per pair. With 2-byte elements that is about $d/2$
+# FLOP/byte with every pair computed, and about $d/4$ for a causal kernel that computes half the
+# pairs but still writes and reads the whole $N \times N$ matrix:
+
+# %%
+n = 131072
+for causal in (False, True):
+    i_std = float(attention_flops(n, d, causal) / standard_hbm_bytes(n, d))
+    print(f"{'causal' if causal else 'full'}: {i_std:.1f} FLOP/byte at N = {n:,}, d = {d} "
+          f"(d/2 = {d / 2:g}, d/4 = {d / 4:g})")
+
+# %% [markdown]
+# ## Tiling with an online softmax, in two loop orders
 #
 # FlashAttention never writes $S$ or $P$. It cuts $K, V$ into blocks of $B_c$ rows and $Q$ into
 # blocks of $B_r$ rows small enough to sit in on-chip SRAM of size $M$, computes one tile of
 # scores at a time, and keeps for every query row a running maximum $m$ and a running sum $\ell$
-# so the softmax can be corrected as new tiles arrive (the *online softmax*). The paper's block
-# sizes are $B_c = \lceil M/4d \rceil$ and $B_r = \min(\lceil M/4d\rceil, d)$.
+# so the softmax can be corrected as new tiles arrive (the *online softmax*). The FlashAttention
+# paper's block sizes are $B_c = \lceil M/4d \rceil$ and $B_r = \min(\lceil M/4d\rceil, d)$, with $M$
+# counted in elements.
 #
-# The package implements this in numpy (Algorithm 1 of the paper). The simulated SRAM refuses to
-# hold more than $M$ bytes, so the block sizes are the paper's, trimmed where the score tile
-# would not fit. First: is it exact?
+# The package implements two loop orders, both in numpy, both exact:
+#
+# - **Algorithm 1 of FlashAttention** (Dao et al. 2022): the *outer* loop walks key/value blocks
+#   $K_j, V_j$, each loaded once; the *inner* loop walks query blocks and, for every tile, loads
+#   $Q_i$, $O_i$, $\ell_i$, $m_i$ from HBM, updates them and writes $O_i$, $\ell_i$, $m_i$ back. The
+#   output is re-read and re-written once per key block.
+# - **The FlashAttention-2 order** (Dao 2023; FlashAttention-3 keeps it): the *outer* loop walks
+#   query blocks; $Q_i$ is loaded once, $O_i$, $\ell_i$, $m_i$ stay on chip, and the inner loop
+#   streams $K_j, V_j$ — so $K$ and $V$ are read once per query block. $O_i$ is normalised once at
+#   the end and written once, with the log-sum-exp $L_i = m_i + \log \ell_i$ (one number per row).
+#
+# Both hold the same working set ($Q_i$, $O_i$, $K_j$, $V_j$, a score tile, row statistics), so
+# both use the paper's block sizes, trimmed where the score tile would not fit; the simulated SRAM
+# refuses to hold more than $M$ bytes. First: are they exact?
 
 # %%
 rng = np.random.default_rng(0)
 q, k, v = (rng.standard_normal((1000, 64)) for _ in range(3))
-for causal in (False, True):
-    out, traffic = tiled_attention(q, k, v, sram_bytes=64 * 1024, causal=causal)
-    error = np.abs(out - naive_attention(q, k, v, causal=causal)).max()
-    print(f"causal={causal!s:5}: max |tiled − naive| = {error:.1e}; tiles {traffic.block_rows} × {traffic.block_cols}; "
-          f"SRAM peak {binary(traffic.sram_peak_bytes)} of {binary(64 * 1024)}; HBM {si(traffic.hbm_bytes, 'B')} "
-          f"(float64) in {len(traffic.visited):,} tiles")
-assert error < 1e-10
+sram_small = 64 * 1024
+errors = []
+for name, kernel in (("Algorithm 1", tiled_attention), ("FlashAttention-2 order", tiled_attention_fa2)):
+    for causal in (False, True):
+        out, traffic = kernel(q, k, v, sram_bytes=sram_small, causal=causal)
+        errors.append(float(np.abs(out - naive_attention(q, k, v, causal=causal)).max()))
+        print(f"{name:>22}, causal={causal!s:5}: max |tiled − naive| = {errors[-1]:.1e}; "
+              f"tiles {traffic.block_rows} × {traffic.block_cols}; SRAM peak {binary(traffic.sram_peak_bytes)} "
+              f"of {binary(sram_small)}; HBM {si(traffic.hbm_bytes, 'B')} (float64) in {len(traffic.visited):,} tiles")
+assert max(errors) < 1e-10
 
 # %% [markdown]
-# Exact to rounding, and the working set stayed within the SRAM. The traffic count follows the
-# theorem's shape: bytes grow as $N^2$ and $d^2$ and shrink as $1/M$.
+# Exact to rounding, and the working set stayed within the SRAM. Each simulation's byte count
+# has a closed form, which works for any $N$ without running the kernel. Checked against the
+# simulations (float64, so 8 bytes per element):
+
+# %%
+rows = []
+for n_small, causal in ((1000, False), (1000, True), (333, True)):
+    q, k, v = (rng.standard_normal((n_small, 64)) for _ in range(3))
+    sim1 = tiled_attention(q, k, v, sram_small, causal)[1].hbm_bytes
+    sim2 = tiled_attention_fa2(q, k, v, sram_small, causal)[1].hbm_bytes
+    form1 = flash_hbm_bytes(n_small, 64, sram_small, 8, causal)
+    form2 = flash2_hbm_bytes(n_small, 64, sram_small, 8, causal)
+    assert sim1 == form1 and sim2 == form2
+    rows.append([f"{n_small:,}", causal, f"{sim1:,}", f"{form1:,.0f}", f"{sim2:,}", f"{form2:,.0f}"])
+show_table(["N (d = 64)", "causal", "Algorithm 1: simulated", "closed form", "FA-2 order: simulated", "closed form"],
+           rows)
+
+# %% [markdown]
+# Where the bytes go, for $N$ much larger than the tiles:
+#
+# - Algorithm 1 reads $Q_i$ and $O_i$ and writes $O_i$ for every key block (plus $\ell_i$, $m_i$):
+#   about $3Nd \cdot \lceil N/B_c \rceil$ elements, or $3d/B_c$ elements per query–key pair.
+# - The FlashAttention-2 order reads $K$ and $V$ for every query block: about
+#   $2Nd \cdot \lceil N/B_r \rceil$ elements, or $2d/B_r$ per pair; $Q$, $O$ and $L$ are moved once.
+# - Standard attention moves 4 elements per pair (the $N \times N$ matrices).
+#
+# So tiling removes the $N \times N$ matrices from HBM, but not the $N^2$ growth: the re-reads are
+# still Θ(N²·d²/M) bytes (Theorem 2 of the paper). With $B_c \approx M/4d$, the bytes grow as $N^2$
+# and $d^2$ and shrink as $1/M$ — shown here for Algorithm 1, the order the theorem is about:
 
 # %%
 base = flash_hbm_bytes(8192, 64, 64 * 1024, 2)
-show_table(["change", "HBM bytes", "ratio"], [
+show_table(["Algorithm 1, BF16", "HBM bytes", "ratio"], [
     ["N = 8,192, d = 64, M = 64 KiB", si(base, "B"), "1"],
     ["N doubled", si(flash_hbm_bytes(16384, 64, 64 * 1024, 2), "B"), f"{flash_hbm_bytes(16384, 64, 64 * 1024, 2) / base:.2f}"],
     ["d doubled", si(flash_hbm_bytes(8192, 128, 64 * 1024, 2), "B"), f"{flash_hbm_bytes(8192, 128, 64 * 1024, 2) / base:.2f}"],
@@ -87,80 +154,233 @@ show_table(["change", "HBM bytes", "ratio"], [
 ])
 
 # %% [markdown]
-# ## On the roofline: the dot moves right
-#
-# Per head, attention does about $4Nd$ FLOPs per query (half that many query–key pairs when
-# causal). Divide by each traffic count and place it on the H100's BF16 roof. Three versions:
-# standard; tiled in one SM's SRAM (the count above); and the ideal floor where $Q, K, V$ are read
-# once and $O$ written once.
+# In the FlashAttention-2 order the tile that matters is $B_r$, and with the paper's
+# $B_r = \min(\lceil M/4d \rceil, d)$ it stops growing at $d$: a larger SRAM then no longer cuts
+# the re-reads. Per query–key pair, counting every tile as an HBM access, tiling beats standard
+# attention's 4 elements only when $3d/B_c < 4$ (Algorithm 1) or $2d/B_r < 4$ (FlashAttention-2
+# order). (A causal standard kernel still moves the whole $N \times N$ matrix for half the pairs,
+# which gives tiling a further factor of about 2 there.) Elements per pair from the closed forms,
+# full attention at N = 131,072:
 
 # %%
 h100 = get_part("h100-sxm")
-roof = Roof("H100 SXM, BF16", h100.peak_flops_per_s("bf16"), h100.memory_bandwidth_bytes_per_s)
 sram = h100.shared_memory_per_sm_bytes
+rows, n_big = [], 131072
+for hd in (64, 128, 256):
+    sizes = flash_block_sizes(sram, hd, 2)
+    per_pair_1 = flash_hbm_bytes(n_big, hd, sram, 2) / 2 / n_big**2  # bytes → elements, per pair
+    per_pair_2 = flash2_hbm_bytes(n_big, hd, sram, 2) / 2 / n_big**2
+    words = ("more", "fewer", "as many")
+    rows.append([hd, f"{sizes.rows} × {sizes.cols}", f"{per_pair_1:.2f}", f"{per_pair_2:.2f}",
+                 f"{float(standard_hbm_bytes(n_big, hd)) / 2 / n_big**2:.2f}",
+                 f"{comparative(per_pair_1, 4, words)} / {comparative(per_pair_2, 4, words)}"])
+show_table(["head dim d", f"tile B_r × B_c in {binary(sram)}", "Algorithm 1: elements per pair",
+            "FA-2 order: elements per pair", "standard", "than standard (Algorithm 1 / FA-2 order)"], rows)
+
+# %% [markdown]
+# ## On the roofline: the dot moves right
+#
+# Per head, attention does about $4d$ FLOPs per query–key pair — $4N^2d$ in all, about half that
+# when causal. Divide by each traffic count and place it on the H100's BF16 roof. Four versions:
+# standard; the two tiled orders in one SM's shared memory, **counting every tile as an HBM
+# access** (no help from caches); and the compulsory floor, where $Q, K, V$ are read once and $O$
+# written once.
+
+# %%
+roof = Roof("H100 SXM, BF16", h100.peak_flops_per_s("bf16"), h100.memory_bandwidth_bytes_per_s)
 rows, points = [], []
 for n in (512, 2048, 8192, 32768, 131072):
     f = float(attention_flops(n, d, causal=True))
     i_std = f / float(standard_hbm_bytes(n, d))
-    i_tiled = f / flash_hbm_bytes(n, d, sram, 2, causal=True)
+    i_fa1 = f / flash_hbm_bytes(n, d, sram, 2, causal=True)
+    i_fa2 = f / flash2_hbm_bytes(n, d, sram, 2, causal=True)
     i_ideal = f / float(compulsory_hbm_bytes(n, d))
-    rows.append([f"{n:,}", f"{i_std:,.0f}", f"{i_tiled:,.0f}", f"{i_ideal:,.0f}"])
+    rows.append([f"{n:,}", f"{i_std:,.0f}", f"{i_fa1:,.0f}", f"{i_fa2:,.0f}", f"{i_ideal:,.0f}"])
     if n in (512, 131072):
-        points += [point_on_roof(f"standard, N={n:,}", i_std, roof), point_on_roof(f"tiled, N={n:,}", i_tiled, roof)]
-show_table(["N (causal, d = 128)", "standard: FLOP/byte", f"tiled in {binary(sram)}: FLOP/byte", "ideal: FLOP/byte"], rows)
-roofline_chart([roof], points, title="Causal attention, one head, d = 128, on an H100 SXM", intensity_range=(1, 1e5));
-
-# %% [markdown]
-# Tiling removes the $N^2$ bytes, and the dot moves right by a few times. The SRAM size sets how
-# far: with $B_c \approx M/4d$, each pass over the queries serves a key block of that many rows.
+        points += [point_on_roof(f"standard, N={n:,}", i_std, roof),
+                   point_on_roof(f"tiled (FA-2 order), N={n:,}", i_fa2, roof)]
+show_table(["FLOP/byte at N (causal, d = 128)", "standard", f"Algorithm 1 in {binary(sram)}",
+            f"FA-2 order in {binary(sram)}", "compulsory"], rows)
+roofline_chart([roof], points, title="Causal attention, one head, d = 128, on an H100 SXM (FLOP/byte of HBM traffic)",
+               intensity_range=(1, 1e5));
 
 # %%
-rows = []
+gain = i_fa2 / i_std
+md(f"At N = {n:,} the FlashAttention-2 order moves the dot {gain:.1f}× to the right of standard attention "
+   f"(Algorithm 1: {i_fa1 / i_std:.1f}×); the chart shows the FlashAttention-2 order. Both tiled intensities "
+   f"level off as N grows — near {2 * flash_block_sizes(sram, d, 2).cols / 3:.0f} (≈ 2·B_c/3) for Algorithm 1 "
+   f"and near {flash_block_sizes(sram, d, 2).rows} (≈ B_r) for the FlashAttention-2 order — because bytes "
+   "and FLOPs both grow as N². The compulsory floor's intensity keeps growing with N.")
+
+# %% [markdown]
+# The SRAM size sets the tiles, and so how far right the tiled dots sit:
+
+# %%
+rows, below = [], {}
 for pid in ("a100-80gb", "h100-sxm", "b200"):
     p = get_part(pid)
     m = p.shared_memory_per_sm_bytes
     sizes = flash_block_sizes(m, d, 2)
-    i_tiled = float(attention_flops(32768, d, True)) / flash_hbm_bytes(32768, d, m, 2, True)
-    rows.append([pid, binary(m), f"{sizes.rows} × {sizes.cols}", f"{i_tiled:,.0f}", f"{p.ridge_point_flop_per_byte('bf16'):,.0f}"])
-show_table(["part", "SRAM per SM", "tile (B_r × B_c)", "tiled intensity at N = 32,768", "BF16 ridge"], rows)
-
-# %% [markdown]
-# Two things to notice. The H100 and the B200 have the same shared memory per SM, so the same
-# tiled intensity — but the B200's ridge is higher, so the same kernel sits relatively further
-# left on it. And on every part this count leaves tiled attention **below the ridge**. Yet tuned
-# FlashAttention kernels run at a large fraction of peak. Why?
-#
-# ## The missing roof: L2
-#
-# The count above charges every re-read of $Q_i$ and $O_i$ to HBM. On a real GPU, many SMs work on
-# neighbouring tiles at once and most re-reads are served by the L2 cache — a second, faster roof.
-# The catalog has a measured H100 L2 bandwidth; put the tiled traffic on that roof instead:
+    f = float(attention_flops(32768, d, True))
+    i1, i2 = f / flash_hbm_bytes(32768, d, m, 2, True), f / flash2_hbm_bytes(32768, d, m, 2, True)
+    ridge = p.ridge_point_flop_per_byte("bf16")
+    below[pid] = max(i1, i2) < ridge
+    rows.append([pid, binary(m), f"{sizes.rows} × {sizes.cols}", f"{i1:,.0f}", f"{i2:,.0f}", f"{ridge:,.0f}"])
+show_table(["part", "SRAM per SM", "tile (B_r × B_c)", "Algorithm 1 intensity at N = 32,768",
+            "FA-2 order intensity", "BF16 ridge"], rows)
 
 # %%
-l2 = best_measurement(h100, "l2_bandwidth_bytes_per_s")
+h_m, b_m = h100.shared_memory_per_sm_bytes, get_part("b200").shared_memory_per_sm_bytes
+r_h, r_b = h100.ridge_point_flop_per_byte("bf16"), get_part("b200").ridge_point_flop_per_byte("bf16")
+i_h = float(attention_flops(32768, d, True)) / flash2_hbm_bytes(32768, d, h_m, 2, True)
+i_b = float(attention_flops(32768, d, True)) / flash2_hbm_bytes(32768, d, b_m, 2, True)
+if all(below.values()):
+    verdict = "On every part in the table both tiled counts are below the ridge."
+elif not any(below.values()):
+    verdict = "On none of these parts are both tiled counts below the ridge."
+else:
+    verdict = f"Both tiled counts are below the ridge on {', '.join(p for p, b in below.items() if b)} only."
+both = lambda a, b, fmt: fmt(a) if fmt(a) == fmt(b) else f"{fmt(a)} against {fmt(b)}"
+md(f"The B200 has {comparative(b_m, h_m, ('more', 'less', 'the same'))} shared memory per SM as the H100 "
+   f"({both(b_m, h_m, binary)}), so the tiled intensity of the FlashAttention-2 order is "
+   f"{comparative(i_b, i_h, ('higher on the B200', 'lower on the B200', 'the same on both'))} "
+   f"({both(i_b, i_h, lambda x: f'{x:,.0f} FLOP/byte')}). "
+   f"The B200's BF16 ridge is {comparative(r_b, r_h)} the H100's ({r_b:,.0f} against {r_h:,.0f} FLOP/byte): "
+   f"the same kernel sits at {i_b / r_b:.0%} of the B200's ridge and {i_h / r_h:.0%} of the H100's. {verdict} "
+   "Yet tuned FlashAttention kernels run at a large fraction of peak. Why?")
+
+# %% [markdown]
+# ## What the cost model charges, and what a tiled kernel moves
+#
+# Two different numbers are both called "the bytes of FlashAttention":
+#
+# - **Compulsory bytes** — what the course's cost model (`roofline_lessons.costs`) charges the
+#   fused attention operator: $Q$ read once and $O$ written once per query head, $K$ and $V$ read
+#   once per KV head (grouped-query attention shares them). No exact kernel can move fewer from
+#   HBM, whatever its tiles.
+# - **Tiled traffic** — what the loop orders above move between the SM's SRAM and the memory
+#   behind it: with grouped-query attention each query head streams its KV head's $K$ and $V$,
+#   once per query block in the FlashAttention-2 order.
+#
+# The tiled traffic reaches HBM only where it misses in the L2 cache, so real HBM traffic lies
+# between the two. Qwen3.8-27B's full-attention layers make the gap large: a large head dimension
+# (so small tiles) and several query heads per KV head. One layer, one sequence, a causal prefill,
+# tiles for the H100's shared memory:
+
+# %%
+qwen = get_model("qwen3.8-27b")
+rows = []
+for n in (4096, 32768, 131072):
+    layer = attention_layer_bytes(n, qwen.head_dim, qwen.num_attention_heads, qwen.num_key_value_heads, sram)
+    fused = next(op for op in model_cost(qwen, phase="prefill", prompt_tokens=n).ops if op.name.startswith("attention"))
+    assert np.isclose(fused.activation_bytes + fused.kv_read_bytes, layer.compulsory_bytes)
+    assert np.isclose(fused.flops, layer.flops)
+    rows.append([f"{n:,}", si(layer.flops, "FLOP"), si(layer.compulsory_bytes, "B"),
+                 f"{layer.compulsory_intensity_flop_per_byte:,.0f}", si(layer.fa2_bytes, "B"),
+                 f"{layer.fa2_intensity_flop_per_byte:,.0f}", f"{layer.fa2_bytes / layer.compulsory_bytes:,.0f}×"])
+show_table(["prompt N", "FLOPs", "cost model (compulsory)", "FLOP/byte", "FA-2 order, no cache reuse", "FLOP/byte",
+            "tiled ÷ compulsory"], rows)
+
+# %%
+kv_one_head_bytes = 2 * n * qwen.head_dim * 2  # K and V of one KV head, BF16, at the last N above
+md(f"Qwen3.8-27B: head dim {qwen.head_dim}, {qwen.num_attention_heads} query heads and "
+   f"{qwen.num_key_value_heads} KV heads per layer "
+   f"({qwen.num_attention_heads // qwen.num_key_value_heads} query heads per KV head); tiles of {layer.block_rows} × {layer.block_cols} in "
+   f"{binary(sram)}. The cost model's figures are the compulsory column (the assertions above check that "
+   f"`costs` and `flash` agree). A kernel that found nothing in any cache would move the FlashAttention-2 "
+   f"column — and sit {comparative(layer.fa2_intensity_flop_per_byte, h100.ridge_point_flop_per_byte('bf16'), ('above', 'below', 'on'))} "
+   f"the H100's ridge at {layer.fa2_intensity_flop_per_byte:,.0f} FLOP/byte (N = {n:,}). The K and V of one "
+   f"KV head at N = {n:,} are {binary(kv_one_head_bytes)}, {comparative(kv_one_head_bytes, h100.last_level_cache_bytes, ('more than', 'less than', 'as much as'))} "
+   f"the H100's {binary(h100.last_level_cache_bytes)} of L2, so reuse cannot come from holding them; it comes "
+   "from the query blocks running at the same moment on different SMs, which walk the same key blocks in the "
+   "same order, so a key block fetched for one can be found in L2 by the others. How much L2 catches decides "
+   "where between the two columns the kernel really sits; the cost model assumes it catches everything.")
+
+# %% [markdown]
+# ## The missing roof: L2, and a measured kernel compared like with like
+#
+# The tiled counts charge every re-read to HBM. On a real GPU much of the re-read traffic is
+# served by the L2 cache — a second, faster roof — and the registers hold the output accumulators, so the
+# tiles of real kernels are not limited to this model's shared memory. A *hierarchical roofline*
+# draws one roof per level of memory.
+#
+# The catalog holds one measured attention rate for the H100: FlashAttention-3's forward pass
+# (Shah et al. 2024, arXiv 2407.08608). A measured rate means something only with its
+# conditions: the paper reports it in FP16, at head dimension 256, **non-causal**, at the longest
+# sequences of its sweep (which runs to 16k tokens, with batch × sequence length fixed at 16k
+# tokens). So compare it with a kernel of the same shape — not with the causal head-dimension-128
+# tables above.
+
+# %%
 fa3 = best_measurement(h100, "attention_flops_per_s", "fp16")
-i_tiled = float(attention_flops(32768, d, True)) / flash_hbm_bytes(32768, d, sram, 2, True)
-l2_attainable = min(h100.peak_flops_per_s("bf16"), l2.value * i_tiled)
-md(f"Tiled traffic at {si(l2.value, 'B/s')} of L2 bandwidth ({l2.source}): attainable ≈ "
-   f"**{si(l2_attainable, 'FLOP/s')}**. Measured FlashAttention-3 forward on an H100: up to "
-   f"**{si(fa3.value, 'FLOP/s')}** ({fa3.source}). HBM then only has to supply something close to the ideal "
-   f"traffic, at I = {float(attention_flops(32768, d, True) / compulsory_hbm_bytes(32768, d)):,.0f} FLOP/byte — far "
-   "right of the ridge. This is what a hierarchical roofline shows: one roof per level of memory.")
+l2 = best_measurement(h100, "l2_bandwidth_bytes_per_s")
+# Conditions of the measurement (Shah et al. 2024); read from the catalog entry when it carries them.
+fa3_d = getattr(fa3, "head_dim", None) or 256
+fa3_causal = bool(getattr(fa3, "causal", False))
+fa3_n = getattr(fa3, "sequence_length", None) or 16384
+peak16 = h100.peak_flops_per_s("fp16")
+f_bench = float(attention_matmul_flops(fa3_n, fa3_d, fa3_causal))  # the benchmark's FLOP count: matmuls only
+bytes_tiled = flash2_hbm_bytes(fa3_n, fa3_d, sram, 2, fa3_causal)
+i_tiled = f_bench / bytes_tiled
+i_comp = f_bench / float(compulsory_hbm_bytes(fa3_n, fa3_d))
+hbm_tiled_roof = min(peak16, h100.memory_bandwidth_bytes_per_s * i_tiled)
+l2_tiled_roof = min(peak16, l2.value * i_tiled)
+hbm_comp_roof = min(peak16, h100.memory_bandwidth_bytes_per_s * i_comp)
+show_table(["one head, FP16", "FLOP/byte", "roof"], [
+    [f"measured: {fa3.what}", "", f"**{si(fa3.value, 'FLOP/s')}** ({fa3.value / peak16:.0%} of the dense FP16 peak)"],
+    ["compulsory bytes, from HBM", f"{i_comp:,.0f}", si(hbm_comp_roof, "FLOP/s")],
+    [f"FA-2 order, {flash_block_sizes(sram, fa3_d, 2).rows}-row query blocks, every tile from HBM", f"{i_tiled:,.0f}",
+     si(hbm_tiled_roof, "FLOP/s")],
+    [f"FA-2 order, every tile from L2 ({si(l2.value, 'B/s')})", f"{i_tiled:,.0f}", si(l2_tiled_roof, "FLOP/s")],
+])
+
+# %%
+above_hbm = fa3.value > hbm_tiled_roof
+hbm_bytes_max = f_bench * h100.memory_bandwidth_bytes_per_s / fa3.value  # bytes that fit in the measured time
+above_l2 = fa3.value > l2_tiled_roof
+md(f"Conditions: FP16, head dim {fa3_d}, {'causal' if fa3_causal else 'non-causal'}, N = {fa3_n:,} "
+   f"({fa3.source}). FLOPs are counted as the benchmark counts them, matmuls only "
+   f"({f_bench / float(attention_flops(fa3_n, fa3_d, fa3_causal)):.1%} of this course's count, which adds the softmax). "
+   f"The measured rate is {comparative(fa3.value, hbm_tiled_roof, ('above', 'below', 'at'))} the roof of a kernel that "
+   f"fetched every tile from HBM ({si(hbm_tiled_roof, 'FLOP/s')})"
+   + (f", so at least {1 - hbm_bytes_max / bytes_tiled:.0%} of that tile traffic cannot have come from HBM. "
+      if above_hbm else ". ")
+   + f"It is {comparative(fa3.value, l2_tiled_roof, ('above', 'below', 'at'))} the L2 roof of this model's tiles "
+   f"({si(l2_tiled_roof, 'FLOP/s')})"
+   + (": the real kernel reuses more per byte fetched than {}-row query blocks in shared memory allow (it keeps "
+      "the output accumulators in registers, so its tiles can be larger), or its L2 delivers more than the "
+      "catalog's one measured figure. A roof that a measurement exceeds has an input that understates the "
+      "hardware. ".format(flash_block_sizes(sram, fa3_d, 2).rows) if above_l2 else ". ")
+   + f"The measurement also bounds what came from HBM: at {si(fa3.value, 'FLOP/s')} and "
+   f"{si(h100.memory_bandwidth_bytes_per_s, 'B/s')} the kernel cannot have moved more than "
+   f"{si(hbm_bytes_max, 'B')} per head from HBM, "
+   f"{hbm_bytes_max / float(compulsory_hbm_bytes(fa3_n, fa3_d)):,.0f}× the compulsory bytes. With only the "
+   f"compulsory bytes from HBM, the roof ({si(hbm_comp_roof, 'FLOP/s')}) is the compute roof: at long sequences, "
+   "attention whose re-reads are caught on chip and in L2 is compute-bound.")
+
+# %%
+fa3_fp8 = best_measurement(h100, "attention_flops_per_s", "fp8")
+if fa3_fp8 is not None:
+    md(f"In FP8 the catalog has {si(fa3_fp8.value, 'FLOP/s')} ({fa3_fp8.what}; {fa3_fp8.source}): "
+       f"{fa3_fp8.value / h100.peak_flops_per_s('fp8'):.0%} of the dense FP8 peak — compare it with FP8 figures only.")
+else:
+    md("The FlashAttention-3 paper also reports an FP8 forward rate; the catalog does not hold it yet, so this "
+       "lesson does not quote it. An FP8 rate belongs next to the FP8 peak, never the FP16 one.")
 
 # %% [markdown]
 # ## What tiling does not fix: decode
 #
 # In decode, one new query per sequence attends over the whole cache. Every cached key and value
 # must come from HBM at least once, and each is used by the query heads that share it (grouped-
-# query attention). Tiling cannot reuse what is used once:
+# query attention). Tiling cannot reuse what is used once per step:
 
 # %%
 rows = []
 for mid in ("llama-2-7b", "llama-3.1-8b", "qwen3.8-27b"):
     m = get_model(mid)
     group = m.num_attention_heads // m.num_key_value_heads
-    rows.append([m.name, group, f"{float(decode_attention_intensity(group, 32768, m.head_dim)):.2f}"])
-show_table(["model", "query heads per KV head", "decode attention FLOP/byte (32 K tokens)"], rows)
+    rows.append([m.name, m.head_dim, group, f"{float(decode_attention_intensity(group, 32768, m.head_dim)):.2f}"])
+show_table(["model", "head dim", "query heads per KV head", "decode attention FLOP/byte (32 K tokens, BF16)"], rows)
 
 # %% [markdown]
 # About the group size, whatever the tiling: decode attention stays on the bandwidth slope. Its
@@ -168,9 +388,11 @@ show_table(["model", "query heads per KV head", "decode attention FLOP/byte (32 
 #
 # ## Explore
 #
-# Choose N, the head dimension, the SRAM size and causality. Left: the three dots. Right: the tiles
-# the kernel visits, coloured in visiting order (the outer loop walks key blocks). Try: a 48 KiB SRAM
-# with d = 256 at N = 512 (when does tiling lose?); causal vs full at N = 131,072.
+# Choose N, the head dimension, the SRAM size, causality and the loop order. Left: the four dots
+# (every tile counted as an HBM access). Right: the tiles the kernel visits, coloured in visiting
+# order — column by column for Algorithm 1 (key blocks outer), row by row for the FlashAttention-2
+# order (query blocks outer). Try: d = 256 with a 48 KiB SRAM at N = 512 (when does tiling lose to
+# standard attention?); causal vs full at N = 131,072.
 
 # %%
 from roofline_lessons.dashboards import lesson06_dashboard
@@ -180,11 +402,15 @@ dashboard = lesson06_dashboard()
 # %% [markdown]
 # ## Summary
 #
-# - Standard attention moves Θ(N·d + N²) bytes; the N² is the score matrix written and read.
-# - FlashAttention tiles through SRAM with an online softmax: exact, Θ(N²·d²/M) bytes. The dot
-#   moves right; a bigger SRAM moves it further.
-# - Against HBM alone the tiled count can still sit left of the ridge; L2 catches the re-reads,
-#   which is how real kernels reach a large fraction of peak.
+# - Standard attention moves Θ(N·d + N²) bytes; the N² is the score and probability matrices
+#   written and read.
+# - FlashAttention tiles through SRAM with an online softmax: exact, with no N×N matrix in HBM —
+#   but its re-reads still grow as N²: Θ(N²·d²/M) bytes.
+# - Loop order decides what is re-read: Algorithm 1 re-reads and re-writes O once per key block;
+#   the FlashAttention-2 order keeps O on chip and re-reads K and V once per query block.
+# - The cost model charges the compulsory bytes (Q, K, V read once, O written once). The tiled
+#   traffic is larger; L2 catches the re-reads, which is how real kernels reach a large fraction of
+#   peak. Quote a measured rate with its dtype, head dimension, causality and sequence length.
 # - Decode attention's intensity is about the GQA group size: tiling does not help; fewer bytes do.
 #
 # **A question to leave with.** Why does FlashAttention help prefill much more than decode, in one
@@ -194,6 +420,7 @@ dashboard = lesson06_dashboard()
 #
 # - "How does FlashAttention's SRAM tiling change a kernel's position on the roofline?"
 # - "What are the HBM accesses of standard attention vs FlashAttention?"
+# - "What did FlashAttention-2 change in the loop order, and what does it save?"
 # - "Why is FlashAttention exact? What is the online softmax?"
 # - "Does FlashAttention speed up decode? Why not much?"
 #

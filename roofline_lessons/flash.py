@@ -1,14 +1,26 @@
 """FlashAttention tiling in numpy: exact attention computed block by block with an online
 softmax, counting every byte moved between "HBM" arrays and a bounded "SRAM" working set.
 
-Follows Algorithm 1 of Dao et al. (2022): the outer loop walks key/value blocks K_j, V_j (loaded
-once each); the inner loop walks query blocks and loads Q_i, O_i, ℓ_i, m_i, updates them on chip
-and writes O_i, ℓ_i, m_i back. Block sizes start from the paper's B_c = ⌈M/4d⌉,
-B_r = min(⌈M/4d⌉, d) (M in elements) and are shrunk, if rounding and the score block would
-overflow, until the whole working set fits in M bytes; the simulated SRAM refuses to exceed M.
+Two loop orders, both exact, both counted:
 
-Theorem 2 of the paper: standard attention needs Θ(N·d + N²) HBM accesses, FlashAttention
-Θ(N²·d²/M). :func:`flash_hbm_bytes` gives the exact count of this implementation in closed form.
+- :func:`tiled_attention` follows **Algorithm 1 of FlashAttention** (Dao et al. 2022): the outer
+  loop walks key/value blocks K_j, V_j (each loaded once); the inner loop walks query blocks and
+  loads Q_i, O_i, ℓ_i, m_i, updates them on chip and writes O_i, ℓ_i, m_i back — O is re-read and
+  re-written once per key block. Closed form: :func:`flash_hbm_bytes`.
+- :func:`tiled_attention_fa2` follows the **FlashAttention-2 order** (Dao 2023, Algorithm 1 there;
+  FlashAttention-3 keeps it): the outer loop walks query blocks, Q_i is loaded once and O_i, ℓ_i,
+  m_i stay on chip; the inner loop streams K_j, V_j, so K and V are read once per query block.
+  O_i and the log-sum-exp L_i = m_i + log ℓ_i are written once. Closed form: :func:`flash2_hbm_bytes`.
+
+Block sizes start from the FlashAttention paper's B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d) (M in
+elements) and are shrunk, if rounding and the score block would overflow, until the whole working
+set fits in M bytes; the simulated SRAM refuses to exceed M. Both orders hold the same working set
+(Q_i, O_i, K_j, V_j, the score tile, row statistics), so the same tiles fit in both.
+
+Theorem 2 of the FlashAttention paper: standard attention needs Θ(N·d + N²) HBM accesses,
+FlashAttention Θ(N²·d²/M): tiling removes the N×N matrices from HBM, not the N² growth.
+:func:`compulsory_hbm_bytes` is the floor that the cost model (:mod:`roofline_lessons.costs`)
+charges a fused attention kernel: Q, K, V read once and O written once.
 """
 
 from __future__ import annotations
@@ -167,13 +179,16 @@ def tiled_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, sram_bytes: int
     return o, t
 
 
-def flash_hbm_bytes(n, head_dim: int, sram_bytes: int, element_bytes: int = 2, causal: bool = False) -> float:
-    """HBM bytes :func:`tiled_attention` moves, in closed form (works for large N without running it).
+def flash_hbm_bytes(n, head_dim: int, sram_bytes: int, element_bytes: int = 2, causal: bool = False,
+                    block_sizes: BlockSizes | None = None) -> float:
+    """HBM bytes :func:`tiled_attention` (Algorithm 1 order) moves, in closed form (works for large N
+    without running it).
 
     Initialise O, ℓ, m (N·d + 2N); read every K_j, V_j once (2·N·d); for every visited tile read
-    Q_i, O_i, ℓ_i, m_i and write back O_i, ℓ_i, m_i (3·B_r·d + 4·B_r per tile).
+    Q_i, O_i, ℓ_i, m_i and write back O_i, ℓ_i, m_i (3·B_r·d + 4·B_r per tile). For large N this is
+    ≈ ⌈N/B_c⌉·3·N·d elements: O and Q are re-read once per key block.
     """
-    sizes = flash_block_sizes(sram_bytes, head_dim, element_bytes)
+    sizes = block_sizes or flash_block_sizes(sram_bytes, head_dim, element_bytes)
     n = int(n)
     br, bc, d = sizes.rows, sizes.cols, head_dim
     elements = n * d + 2 * n + 2 * n * d
@@ -188,6 +203,176 @@ def flash_hbm_bytes(n, head_dim: int, sram_bytes: int, element_bytes: int = 2, c
         visited_rows = np.full(col_starts.shape, n)
     elements += float((3 * d * visited_rows + 4 * visited_rows).sum())
     return float(elements * element_bytes)
+
+
+def _whole_tokens(n) -> int:
+    """A sequence length: a whole number ≥ 1, or a clear error."""
+    from .errors import RooflineInputError
+
+    if isinstance(n, (bool, str, bytes)) or n is None:
+        raise RooflineInputError(f"N (sequence length) must be a whole number >= 1, got {n!r}")
+    try:
+        value = float(n)
+    except (TypeError, ValueError):
+        raise RooflineInputError(f"N (sequence length) must be a whole number >= 1, got {n!r}") from None
+    if not math.isfinite(value) or value != math.floor(value) or value < 1:
+        raise RooflineInputError(f"N (sequence length) must be a whole number >= 1, got {n!r}")
+    return int(value)
+
+
+def tiled_attention_fa2(q: np.ndarray, k: np.ndarray, v: np.ndarray, sram_bytes: int, causal: bool = False,
+                        block_sizes: BlockSizes | None = None,
+                        write_logsumexp: bool = True) -> tuple[np.ndarray, Traffic]:
+    """Exact attention in the FlashAttention-2 loop order; returns (output, traffic).
+
+    Outer loop over query blocks Q_i (read once); O_i, ℓ_i, m_i live on chip for the whole inner
+    loop, which streams the key/value blocks K_j, V_j from HBM (a causal kernel skips blocks whose
+    keys all come after the block's queries). The output is normalised once at the end,
+    O_i = diag(ℓ_i)⁻¹·Õ_i, and written once, with the log-sum-exp L_i = m_i + log ℓ_i that the
+    paper's forward pass also stores (N elements; ``write_logsumexp=False`` leaves it out).
+    Same working set as :func:`tiled_attention`, so the same block sizes fit. Raises
+    :class:`SRAMOverflowError` if a tile would not fit.
+    """
+    n, d = q.shape
+    eb = q.dtype.itemsize
+    sizes = block_sizes or flash_block_sizes(sram_bytes, d, eb)
+    sram = SRAM(sram_bytes)
+    t = Traffic(block_rows=sizes.rows, block_cols=sizes.cols)
+    scale = 1.0 / math.sqrt(d)
+    o = np.empty_like(q)  # HBM output: written once per query block, never read back
+    lse = np.empty(n, dtype=q.dtype)
+    row_blocks, col_blocks = _blocks(n, sizes.rows), _blocks(k.shape[0], sizes.cols)
+    for i, (r0, r1) in enumerate(row_blocks):
+        rows = r1 - r0
+        q_bytes = rows * d * eb
+        sram.alloc(q_bytes, f"Q_{i}")
+        qi = q[r0:r1].copy()
+        t.hbm_read_bytes += q_bytes
+        acc_bytes = (rows * d + 2 * rows) * eb
+        sram.alloc(acc_bytes, f"O_{i}, l_{i}, m_{i} (on chip for the whole inner loop)")
+        oi = np.zeros((rows, d), dtype=q.dtype)
+        li = np.zeros(rows, dtype=q.dtype)
+        mi = np.full(rows, -np.inf, dtype=q.dtype)
+        for j, (c0, c1) in enumerate(col_blocks):
+            if not _visits((r0, r1), (c0, c1), causal):
+                continue
+            t.visited.append((i, j))
+            kv_bytes = 2 * (c1 - c0) * d * eb
+            sram.alloc(kv_bytes, f"K_{j}, V_{j}")
+            kj, vj = k[c0:c1].copy(), v[c0:c1].copy()
+            t.hbm_read_bytes += kv_bytes
+            scratch = (rows * (c1 - c0) + 4 * rows) * eb
+            sram.alloc(scratch, f"S_{i}{j} and row statistics")
+            s = (qi @ kj.T) * scale
+            if causal:
+                s = np.where(np.arange(c0, c1)[None, :] <= np.arange(r0, r1)[:, None], s, -np.inf)
+            m_new = np.maximum(mi, s.max(axis=1))
+            shift = np.where(np.isfinite(m_new), m_new, 0.0)  # a row with nothing visible yet stays empty
+            p = np.exp(s - shift[:, None])
+            alpha = np.where(np.isfinite(mi), np.exp(mi - shift), 0.0)
+            li = alpha * li + p.sum(axis=1)
+            oi = alpha[:, None] * oi + p @ vj  # unnormalised: divided by ℓ once, at the end
+            mi = m_new
+            sram.free(scratch)
+            sram.free(kv_bytes)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            o[r0:r1] = np.where(li[:, None] > 0, oi / li[:, None], 0.0)
+            lse[r0:r1] = mi + np.log(li)
+        t.hbm_write_bytes += rows * d * eb + (rows * eb if write_logsumexp else 0)
+        sram.free(acc_bytes)
+        sram.free(q_bytes)
+    t.sram_peak_bytes = sram.peak_bytes
+    return o, t
+
+
+def flash2_hbm_bytes(n, head_dim: int, sram_bytes: int, element_bytes: int = 2, causal: bool = False,
+                     block_sizes: BlockSizes | None = None, write_logsumexp: bool = True) -> float:
+    """HBM bytes :func:`tiled_attention_fa2` (FlashAttention-2 order) moves, in closed form.
+
+    Read Q once (N·d); for every query block read the K_j, V_j it visits (2·d per key row: all N
+    keys when not causal, so 2·N·d·⌈N/B_r⌉ in all); write O once (N·d) and, with
+    ``write_logsumexp``, L once (N). Causal: query block i reads the key blocks that start at or
+    before its last row, min(⌈r_end/B_c⌉·B_c, N) keys.
+    """
+    n = _whole_tokens(n)
+    sizes = block_sizes or flash_block_sizes(sram_bytes, head_dim, element_bytes)
+    br, bc, d = sizes.rows, sizes.cols, head_dim
+    row_ends = np.minimum(np.arange(0, n, br, dtype=np.int64) + br, n)
+    if causal:
+        keys = np.minimum(-(-row_ends // bc) * bc, n)
+    else:
+        keys = np.full(row_ends.shape, n, dtype=np.int64)
+    elements = 2 * n * d + 2 * d * int(keys.sum()) + (n if write_logsumexp else 0)
+    return float(elements * element_bytes)
+
+
+@dataclass(frozen=True)
+class LayerAttentionBytes:
+    """One attention layer of a model in prefill: the cost model's bytes beside a tiled kernel's.
+
+    ``compulsory_bytes`` is what :mod:`roofline_lessons.costs` charges the fused attention operator:
+    Q read and O written once per query head, K and V read once per KV head. ``fa2_bytes`` and
+    ``fa1_bytes`` are what the two loop orders move if every tile came from HBM (no cache reuse),
+    each query head streaming the K, V of its KV head.
+    """
+
+    n: int
+    head_dim: int
+    q_heads: int
+    kv_heads: int
+    causal: bool
+    flops: float
+    compulsory_bytes: float
+    fa2_bytes: float
+    fa1_bytes: float
+    block_rows: int
+    block_cols: int
+
+    @property
+    def compulsory_intensity_flop_per_byte(self) -> float:
+        return self.flops / self.compulsory_bytes
+
+    @property
+    def fa2_intensity_flop_per_byte(self) -> float:
+        return self.flops / self.fa2_bytes
+
+    @property
+    def fa1_intensity_flop_per_byte(self) -> float:
+        return self.flops / self.fa1_bytes
+
+
+def attention_layer_bytes(n, head_dim: int, q_heads: int, kv_heads: int, sram_bytes: int, element_bytes: int = 2,
+                          causal: bool = True, batch: int = 1) -> LayerAttentionBytes:
+    """FLOPs and bytes of one attention layer over a prompt of ``n`` tokens (``batch`` sequences).
+
+    FLOPs as :func:`attention_flops` per query head (the cost model's count); bytes as the cost
+    model charges them (compulsory) and as the tiled kernels move them with no cache reuse.
+    """
+    n = _whole_tokens(n)
+    if q_heads < 1 or kv_heads < 1 or q_heads % kv_heads:
+        from .errors import RooflineInputError
+
+        raise RooflineInputError(f"q_heads ({q_heads}) must be a positive multiple of kv_heads ({kv_heads})")
+    sizes = flash_block_sizes(sram_bytes, head_dim, element_bytes)
+    per_head_flops = float(attention_flops(n, head_dim, causal))
+    compulsory = batch * (2 * q_heads + 2 * kv_heads) * n * head_dim * element_bytes
+    fa2 = batch * q_heads * flash2_hbm_bytes(n, head_dim, sram_bytes, element_bytes, causal, sizes)
+    fa1 = batch * q_heads * flash_hbm_bytes(n, head_dim, sram_bytes, element_bytes, causal, sizes)
+    return LayerAttentionBytes(n, head_dim, q_heads, kv_heads, causal, batch * q_heads * per_head_flops,
+                               float(compulsory), fa2, fa1, sizes.rows, sizes.cols)
+
+
+def comparative(value: float, reference: float, words: tuple[str, str, str] = ("higher than", "lower than",
+                                                                                 "the same as"),
+                rel_tol: float = 0.0) -> str:
+    """The word a sentence needs for ``value`` against ``reference``, decided by the numbers.
+
+    ``comparative(281, 295)`` → ``"lower than"``; ``words`` gives (more, less, equal), e.g.
+    ``("above", "below", "at")``. Within ``rel_tol`` of each other the values count as equal.
+    """
+    if math.isclose(value, reference, rel_tol=rel_tol, abs_tol=0.0) or value == reference:
+        return words[2]
+    return words[0] if value > reference else words[1]
 
 
 def standard_hbm_bytes(n, head_dim: int, element_bytes: int = 2):
@@ -207,6 +392,14 @@ def attention_flops(n, head_dim: int, causal: bool = False):
     n = np.asarray(n, dtype=float)
     pairs = n * (n + 1) / 2 if causal else n * n
     return pairs * (4 * head_dim + 5)
+
+
+def attention_matmul_flops(n, head_dim: int, causal: bool = False):
+    """FLOPs of the two matmuls only (Q·Kᵀ and P·V, 4·d per query–key pair), the count attention
+    benchmarks such as FlashAttention-2/3's report rates in; :func:`attention_flops` adds the softmax."""
+    n = np.asarray(n, dtype=float)
+    pairs = n * (n + 1) / 2 if causal else n * n
+    return pairs * 4 * head_dim
 
 
 def decode_attention_intensity(q_heads_per_kv_head: int, context_tokens, head_dim: int = 128,

@@ -28,6 +28,10 @@ class Measurement:
     kernel: str | None = None
     model: str | None = None  #: model id, for a measured end-to-end figure
     tokens_per_s: float | None = None  #: measured decode rate, for a measured end-to-end figure
+    head_dim: int | None = None  #: attention kernels: the head dimension measured
+    causal: bool | None = None  #: attention kernels: causal mask or not
+    sequence_length: int | None = None  #: attention kernels: tokens per sequence at the quoted rate
+    conditions: str = ""  #: everything else a like-with-like comparison needs
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,10 @@ def _part_from_entry(part_id: str, entry: dict) -> Part:
             kernel=m.get("kernel"),
             model=m.get("model"),
             tokens_per_s=m.get("tokens_per_s"),
+            head_dim=m.get("head_dim"),
+            causal=m.get("causal"),
+            sequence_length=m.get("sequence_length"),
+            conditions=m.get("conditions", ""),
         )
         for m in entry.get("measured", [])
     )

@@ -39,6 +39,34 @@ def cache_sizes() -> dict[str, int]:
     return out
 
 
+def _cpu_count_in(cpu_list: str | None) -> int | None:
+    """CPUs in a /sys list such as "0-3,8-11" (None when unreadable)."""
+    if not cpu_list:
+        return None
+    total = 0
+    try:
+        for part in cpu_list.split(","):
+            lo, _, hi = part.partition("-")
+            total += int(hi or lo) - int(lo) + 1
+    except ValueError:
+        return None
+    return total
+
+
+def cache_shared_cpus() -> dict[str, int]:
+    """How many CPUs share each cache level (1 = private to a core), from /sys when present."""
+    out: dict[str, int] = {}
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    if not base.exists():
+        return out
+    for index in sorted(base.glob("index*")):
+        level, kind = _read(str(index / "level")), _read(str(index / "type"))
+        count = _cpu_count_in(_read(str(index / "shared_cpu_list")))
+        if level and count and kind in ("Data", "Unified"):
+            out[f"L{level}"] = count
+    return out
+
+
 def cpu_model() -> str:
     for line in (_read("/proc/cpuinfo") or "").splitlines():
         if line.startswith("model name"):
@@ -116,6 +144,7 @@ def describe() -> dict:
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "caches": cache_sizes(),
+        "cache_shared_cpus": cache_shared_cpus(),
         "max_frequency_hz": max_frequency_hz(),
         "vector_bits": vector_bits(),
         "python": platform.python_version(),

@@ -85,7 +85,8 @@ def from_dict(data: object, where: str = "the data") -> Measurement:
             mode=str(data["mode"]),
             created=str(data["created"]),
             bandwidth=[BandwidthSample(b["kernel"], int(b["working_set_bytes"]), int(b["bytes_moved"]),
-                                       _timing(b["timing"])) for b in data["bandwidth"]],
+                                       _timing(b["timing"]), threads=int(b.get("threads", 1)),
+                                       passes=int(b.get("passes", 1))) for b in data["bandwidth"]],
             matmul=[MatmulSample(m["dtype"], int(m["n"]), float(m["flops"]), _timing(m["timing"]))
                     for m in data["matmul"]],
             kernels=[KernelSample(k["name"], k["shape"], float(k["flops"]), float(k["bytes_estimated"]),

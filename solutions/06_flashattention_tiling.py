@@ -2,6 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -42,9 +47,12 @@ standard_gb = (4 * N * d + 4 * N * N) * 2 / 1e9
 # END SOLUTION
 check.standard_bytes_gb(standard_gb)
 
-# %% [markdown] tags=["solution"]
-# 4·N·d = 4.2 M elements, 4·N² = 268 M elements: the score and probability matrices are 98 % of
-# the 0.54 GB.
+# %% tags=["solution"]
+from roofline_lessons.display import md
+from roofline_lessons.flash import attention_flops, decode_attention_intensity, standard_hbm_bytes
+
+md(f"4·N·d = {4 * 8192 * 128 / 1e6:.1f} M elements, 4·N² = {4 * 8192**2 / 1e6:.0f} M elements: the score and "
+   f"probability matrices are {8192 / (8192 + 128):.1%} of the {float(standard_hbm_bytes(8192, 128)) / 1e9:.3g} GB.")
 
 # %% [markdown]
 # ## Exercise 6.2 — the paper's block size
@@ -59,8 +67,9 @@ paper_bc = math.ceil(m_elements / (4 * 128))
 # END SOLUTION
 check.block_cols(paper_bc)
 
-# %% [markdown] tags=["solution"]
-# 233,472 bytes = 116,736 BF16 elements; ÷ 512 = 228 rows.
+# %% tags=["solution"]
+md(f"{h100.shared_memory_per_sm_bytes:,} bytes = {h100.shared_memory_per_sm_bytes // 2:,} BF16 elements; "
+   f"÷ (4 · 128) = {h100.shared_memory_per_sm_bytes // 2 / 512:.1f}, rounded up: {paper_bc} rows.")
 
 # %% [markdown]
 # ## Exercise 6.3 — how the tiled bytes scale
@@ -75,9 +84,10 @@ growth = flash_hbm_bytes(16384, 128, m, 2) / flash_hbm_bytes(8192, 128, m, 2)
 # END SOLUTION
 check.bytes_ratio_when_n_doubles(growth)
 
-# %% [markdown] tags=["solution"]
-# About 4×: the traffic is Θ(N²·d²/M). The FLOPs also grow 4×, so the intensity stays put — tiling
-# moves the dot once, by the SRAM size, not further with N.
+# %% tags=["solution"]
+flops_growth = float(attention_flops(16384, 128) / attention_flops(8192, 128))
+md(f"{growth:.2f}×: the traffic is Θ(N²·d²/M). The FLOPs grow {flops_growth:.0f}× too, so the tiled intensity "
+   "stays nearly put: tiling moves the dot once, by an amount the SRAM sets, not further with N.")
 
 # %% [markdown]
 # ## Exercise 6.4 — the online softmax
@@ -112,6 +122,8 @@ decode_answer = "no"
 # END SOLUTION
 check.decode_fix(decode_answer)
 
-# %% [markdown] tags=["solution"]
-# Each cached key and value is read once and used by 8 query heads: about 8 FLOPs per byte, far
-# left of the ridge at 295. Tiling cannot reuse data that is only used once per step.
+# %% tags=["solution"]
+i_decode = float(decode_attention_intensity(8, 32768))
+md(f"Each cached key and value is read once and used by 8 query heads: {i_decode:.1f} FLOP/byte, "
+   f"{h100.ridge_point_flop_per_byte('bf16') / i_decode:.0f}× below the H100's BF16 ridge at "
+   f"{h100.ridge_point_flop_per_byte('bf16'):.0f}. Tiling cannot reuse data that is used once per step.")

@@ -36,7 +36,8 @@ def _cases():
 @pytest.mark.parametrize("mod,ex,mistake", list(_cases()))
 def test_classic_mistake_is_rejected_by_name(mod, ex, mistake):
     assert isinstance(mistake, Mistake) and mistake.label
-    result = mod.EXERCISES[ex](mistake.value)
+    extra = getattr(mod, "MISTAKE_ARGS", {}).get(ex, lambda: ())()
+    result = mod.EXERCISES[ex](mistake.value, *extra)
     assert not result.passed, f"{ex} accepts the classic mistake '{mistake.label}' ({mistake.value})"
     assert mistake.label in result.message
 

@@ -128,7 +128,8 @@ def test_roofline_positions():
 def test_lesson06_view_and_chart():
     v = lesson06_view(8192, 128, 228, True)
     ks = list(v.intensity_by_kind)
-    assert v.intensity_by_kind[ks[0]] < v.intensity_by_kind[ks[1]] < v.intensity_by_kind[ks[2]]
+    i = v.intensity_by_kind
+    assert i[ks[0]] < min(i[ks[1]], i[ks[2]]) and max(i[ks[1]], i[ks[2]]) < i[ks[3]]  # standard < tiled < compulsory
     assert v.tile_map.shape[0] >= v.tile_map.shape[1] // 2 and np.isnan(v.tile_map).any()  # causal skips tiles
     full = lesson06_view(8192, 128, 228, False)
     assert not np.isnan(full.tile_map).any()
@@ -147,21 +148,25 @@ def test_levers_do_what_the_lesson_says():
     by = lambda phase, tokens=8192, batch=1: {r.lever: r for r in lever_speedups("qwen3.8-27b", "h100-sxm",  # noqa
                                                                                  phase, tokens, batch)}
     pf, dc = by("prefill"), by("decode")
-    assert pf["FP8 compute"].speedup == pytest.approx(2.0, rel=0.01) and pf["FP8 weights"].speedup == pytest.approx(1)
-    assert dc["FP8 compute"].speedup == pytest.approx(1.0) and dc["FP8 weights"].speedup > 1.9
-    assert by("decode", 131072, 64)["FP8 KV cache"].speedup > 1.3
+    # W8A8 prefill: under 2x because attention/softmax/norm FLOPs keep the BF16 rate
+    assert 1.85 < pf["W8A8 FP8"].speedup < 1.99 and pf["weight-only 8-bit (W8A16)"].speedup == pytest.approx(1)
+    assert dc["W8A8 FP8"].speedup == pytest.approx(dc["weight-only 8-bit (W8A16)"].speedup, rel=1e-3)
+    assert dc["weight-only 8-bit (W8A16)"].speedup > 1.9
+    long = by("decode", 65536, 16)
+    assert long["FP8 KV cache"].speedup > long["weight-only 8-bit (W8A16)"].speedup > 1.2
     a100 = {r.lever: r for r in lever_speedups("llama-3.1-8b", "a100-80gb", "decode")}
-    assert a100["FP8 compute"].speedup is None and a100["FP8 weights"].speedup > 1.8  # no FP8 units, bytes still halve
+    assert a100["W8A8 FP8"].speedup is None and "no fp8" in a100["W8A8 FP8"].unavailable
+    assert a100["weight-only 8-bit (W8A16)"].speedup > 1.8  # no FP8 units, bytes still halve
 
 
 def test_lesson07_view_and_chart():
     from roofline_lessons.dashboards import Lesson07Chart, lesson07_view
 
-    v = lesson07_view("b200", "decode", "fp4", "fp4", "fp8")
-    assert v.ridge_point_flop_per_byte == pytest.approx(1125) and v.speedup > 3
+    v = lesson07_view("b200", "decode", "W4A4 FP4", "FP8 KV cache")
+    assert v.speedup > 3 and v.fits
     assert len(v.roofs) == 3 and v.chosen[0] > v.baseline[0]
-    bad = lesson07_view("a100-80gb", "decode", "fp8", "bf16", "bf16")
-    assert bad.error and "no fp8" in bad.text
+    bad = lesson07_view("a100-80gb", "decode", "W8A8 FP8", "BF16 KV cache")
+    assert bad.error and "no fp8" in bad.text and "not available on a100-80gb" in bad.text
     chart = Lesson07Chart()
-    assert chart.png(v) != chart.png(lesson07_view("b200", "prefill", "fp8", "bf16", "bf16"))
+    assert chart.png(v) != chart.png(lesson07_view("b200", "prefill", "W8A8 FP8", "BF16 KV cache"))
     assert chart.png(bad).startswith(b"\x89PNG")

@@ -25,7 +25,8 @@ def test_quick_measurement_has_every_part(quick):
     assert {m.dtype for m in quick.matmul} == {"float64", "float32"}
     names = [k.name for k in quick.kernels]
     assert "dot" in names and "axpy" in names and any(n.startswith("gemv") for n in names)
-    assert "attention, naive" in names and "attention, tiled" in names
+    assert "attention, naive" in names and sum(n.startswith("attention, tiled") for n in names) == 2
+    assert all(s.bytes_moved >= 32 << 20 for s in quick.bandwidth)  # every timed call amortised
     assert all(k.flops_per_s > 0 and k.intensity > 0 for k in quick.kernels)
     assert quick.ridge_point_flop_per_byte() > 0 and quick.roofs()[-1].name == "DRAM"
     assert quick.gpu is not None and "available" in quick.gpu

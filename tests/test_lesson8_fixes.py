@@ -1,0 +1,182 @@
+"""Issue 10, lesson 8: the attention experiment shows the M/d² condition, the bandwidth probe is
+amortised so its roofs come out monotone, GPU probes are sized past the L2, tensor instructions are
+not counted as 2 FLOPs each, and the hierarchical-roofline claim follows the numbers."""
+
+import numpy as np
+import pytest
+
+from roofline_lessons import get_part
+from roofline_lessons.datasheets import best_measurement
+from roofline_lessons.flash import (attention_flops, compulsory_hbm_bytes, flash_hbm_bytes, standard_hbm_bytes,
+                                    tiled_attention)
+from roofline_lessons.measure import (ATTENTION_HEAD_DIM, ATTENTION_SRAM_BYTES, MODES, STREAM_ARRAYS,
+                                      BandwidthSample, Roof, Timing, _Workers, bandwidth_plateaus,
+                                      cache_capacity_bytes, fp_pipe_flops, is_monotone, limiting_roof,
+                                      m_over_d_squared, passes_per_call, stream_kernels, tensor_instruction_flops,
+                                      working_set_sizes)
+from roofline_lessons.measure_gpu import LLC_MULTIPLE, device_l2_bytes, probe_sizes
+
+
+# --- 2. tiled attention: M/d² large saves bytes, M/d² small loses -----------------------------------
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_attention_experiment_shows_the_m_over_d_squared_condition(mode):
+    n, d = MODES[mode]["attention_n"], ATTENTION_HEAD_DIM
+    naive = float(standard_hbm_bytes(n, d, 8))
+    large, small = ATTENTION_SRAM_BYTES
+    assert m_over_d_squared(large, d) >= 16 and m_over_d_squared(small, d) <= 4
+    assert flash_hbm_bytes(n, d, large, 8) < naive / 2  # M ≫ d²: tiling saves HBM bytes
+    assert flash_hbm_bytes(n, d, small, 8) > naive  # M ≈ d²: tiling moves more than the naive kernel
+
+
+def test_the_tiled_count_is_what_the_kernel_moves():
+    rng = np.random.default_rng(0)
+    n, d = 128, ATTENTION_HEAD_DIM
+    q, k, v = (rng.standard_normal((n, d)) for _ in range(3))
+    for sram in ATTENTION_SRAM_BYTES:
+        _, traffic = tiled_attention(q, k, v, sram)
+        assert traffic.hbm_bytes == flash_hbm_bytes(n, d, sram, 8)
+
+
+def test_m_over_d_squared_counts_elements():
+    assert m_over_d_squared(64 * 1024, 64, 8) == 2.0
+    assert m_over_d_squared(2**20, 64, 8) == 32.0
+
+
+# --- 3. amortised bandwidth probe ---------------------------------------------------------------------
+
+def test_every_sweep_call_moves_at_least_the_amortisation_target():
+    caches, threads = {"L1": 32 << 10, "L2": 1 << 20, "L3": 32 << 20}, 2
+    target = MODES["quick"]["bytes_per_call"]
+    for ws in working_set_sizes("quick", caches, threads):
+        for kernel, arrays in STREAM_ARRAYS.items():
+            n = ws // (8 * arrays)
+            assert passes_per_call(arrays * n * 8, target) * arrays * n * 8 >= target
+
+
+def test_sweep_leaves_out_slices_that_live_in_l1():
+    caches = {"L1": 32 << 10, "L2": 1 << 20, "L3": 32 << 20}
+    assert all(ws / 2 > 2 * caches["L1"] for ws in working_set_sizes("quick", caches, threads=2))
+    assert working_set_sizes("quick") == working_set_sizes("quick", None)  # no caches known: the full ladder
+
+
+def test_repeated_passes_compute_and_count_correctly():
+    w = _Workers(2)
+    try:
+        n = 10_001
+        kernels = stream_kernels(n, w, passes=7)
+        for name, (call, moved, touched) in kernels.items():
+            call()
+            assert moved == 7 * touched
+        a, b, c = kernels["triad"][0].arrays
+        assert np.all(a == b + c)
+        assert kernels["read"][0].partial.sum() == 7 * n  # read ran first, over a = 1.0
+    finally:
+        w.close()
+
+
+def _modelled_sweep(bytes_per_call_of, overhead_s, bandwidth_of, threads=2):
+    """Samples timed by a cost model: fixed cost per call + bytes / the level's bandwidth."""
+    out = []
+    for ws in working_set_sizes("quick", {"L1": 32 << 10, "L2": 1 << 20, "L3": 32 << 20}, threads) or []:
+        per_pass = ws
+        moved = bytes_per_call_of(per_pass)
+        t = overhead_s + moved / bandwidth_of(ws)
+        out.append(BandwidthSample("triad", ws, moved, Timing(t, t, t), threads=threads))
+    return out
+
+
+def test_amortised_timing_gives_monotone_roofs_where_one_pass_per_call_does_not():
+    caches, shared = {"L1": 32 << 10, "L2": 1 << 20, "L3": 32 << 20}, {"L1": 1, "L2": 1, "L3": 2}
+
+    def bandwidth(ws):  # the machine's true levels, aggregate over 2 threads
+        return 200e9 if ws <= 2 << 20 else 100e9 if ws <= 32 << 20 else 30e9
+
+    target = MODES["quick"]["bytes_per_call"]
+    amortised = _modelled_sweep(lambda b: passes_per_call(b, target) * b, 50e-6, bandwidth)
+    one_pass = _modelled_sweep(lambda b: b, 50e-6, bandwidth)
+    good = bandwidth_plateaus(amortised, caches, shared_cpus=shared)
+    bad = bandwidth_plateaus(one_pass, caches, shared_cpus=shared)
+    assert [r.name for r in good] == ["L2", "L3", "DRAM"] and is_monotone(good)
+    assert not is_monotone(bad)  # the old probe: call overhead drags the L2 "roof" under L3
+
+
+def test_private_caches_count_once_per_thread():
+    caches, shared = {"L1": 32 << 10, "L2": 1 << 20, "L3": 32 << 20}, {"L1": 1, "L2": 1, "L3": 2}
+    assert cache_capacity_bytes("L2", caches, 2, shared) == 2 << 20
+    assert cache_capacity_bytes("L3", caches, 2, shared) == 32 << 20
+    assert cache_capacity_bytes("L2", caches, 1, None) == 1 << 20  # an old file: sizes as they were
+    assert cache_capacity_bytes("L3", caches, 4, None) == 32 << 20
+
+
+def test_is_monotone():
+    assert is_monotone([Roof("L2", 3e9), Roof("L3", 2e9), Roof("DRAM", 2e9)])
+    assert not is_monotone([Roof("L2", 1e9), Roof("L3", 2e9), Roof("DRAM", 1e9)])
+
+
+def test_saved_threads_and_passes_round_trip(tmp_path):
+    from roofline_lessons import results
+    from roofline_lessons.measure import Measurement
+
+    m = Measurement(machine={"caches": {}}, mode="quick", created="now",
+                    bandwidth=[BandwidthSample("triad", 3 << 20, 30 << 20, Timing(1e-3, 1e-3, 1e-3), 2, 10)])
+    again = results.load(results.save(m, tmp_path / "m.json"))
+    assert again.bandwidth[0].threads == 2 and again.bandwidth[0].passes == 10
+
+
+# --- 4. GPU probes sized past the L2 (fake devices) ----------------------------------------------------
+
+class _FakeProps:
+    def __init__(self, l2):
+        self.L2_cache_size = l2
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+@pytest.mark.parametrize("l2", [50 * 2**20, 126 * 2**20, 256 * 2**20, 4 * 2**20])
+def test_gpu_memory_probes_are_sized_past_the_l2(mode, l2):
+    sizes = probe_sizes(mode, l2)
+    assert 2 * sizes["gemv_n"] ** 2 >= LLC_MULTIPLE * l2  # the bf16 matrix
+    assert 2 * sizes["copy_elements"] >= LLC_MULTIPLE * l2  # each bf16 copy buffer
+    assert 2 * sizes["gemv_n"] ** 2 > 4 * l2
+
+
+def test_quick_gemv_on_an_h100_no_longer_fits_its_l2():
+    l2, source = device_l2_bytes(_FakeProps(50 * 2**20), "NVIDIA H100 80GB HBM3")
+    assert source == "reported by the device"
+    assert 2 * probe_sizes("quick", l2)["gemv_n"] ** 2 > get_part("h100-sxm").last_level_cache_bytes * 4
+
+
+def test_device_l2_falls_back_to_the_catalog():
+    class NoL2:
+        pass
+
+    l2, source = device_l2_bytes(NoL2(), "NVIDIA H100 80GB HBM3")
+    assert l2 == get_part("h100-sxm").last_level_cache_bytes and "h100-sxm" in source
+    l2, source = device_l2_bytes(None, "Some Future GPU")
+    assert l2 >= get_part("b200").last_level_cache_bytes and "unknown" in source
+
+
+# --- 5. tensor instructions are many FMAs each ----------------------------------------------------------
+
+def test_tensor_instructions_are_not_two_flops_each():
+    assert tensor_instruction_flops(1, 16, 8, 16) == 4096
+    assert tensor_instruction_flops(10, 16, 8, 16) != fp_pipe_flops(fma=10)
+    assert fp_pipe_flops(fma=10, add=3, mul=2) == 25
+
+
+# --- 1. the hierarchical-roofline claim agrees with lesson 6's numbers ----------------------------------
+
+def test_lesson6_tiled_attention_is_l2_bound_not_compute_bound():
+    h100 = get_part("h100-sxm")
+    d, n = 128, 32768
+    f = float(attention_flops(n, d, True))
+    l2 = best_measurement(h100, "l2_bandwidth_bytes_per_s").value
+    levels = {"HBM": (h100.memory_bandwidth_bytes_per_s, f / float(compulsory_hbm_bytes(n, d))),
+              "L2": (l2, f / flash_hbm_bytes(n, d, h100.shared_memory_per_sm_bytes, 2, True))}
+    name, rate = limiting_roof(h100.peak_flops_per_s("bf16"), levels)
+    assert name == "L2" and rate < h100.peak_flops_per_s("bf16")
+
+
+def test_limiting_roof_picks_the_lowest():
+    assert limiting_roof(100.0, {"HBM": (1.0, 1000.0), "L2": (10.0, 5.0)}) == ("L2", 50.0)
+    assert limiting_roof(10.0, {"HBM": (1.0, 1000.0)}) == ("compute", 10.0)
