@@ -17,6 +17,7 @@
 from roofline_lessons import get_part, place
 from roofline_lessons.checks import lesson07 as check
 from roofline_lessons.datasheets import best_measurement
+from roofline_lessons.levers import FP8_GAP_HYPOTHESES, LEVERS
 from roofline_lessons.units import si
 
 for pid in ("h100-sxm", "b200"):
@@ -25,6 +26,9 @@ for pid in ("h100-sxm", "b200"):
           + f"; bandwidth {si(p.memory_bandwidth_bytes_per_s, 'B/s')}")
 fp8 = best_measurement("h100-sxm", "matmul_flops_per_s", "fp8")
 print(f"best measured FP8 matmul on the H100 SXM: {si(fp8.value, 'FLOP/s')} ({fp8.source})")
+print("levers (workload fields each one changes from all-BF16):")
+for name, change in LEVERS.items():
+    print(f"  {name}: {change}")
 
 # %% [markdown]
 # ## Exercise 7.1 — the H100's FP8 ridge, by hand
@@ -41,38 +45,45 @@ b200_fp4 = ...  # your answer here
 check.b200_fp4_ridge(b200_fp4)
 
 # %% [markdown]
-# ## Exercise 7.3 — FP8 weights in decode
+# ## Exercise 7.3 — weight-only 8-bit in decode
 #
-# Qwen3.8-27B, batch-1 decode with 8,192 tokens cached, H100 SXM. Keep compute and KV cache in
-# BF16 and store only the weights in FP8. By what factor does the step's time bound shrink?
+# Qwen3.8-27B, batch-1 decode with 8,192 tokens cached, H100 SXM. Store the weights in 8 bits
+# (FP8 or INT8: the same bytes) and keep everything else — matmuls, activations, KV cache — in
+# BF16 (W8A16, dequantised on the fly). By what factor does the step's time bound shrink?
 
 # %%
 base = ...  # your answer here
-fp8_weights = ...  # your answer here
+weight_only = ...  # your answer here
 decode_speedup = ...  # your answer here
 check.decode_fp8_weights_speedup(decode_speedup)
 
 # %% [markdown]
-# ## Exercise 7.4 — FP8 compute in prefill
+# ## Exercise 7.4 — W8A8 FP8 in prefill
 #
-# Same model and part, an 8,192-token prefill. Switch only the compute to FP8 (weights and KV stay
-# BF16). Speed-up of the time bound?
+# Same model and part, an 8,192-token prefill. Switch to W8A8 FP8: FP8 weights, FP8 activations
+# into the weight matmuls, weight matmuls at the FP8 rate; attention, softmax and norms stay BF16
+# (`weights_dtype="fp8", compute_dtype="fp8"`; the KV cache stays BF16). Speed-up of the time
+# bound?
 
 # %%
 base = ...  # your answer here
-fp8_compute = ...  # your answer here
+w8a8 = ...  # your answer here
 prefill_speedup = ...  # your answer here
-check.prefill_fp8_compute_speedup(prefill_speedup)
+check.prefill_w8a8_speedup(prefill_speedup)
 
 # %% [markdown]
-# ## Exercise 7.5 — the right lever for a chatbot
+# ## Exercise 7.5 — W8A8 or weight-only for a chatbot?
 #
-# For batch-1 decode, which single lever helps most: `"FP8 compute"`, `"FP8 weights"` or
-# `"FP8 KV cache"`?
+# Batch-1 decode, 8,192 cached, H100 SXM. Divide W8A8 FP8's speed-up by weight-only 8-bit's
+# speed-up: how much does the FP8 arithmetic add?
 
 # %%
-best_lever = ...  # your answer here
-check.best_lever_for_decode(best_lever)
+kw = ...  # your answer here
+base = ...  # your answer here
+w8a16 = ...  # your answer here
+w8a8 = ...  # your answer here
+fp8_arithmetic_gain = ...  # your answer here
+check.w8a8_over_weight_only_decode(fp8_arithmetic_gain)
 
 # %% [markdown]
 # ## Exercise 7.6 — the measured FP8 ridge
@@ -83,3 +94,17 @@ check.best_lever_for_decode(best_lever)
 # %%
 measured_ridge = ...  # your answer here
 check.measured_fp8_ridge(measured_ridge)
+
+# %% [markdown]
+# ## Exercise 7.7 — testing a hypothesis
+#
+# You sweep K at fixed M and N for the H100's FP8 matmul and find that the fraction of the FP8
+# peak it reaches does not change with K. Which hypothesis for the FP8 gap does that weaken?
+# Answer with one of the names printed below.
+
+# %%
+print([h.name for h in FP8_GAP_HYPOTHESES])
+
+# %%
+weakened = ...  # your answer here
+check.k_sweep_weakens(weakened)

@@ -20,17 +20,21 @@ FORMULAS = (
     ("Time lower bound", "t ≥ max(FLOPs / P_peak, bytes / β)"),
     ("Forward FLOPs", "≈ 2 · parameters per token, plus attention"),
     ("KV cache per token", "2 · full-attention layers · KV heads · head_dim · bytes per element"),
-    ("Decode intensity (per weight byte)", "≈ batch × 2 / bytes per weight"),
+    ("Weight lens (weight-matmul FLOPs per weight byte), decode", "≈ batch × 2 / bytes per weight"),
     ("Experts touched by B tokens", "E · (1 − (1 − k/E)^B)"),
-    ("FlashAttention HBM traffic", "Θ(N²·d²/M) vs Θ(N·d + N²) for standard attention"),
+    ("FlashAttention HBM traffic", "Θ(N²·d²/M) vs Θ(N·d + N²) for standard attention (tiling wins when M ≫ d²)"),
+    ("Units", "GB/s and FLOP/s are SI (1 TB/s = 10¹² B/s); a vendor's GB of device memory is GiB (80 GB = 80 · 2³⁰ B)"),
+    ("Fits?", "weights + batch · (KV per token · context + state) ≤ capacity · memory utilisation (vLLM default 0.9)"),
+    ("MBU", "bytes a token must move · tokens/s ÷ peak bandwidth (a tool's 'bandwidth achieved' from tokens/s is MBU again)"),
 )
 
 LEVERS = (
-    ("Memory-bound (decode)", "fewer bytes: weight quantization (FP8/INT4/FP4 weights), KV-cache reduction "
-                              "(GQA/MLA, FP8 KV, paging, sharing), batching to amortise weights, speculative decoding"),
+    ("Memory-bound (decode)", "fewer bytes per token: weight quantization (FP8/INT8/INT4 weights), KV-cache "
+                              "reduction (GQA/MLA, FP8 KV), batching to amortise weights, speculative decoding"),
     ("Compute-bound (prefill)", "faster math: FP8/FP4 tensor cores, better tiling and occupancy, fused kernels "
                                 "(FlashAttention), fewer wasted FLOPs"),
-    ("Does not fit", "capacity first: quantize weights and KV, shard across GPUs, shorter context"),
+    ("Does not fit", "capacity first: quantize weights and KV, a paged KV cache (less fragmentation, so a larger "
+                     "batch fits; the bytes per step stay), prefix sharing, shard across GPUs, shorter context"),
 )
 
 
@@ -51,7 +55,10 @@ def _numbers() -> list[tuple[str, str]]:
         ("Qwen3.8-27B KV cache per token (BF16)", f"{q.kv_bytes_per_token() / 1024:,.0f} KiB"),
         ("Qwen3.8-27B Gated DeltaNet state per sequence (fp32)", f"{q.deltanet_state_bytes() / 2**20:,.0f} MiB"),
         ("Llama-3.1-70B KV cache per token (BF16)", f"{get_model('llama-3.1-70b').kv_bytes_per_token() / 1024:,.0f} KiB"),
-        ("Llama-3.1-70B weights (BF16)", f"{get_model('llama-3.1-70b').parameter_count() * 2 / 1e9:,.0f} GB"),
+        ("Llama-3.1-70B weights (BF16)", f"{get_model('llama-3.1-70b').parameter_count() * 2 / 1e9:,.0f} GB = "
+                                         f"{get_model('llama-3.1-70b').parameter_count() * 2 / 2**30:,.0f} GiB"),
+        ("H100 / H200 / B200 device memory", " / ".join(f"{get_part(p).memory_capacity_bytes / 2**30:,.0f} GiB"
+                                                         for p in ("h100-sxm", "h200", "b200"))),
     ]
 
 

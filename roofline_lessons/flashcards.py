@@ -143,10 +143,10 @@ def _experts(model, batch):
     return float(experts_touched(model, batch))
 
 
-def _max_batch(model, part, context):
+def _max_batch(model, part, context, memory_utilization=1.0):
     from .memory import max_batch_that_fits
 
-    return max_batch_that_fits(model, part, context)
+    return max_batch_that_fits(model, part, context, memory_utilization=memory_utilization)
 
 
 def _kv_kib(model, dtype):
@@ -185,7 +185,109 @@ def _params_b(model):
     return get_model(model).parameter_count() / 1e9
 
 
+def _peak_tflops(part, dtype, sparse=False):
+    from .hardware import get_part
+
+    p = get_part(part)
+    return (p.sparse_flops_per_s[dtype] if sparse else p.peak_flops_per_s(dtype)) / 1e12
+
+
+def _bandwidth_tbs(part):
+    from .hardware import get_part
+
+    return get_part(part).memory_bandwidth_bytes_per_s / 1e12
+
+
+def _capacity_gib(part, memory_utilization=1.0):
+    from .memory import usable_capacity_bytes
+
+    return usable_capacity_bytes(part, memory_utilization) / 2**30
+
+
+def _weights_gib(model, dtype):
+    from .memory import weight_bytes
+
+    return weight_bytes(model, dtype) / 2**30
+
+
+def _free_gib(model, part, dtype, memory_utilization=1.0):
+    from .memory import free_bytes_after_weights
+
+    return free_bytes_after_weights(model, part, dtype, memory_utilization) / 2**30
+
+
+def _kv_gib(model, context, dtype="bf16"):
+    from .memory import kv_cache_bytes_per_sequence
+
+    return float(kv_cache_bytes_per_sequence(model, context, dtype)) / 2**30
+
+
+def _state_gib(model):
+    from .memory import state_bytes_per_sequence
+
+    return state_bytes_per_sequence(model) / 2**30
+
+
+def _percent_of_peak(part, dtype, intensity):
+    from .hardware import get_part
+
+    p = get_part(part)
+    return 100 * min(p.peak_flops_per_s(dtype), intensity * p.memory_bandwidth_bytes_per_s) / p.peak_flops_per_s(dtype)
+
+
+def _intensity(model, part, phase, tokens, batch=1, lens="all traffic"):
+    from .placement import place
+
+    fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
+    p = place(model, part, phase=phase, batch=batch, **fields)
+    return float(p.intensity if lens == "all traffic" else p.intensity_per_weight_byte)
+
+
+def _step_tflop(model, phase, tokens):
+    from .costs import model_cost
+
+    fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
+    return float(model_cost(model, phase=phase, **fields).flops) / 1e12
+
+
+def _weight_lens_over_ridge(model, part, tokens):
+    return _intensity(model, part, "prefill", tokens, lens="weights only") / _ridge(part, "bf16")
+
+
+def _kv_share_of_capacity(model, part, context):
+    from .hardware import get_part
+
+    return 100 * _kv_gib(model, context) * 2**30 / get_part(part).memory_capacity_bytes
+
+
+def _max_context(model):
+    from .models import get_model
+
+    return get_model(model).max_context_tokens
+
+
+def _state_over_kv_tokens(model):
+    from .models import get_model
+
+    m = get_model(model)
+    return m.deltanet_state_bytes() / m.kv_bytes_per_token("bf16")
+
+
+def _embedding_params_b(model):
+    from .models import get_model
+
+    m = get_model(model)
+    tables = 1 if m.tie_word_embeddings else 2
+    return tables * m.vocab_size * m.hidden_size / 1e9
+
+
 NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
+    "peak_tflops": _peak_tflops, "bandwidth_tbs": _bandwidth_tbs, "capacity_gib": _capacity_gib,
+    "weights_gib": _weights_gib, "free_gib": _free_gib, "kv_gib": _kv_gib, "state_gib": _state_gib,
+    "percent_of_peak": _percent_of_peak, "intensity": _intensity, "step_tflop": _step_tflop,
+    "max_context": _max_context, "weight_lens_over_ridge": _weight_lens_over_ridge,
+    "kv_share_of_capacity": _kv_share_of_capacity, "state_over_kv_tokens": _state_over_kv_tokens,
+    "embedding_params_b": _embedding_params_b,
     "ridge": _ridge, "weights_gb": _weights_gb, "time_ms": _time_ms, "tokens_per_s": _tokens_per_s,
     "critical_batch": _critical_batch, "experts": _experts, "max_batch": _max_batch, "kv_kib": _kv_kib,
     "state_mib": _state_mib, "kv_crossing": _kv_crossing, "decode_attention": _decode_attention, "lever": _lever,

@@ -2,6 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -20,6 +25,7 @@
 from roofline_lessons import get_part, place
 from roofline_lessons.checks import lesson07 as check
 from roofline_lessons.datasheets import best_measurement
+from roofline_lessons.levers import FP8_GAP_HYPOTHESES, LEVERS
 from roofline_lessons.units import si
 
 for pid in ("h100-sxm", "b200"):
@@ -28,6 +34,9 @@ for pid in ("h100-sxm", "b200"):
           + f"; bandwidth {si(p.memory_bandwidth_bytes_per_s, 'B/s')}")
 fp8 = best_measurement("h100-sxm", "matmul_flops_per_s", "fp8")
 print(f"best measured FP8 matmul on the H100 SXM: {si(fp8.value, 'FLOP/s')} ({fp8.source})")
+print("levers (workload fields each one changes from all-BF16):")
+for name, change in LEVERS.items():
+    print(f"  {name}: {change}")
 
 # %% [markdown]
 # ## Exercise 7.1 — the H100's FP8 ridge, by hand
@@ -39,7 +48,8 @@ h100_fp8 = 1978.9e12 / 3.35e12
 check.h100_fp8_ridge(h100_fp8)
 
 # %% [markdown] tags=["solution"]
-# ≈ 591 FLOP/byte: twice the BF16 ridge, because the bandwidth did not change.
+# The dense FP8 peak over the same bandwidth: the BF16 ridge times the FP8 ÷ BF16 peak ratio
+# (two on this part), because the bandwidth does not depend on the format.
 
 # %% [markdown]
 # ## Exercise 7.2 — the B200's FP4 ridge, by hand
@@ -51,57 +61,70 @@ b200_fp4 = 9000e12 / 8e12
 check.b200_fp4_ridge(b200_fp4)
 
 # %% [markdown] tags=["solution"]
-# 1,125 FLOP/byte: a kernel needs over a thousand FLOPs per byte to use FP4's roof.
+# A kernel needs over a thousand FLOPs per byte to use FP4's roof.
 
 # %% [markdown]
-# ## Exercise 7.3 — FP8 weights in decode
+# ## Exercise 7.3 — weight-only 8-bit in decode
 #
-# Qwen3.8-27B, batch-1 decode with 8,192 tokens cached, H100 SXM. Keep compute and KV cache in
-# BF16 and store only the weights in FP8. By what factor does the step's time bound shrink?
+# Qwen3.8-27B, batch-1 decode with 8,192 tokens cached, H100 SXM. Store the weights in 8 bits
+# (FP8 or INT8: the same bytes) and keep everything else — matmuls, activations, KV cache — in
+# BF16 (W8A16, dequantised on the fly). By what factor does the step's time bound shrink?
 
 # %%
 # BEGIN SOLUTION
 base = place("qwen3.8-27b", "h100-sxm", phase="decode", context_tokens=8192)
-fp8_weights = place("qwen3.8-27b", "h100-sxm", phase="decode", context_tokens=8192, weights_dtype="fp8")
-decode_speedup = float(base.time_lower_bound_s / fp8_weights.time_lower_bound_s)
+weight_only = place("qwen3.8-27b", "h100-sxm", phase="decode", context_tokens=8192, weights_dtype="fp8")
+decode_speedup = float(base.time_lower_bound_s / weight_only.time_lower_bound_s)
 # END SOLUTION
 check.decode_fp8_weights_speedup(decode_speedup)
 
 # %% [markdown] tags=["solution"]
-# Nearly 2×: the step is memory-bound and almost all its bytes are weights, which halve.
+# Nearly 2×: the step is memory-bound and almost all its bytes are weights, which halve. Not
+# quite 2×: the KV cache and the float32 recurrent state keep their size.
 
 # %% [markdown]
-# ## Exercise 7.4 — FP8 compute in prefill
+# ## Exercise 7.4 — W8A8 FP8 in prefill
 #
-# Same model and part, an 8,192-token prefill. Switch only the compute to FP8 (weights and KV stay
-# BF16). Speed-up of the time bound?
+# Same model and part, an 8,192-token prefill. Switch to W8A8 FP8: FP8 weights, FP8 activations
+# into the weight matmuls, weight matmuls at the FP8 rate; attention, softmax and norms stay BF16
+# (`weights_dtype="fp8", compute_dtype="fp8"`; the KV cache stays BF16). Speed-up of the time
+# bound?
 
 # %%
 # BEGIN SOLUTION
 base = place("qwen3.8-27b", "h100-sxm", phase="prefill", prompt_tokens=8192)
-fp8_compute = place("qwen3.8-27b", "h100-sxm", phase="prefill", prompt_tokens=8192, compute_dtype="fp8")
-prefill_speedup = float(base.time_lower_bound_s / fp8_compute.time_lower_bound_s)
+w8a8 = place("qwen3.8-27b", "h100-sxm", phase="prefill", prompt_tokens=8192, weights_dtype="fp8",
+             compute_dtype="fp8")
+prefill_speedup = float(base.time_lower_bound_s / w8a8.time_lower_bound_s)
 # END SOLUTION
-check.prefill_fp8_compute_speedup(prefill_speedup)
+check.prefill_w8a8_speedup(prefill_speedup)
 
 # %% [markdown] tags=["solution"]
-# 2×: the step stays compute-bound, so it follows the ceiling, which doubled.
+# A little under 2×: the step stays compute-bound, the weight matmuls follow their ceiling, which
+# doubled, and the FLOPs that keep the BF16 rate (attention, softmax, norms, the recurrence) do
+# not shrink.
 
 # %% [markdown]
-# ## Exercise 7.5 — the right lever for a chatbot
+# ## Exercise 7.5 — W8A8 or weight-only for a chatbot?
 #
-# For batch-1 decode, which single lever helps most: `"FP8 compute"`, `"FP8 weights"` or
-# `"FP8 KV cache"`?
+# Batch-1 decode, 8,192 cached, H100 SXM. Divide W8A8 FP8's speed-up by weight-only 8-bit's
+# speed-up: how much does the FP8 arithmetic add?
 
 # %%
 # BEGIN SOLUTION
-best_lever = "FP8 weights"
+kw = dict(phase="decode", context_tokens=8192)
+base = place("qwen3.8-27b", "h100-sxm", **kw)
+w8a16 = place("qwen3.8-27b", "h100-sxm", **kw, weights_dtype="fp8")
+w8a8 = place("qwen3.8-27b", "h100-sxm", **kw, weights_dtype="fp8", compute_dtype="fp8")
+fp8_arithmetic_gain = float((base.time_lower_bound_s / w8a8.time_lower_bound_s)
+                            / (base.time_lower_bound_s / w8a16.time_lower_bound_s))
 # END SOLUTION
-check.best_lever_for_decode(best_lever)
+check.w8a8_over_weight_only_decode(fp8_arithmetic_gain)
 
 # %% [markdown] tags=["solution"]
-# FP8 weights: the bytes a batch-1 step waits for are mostly weights. FP8 compute raises a ceiling
-# the step never touches; the KV cache of one conversation is small beside 51 GB of weights.
+# 1×: both store the same weight bytes, and a memory-bound step never reaches the compute roof
+# that FP8 matmuls raise. For a latency-bound chatbot on a part without FP8 units (the A100),
+# weight-only quantisation buys the same decode speed-up.
 
 # %% [markdown]
 # ## Exercise 7.6 — the measured FP8 ridge
@@ -116,5 +139,26 @@ measured_ridge = fp8.value / get_part("h100-sxm").memory_bandwidth_bytes_per_s
 check.measured_fp8_ridge(measured_ridge)
 
 # %% [markdown] tags=["solution"]
-# ≈ 419 FLOP/byte: the roof real FP8 matmuls reach is lower, so the measured knee sits well left of
-# the datasheet's 591.
+# The roof the best measured FP8 matmul reaches is lower than the datasheet's, so the measured
+# knee sits left of the datasheet ridge of 7.1, by the same factor.
+
+# %% [markdown]
+# ## Exercise 7.7 — testing a hypothesis
+#
+# You sweep K at fixed M and N for the H100's FP8 matmul and find that the fraction of the FP8
+# peak it reaches does not change with K. Which hypothesis for the FP8 gap does that weaken?
+# Answer with one of the names printed below.
+
+# %%
+print([h.name for h in FP8_GAP_HYPOTHESES])
+
+# %%
+# BEGIN SOLUTION
+weakened = "fixed per-tile epilogue"
+# END SOLUTION
+check.k_sweep_weakens(weakened)
+
+# %% [markdown] tags=["solution"]
+# A cost paid once per output tile is spread over K: if it mattered, a larger K would dilute it and
+# the fraction would climb. A flat curve weakens that hypothesis; it says nothing for or against
+# throttling, pipeline latency or kernel choice, which need their own measurements.

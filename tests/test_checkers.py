@@ -107,8 +107,12 @@ def test_lessons_5_to_7_accept_right_and_reject_wrong():
     assert lesson07.h100_fp8_ridge(591).passed and not lesson07.h100_fp8_ridge(295).passed
     assert lesson07.b200_fp4_ridge(1125).passed and not lesson07.b200_fp4_ridge(562).passed
     assert lesson07.decode_fp8_weights_speedup(1.97).passed and not lesson07.decode_fp8_weights_speedup(1.0).passed
-    assert lesson07.prefill_fp8_compute_speedup(2).passed and not lesson07.prefill_fp8_compute_speedup(1).passed
-    assert lesson07.best_lever_for_decode("FP8 weights").passed and not lesson07.best_lever_for_decode("FP8 compute").passed
+    assert not lesson07.decode_fp8_weights_speedup(2.0).passed
+    assert lesson07.prefill_w8a8_speedup(1.93).passed and not lesson07.prefill_w8a8_speedup(2).passed
+    assert not lesson07.prefill_w8a8_speedup(1).passed
+    assert lesson07.w8a8_over_weight_only_decode(1.0).passed and not lesson07.w8a8_over_weight_only_decode(2.0).passed
+    assert lesson07.k_sweep_weakens("fixed per-tile epilogue").passed
+    assert not lesson07.k_sweep_weakens("clock or power throttling").passed
     assert lesson07.measured_fp8_ridge(419).passed and not lesson07.measured_fp8_ridge(591).passed
 
 

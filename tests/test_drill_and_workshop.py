@@ -253,3 +253,26 @@ def test_drill_filters_from_the_widget(tmp_path):
     mode_w.value = "mock"
     assert ui.session["session"].mode == "mock"
     assert isinstance(ui, widgets.VBox)
+
+
+def test_capacity_cards_agree_with_the_package():
+    """The 70B/H200 cards say the weights fit in 141 GiB but not in vLLM's default 90 % of it."""
+    from roofline_lessons.flashcards import get_card
+    from roofline_lessons.memory import usable_capacity_bytes, weight_bytes
+
+    w = weight_bytes("llama-3.1-70b", "bf16")
+    assert usable_capacity_bytes("h200", 0.9) < w <= usable_capacity_bytes("h200", 1.0)
+    text = get_card("capacity-70b-h100").detailed_answer()
+    assert "141 GiB" in text and "only" in text
+    assert " -" not in get_card("capacity-third-number").detailed_answer()  # no negative "room left"
+
+
+def test_paging_is_not_called_a_byte_lever():
+    from roofline_lessons import cheatsheet
+    from roofline_lessons.flashcards import deck
+
+    levers = dict(cheatsheet.LEVERS)
+    assert "paging" not in levers["Memory-bound (decode)"] and "paged" in levers["Does not fit"]
+    for card in deck():
+        for text in (card.short, card.detailed):
+            assert "FP8 KV, paging" not in text, card.id

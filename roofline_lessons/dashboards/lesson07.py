@@ -1,5 +1,9 @@
-"""Lesson 7 dashboard: formats for compute, weights and KV cache; part; phase -> the compute
-ceilings, the ridge, the all-BF16 point and the chosen point, and the speed-up."""
+"""Lesson 7 dashboard: part, phase, batch, a weight-and-matmul recipe and a KV-cache format -> the
+compute ceilings, the all-BF16 point and the chosen point, and the speed-up.
+
+Every recipe is a real configuration (:data:`roofline_lessons.levers.WEIGHT_RECIPES`), so no
+choice of widgets is invalid; a recipe the part cannot run (W8A8 FP8 on an A100) gives one clear
+message instead of a point."""
 
 from __future__ import annotations
 
@@ -9,12 +13,17 @@ from ..charts import MARKERS, PALETTE, Roof, roofline_chart, set_roof_ylim
 from ..errors import RooflineInputError
 from ..fastfig import CachedFigure, bare_figure, message_png
 from ..hardware import get_part, list_parts
+from ..levers import BASELINE, KV_FORMATS, WEIGHT_RECIPES, recipe_fields
 from ..placement import place
 from ..roofline import attainable_flops_per_s
+from ..units import GiB
 
 MODEL = "qwen3.8-27b"
 FORMATS = ("bf16", "fp8", "fp4")
 INTENSITY_RANGE = (0.1, 1e5)
+RECIPES = tuple(WEIGHT_RECIPES)
+KV_CHOICES = tuple(KV_FORMATS)
+BATCH_CHOICES = (1, 4, 16, 64, 256)
 
 
 @dataclass(frozen=True)
@@ -24,43 +33,51 @@ class Lesson07View:
     roofs: tuple[Roof, ...]
     baseline: tuple[float, float] | None  #: (intensity, attainable FLOP/s) all BF16
     chosen: tuple[float, float] | None
-    ridge_point_flop_per_byte: float | None  #: of the chosen compute format
+    ridge_point_flop_per_byte: float | None  #: for the chosen step's mix of FLOPs
     speedup: float | None
     text: str
     error: str | None = None
+    fits: bool | None = None  #: weights + KV + state of the chosen step fit in memory
 
 
-def lesson07_view(part_id: str, phase: str, compute: str, weights: str, kv: str, tokens: int = 8192,
+def _roofs(part) -> tuple[Roof, ...]:
+    return tuple(Roof(f"{part.id} {dt}", part.peak_flops_per_s(dt), part.memory_bandwidth_bytes_per_s)
+                 for dt in FORMATS if dt in part.dense_flops_per_s)
+
+
+def lesson07_view(part_id: str, phase: str, recipe: str = BASELINE, kv: str = "BF16 KV cache", tokens: int = 8192,
                   batch: int = 1) -> Lesson07View:
-    """The all-BF16 step and the step with the chosen formats, on the part's compute ceilings."""
+    """The all-BF16 step and the step with the chosen recipe and KV format, on the part's compute ceilings."""
     fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
     try:
         part = get_part(part_id)
-        base = place(MODEL, part, phase=phase, batch=batch, **fields)
-        new = place(MODEL, part, phase=phase, batch=batch, compute_dtype=compute, weights_dtype=weights,
-                    kv_dtype=kv, **fields)
     except RooflineInputError as exc:
-        roofs = ()
-        try:
-            roofs = tuple(Roof(f"{part_id} {dt}", get_part(part_id).peak_flops_per_s(dt),
-                               get_part(part_id).memory_bandwidth_bytes_per_s)
-                          for dt in FORMATS if dt in get_part(part_id).dense_flops_per_s)
-        except RooflineInputError:
-            pass
-        return Lesson07View(part_id, phase, roofs, None, None, None, None, f"Cannot place this: {exc}", error=str(exc))
-    roofs = tuple(Roof(f"{part.id} {dt}", part.peak_flops_per_s(dt), part.memory_bandwidth_bytes_per_s)
-                  for dt in FORMATS if dt in part.dense_flops_per_s)
+        return Lesson07View(str(part_id), phase, (), None, None, None, None, f"Cannot place this: {exc}", str(exc))
+    roofs = _roofs(part)
+    try:
+        change = recipe_fields(recipe, kv)
+        base = place(MODEL, part, phase=phase, batch=batch, **fields)
+        new = place(MODEL, part, phase=phase, batch=batch, **fields, **change)
+    except RooflineInputError as exc:
+        return Lesson07View(part.id, phase, roofs, None, None, None, None,
+                            f"{recipe} with {kv} is not available on {part.id}: {exc}", error=str(exc))
     speedup = float(base.time_lower_bound_s / new.time_lower_bound_s)
+    fits = bool(new.fits_in_memory)
     what = (f"prefill of {tokens:,} tokens × batch {batch}" if phase == "prefill"
             else f"decode, batch {batch}, {tokens:,} cached")
-    text = (f"{what} on {part.id}: compute {compute}, weights {weights}, KV {kv}. Ridge {new.ridge_point_flop_per_byte:,.0f} "
+    fit_text = ("fits" if fits else "does NOT fit") + (
+        f" in {part.memory_capacity_bytes / GiB:,.0f} GiB ({float(new.memory_required_bytes) / GiB:,.0f} GiB of "
+        "weights, KV cache and state; no headroom kept)")
+    caveat = " (a best case: no cost charged for (de)quantising or scales)" if change else ""
+    text = (f"{what} on {part.id}: {recipe}, {kv}. Compute roof for this FLOP mix "
+            f"{float(new.peak_flops_per_s) / 1e12:,.0f} TFLOP/s, ridge {float(new.ridge_point_flop_per_byte):,.0f} "
             f"FLOP/byte; I = {float(new.intensity):,.3g} (all BF16: {float(base.intensity):,.3g}); {new.bound}-bound. "
             f"Step ≥ {float(new.time_lower_bound_s) * 1e3:,.3g} ms vs {float(base.time_lower_bound_s) * 1e3:,.3g} ms "
-            f"all-BF16: {speedup:.2f}× faster.")
+            f"all-BF16: {speedup:.2f}× faster{caveat}. Memory: {fit_text}.")
     return Lesson07View(part.id, phase, roofs, (float(base.intensity), float(base.attainable_flops_per_s)),
                         (float(new.intensity), float(attainable_flops_per_s(new.intensity, new.peak_flops_per_s,
                                                                             new.bandwidth_bytes_per_s))),
-                        new.ridge_point_flop_per_byte, speedup, text)
+                        float(new.ridge_point_flop_per_byte), speedup, text, fits=fits)
 
 
 def _build(roofs):
@@ -95,26 +112,27 @@ class Lesson07Chart:
 
 
 def lesson07_dashboard(part_id: str = "h100-sxm"):
-    """Formats for compute, weights and KV; part; phase; batch -> ceilings, ridge, the two points, the speed-up."""
+    """Part; phase; batch; weight-and-matmul recipe; KV format -> ceilings, the two points, the speed-up."""
     import ipywidgets as widgets
     from IPython.display import Image, display
 
     part_w = widgets.Dropdown(options=list_parts(), value=part_id, description="part")
     phase_w = widgets.ToggleButtons(options=["decode", "prefill"], value="decode", description="phase")
-    compute_w = widgets.Dropdown(options=FORMATS, value="bf16", description="compute")
-    weights_w = widgets.Dropdown(options=FORMATS, value="bf16", description="weights")
-    kv_w = widgets.Dropdown(options=("bf16", "fp8"), value="bf16", description="KV cache")
-    batch_w = widgets.SelectionSlider(options=(1, 4, 16, 64, 256), value=1, description="batch")
+    recipe_w = widgets.Dropdown(options=RECIPES, value=BASELINE, description="recipe",
+                                layout=widgets.Layout(width="22em"))
+    kv_w = widgets.Dropdown(options=KV_CHOICES, value=KV_CHOICES[0], description="KV cache")
+    batch_w = widgets.SelectionSlider(options=BATCH_CHOICES, value=1, description="batch")
     chart = Lesson07Chart()
 
-    def _update(part, phase, compute, weights, kv, batch):
-        view = lesson07_view(part, phase, compute, weights, kv, batch=batch)
+    def _update(part, phase, recipe, kv, batch):
+        view = lesson07_view(part, phase, recipe, kv, batch=batch)
         print(view.text)
-        print("(open square: all BF16; filled dot: your choice)")
+        if view.baseline is not None:
+            print("(open square: all BF16; filled dot: your choice)")
         display(Image(data=chart.png(view), format="png"))
 
-    out = widgets.interactive_output(_update, {"part": part_w, "phase": phase_w, "compute": compute_w,
-                                               "weights": weights_w, "kv": kv_w, "batch": batch_w})
-    ui = widgets.VBox([widgets.HBox([part_w, phase_w, batch_w]), widgets.HBox([compute_w, weights_w, kv_w]), out])
+    out = widgets.interactive_output(_update, {"part": part_w, "phase": phase_w, "recipe": recipe_w, "kv": kv_w,
+                                               "batch": batch_w})
+    ui = widgets.VBox([widgets.HBox([part_w, phase_w, batch_w]), widgets.HBox([recipe_w, kv_w]), out])
     display(ui)
     return ui

@@ -1,0 +1,112 @@
+"""Lesson 7's levers are real configurations, and the measured FP8 gap is presented with its conditions."""
+
+import itertools
+
+import pytest
+
+from roofline_lessons import place
+from roofline_lessons.datasheets import best_measurement
+from roofline_lessons.errors import RooflineInputError
+from roofline_lessons.hardware import list_parts
+from roofline_lessons.levers import (BASELINE, FP8_GAP_HYPOTHESES, KV_FORMATS, LEVER_SPECS, LEVERS,
+                                     MEASUREMENT_CONDITIONS, WEIGHT_RECIPES, lever_speedup, lever_speedups,
+                                     operand_bytes_per_s_ratio, recipe_fields)
+from roofline_lessons.costs import LOW_PRECISION_COMPUTE
+
+MODEL = "qwen3.8-27b"
+
+
+def test_every_lever_and_recipe_is_a_real_configuration():
+    """Low-precision matmuls come with weights in the same format; nothing is 'FP8 compute over BF16 weights'."""
+    for change in [*LEVERS.values(), *(r.changes for r in WEIGHT_RECIPES.values())]:
+        compute = change.get("compute_dtype", "bf16")
+        if compute in LOW_PRECISION_COMPUTE:
+            assert change.get("weights_dtype") == compute
+        assert "attention_compute_dtype" not in change  # attention stays BF16 unless a lever says so
+    assert list(LEVERS)[0] == BASELINE and LEVERS[BASELINE] == {}
+    assert all(lev.what for lev in LEVER_SPECS)
+    assert all(lev.not_counted for lev in LEVER_SPECS[1:])  # every lever says what the bound leaves out
+
+
+def test_the_old_invalid_lever_is_refused_by_the_cost_model():
+    with pytest.raises(RooflineInputError, match="not a real configuration"):
+        place(MODEL, "h100-sxm", phase="prefill", prompt_tokens=512, compute_dtype="fp8")
+
+
+def test_w8a8_keeps_attention_at_bf16_and_prefill_gains_under_the_peak_ratio():
+    base = place(MODEL, "h100-sxm", phase="prefill", prompt_tokens=8192)
+    w8a8 = place(MODEL, "h100-sxm", phase="prefill", prompt_tokens=8192, **LEVERS["W8A8 FP8"])
+    assert w8a8.workload.other_compute_dtype == "bf16"
+    expected = float(base.compute_time_s) / (float(base.cost.weight_matmul_flops) / 1978.9e12
+                                             + float(base.cost.other_flops) / 989.4e12)
+    assert lever_speedup(MODEL, "h100-sxm", "prefill", "W8A8 FP8").speedup == pytest.approx(expected, rel=1e-9)
+    assert expected < 2.0
+
+
+def test_weight_only_changes_only_weight_bytes_and_runs_without_fp8_units():
+    for part in ("a100-80gb", "h100-sxm"):
+        base = place(MODEL, part, phase="decode", context_tokens=8192)
+        wo = place(MODEL, part, phase="decode", context_tokens=8192, **LEVERS["weight-only 8-bit (W8A16)"])
+        assert float(wo.cost.weight_bytes) == pytest.approx(float(base.cost.weight_bytes) / 2)
+        assert float(wo.cost.kv_bytes) == float(base.cost.kv_bytes)
+        assert float(wo.cost.flops) == float(base.cost.flops) and wo.matmul_peak_flops_per_s == base.matmul_peak_flops_per_s
+
+
+def test_unavailable_levers_say_why_and_never_crash():
+    for part in list_parts():
+        for r in lever_speedups(MODEL, part, "decode", 8192, 1):
+            assert (r.speedup is None) == (r.unavailable is not None) == (r.placement is None)
+            assert r.label == "not available" if r.speedup is None else r.label.endswith("-bound)")
+    a100 = lever_speedup(MODEL, "a100-80gb", "prefill", "W8A8 FP8")
+    assert a100.speedup is None and a100.fits is None and "fp8" in a100.unavailable
+    with pytest.raises(RooflineInputError, match="unknown lever"):
+        lever_speedup(MODEL, "h100-sxm", "decode", "FP8 compute")
+
+
+@pytest.mark.parametrize("recipe,kv", list(itertools.product(WEIGHT_RECIPES, KV_FORMATS)))
+def test_dashboard_views_for_every_recipe_on_every_part(recipe, kv):
+    from roofline_lessons.dashboards import lesson07_view
+
+    for part in list_parts():
+        v = lesson07_view(part, "decode", recipe, kv, batch=16)
+        assert v.text
+        if v.error:
+            assert v.baseline is None and "not available" in v.text
+        else:
+            assert v.speedup > 0 and v.fits is not None
+
+
+def test_recipe_fields_validate_names():
+    assert recipe_fields("W8A8 FP8", "FP8 KV cache") == {"weights_dtype": "fp8", "compute_dtype": "fp8",
+                                                         "kv_dtype": "fp8"}
+    for bad in (("FP8 compute", "BF16 KV cache"), ("W8A8 FP8", "fp8"), (None, None)):
+        with pytest.raises(RooflineInputError):
+            recipe_fields(*bad)
+
+
+def test_measurement_conditions_match_the_catalog():
+    for (part, dtype), (tflops, shape, build) in MEASUREMENT_CONDITIONS.items():
+        m = best_measurement(part, "matmul_flops_per_s", dtype)
+        assert m is not None and m.value / 1e12 == pytest.approx(tflops, rel=2e-3), (part, dtype)
+        assert shape.count("×") == 2 and build
+
+
+def test_the_gap_is_presented_as_hypotheses_with_tests():
+    assert len(FP8_GAP_HYPOTHESES) >= 3
+    names = {h.name for h in FP8_GAP_HYPOTHESES}
+    assert "clock or power throttling" in names and "fixed per-tile epilogue" in names
+    for h in FP8_GAP_HYPOTHESES:
+        assert h.mechanism and h.test
+    assert operand_bytes_per_s_ratio("h100-sxm") == pytest.approx(1.0, rel=1e-3)
+    assert operand_bytes_per_s_ratio("b200", "fp4", "fp8") == pytest.approx(1.0, rel=1e-3)
+
+
+def test_lesson07_prose_has_no_established_blame():
+    """The lesson and the solutions must not state the FP8 gap's cause as fact."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for rel in ("notebooks/07_fp8_knee_shift.py", "solutions/07_fp8_knee_shift.py"):
+        text = root.joinpath(rel).read_text()
+        assert "the data movement around it (scaling factors, conversions" not in text
+        assert "FP8 compute\"" not in text and "'FP8 compute'" not in text
