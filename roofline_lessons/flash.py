@@ -120,6 +120,14 @@ def _visits(i_block: tuple[int, int], j_block: tuple[int, int], causal: bool) ->
     return not causal or j_block[0] <= i_block[1] - 1
 
 
+def _tiling_setup(q: np.ndarray, sram_bytes: int, block_sizes: "BlockSizes | None"):
+    """Sizes, an empty SRAM, a traffic counter and the softmax scale shared by both loop orders."""
+    n, d = q.shape
+    eb = q.dtype.itemsize
+    sizes = block_sizes or flash_block_sizes(sram_bytes, d, eb)
+    return n, d, eb, sizes, SRAM(sram_bytes), Traffic(block_rows=sizes.rows, block_cols=sizes.cols), 1.0 / math.sqrt(d)
+
+
 def tiled_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, sram_bytes: int, causal: bool = False,
                     block_sizes: BlockSizes | None = None) -> tuple[np.ndarray, Traffic]:
     """Exact attention, tile by tile, with an online softmax; returns (output, traffic).
@@ -128,12 +136,7 @@ def tiled_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, sram_bytes: int
     working set is counted as HBM reads, every tile written back as HBM writes, in the arrays'
     own element size. Raises :class:`SRAMOverflowError` if a tile would not fit.
     """
-    n, d = q.shape
-    eb = q.dtype.itemsize
-    sizes = block_sizes or flash_block_sizes(sram_bytes, d, eb)
-    sram = SRAM(sram_bytes)
-    t = Traffic(block_rows=sizes.rows, block_cols=sizes.cols)
-    scale = 1.0 / math.sqrt(d)
+    n, d, eb, sizes, sram, t, scale = _tiling_setup(q, sram_bytes, block_sizes)
     # O, ℓ and m live in HBM and are initialised there (N·d + 2N elements written)
     o = np.zeros_like(q)
     l_hbm = np.zeros(n, dtype=q.dtype)
@@ -233,12 +236,7 @@ def tiled_attention_fa2(q: np.ndarray, k: np.ndarray, v: np.ndarray, sram_bytes:
     Same working set as :func:`tiled_attention`, so the same block sizes fit. Raises
     :class:`SRAMOverflowError` if a tile would not fit.
     """
-    n, d = q.shape
-    eb = q.dtype.itemsize
-    sizes = block_sizes or flash_block_sizes(sram_bytes, d, eb)
-    sram = SRAM(sram_bytes)
-    t = Traffic(block_rows=sizes.rows, block_cols=sizes.cols)
-    scale = 1.0 / math.sqrt(d)
+    n, d, eb, sizes, sram, t, scale = _tiling_setup(q, sram_bytes, block_sizes)
     o = np.empty_like(q)  # HBM output: written once per query block, never read back
     lse = np.empty(n, dtype=q.dtype)
     row_blocks, col_blocks = _blocks(n, sizes.rows), _blocks(k.shape[0], sizes.cols)

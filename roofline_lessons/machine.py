@@ -25,18 +25,21 @@ def _size_bytes(text: str | None) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def cache_sizes() -> dict[str, int]:
-    """Per-core data/unified cache sizes in bytes by level name (L1, L2, L3), from /sys when present."""
-    out: dict[str, int] = {}
+def _data_caches():
+    """(level name, /sys index folder) of cpu0's data and unified caches; none without /sys."""
     base = Path("/sys/devices/system/cpu/cpu0/cache")
     if not base.exists():
-        return out
+        return
     for index in sorted(base.glob("index*")):
         level, kind = _read(str(index / "level")), _read(str(index / "type"))
-        size = _size_bytes(_read(str(index / "size")))
-        if level and size and kind in ("Data", "Unified"):
-            out[f"L{level}"] = size
-    return out
+        if level and kind in ("Data", "Unified"):
+            yield f"L{level}", index
+
+
+def cache_sizes() -> dict[str, int]:
+    """Per-core data/unified cache sizes in bytes by level name (L1, L2, L3), from /sys when present."""
+    sizes = {name: _size_bytes(_read(str(index / "size"))) for name, index in _data_caches()}
+    return {name: size for name, size in sizes.items() if size}
 
 
 def _cpu_count_in(cpu_list: str | None) -> int | None:
@@ -55,16 +58,8 @@ def _cpu_count_in(cpu_list: str | None) -> int | None:
 
 def cache_shared_cpus() -> dict[str, int]:
     """How many CPUs share each cache level (1 = private to a core), from /sys when present."""
-    out: dict[str, int] = {}
-    base = Path("/sys/devices/system/cpu/cpu0/cache")
-    if not base.exists():
-        return out
-    for index in sorted(base.glob("index*")):
-        level, kind = _read(str(index / "level")), _read(str(index / "type"))
-        count = _cpu_count_in(_read(str(index / "shared_cpu_list")))
-        if level and count and kind in ("Data", "Unified"):
-            out[f"L{level}"] = count
-    return out
+    counts = {name: _cpu_count_in(_read(str(index / "shared_cpu_list"))) for name, index in _data_caches()}
+    return {name: count for name, count in counts.items() if count}
 
 
 def cpu_model() -> str:

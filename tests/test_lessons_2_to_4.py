@@ -104,7 +104,8 @@ def test_weight_lens_is_linear_all_traffic_bends():
     s = decode_sweep("qwen3.8-27b", "h100-sxm", [1, 32, 1024], context_tokens=8192)
     assert s.intensity_per_weight_byte[1] / s.intensity_per_weight_byte[0] == pytest.approx(32, rel=0.05)
     assert s.intensity[2] / s.intensity[1] < 5  # bent over, far from 32x
-    assert np.all(np.diff(s.intensity) > 0) and np.all(s.intensity < s.intensity_per_weight_byte)
+    # at batch 1 attention's FLOPs (outside the weight lens) lift the all-traffic figure a little above it
+    assert np.all(np.diff(s.intensity) > 0) and np.all(s.intensity[1:] < s.intensity_per_weight_byte[1:])
 
 
 def test_critical_batch():
@@ -125,7 +126,7 @@ def test_batching_helps_decode_not_prefill():
 
 def test_capacity_caps_the_batch_and_moe_falls_slowly():
     fits = largest_batch("qwen3.8-27b", ["h100-sxm", "h200", "b200"], np.array([8192, 131072]))
-    assert list(fits["h100-sxm"]) == [37, 2] and fits["h200"][1] == 9
+    assert list(fits["h100-sxm"]) == [46, 3] and fits["h200"][1] == 11  # binary capacity: 80 GiB, 141 GiB
     touched = experts_touched("qwen3-30b-a3b", [1, 16, 1024])
     assert touched[0] == pytest.approx(8) and touched[2] == pytest.approx(128)
     moe = moe_weight_bytes_per_token("qwen3-30b-a3b", [1, 16])
@@ -137,7 +138,7 @@ def test_capacity_caps_the_batch_and_moe_falls_slowly():
 
 def test_lesson04_view_numbers():
     v = lesson04_view("qwen3.8-27b", "h100-sxm", 32, 8192)
-    assert v.fits and v.max_batch_that_fits == 37
+    assert v.fits and v.max_batch_that_fits == 46
     assert v.intensity_per_weight_byte == pytest.approx(34, rel=0.05)
     assert set(v.bytes_by_kind) == {"weights", "KV cache", "state", "activations"}
     assert v.curve_shares.shape[0] == 4 and np.allclose(v.curve_shares.sum(axis=0), 1)

@@ -65,8 +65,8 @@ def lesson04_view(model_id: str, part_id: str, batch: int, context_tokens: int) 
             f"({one.intensity_per_weight_byte[0]:,.3g} per weight byte; ridge {one.ridge_point_flop_per_byte:,.0f}). "
             f"Step ≥ {one.step_time_s[0] * 1e3:,.3g} ms -> ≤ {one.tokens_per_s[0]:,.0f} tokens/s in all. "
             f"Bytes per step {si(total, 'B')}: {split}. "
-            + (f"Fits in {part.memory_capacity_bytes / 1e9:,.0f} GB (largest batch that fits: {cap:,})."
-               if fits else f"Does NOT fit in {part.memory_capacity_bytes / 1e9:,.0f} GB: the largest batch that fits "
+            + (f"Fits in {part.memory_capacity_bytes / 2**30:,.0f} GiB (largest batch that fits: {cap:,})."
+               if fits else f"Does NOT fit in {part.memory_capacity_bytes / 2**30:,.0f} GiB: the largest batch that fits "
                             f"is {cap:,}."))
     return Lesson04View(
         title=f"{get_part(part_id).id}: decode of {model_id}, {context_tokens:,} tokens cached",

@@ -67,7 +67,7 @@ def lesson05_view(part_id: str, batch: int, context_tokens: int, kv_dtype: str =
             f"Share of step time — weights {share['weights']:.0%}, KV {(kv / p.bandwidth_bytes_per_s) / step:.0%}, "
             f"state {(state / p.bandwidth_bytes_per_s) / step:.0%}. Full-attention layers at "
             f"{dots[FULL_ATTENTION][0]:,.3g} FLOP/byte, Gated DeltaNet layers at {dots[GATED_DELTANET][0]:,.3g}. "
-            + ("Fits" if fits else "Does NOT fit") + f" in {part.memory_capacity_bytes / 1e9:,.0f} GB "
+            + ("Fits" if fits else "Does NOT fit") + f" in {part.memory_capacity_bytes / 2**30:,.0f} GiB "
             f"({si(float(p.memory_required_bytes), 'B')} needed).")
     return Lesson05View(part.id, int(batch), int(context_tokens), kv_dtype, roof, now, share, step, dots, curves,
                         fits, text)
