@@ -97,15 +97,17 @@ for batch in (1, 16):
 
 # %%
 rows = []
+max_ctx = qwen.max_context_tokens  # config.json max_position_embeddings
 for batch in (1, 4, 16, 64):
     crossing = kv_overtakes_weights_context(qwen, batch)
-    rows.append([batch, f"{crossing:,.0f} tokens", "within 256 K" if crossing <= 262144 else "beyond 256 K"])
-show_table(["batch", "KV reads = weight reads at", ""], rows)
-
-# %% [markdown]
-# At batch 1 the crossing lies far beyond any context the model serves: the weights dominate. But
-# the weights are shared by the batch and the KV caches are not, so the crossing moves in as
-# 1/batch.
+    rows.append([batch, f"{crossing:,.0f} tokens", f"{crossing / max_ctx:,.2f}× max_context_tokens"])
+show_table(["batch", "KV reads = weight reads at", f"against its {max_ctx:,}-token context"], rows)
+crossing_1 = kv_overtakes_weights_context(qwen, 1)
+where = "beyond" if crossing_1 > max_ctx else "within"
+md(f"At batch 1 the crossing lies {where} the model's native context ({crossing_1 / max_ctx:,.1f}× its "
+   f"`max_context_tokens` of {max_ctx:,}): "
+   + ("the weights dominate every batch-1 step it was built for. " if crossing_1 > max_ctx else "")
+   + "But the weights are shared by the batch and the KV caches are not, so the crossing moves in as 1/batch.")
 #
 # ## Two dots for one model
 #
@@ -147,11 +149,14 @@ for m in (qwen, variant, get_model("qwen3-32b")):
 show_table(["model", "params", "KV per token", "state per sequence", "largest batch at 128 K (H200)", "decode step ≥",
             "tokens/s ≤"], rows)
 
-# %% [markdown]
-# (The all-attention variant has slightly fewer parameters: a full-attention layer of this model
-# is a little smaller than a Gated DeltaNet one.) Quadrupling the KV cache per token is what the
-# hybrid avoids, and at long context that is the difference between a handful of conversations
-# per chip and a few times more.
+# %%
+fit_hybrid, fit_variant = max_batch_that_fits(qwen, h200, 131072), max_batch_that_fits(variant, h200, 131072)
+fewer = "fewer" if variant.parameter_count() < qwen.parameter_count() else "more"
+md(f"(The all-attention variant has {fewer} parameters — {variant.parameter_count() / 1e9:,.1f} B against "
+   f"{qwen.parameter_count() / 1e9:,.1f} B — because a full-attention layer of this model differs in size from a Gated "
+   f"DeltaNet one.) Quadrupling the KV cache per token is what the hybrid avoids: at 128 K tokens on an H200 that is "
+   f"{fit_variant} conversations against {fit_hybrid}"
+   + (f", {fit_hybrid / fit_variant:,.1f}× the batch." if fit_variant else "."))
 #
 # ## A lever: the state's number format
 #
@@ -191,7 +196,7 @@ dashboard = lesson05_dashboard()
 #   grows with context and batch, the state share only with batch.
 # - On the roofline: one dot that moves with context, one that does not.
 # - The hybrid buys a quarter of the KV cache of the all-attention design, which at long context
-#   means several times the batch.
+#   multiplies the batch that fits (the counterfactual table above gives the factor).
 #
 # **A question to leave with.** If the 16 full-attention layers used an FP8 KV cache, at what batch
 # would KV reads overtake the weights at 32 K tokens?
