@@ -40,9 +40,9 @@ from roofline_lessons.costs import model_cost
 from roofline_lessons.datasheets import best_measurement
 from roofline_lessons.display import md, show_table
 from roofline_lessons.flash import (attention_flops, attention_layer_bytes, attention_matmul_flops, comparative,
-                                    compulsory_hbm_bytes, decode_attention_intensity, flash2_hbm_bytes,
-                                    flash_block_sizes, flash_hbm_bytes, naive_attention, standard_hbm_bytes,
-                                    tiled_attention, tiled_attention_fa2)
+                                    compulsory_hbm_bytes, decode_attention_intensity, fa2_block_sizes,
+                                    flash2_hbm_bytes, flash_block_sizes, flash_hbm_bytes, naive_attention,
+                                    standard_hbm_bytes, tiled_attention, tiled_attention_fa2)
 from roofline_lessons.units import binary, si
 
 # %% [markdown]
@@ -80,9 +80,10 @@ for causal in (False, True):
 # FlashAttention never writes $S$ or $P$. It cuts $K, V$ into blocks of $B_c$ rows and $Q$ into
 # blocks of $B_r$ rows small enough to sit in on-chip SRAM of size $M$, computes one tile of
 # scores at a time, and keeps for every query row a running maximum $m$ and a running sum $\ell$
-# so the softmax can be corrected as new tiles arrive (the *online softmax*). The FlashAttention
-# paper's block sizes are $B_c = \lceil M/4d \rceil$ and $B_r = \min(\lceil M/4d\rceil, d)$, with $M$
-# counted in elements.
+# so the softmax can be corrected as new tiles arrive (the *online softmax*). The original
+# FlashAttention paper (FlashAttention-1) sets $B_c = \lceil M/4d \rceil$ and
+# $B_r = \min(\lceil M/4d\rceil, d)$, with $M$ counted in elements. This lesson borrows that rule for
+# both loop orders below; FlashAttention-2 itself does not cap $B_r$ at $d$ (more on that below).
 #
 # The package implements two loop orders, both in numpy, both exact:
 #
@@ -96,8 +97,8 @@ for causal in (False, True):
 #   the end and written once, with the log-sum-exp $L_i = m_i + \log \ell_i$ (one number per row).
 #
 # Both hold the same working set ($Q_i$, $O_i$, $K_j$, $V_j$, a score tile, row statistics), so
-# both use the paper's block sizes, trimmed where the score tile would not fit; the simulated SRAM
-# refuses to hold more than $M$ bytes. First: are they exact?
+# both use FlashAttention-1's block sizes, trimmed where the score tile would not fit; the simulated
+# SRAM refuses to hold more than $M$ bytes. First: are they exact?
 
 # %%
 rng = np.random.default_rng(0)
@@ -141,8 +142,9 @@ show_table(["N (d = 64)", "causal", "Algorithm 1: simulated", "closed form", "FA
 # - Standard attention moves 4 elements per pair (the $N \times N$ matrices).
 #
 # So tiling removes the $N \times N$ matrices from HBM, but not the $N^2$ growth: the re-reads are
-# still Θ(N²·d²/M) bytes (Theorem 2 of the paper). With $B_c \approx M/4d$, the bytes grow as $N^2$
-# and $d^2$ and shrink as $1/M$ — shown here for Algorithm 1, the order the theorem is about:
+# still Θ(N²·d²/M) bytes (Theorem 2 of the FlashAttention-1 paper). With $B_c \approx M/4d$, the
+# bytes grow as $N^2$ and $d^2$ and shrink as $1/M$ — shown here for Algorithm 1, the order the
+# theorem is about:
 
 # %%
 base = flash_hbm_bytes(8192, 64, 64 * 1024, 2)
@@ -154,10 +156,12 @@ show_table(["Algorithm 1, BF16", "HBM bytes", "ratio"], [
 ])
 
 # %% [markdown]
-# In the FlashAttention-2 order the tile that matters is $B_r$, and with the paper's
-# $B_r = \min(\lceil M/4d \rceil, d)$ it stops growing at $d$: a larger SRAM then no longer cuts
-# the re-reads. Per query–key pair, counting every tile as an HBM access, tiling beats standard
-# attention's 4 elements only when $3d/B_c < 4$ (Algorithm 1) or $2d/B_r < 4$ (FlashAttention-2
+# In the FlashAttention-2 order the tile that matters is $B_r$. This lesson borrows
+# FlashAttention-1's rule $B_r = \min(\lceil M/4d \rceil, d)$ for both orders, and under that rule
+# $B_r$ stops growing at $d$. FlashAttention-2 imposes no such cap: in its order, more SRAM (or
+# registers, where real kernels keep $O_i$) allows a larger $B_r$, and the re-reads fall as $2d/B_r$
+# (the table after this one). Per query–key pair, counting every tile as an HBM access, tiling
+# beats standard attention's 4 elements only when $3d/B_c < 4$ (Algorithm 1) or $2d/B_r < 4$ (FlashAttention-2
 # order). (A causal standard kernel still moves the whole $N \times N$ matrix for half the pairs,
 # which gives tiling a further factor of about 2 there.) Elements per pair from the closed forms,
 # full attention at N = 131,072:
@@ -165,17 +169,52 @@ show_table(["Algorithm 1, BF16", "HBM bytes", "ratio"], [
 # %%
 h100 = get_part("h100-sxm")
 sram = h100.shared_memory_per_sm_bytes
-rows, n_big = [], 131072
+rows, n_big, per_pair = [], 131072, {}
 for hd in (64, 128, 256):
     sizes = flash_block_sizes(sram, hd, 2)
     per_pair_1 = flash_hbm_bytes(n_big, hd, sram, 2) / 2 / n_big**2  # bytes → elements, per pair
     per_pair_2 = flash2_hbm_bytes(n_big, hd, sram, 2) / 2 / n_big**2
+    per_pair[hd] = (per_pair_1, per_pair_2, sizes)
     words = ("more", "fewer", "as many")
     rows.append([hd, f"{sizes.rows} × {sizes.cols}", f"{per_pair_1:.2f}", f"{per_pair_2:.2f}",
                  f"{float(standard_hbm_bytes(n_big, hd)) / 2 / n_big**2:.2f}",
                  f"{comparative(per_pair_1, 4, words)} / {comparative(per_pair_2, 4, words)}"])
 show_table(["head dim d", f"tile B_r × B_c in {binary(sram)}", "Algorithm 1: elements per pair",
             "FA-2 order: elements per pair", "standard", "than standard (Algorithm 1 / FA-2 order)"], rows)
+
+# %% [markdown]
+# Lift the borrowed cap. With, for example, $B_c = 64$ key rows and the largest $B_r$ whose working
+# set fits in the same shared memory (`fa2_block_sizes`), the FlashAttention-2 order's re-reads:
+
+# %%
+rows = []
+for hd in (64, 128, 256):
+    capped = per_pair[hd][2]
+    free = fa2_block_sizes(sram, hd, block_cols=64)
+    free_pair = flash2_hbm_bytes(n_big, hd, sram, 2, block_sizes=free) / 2 / n_big**2
+    per_pair[hd] += (free, free_pair)
+    rows.append([hd, f"{capped.rows} × {capped.cols}", f"{per_pair[hd][1]:.2f}", f"{free.rows} × {free.cols}",
+                 f"{free_pair:.2f}", f"{2 * hd / free.rows:.2f}"])
+show_table(["head dim d", "FA-1 rule: B_r × B_c", "FA-2 order: elements per pair",
+            "no B_r ≤ d cap: B_r × B_c", "FA-2 order: elements per pair", "2d/B_r"], rows)
+
+# %%
+p1, p2, s128 = per_pair[128][:3]
+free128, free_pair128 = per_pair[128][3:]
+md(f"**What did FlashAttention-2's loop order change, and what does it save?** In this byte model the change "
+   f"swaps Algorithm 1's re-reads and re-writes of O, about 3d/B_c elements per pair, for re-reads of K and V, "
+   f"2d/B_r per pair. At d = 128 in {binary(sram)}, with the same FlashAttention-1 tiles ({s128.rows} × {s128.cols}) "
+   f"for both, the FlashAttention-2 order moves {p2:.2f} elements per pair against Algorithm 1's {p1:.2f}: "
+   f"{comparative(p2, p1, ('more', 'fewer', 'as many'))} bytes, {abs(p2 / p1 - 1):.0%} "
+   f"{comparative(p2, p1, ('more', 'fewer', 'the same'))}. With a larger B_r ({free128.rows} rows beside "
+   f"{free128.cols}-row key blocks) it moves {free_pair128:.2f}, "
+   f"{comparative(free_pair128, p1, ('more than', 'fewer than', 'as many as'))} Algorithm 1. The loop order by "
+   "itself does not promise fewer HBM bytes; the gains Dao (2023) reports for FlashAttention-2 are elsewhere: fewer "
+   "non-matmul FLOPs (the output is rescaled by the running statistics and normalised once at the end, not at "
+   "every step), parallelism over query blocks (the sequence dimension, beside batch and heads, so a long prompt "
+   "with few heads still fills the SMs), and a better split of the work between the warps of a thread block "
+   "(the query rows are split across warps rather than the keys, so warps need not exchange partial results "
+   "through shared memory).")
 
 # %% [markdown]
 # ## On the roofline: the dot moves right
@@ -230,6 +269,21 @@ show_table(["part", "SRAM per SM", "tile (B_r × B_c)", "Algorithm 1 intensity a
             "FA-2 order intensity", "BF16 ridge"], rows)
 
 # %%
+reserved = 1024  # CUDA reserves 1 KiB of shared memory per thread block (CUDA C++ Programming Guide)
+notes, shifts = [], []
+f = float(attention_flops(32768, d, True))
+for pid in ("a100-80gb", "h100-sxm", "b200"):
+    m = get_part(pid).shared_memory_per_sm_bytes
+    per_sm, per_block = flash_block_sizes(m, d, 2), flash_block_sizes(m - reserved, d, 2)
+    notes.append(f"{pid}: {binary(m - reserved)} of {binary(m)}, tiles {per_block.rows} × {per_block.cols} "
+                 f"against {per_sm.rows} × {per_sm.cols}")
+    for count in (flash_hbm_bytes, flash2_hbm_bytes):
+        shifts.append(abs(count(32768, d, m - reserved, 2, True) / count(32768, d, m, 2, True) - 1))
+md("A note on the budget: the table sets M to the shared memory per SM, but one thread block can use at most "
+   f"{binary(reserved)} less of it — {'; '.join(notes)} (d = {d}). With the per-block budget the tiled "
+   f"intensities at N = 32,768 change by at most {max(shifts):.1%}.")
+
+# %%
 h_m, b_m = h100.shared_memory_per_sm_bytes, get_part("b200").shared_memory_per_sm_bytes
 r_h, r_b = h100.ridge_point_flop_per_byte("bf16"), get_part("b200").ridge_point_flop_per_byte("bf16")
 i_h = float(attention_flops(32768, d, True)) / flash2_hbm_bytes(32768, d, h_m, 2, True)
@@ -241,10 +295,13 @@ elif not any(below.values()):
 else:
     verdict = f"Both tiled counts are below the ridge on {', '.join(p for p, b in below.items() if b)} only."
 both = lambda a, b, fmt: fmt(a) if fmt(a) == fmt(b) else f"{fmt(a)} against {fmt(b)}"
+tmem_b200 = 128 * 512 * 4  # Blackwell tensor memory per SM: 128 lanes × 512 columns of 32-bit cells (PTX ISA)
 md(f"The B200 has {comparative(b_m, h_m, ('more', 'less', 'the same'))} shared memory per SM as the H100 "
-   f"({both(b_m, h_m, binary)}), so the tiled intensity of the FlashAttention-2 order is "
+   f"({both(b_m, h_m, binary)}), so in this model the tiled intensity of the FlashAttention-2 order is "
    f"{comparative(i_b, i_h, ('higher on the B200', 'lower on the B200', 'the same on both'))} "
-   f"({both(i_b, i_h, lambda x: f'{x:,.0f} FLOP/byte')}). "
+   f"({both(i_b, i_h, lambda x: f'{x:,.0f} FLOP/byte')}). That is a property of the model, which sizes tiles "
+   f"from shared memory alone: it ignores the B200's {binary(tmem_b200)} of tensor memory per SM, where "
+   "Blackwell kernels keep their accumulators, so a real B200 kernel can use larger tiles than an H100 one. "
    f"The B200's BF16 ridge is {comparative(r_b, r_h)} the H100's ({r_b:,.0f} against {r_h:,.0f} FLOP/byte): "
    f"the same kernel sits at {i_b / r_b:.0%} of the B200's ridge and {i_h / r_h:.0%} of the H100's. {verdict} "
    "Yet tuned FlashAttention kernels run at a large fraction of peak. Why?")
@@ -304,20 +361,23 @@ md(f"Qwen3.8-27B: head dim {qwen.head_dim}, {qwen.num_attention_heads} query hea
 # tiles of real kernels are not limited to this model's shared memory. A *hierarchical roofline*
 # draws one roof per level of memory.
 #
-# The catalog holds one measured attention rate for the H100: FlashAttention-3's forward pass
-# (Shah et al. 2024, arXiv 2407.08608). A measured rate means something only with its
-# conditions: the paper reports it in FP16, at head dimension 256, **non-causal**, at the longest
-# sequences of its sweep (which runs to 16k tokens, with batch × sequence length fixed at 16k
-# tokens). So compare it with a kernel of the same shape — not with the causal head-dimension-128
-# tables above.
+# The catalog holds one measured attention rate for the H100 in FP16: FlashAttention-3's forward
+# pass, from the arXiv preprint (Shah et al., arXiv 2407.08608, versions 1 and 2, July 2024). Later
+# versions of the paper report different, higher BF16 and FP8 figures, so check which version you
+# are reading before you compare. A measured rate means something only with its conditions, and the
+# catalog entry carries them; compare it with a kernel of the same shape — not with the causal
+# head-dimension-128 tables above.
+#
+# The L2 bandwidth in the catalog is one measured figure, from a chips-and-cheese article cited by
+# the JAX scaling book. Which H100 it was measured on is not certain — it may have been a PCIe
+# card rather than the SXM part — and the SXM, with its higher clocks, may deliver more.
 
 # %%
 fa3 = best_measurement(h100, "attention_flops_per_s", "fp16")
 l2 = best_measurement(h100, "l2_bandwidth_bytes_per_s")
-# Conditions of the measurement (Shah et al. 2024); read from the catalog entry when it carries them.
-fa3_d = getattr(fa3, "head_dim", None) or 256
-fa3_causal = bool(getattr(fa3, "causal", False))
-fa3_n = getattr(fa3, "sequence_length", None) or 16384
+# the conditions of the measurement, from its catalog entry (Measurement.head_dim, .causal, .sequence_length)
+assert fa3.head_dim is not None and fa3.causal is not None and fa3.sequence_length is not None and fa3.conditions
+fa3_d, fa3_causal, fa3_n = fa3.head_dim, fa3.causal, fa3.sequence_length
 peak16 = h100.peak_flops_per_s("fp16")
 f_bench = float(attention_matmul_flops(fa3_n, fa3_d, fa3_causal))  # the benchmark's FLOP count: matmuls only
 bytes_tiled = flash2_hbm_bytes(fa3_n, fa3_d, sram, 2, fa3_causal)
@@ -325,44 +385,71 @@ i_tiled = f_bench / bytes_tiled
 i_comp = f_bench / float(compulsory_hbm_bytes(fa3_n, fa3_d))
 hbm_tiled_roof = min(peak16, h100.memory_bandwidth_bytes_per_s * i_tiled)
 l2_tiled_roof = min(peak16, l2.value * i_tiled)
-hbm_comp_roof = min(peak16, h100.memory_bandwidth_bytes_per_s * i_comp)
+hbm_comp_slope = h100.memory_bandwidth_bytes_per_s * i_comp  # the HBM roof before the compute peak caps it
+hbm_comp_roof = min(peak16, hbm_comp_slope)
 show_table(["one head, FP16", "FLOP/byte", "roof"], [
     [f"measured: {fa3.what}", "", f"**{si(fa3.value, 'FLOP/s')}** ({fa3.value / peak16:.0%} of the dense FP16 peak)"],
     ["compulsory bytes, from HBM", f"{i_comp:,.0f}", si(hbm_comp_roof, "FLOP/s")],
     [f"FA-2 order, {flash_block_sizes(sram, fa3_d, 2).rows}-row query blocks, every tile from HBM", f"{i_tiled:,.0f}",
      si(hbm_tiled_roof, "FLOP/s")],
-    [f"FA-2 order, every tile from L2 ({si(l2.value, 'B/s')})", f"{i_tiled:,.0f}", si(l2_tiled_roof, "FLOP/s")],
+    [f"FA-2 order, every tile from L2 ({si(l2.value, 'B/s')}, part uncertain)", f"{i_tiled:,.0f}",
+     si(l2_tiled_roof, "FLOP/s")],
 ])
 
 # %%
 above_hbm = fa3.value > hbm_tiled_roof
 hbm_bytes_max = f_bench * h100.memory_bandwidth_bytes_per_s / fa3.value  # bytes that fit in the measured time
 above_l2 = fa3.value > l2_tiled_roof
-md(f"Conditions: FP16, head dim {fa3_d}, {'causal' if fa3_causal else 'non-causal'}, N = {fa3_n:,} "
-   f"({fa3.source}). FLOPs are counted as the benchmark counts them, matmuls only "
+l2_needed = fa3.value / i_tiled  # L2 bandwidth these tiles would need to reach the measured rate
+br_fa3 = flash_block_sizes(sram, fa3_d, 2).rows
+free_fa3 = fa2_block_sizes(sram, fa3_d, block_cols=64)  # the same shared memory, no B_r ≤ d cap
+l2_free_roof = min(peak16, l2.value * f_bench / flash2_hbm_bytes(fa3_n, fa3_d, sram, 2, fa3_causal, free_fa3))
+md(f"Conditions, from the catalog entry: FP16, head dim {fa3_d}, {'causal' if fa3_causal else 'non-causal'}, "
+   f"N = {fa3_n:,}; {fa3.conditions} ({fa3.source}). FLOPs are counted as the benchmark counts them, matmuls only "
    f"({f_bench / float(attention_flops(fa3_n, fa3_d, fa3_causal)):.1%} of this course's count, which adds the softmax). "
    f"The measured rate is {comparative(fa3.value, hbm_tiled_roof, ('above', 'below', 'at'))} the roof of a kernel that "
    f"fetched every tile from HBM ({si(hbm_tiled_roof, 'FLOP/s')})"
    + (f", so at least {1 - hbm_bytes_max / bytes_tiled:.0%} of that tile traffic cannot have come from HBM. "
       if above_hbm else ". ")
-   + f"It is {comparative(fa3.value, l2_tiled_roof, ('above', 'below', 'at'))} the L2 roof of this model's tiles "
-   f"({si(l2_tiled_roof, 'FLOP/s')})"
-   + (": the real kernel reuses more per byte fetched than {}-row query blocks in shared memory allow (it keeps "
-      "the output accumulators in registers, so its tiles can be larger), or its L2 delivers more than the "
-      "catalog's one measured figure. A roof that a measurement exceeds has an input that understates the "
-      "hardware. ".format(flash_block_sizes(sram, fa3_d, 2).rows) if above_l2 else ". ")
    + f"The measurement also bounds what came from HBM: at {si(fa3.value, 'FLOP/s')} and "
    f"{si(h100.memory_bandwidth_bytes_per_s, 'B/s')} the kernel cannot have moved more than "
    f"{si(hbm_bytes_max, 'B')} per head from HBM, "
-   f"{hbm_bytes_max / float(compulsory_hbm_bytes(fa3_n, fa3_d)):,.0f}× the compulsory bytes. With only the "
-   f"compulsory bytes from HBM, the roof ({si(hbm_comp_roof, 'FLOP/s')}) is the compute roof: at long sequences, "
-   "attention whose re-reads are caught on chip and in L2 is compute-bound.")
+   f"{hbm_bytes_max / float(compulsory_hbm_bytes(fa3_n, fa3_d)):,.0f}× the compulsory bytes.")
+
+# %%
+md(f"Taking only the compulsory bytes from HBM puts the HBM roof at {si(hbm_comp_slope, 'FLOP/s')}, "
+   f"{hbm_comp_slope / peak16:,.0f}× the compute peak ({si(peak16, 'FLOP/s')}): HBM no longer binds. The L2 roof "
+   f"of this model's tiles still does — at {si(l2_tiled_roof, 'FLOP/s')} it is "
+   f"{comparative(l2_tiled_roof, peak16, ('above', 'below', 'at'))} the compute peak — unless the kernel re-reads "
+   f"less than {br_fa3}-row query blocks in shared memory do. The measured {si(fa3.value, 'FLOP/s')} is "
+   f"{comparative(fa3.value, l2_tiled_roof, ('above', 'below', 'at'))} that L2 roof"
+   + (f": these tiles would need {si(l2_needed, 'B/s')} from L2 to reach it, {l2_needed / l2.value:.2f}× the "
+      "catalog's figure. So the real kernel re-reads less than these tiles do — it keeps the output accumulators "
+      "in registers, so its query blocks can be larger — or its L2 delivers more than the catalog's figure, "
+      "whose part is uncertain, or both. A roof that a measurement exceeds has an input that understates the "
+      f"hardware. Larger query blocks alone {'can' if l2_free_roof >= fa3.value else 'cannot'} account for the "
+      f"measurement: {free_fa3.rows} × {free_fa3.cols} tiles in the same "
+      f"{binary(sram)} (no B_r ≤ d cap) put the L2 roof at {si(l2_free_roof, 'FLOP/s')}, "
+      f"{comparative(l2_free_roof, fa3.value, ('above', 'below', 'at'))} the measured rate. "
+      if above_l2 else ". ")
+   + "Long-sequence attention reaches the compute roof only when its re-reads are both caught on chip and in L2 "
+   "and few enough for the L2 roof to clear the compute peak.")
 
 # %%
 fa3_fp8 = best_measurement(h100, "attention_flops_per_s", "fp8")
 if fa3_fp8 is not None:
-    md(f"In FP8 the catalog has {si(fa3_fp8.value, 'FLOP/s')} ({fa3_fp8.what}; {fa3_fp8.source}): "
-       f"{fa3_fp8.value / h100.peak_flops_per_s('fp8'):.0%} of the dense FP8 peak — compare it with FP8 figures only.")
+    assert fa3_fp8.head_dim is not None and fa3_fp8.causal is not None and fa3_fp8.sequence_length is not None
+    to_verify = "verify" in fa3_fp8.conditions.lower()
+    same_shape = (fa3_fp8.head_dim, fa3_fp8.causal, fa3_fp8.sequence_length) == (fa3_d, fa3_causal, fa3_n)
+    md(f"In FP8 the catalog has {si(fa3_fp8.value, 'FLOP/s')} ({fa3_fp8.what}; {fa3_fp8.source}), recorded at head "
+       f"dim {fa3_fp8.head_dim}, {'causal' if fa3_fp8.causal else 'non-causal'}, N = {fa3_fp8.sequence_length:,}. "
+       f"Its conditions: \"{fa3_fp8.conditions}\". "
+       + ("Those conditions are still to be verified against the paper, so quote the figure with them and do not "
+          "set it beside the FP16 rate, or read it as a fraction of the FP8 peak, as a like-with-like comparison "
+          "until they are. " if to_verify else
+          f"As recorded, it was measured at {'the same' if same_shape else 'a different'} head dim, causality and "
+          "sequence length as the FP16 rate. ")
+       + "An FP8 rate belongs next to the FP8 peak, never the FP16 one.")
 else:
     md("The FlashAttention-3 paper also reports an FP8 forward rate; the catalog does not hold it yet, so this "
        "lesson does not quote it. An FP8 rate belongs next to the FP8 peak, never the FP16 one.")
@@ -407,10 +494,14 @@ dashboard = lesson06_dashboard()
 # - FlashAttention tiles through SRAM with an online softmax: exact, with no N×N matrix in HBM —
 #   but its re-reads still grow as N²: Θ(N²·d²/M) bytes.
 # - Loop order decides what is re-read: Algorithm 1 re-reads and re-writes O once per key block;
-#   the FlashAttention-2 order keeps O on chip and re-reads K and V once per query block.
+#   the FlashAttention-2 order keeps O on chip and re-reads K and V once per query block. With
+#   FlashAttention-1's tiles that is not fewer bytes at d = 128; FlashAttention-2's gains are fewer
+#   non-matmul FLOPs, parallelism over query blocks and a better split between warps.
 # - The cost model charges the compulsory bytes (Q, K, V read once, O written once). The tiled
-#   traffic is larger; L2 catches the re-reads, which is how real kernels reach a large fraction of
-#   peak. Quote a measured rate with its dtype, head dimension, causality and sequence length.
+#   traffic is larger. Real kernels reach a large fraction of peak because L2 catches the re-reads
+#   *and* their tiles are larger than this model's (accumulators in registers), so they re-read
+#   less. Quote a measured rate with its dtype, head dimension, causality, sequence length — and
+#   the version of the paper it comes from.
 # - Decode attention's intensity is about the GQA group size: tiling does not help; fewer bytes do.
 #
 # **A question to leave with.** Why does FlashAttention help prefill much more than decode, in one

@@ -35,8 +35,9 @@ from roofline_lessons.charts import roofline_chart, roofs_for
 from roofline_lessons.datasheets import best_measurement
 from roofline_lessons.display import md, show_table
 from roofline_lessons.dtypes import bytes_per_element
-from roofline_lessons.levers import (BASELINE, FP8_GAP_HYPOTHESES, LEVER_SPECS, LEVERS, MEASUREMENT_CONDITIONS,
-                                     MEASUREMENT_PROTOCOL, NOT_IN_THE_MATMUL_MEASUREMENT, lever_speedups,
+from roofline_lessons.levers import (AT_RIDGE_TOLERANCE, BASELINE, FP8_GAP_HYPOTHESES, LEVER_SPECS, LEVERS,
+                                     MEASUREMENT_CONDITIONS, MEASUREMENT_PROTOCOL, NOT_IN_THE_MATMUL_MEASUREMENT,
+                                     RESOLVABLE_GAP_PERCENTAGE_POINTS, gap_verdict, lever_speedups,
                                      operand_bytes_per_s_ratio, ridge_shift)
 from roofline_lessons.units import percent, si
 
@@ -53,17 +54,22 @@ PARTS = ("a100-80gb", "h100-sxm", "h200", "b200")
 # %%
 rows = []
 for pid in PARTS:
-    p, ridges = get_part(pid), ridge_shift(pid)
-    rows.append([pid] + [f"{ridges[dt]:,.0f}" if dt in ridges else "—" for dt in ("bf16", "fp8", "fp4")]
+    p, ridges = get_part(pid), ridge_shift(pid, ("bf16", "fp8", "fp4", "int8"))
+    rows.append([pid] + [f"{ridges[dt]:,.0f}" if dt in ridges else "—" for dt in ("bf16", "fp8", "fp4", "int8")]
                 + [f"{p.peak_flops_per_s('fp8') / p.peak_flops_per_s('bf16'):.1f}×" if "fp8" in ridges else "no FP8 rate"])
-show_table(["part", "BF16 ridge (FLOP/byte)", "FP8 ridge", "FP4 ridge", "FP8 peak ÷ BF16 peak"], rows)
+show_table(["part", "BF16 ridge (FLOP/byte)", "FP8 ridge", "FP4 ridge", "INT8 ridge", "FP8 peak ÷ BF16 peak"], rows)
+md("A dash means the catalog has no sourced dense rate for that format on that part. For FP8 on the A100 that is "
+   "because the part has no FP8 tensor cores; for INT8 on "
+   + " and ".join(f"the {pid}" for pid in PARTS if "int8" not in get_part(pid).dense_flops_per_s)
+   + " the catalog simply records no figure.")
 roofline_chart(roofs_for("b200", ["bf16", "fp8", "fp4"]), title="B200: one compute ceiling per format (dense)",
                intensity_range=(1, 1e5));
 
 # %% [markdown]
 # Read that right: **at fixed bytes**. A kernel whose bytes stay the same needs that factor more
 # intensity to use the faster roof, and a memory-bound kernel gains nothing from it. The A100 has
-# no FP8 tensor cores at all: an FP8 matmul is not available there.
+# no FP8 tensor cores at all: an FP8 matmul is not available there, but its INT8 tensor cores
+# have a rate in the catalog (the INT8 column).
 #
 # ## What "use FP8" can mean
 #
@@ -105,7 +111,9 @@ for pid in PARTS:
 
 # %%
 h = {label: results["h100-sxm", label] for label, *_ in workloads}
-W8, W8A8, KV8, BOTH = list(LEVERS)[1:]
+W8, W8A8, I8, KV8 = "weight-only 8-bit (W8A16)", "W8A8 FP8", "W8A8 INT8", "FP8 KV cache"
+W8KV, BOTH = "weight-only 8-bit + FP8 KV cache", "W8A8 FP8 + FP8 KV cache"
+assert {W8, W8A8, I8, KV8, W8KV, BOTH} <= set(LEVERS)
 pf, short, one, b32, long = (h[w[0]] for w in workloads)
 attn_share = float(place(MODEL, "h100-sxm", phase="prefill", prompt_tokens=8192).cost.other_flops
                    / place(MODEL, "h100-sxm", phase="prefill", prompt_tokens=8192).cost.flops)
@@ -124,6 +132,15 @@ assert pf[W8A8].speedup > 1.5 and max(pf[W8].speedup, pf[KV8].speedup) < 1.01  #
 assert one[W8].speedup > 1.9 and one[KV8].speedup < 1.05  # batch-1 decode: the weight bytes
 assert long[BASELINE].placement.cost.kv_bytes > long[BASELINE].placement.cost.weight_bytes
 short_parts = {pid: results[pid, "prefill 512"][W8A8] for pid in PARTS if results[pid, "prefill 512"][W8A8].speedup}
+# weight-only + FP8 KV and W8A8 FP8 + FP8 KV store the same bytes, so in memory-bound decode they have one bound
+same_bytes = all(float(w[W8KV].placement.cost.bytes) == float(w[BOTH].placement.cost.bytes) for w in (b32, long))
+assert same_bytes and b32[W8KV].bound == b32[BOTH].bound == "memory"
+fits_long = [n for n in LEVERS if long[n].fits]
+a100_pf, h100_pf = results["a100-80gb", "prefill 8,192"], results["h100-sxm", "prefill 8,192"]
+a100 = get_part("a100-80gb")
+no_int8 = [pid for pid in PARTS if "int8" not in get_part(pid).dense_flops_per_s]
+h100_ratio = get_part("h100-sxm").peak_flops_per_s("fp8") / get_part("h100-sxm").peak_flops_per_s("bf16")
+assert abs(a100.peak_flops_per_s("int8") / a100.peak_flops_per_s("bf16") - h100_ratio) < 1e-3  # "the same peak ratio"
 md(f"- **Prefill** is compute-bound: only W8A8 helps, {pf[W8A8].speedup:.2f}× for 8,192 tokens — not the "
    f"{get_part('h100-sxm').peak_flops_per_s('fp8') / get_part('h100-sxm').peak_flops_per_s('bf16'):.0f}× the roof "
    f"rises, because {percent(attn_share, 1)} of the FLOPs (attention, softmax, norms, the recurrence) keep the BF16 "
@@ -134,22 +151,35 @@ md(f"- **Prefill** is compute-bound: only W8A8 helps, {pf[W8A8].speedup:.2f}× f
    f"**bytes**, not FLOPs. The FP8 KV cache gives {one[KV8].speedup:.2f}×: one conversation's cache is "
    f"{gb(one[BASELINE].placement.cost.kv_bytes)} against {gb(one[BASELINE].placement.cost.weight_bytes)} of "
    "weights.\n"
-   f"- **Batch-32 decode** splits its bytes between weights and KV caches: weight-only gives "
-   f"{b32[W8].speedup:.2f}×, the FP8 KV cache {b32[KV8].speedup:.2f}×, both together {b32[BOTH].speedup:.2f}×.\n"
+   f"- **Batch-32 decode** splits its bytes between weights and KV caches: weight-only 8-bit gives "
+   f"{b32[W8].speedup:.2f}×, the FP8 KV cache {b32[KV8].speedup:.2f}×; weight-only 8-bit + FP8 KV cache gives "
+   f"{b32[W8KV].speedup:.2f}× and W8A8 FP8 + FP8 KV cache {b32[BOTH].speedup:.2f}× — "
+   f"{same(b32[W8KV].speedup, b32[BOTH].speedup)}, because the two store "
+   f"{'the same' if same_bytes else 'different'} bytes ({gb(b32[W8KV].placement.cost.bytes)} per step) and the "
+   "step is memory-bound.\n"
    f"- **Batch-16 decode at 65,536 cached** reads {gb(long[BASELINE].placement.cost.kv_bytes)} of KV cache and "
    f"{gb(long[BASELINE].placement.cost.weight_bytes)} of weights per step: the FP8 KV cache "
    f"({long[KV8].speedup:.2f}×) {'beats' if long[KV8].speedup > long[W8].speedup else 'does not beat'} weight-only "
    f"({long[W8].speedup:.2f}×). On the H100, of these levers only "
-   f"{', '.join(n for n in LEVERS if long[n].fits) or 'none'} makes it fit.\n"
+   f"{' and '.join(fits_long) or 'none'} {'make' if len(fits_long) > 1 else 'makes'} it fit "
+   f"({gb(long[W8KV].placement.memory_required_bytes)} of weights, KV cache and state against "
+   f"{gb(get_part('h100-sxm').memory_capacity_bytes)}): any 8-bit weights plus the FP8 KV cache.\n"
    f"- **A short prefill** (512 tokens): W8A8 moves its intensity from "
    f"{float(short[BASELINE].placement.intensity):,.0f} to {float(short[W8A8].placement.intensity):,.0f} FLOP/byte "
    "and the ridge of its FLOP mix to "
    + ", ".join(f"{float(r.placement.ridge_point_flop_per_byte):,.0f} on the {pid}" for pid, r in short_parts.items())
-   + ". Where the step lands left of that ridge it is on the bandwidth slope (memory-bound): "
+   + f". Left of its ridge a step is on the bandwidth slope (memory-bound), right of it compute-bound; within "
+   f"{percent(AT_RIDGE_TOLERANCE, 0)} of it we say *at the ridge* (both roofs bind). Results: "
    + ", ".join(f"{r.label} on the {pid}" for pid, r in short_parts.items()) + ".\n"
    f"- **The A100** runs weight-only quantisation and the FP8 KV cache (both only change bytes), but "
-   f"W8A8 FP8 is {results['a100-80gb', 'prefill 8,192'][W8A8].label}: "
-   f"{results['a100-80gb', 'prefill 8,192'][W8A8].unavailable}")
+   f"W8A8 FP8 is {a100_pf[W8A8].label}: {a100_pf[W8A8].unavailable}. Its prefill lever is **W8A8 INT8**: the "
+   f"catalog gives it {si(a100.peak_flops_per_s('int8'), 'OP/s')} INT8 against {si(a100.peak_flops_per_s('bf16'), 'FLOP/s')} "
+   f"BF16 ({a100.peak_flops_per_s('int8') / a100.peak_flops_per_s('bf16'):.0f}×), and an 8,192-token prefill "
+   f"gains {a100_pf[I8].label} — {same(a100_pf[I8].speedup, h100_pf[W8A8].speedup)} as W8A8 FP8 on the H100 "
+   f"({h100_pf[W8A8].speedup:.2f}×), because the peak ratio and the FLOP mix are the same. W8A8 INT8 is "
+   + ("not available on " + " and ".join(f"the {pid}" for pid in no_int8)
+      + " here: there is no sourced INT8 rate in the catalog for them (which does not say the parts lack INT8 "
+      "tensor cores)." if no_int8 else "available on every part here."))
 
 # %% [markdown]
 # Three modelling choices sit under these numbers. Two make the gains best cases: the cost model
@@ -209,24 +239,40 @@ show_table(["part", "format", "datasheet (dense)", "best measured", "of datashee
 # %%
 both = [pid for pid in PARTS if (pid, "bf16") in frac and (pid, "fp8") in frac]
 gaps = {pid: 100 * (frac[pid, "bf16"] - frac[pid, "fp8"]) for pid in both}
-lines = [f"{pid}: FP8 reaches {percent(frac[pid, 'fp8'], 0)} of its roof, BF16 {percent(frac[pid, 'bf16'], 0)} — "
-         f"FP8 {'lower' if gaps[pid] > 0 else 'not lower'} by {abs(gaps[pid]):.1f} percentage points" for pid in both]
+verdict = {pid: gap_verdict(gaps[pid]) for pid in both}
+resolved = [pid for pid in both if verdict[pid] == "FP8 clearly lower"]
+unresolved = [pid for pid in both if verdict[pid] == "not resolved"]
+assert set(resolved) | set(unresolved) == set(both)  # the prose below names only these two outcomes
+lines = [f"{pid}: FP8 reaches {percent(frac[pid, 'fp8'], 1)} of its roof, BF16 {percent(frac[pid, 'bf16'], 1)} — "
+         f"FP8 {'lower' if gaps[pid] > 0 else 'not lower'} by {abs(gaps[pid]):.1f} percentage points "
+         f"({verdict[pid]})" for pid in both]
 missing = [pid for pid in PARTS if pid not in both]
 md("Where both formats are measured:\n\n" + "\n".join(f"- {line}" for line in lines)
    + (f"\n\nNo pair to compare on {', '.join(missing)} (a format without a measurement or without a rate)."
-      if missing else ""))
+      if missing else "")
+   + f"\n\nHow large a gap this source can resolve is an **assumption**, not a measured spread: each figure is one "
+   "run per shape (the mean of 100 iterations), clocks not locked, the best of a shape search with a different "
+   "best shape per format, and the source gives no run-to-run variation. We treat a gap under "
+   f"{RESOLVABLE_GAP_PERCENTAGE_POINTS:.0f} percentage points as not resolved.")
 
-# %% [markdown]
-# What these rows establish: on these parts, with this software and these shapes, the best FP8
-# matmul found reached a smaller fraction of its datasheet roof than the best BF16 matmul found,
-# by the margins above. What they do not establish is **why**. The two figures of one part come
-# from different best shapes (and the source warns that its rows mix hardware, shape and
-# software). The explanations below are **hypotheses**, each with the measurement that would test
-# it:
+# %%
+def parts(ps):
+    return " and ".join(f"the {pid}" for pid in ps) or "none"
+
+
+md(f"What these rows establish: with this software and these shapes, the best FP8 matmul found on {parts(resolved)} "
+   f"reached a clearly smaller fraction of its datasheet roof than the best BF16 matmul found ("
+   + ", ".join(f"{gaps[pid]:.1f} percentage points" for pid in resolved) + "). On "
+   f"{parts(unresolved)} the gap ("
+   + ", ".join(f"{gaps[pid]:.1f} percentage points" for pid in unresolved)
+   + ") is within what one unlocked-clock run per shape can resolve: these rows do not show FP8 lower there. "
+   "What they do not establish anywhere is **why**. The two figures of one part come from different best shapes "
+   "(and the source warns that its rows mix hardware, shape and software). The explanations below, for the gap on "
+   f"{parts(resolved)}, are **hypotheses**, each with the measurement that would test it:")
 
 # %%
 show_table(["hypothesis", "mechanism", "how to test it"], [[h.name, h.mechanism, h.test] for h in FP8_GAP_HYPOTHESES])
-assert all(g > 0 for g in gaps.values())  # the summary's "further below their roof"
+assert "h100-sxm" in resolved and "b200" in unresolved  # the summary's claims
 md(f"The arithmetic behind the second one: operand bytes per second at peak, FP8 ÷ BF16, on the H100 = "
    f"(peak ratio) × (bytes per element ratio) = "
    f"{get_part('h100-sxm').peak_flops_per_s('fp8') / get_part('h100-sxm').peak_flops_per_s('bf16'):.0f} × "
@@ -256,8 +302,9 @@ md(f"1. **At fixed bytes the ridge moves right by the peak ratio**: {h100.ridge_
    f"4. **Measured, not datasheet**: the best FP8 matmul measured on an H100 is {si(fp8_meas.value, 'FLOP/s')} "
    f"({percent(fp8_meas.value / h100.peak_flops_per_s('fp8'), 0)} of the dense roof, shape "
    f"{MEASUREMENT_CONDITIONS['h100-sxm', 'fp8'][1]}), a measured ridge of about "
-   f"{fp8_meas.value / h100.memory_bandwidth_bytes_per_s:,.0f}. Why it sits lower than BF16's fraction is open: "
-   "clocks and power, pipeline latency, epilogue, kernel choice — each testable.\n"
+   f"{fp8_meas.value / h100.memory_bandwidth_bytes_per_s:,.0f}. That fraction is {gaps['h100-sxm']:.1f} percentage "
+   "points below BF16's; why is open — clocks and power, pipeline latency (if the K-tile is kept in elements), "
+   "epilogue, kernel choice — each a hypothesis with a test.\n"
    "5. **What it costs**: accuracy (scaling per tensor, channel or block; outliers), the quantise and dequantise "
    "work the bound leaves out, and a KV cache or recurrent state that may need to stay in higher precision.")
 
@@ -276,16 +323,26 @@ dashboard = lesson07_dashboard()
 
 # %% [markdown]
 # ## Summary
-#
-# - A faster format raises the compute ceiling and moves the ridge right by the same factor — at
-#   fixed bytes.
-# - FP8 matmuls need FP8 operands: the levers are weight-only quantisation (bytes only, any part),
-#   W8A8 (bytes and the matmul roof; attention stays BF16 unless stated), and an FP8 KV cache
-#   (KV bytes only). W8A8 helps compute-bound work (prefill); the byte levers help memory-bound
-#   work (decode). Know which lever you are pulling.
-# - Measured FP8 rates sit further below their roof than BF16 ones on the parts where both are
-#   measured; why is a set of hypotheses with tests, not a known fact.
-#
+
+# %%
+w8a8_extra = {label: h[label][W8A8].speedup / h[label][W8].speedup for label, *_ in workloads}
+assert all(abs(w8a8_extra[w[0]] - 1) < 0.005 for w in workloads if w[1] == "decode")
+assert all(w8a8_extra[w[0]] > 1.5 for w in workloads if w[1] == "prefill")
+md("- A faster format raises the compute ceiling and moves the ridge right by the same factor — at fixed bytes.\n"
+   "- 8-bit tensor-core matmuls need 8-bit operands: the levers are weight-only quantisation (bytes only, any part), "
+   "W8A8 in FP8, or in INT8 where the catalog has an INT8 rate (as on the A100) — bytes and the matmul roof, with "
+   "attention at BF16 unless stated — and an FP8 KV cache (KV bytes only). W8A8 halves the weight bytes just as weight-only "
+   f"does, so in decode it gains the same ({one[W8A8].speedup:.2f}× vs {one[W8].speedup:.2f}× at batch 1 on the "
+   "H100); **W8A8's extra over weight-only helps only compute-bound work** (prefill: "
+   + ", ".join(f"×{w8a8_extra[w[0]]:.2f} for {w[0]}" for w in workloads if w[1] == "prefill")
+   + "). Know which lever you are pulling.\n"
+   f"- The best measured FP8 matmul sits clearly further below its roof than BF16's on {parts(resolved)} ("
+   + ", ".join(f"{gaps[pid]:.1f} percentage points" for pid in resolved) + f"); on {parts(unresolved)} the gap ("
+   + ", ".join(f"{gaps[pid]:.1f} points" for pid in unresolved)
+   + ") is within what a one-run-per-shape, unlocked-clock source can resolve. Why the gap exists is a set of "
+   "hypotheses with tests, not a known fact.")
+
+# %% [markdown]
 # **A question to leave with.** The B200 adds FP4. For a batch-1 decode, how much more does W4A4
 # FP4 buy than weight-only 4-bit — and why is the answer the same as for FP8?
 #

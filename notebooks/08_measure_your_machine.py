@@ -36,10 +36,11 @@ from roofline_lessons import get_part
 from roofline_lessons import results
 from roofline_lessons.datasheets import best_measurement
 from roofline_lessons.display import md, show_table
-from roofline_lessons.flash import attention_flops, compulsory_hbm_bytes, flash_hbm_bytes
-from roofline_lessons.measure import (ATTENTION_HEAD_DIM, ATTENTION_SRAM_BYTES, MODES, cache_capacity_bytes,
-                                      fp_pipe_flops, is_monotone, l1_attempt, limiting_roof, m_over_d_squared,
-                                      measure, tensor_instruction_flops)
+from roofline_lessons.flash import attention_flops, compulsory_hbm_bytes, flash2_hbm_bytes, flash_hbm_bytes
+from roofline_lessons.measure import (ATTENTION_HEAD_DIM, ATTENTION_SRAM_BYTES, MODES, NEAR_ROOF, NOISY_SPREAD,
+                                      attention_tiles, break_even_m_over_d_squared, cache_capacity_bytes,
+                                      fp_pipe_flops, is_monotone, l1_attempt, largest_spread, limiting_roof,
+                                      m_over_d_squared, measure, roof_fraction, tensor_instruction_flops)
 from roofline_lessons.measure_gpu import gpu_status
 from roofline_lessons.plots import bandwidth_sweep_chart, measured_roofline
 from roofline_lessons.units import binary, percent, si
@@ -51,8 +52,10 @@ MODE = "quick"  # "full" measures larger sizes with more repeats: a minute or tw
 #
 # One call runs every probe: a bandwidth sweep (read, copy and a STREAM-style triad, written so
 # numpy makes no temporaries, each core working on its own slice), matrix multiplies in float64 and
-# float32, and the kernels. Each timing is the best of several runs; the spread is kept. The result is saved
-# to a new file in your data folder — an earlier measurement is never overwritten.
+# float32, and the kernels. Every timing — each kernel, the tiled attention ones included — is the best of
+# several runs (`MODES[MODE]["repeats"]`), and the spread (median and worst against best) is kept: a large
+# spread means something else was using the cores, and the figures are noisy. The result is saved to a new
+# file in your data folder — an earlier measurement is never overwritten.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -127,8 +130,23 @@ if l1_sample and l2_roof:
           if word == "below" else
           "On this run L1 came out in order; the sweep still starts at slices of twice L1 per thread, because on "
           "many machines rows this short measure numpy's fixed cost per row, not L1."))
-show_table(["matmul", "n", "GFLOP/s", "spread (median vs best)"],
-           [[s.dtype, s.n, f"{s.flops_per_s / 1e9:,.1f}", percent(s.timing.spread, 1)] for s in mine.matmul])
+
+
+def noise_warning(samples, what):
+    """A warning line when the runs of ``samples`` disagreed by more than NOISY_SPREAD."""
+    worst = largest_spread(s.timing for s in samples)
+    if worst > NOISY_SPREAD:
+        md(f"**Warning: noisy timings.** Among the {what}, the median or slowest run was up to "
+           f"{percent(worst, 0)} slower than the best (above {percent(NOISY_SPREAD, 0)}): the machine was busy "
+           "while they ran, so these figures are noisy. Close other programs and measure again before reading "
+           "small differences.")
+
+
+print(f"{MODES[MODE]['repeats']} runs per timing ({MODE} mode)")
+show_table(["matmul", "n", "GFLOP/s", "spread (median vs best)", "spread (worst vs best)"],
+           [[s.dtype, s.n, f"{s.flops_per_s / 1e9:,.1f}", percent(s.timing.spread, 1), percent(s.timing.worst_spread, 1)]
+            for s in mine.matmul])
+noise_warning(mine.matmul, "matrix multiplies")
 
 # %% [markdown]
 # ## Your ridge, next to the catalog's
@@ -136,13 +154,30 @@ show_table(["matmul", "n", "GFLOP/s", "spread (median vs best)"],
 # %%
 # NBVAL_IGNORE_OUTPUT
 ridge = mine.ridge_point_flop_per_byte("float64")
+ridge32 = mine.ridge_point_flop_per_byte("float32")
 h100 = get_part("h100-sxm")
+h100_ridge32 = h100.ridge_point_flop_per_byte("fp32")
 h100_ridge = h100.ridge_point_flop_per_byte("bf16")
+
+
+def ratio_words(a, b, words=("more", "less")):
+    """'N× more' or 'N× less': a against b."""
+    return f"{a / b:,.1f}× {words[0]}" if a >= b else f"{b / a:,.1f}× {words[1]}"
+
+
 md(f"This machine: {si(mine.peak_flops_per_s('float64'), 'FLOP/s')} (float64 matmul) over "
-   f"{si(mine.dram_bytes_per_s(), 'B/s')} (DRAM triad) = **ridge {ridge:,.1f} FLOP/byte**. An H100 SXM in BF16: "
-   f"{h100_ridge:,.0f}, {h100_ridge / ridge:,.0f}× " + ("more" if h100_ridge > ridge else "less") + ". "
-   + ("The GPU needs that much more work per byte before its arithmetic becomes the limit — which is why so much "
-      "LLM inference on it is memory-bound." if h100_ridge > ridge else ""))
+   f"{si(mine.dram_bytes_per_s(), 'B/s')} (DRAM triad) = **ridge {ridge:,.1f} FLOP/byte** in float64; with the "
+   f"float32 matmul ({si(mine.peak_flops_per_s('float32'), 'FLOP/s')}) it is **{ridge32:,.1f}**.\n\n"
+   f"Like for like — float32 on both, no tensor cores on the GPU — an H100 SXM's FP32 ridge (catalog "
+   f"{si(h100.peak_flops_per_s('fp32'), 'FLOP/s')} over {si(h100.memory_bandwidth_bytes_per_s, 'B/s')}) is "
+   f"{h100_ridge32:,.1f} FLOP/byte, {ratio_words(h100_ridge32, ridge32)} than this CPU's float32 ridge: that ratio is the "
+   f"two machines' balance. The ridge LLM inference meets on that GPU is BF16 on tensor cores, "
+   f"{h100_ridge:,.0f} FLOP/byte — {ratio_words(h100_ridge, h100_ridge32)} than its own FP32 ridge. That further factor "
+   "is the format and the tensor cores, not the memory system, so a BF16-GPU-against-float64-CPU ratio would mix "
+   "the two. "
+   + (f"At that ridge the GPU needs {ratio_words(h100_ridge, ridge32)} work per byte than this CPU in float32 before "
+      "its arithmetic becomes the limit — which is why so much LLM inference on it is memory-bound."
+      if h100_ridge > ridge32 else ""))
 
 # %% [markdown]
 # ## Kernels on the measured roofline
@@ -153,9 +188,12 @@ md(f"This machine: {si(mine.peak_flops_per_s('float64'), 'FLOP/s')} (float64 mat
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-show_table(["kernel", "shape of", "FLOPs", "bytes (estimated)", "FLOP/byte", "achieved", "best vs median"],
+show_table(["kernel", "shape of", "FLOPs", "bytes (estimated)", "FLOP/byte", "achieved", "spread (median vs best)",
+            "spread (worst vs best)"],
            [[k.name, k.shape, si(k.flops, "FLOP"), si(k.bytes_estimated, "B"), f"{k.intensity:.3g}",
-             si(k.flops_per_s, "FLOP/s"), percent(k.timing.spread, 0)] for k in mine.kernels])
+             si(k.flops_per_s, "FLOP/s"), percent(k.timing.spread, 0), percent(k.timing.worst_spread, 0)]
+            for k in mine.kernels])
+noise_warning(mine.kernels, "kernels")
 measured_roofline(mine)
 
 # %% [markdown]
@@ -189,13 +227,37 @@ md(f"- **Cache against DRAM.** The {small_n}×{small_n} matrix–vector product 
    f"{percent(big_rate / dram, 0)} of the DRAM roof. Batch-1 decode on a GPU is the second case: its weights "
    "never fit in any cache.")
 gemms = [k for k in mine.kernels if k.name.startswith("gemm")]
-climb = "rises" if gemms[-1].flops_per_s > gemms[0].flops_per_s else "does not rise"
-md(f"- **Matrix–matrix with more rows.** Rows are the batch: each weight is reused once per row, so the "
-   f"intensity goes from {gemms[0].intensity:.3g} to {gemms[-1].intensity:.3g} FLOP/byte over "
-   f"{', '.join(k.name.split('×')[0].removeprefix('gemm ') for k in gemms)} rows, and the achieved rate {climb} from "
-   f"{si(gemms[0].flops_per_s, 'FLOP/s')} to {si(gemms[-1].flops_per_s, 'FLOP/s')} "
-   f"({percent(gemms[-1].flops_per_s / mine.peak_flops_per_s('float64'), 0)} of the float64 matmul roof) — "
-   "lesson 4 on a CPU.")
+peak64 = mine.peak_flops_per_s("float64")
+rising = gemms[-1].flops_per_s > gemms[0].flops_per_s
+rows_of = {k.name: k.name.split('×')[0].removeprefix('gemm ') for k in gemms}
+# the small batches: estimated intensity below the measured float64 ridge, so their roof is the bandwidth one
+small = [k for k in gemms if k.intensity < ridge] or gemms[:1]
+small_fracs = [roof_fraction(k.flops_per_s, k.intensity, peak64, dram) for k in small]
+on_roof = all(f >= NEAR_ROOF for f in small_fracs)
+listing = ", ".join(f"{rows_of[k.name]} rows {percent(f, 0)}" for k, f in zip(small, small_fracs))
+text = (f"- **Matrix–matrix with more rows.** Rows are the batch: each weight is reused once per row, so the "
+        f"intensity goes from {gemms[0].intensity:.3g} to {gemms[-1].intensity:.3g} FLOP/byte over "
+        f"{', '.join(rows_of.values())} rows, and the achieved rate {'rises' if rising else 'falls'} from "
+        f"{si(gemms[0].flops_per_s, 'FLOP/s')} to {si(gemms[-1].flops_per_s, 'FLOP/s')} "
+        f"({percent(gemms[-1].flops_per_s / peak64, 0)} of the float64 matmul roof). The small batches, those "
+        f"below the ridge ({ridge:,.1f} FLOP/byte), ran at this fraction of their DRAM-roof rate "
+        f"(DRAM bandwidth × intensity): {listing}. ")
+if on_roof:
+    text += (f"All at least {percent(NEAR_ROOF, 0)}: the small batches sit near the bandwidth roof"
+             + (" (above 100 %, the weight matrix is being served from a cache — a higher roof)"
+                if max(small_fracs) > 1 else "")
+             + (" and the larger batches climb towards the compute roof — lesson 4 on a CPU." if rising else
+                ", but on this run the rate does not rise with the rows, against lesson 4; with the spreads above, "
+                "measure again before reading it."))
+else:
+    text += (f"Below {percent(NEAR_ROOF, 0)}, a point is not on the bandwidth roof, so this run does **not** show "
+             "lesson 4's slope: those products are overhead-bound. Each reads the same "
+             f"{binary(8 * MODES[MODE]['gemm_k'] ** 2)} weight matrix, so their byte counts differ little and similar "
+             "times for them would be what the byte count predicts; what is off is the rate, far under the roof. A "
+             "hypothesis to test: a fixed cost per call — BLAS's dispatch and waking its threads — or another "
+             "program on the cores sets their time, not bytes. Time them again on an idle machine, or with more "
+             "rows per call.")
+md(text)
 dot_rate, _ = vs_dram(kern["dot"])
 axpy_rate, _ = vs_dram(kern["axpy"])
 md(f"- **Large vectors.** dot moved {si(dot_rate, 'B/s')} ({percent(dot_rate / dram, 0)} of the DRAM roof) and "
@@ -218,12 +280,16 @@ md(f"- **Large vectors.** dot moved {si(dot_rate, 'B/s')} ({percent(dot_rate / d
 # NBVAL_IGNORE_OUTPUT
 naive = kern["attention, naive"]
 tiled = [k for k in mine.kernels if k.name.startswith("attention, tiled")]
-rows = [["naive (S and P in HBM)", "—", "—", si(naive.bytes_estimated, "B"), "1", "1"]]
-for sram, k in zip(ATTENTION_SRAM_BYTES, tiled):
+n_att = MODES[MODE]["attention_n"]
+tiles = [attention_tiles(n_att, ATTENTION_HEAD_DIM, sram) for sram in ATTENTION_SRAM_BYTES]
+rows = [["naive (S and P in HBM)", "—", "—", "—", si(naive.bytes_estimated, "B"), "1", "1"]]
+for sram, k, t in zip(ATTENTION_SRAM_BYTES, tiled, tiles):
     rows.append([f"tiled, SRAM {binary(sram)}", f"{sram // 8:,}", f"{m_over_d_squared(sram, ATTENTION_HEAD_DIM):g}",
-                 si(k.bytes_estimated, "B"), f"{k.bytes_estimated / naive.bytes_estimated:.2f}",
+                 f"{t:,}", si(k.bytes_estimated, "B"), f"{k.bytes_estimated / naive.bytes_estimated:.2f}",
                  f"{k.timing.best_s / naive.timing.best_s:,.2g}"])
-show_table([f"attention, {naive.shape}", "M (elements)", "M/d²", "HBM bytes", "bytes ÷ naive", "time ÷ naive"], rows)
+show_table([f"attention, {naive.shape}", "M (elements)", "M/d²", "tiles", "HBM bytes (Algorithm 1 order)",
+            "bytes ÷ naive", "time ÷ naive"], rows)
+noise_warning([naive, *tiled], "attention kernels")
 parts = []
 for sram, k in zip(ATTENTION_SRAM_BYTES, tiled):
     ratio = k.bytes_estimated / naive.bytes_estimated
@@ -234,11 +300,28 @@ times = [f"M/d² = {m_over_d_squared(sram, ATTENTION_HEAD_DIM):g}: "
          + (f"{k.timing.best_s / naive.timing.best_s:,.2g}× **slower**" if k.timing.best_s > naive.timing.best_s
             else f"{naive.timing.best_s / k.timing.best_s:,.2g}× **faster**")
          for sram, k in zip(ATTENTION_SRAM_BYTES, tiled)]
+by_tiles = sorted(zip(tiles, tiled))
+(few, k_few), (many, k_many) = by_tiles[0], by_tiles[-1]
+if k_many.timing.best_s > k_few.timing.best_s:
+    loop = (f"The kernel with more tiles ({many:,}) took {k_many.timing.best_s / k_few.timing.best_s:,.2g}× as long "
+            f"as the one with fewer ({few:,}). The hypothesis: the time also pays for a Python loop over tiles, which "
+            "the byte count does not see and which grows with the number of tiles — this run's order agrees with it. "
+            "Fewer bytes only pay when that loop is cheap, which is why FlashAttention is a fused GPU kernel, not a "
+            "library call per tile.")
+else:
+    loop = (f"**This run is noisy or something else dominated:** the kernel with more tiles ({many:,}) ran "
+            f"{k_few.timing.best_s / k_many.timing.best_s:,.2g}× *faster* than the one with fewer ({few:,}), the "
+            "opposite of what a cost per tile (a Python loop over tiles, which the byte count does not see) predicts. "
+            "Don't read a mechanism from these times; measure again on an idle machine.")
+break_even = break_even_m_over_d_squared(n_att, ATTENTION_HEAD_DIM, 8)
 md("Read the table: " + "; ".join(parts) + ". A small SRAM means small tiles, so every query block and its running "
    "output are re-read once per key block: the N²·d²/M term is then no smaller than the N² it replaced. "
-   f"Time against the naive kernel — {'; '.join(times)}. The time also pays for a Python loop over tiles, which "
-   "the byte count does not see and which grows with the number of tiles; fewer bytes only pay when that loop is "
-   "cheap — which is why FlashAttention is a fused GPU kernel, not a library call per tile.")
+   f"For this N = {n_att:,} and d = {ATTENTION_HEAD_DIM}, the byte counts break even at **M/d² ≈ "
+   f"{break_even:.2f}** (the smallest SRAM at which the Algorithm 1 order moves no more than the naive kernel); "
+   f"the experiment's two sizes, M/d² = "
+   + " and ".join(f"{m_over_d_squared(s_, ATTENTION_HEAD_DIM):g}" for s_ in ATTENTION_SRAM_BYTES)
+   + ", sit on either side of it.\n\n"
+   f"Time against the naive kernel — {'; '.join(times)}. " + loop)
 
 # %% [markdown]
 # ## On a GPU
@@ -279,44 +362,70 @@ else:
 #
 # - **FLOPs by precision**, from two kinds of instruction count. Per-thread floating-point
 #   instructions (`sm__sass_thread_inst_executed_op_{f,d,h}{add,mul,fma}…`) count 2 FLOPs per FMA and
-#   1 per add or multiply. Tensor-pipe instructions (`sm__inst_executed_pipe_tensor…`) are warp-level
-#   matrix multiply-accumulates: each is m·n·k multiply-adds for its shape, so it counts 2·m·n·k
-#   FLOPs, never 2;
+#   1 per add or multiply. Tensor-pipe instructions (`sm__inst_executed_pipe_tensor…`) are matrix
+#   multiply-accumulates: one SASS instruction of shape m×n×k — on Ampere, `HMMA.16816` is one warp's
+#   m16n8k16 — is m·n·k multiply-adds, 2·m·n·k FLOPs, never 2. The shape is the SASS instruction's,
+#   and it differs by architecture: Hopper's warpgroup `HGMMA` (four warps, larger shapes) is counted
+#   differently, so don't multiply an instruction count by a shape you assumed. Nsight Compute's own
+#   roofline sections (`SpeedOfLight_RooflineChart`, and `SpeedOfLight_HierarchicalTensorRooflineChart`
+#   for tensor cores) turn the counts into FLOPs for the GPU being profiled;
 # - **bytes at each level** — DRAM (`dram__bytes_read.sum`, `dram__bytes_write.sum`), L2
-#   (`lts__t_bytes.sum`) and L1/shared memory (`l1tex__t_bytes.sum`);
+#   (`lts__t_bytes.sum`), L1 for global and local memory (`l1tex__t_bytes.sum`: global, local and
+#   texture traffic through L1/TEX — not shared memory), and shared memory on its own
+#   (`smsp__sass_data_bytes_mem_shared.sum`, or `l1tex__data_pipe_lsu_wavefronts_mem_shared.sum`
+#   in wavefronts);
 # - **elapsed cycles** (`sm__cycles_elapsed.avg`) and the clock, for achieved rates.
 
 # %%
-md(f"For example, one m16n8k16 tensor instruction is {tensor_instruction_flops(1, 16, 8, 16):,.0f} FLOPs; "
+md(f"For example, one Ampere `HMMA.16816` instruction (m16n8k16, per warp) is "
+   f"{tensor_instruction_flops(1, 16, 8, 16):,.0f} FLOPs; "
    f"counted as if it were one FMA it would be {fp_pipe_flops(fma=1):,.0f}, "
    f"{tensor_instruction_flops(1, 16, 8, 16) / fp_pipe_flops(fma=1):,.0f}× too few.")
 
 # %% [markdown]
 # Achieved intensity **at each level** is FLOPs divided by that level's bytes; achieved
-# performance is FLOPs over elapsed time. One kernel becomes three dots — against the DRAM, L2 and
-# L1 roofs — and the attainable rate is the **lowest** of the compute roof and every level's
-# bandwidth × its intensity. Lesson 6's tiled attention, with its numbers:
+# performance is FLOPs over elapsed time. One kernel becomes a dot per level — against the DRAM, L2,
+# L1 (global/local) and shared-memory roofs — and the attainable rate is the **lowest** of the compute
+# roof and every level's bandwidth × its intensity. Lesson 6's tiled attention, with its numbers, in
+# both loop orders lesson 6 features: Algorithm 1 (outer loop over key blocks, so O and Q are re-read
+# once per key block) and FlashAttention-2 (outer loop over query blocks, so K and V are re-read once
+# per query block):
 
 # %%
 d6, n6 = 128, 32768
 peak6 = h100.peak_flops_per_s("bf16")
 f6 = float(attention_flops(n6, d6, causal=True))
-i_tiled6 = f6 / flash_hbm_bytes(n6, d6, h100.shared_memory_per_sm_bytes, 2, causal=True)
+smem6 = h100.shared_memory_per_sm_bytes
+i_tiled6 = f6 / flash_hbm_bytes(n6, d6, smem6, 2, causal=True)  # Algorithm 1 order
+i_fa2_6 = f6 / flash2_hbm_bytes(n6, d6, smem6, 2, causal=True)  # FlashAttention-2 order
 i_ideal6 = f6 / float(compulsory_hbm_bytes(n6, d6))
 l2_6 = best_measurement(h100, "l2_bandwidth_bytes_per_s")
-hbm_only, hbm_only_rate = limiting_roof(peak6, {"HBM": (h100.memory_bandwidth_bytes_per_s, i_tiled6)})
-levels6 = {"HBM": (h100.memory_bandwidth_bytes_per_s, i_ideal6), "L2": (l2_6.value, i_tiled6)}
-limit6, rate6 = limiting_roof(peak6, levels6)
-show_table(["roof (H100 SXM, BF16)", "bandwidth", "FLOP/byte at that level", "attainable"],
-           [["compute", "—", "—", si(peak6, "FLOP/s")]]
-           + [[name, si(bw, "B/s"), f"{i:,.0f}", si(bw * i, "FLOP/s")] for name, (bw, i) in levels6.items()])
+hbm6 = h100.memory_bandwidth_bytes_per_s
 kind = {"compute": "compute-bound", "L2": "L2-bound", "HBM": "HBM-bound"}
-md(f"Causal attention, N = {n6:,}, d = {d6}, tiled in {binary(h100.shared_memory_per_sm_bytes)} of shared memory. "
-   f"Charging every tiled byte to HBM it is {kind[hbm_only]} at {si(hbm_only_rate, 'FLOP/s')}. With the re-reads "
-   f"served by L2 ({si(l2_6.value, 'B/s')}, {l2_6.source}) and HBM supplying only Q, K, V and O once, the lowest "
-   f"roof is **{limit6}**: {kind[limit6]}, at {si(rate6, 'FLOP/s')} = {percent(rate6 / peak6, 0)} of peak — "
-   + ("still a memory roof, but a higher one than the HBM-only count gave." if limit6 != "compute" and
-      rate6 > hbm_only_rate else "the dot has reached the compute roof." if limit6 == "compute" else ""))
+show_table(["roof (H100 SXM, BF16)", "bandwidth", "FLOP/byte at that level", "attainable"],
+           [["compute", "—", "—", si(peak6, "FLOP/s")],
+            ["HBM (Q, K, V, O once)", si(hbm6, "B/s"), f"{i_ideal6:,.0f}", si(hbm6 * i_ideal6, "FLOP/s")],
+            ["L2, Algorithm 1 order", si(l2_6.value, "B/s"), f"{i_tiled6:,.0f}", si(l2_6.value * i_tiled6, "FLOP/s")],
+            ["L2, FlashAttention-2 order", si(l2_6.value, "B/s"), f"{i_fa2_6:,.0f}",
+             si(l2_6.value * i_fa2_6, "FLOP/s")]])
+
+
+def placed(i_tiled, order):
+    """One loop order's sentence: HBM-only, then with the re-reads served by L2."""
+    hbm_only, hbm_only_rate = limiting_roof(peak6, {"HBM": (hbm6, i_tiled)})
+    limit, rate = limiting_roof(peak6, {"HBM": (hbm6, i_ideal6), "L2": (l2_6.value, i_tiled)})
+    return (f"**{order}**: charging every tiled byte to HBM it is {kind[hbm_only]} at {si(hbm_only_rate, 'FLOP/s')}; "
+            f"with the re-reads served by L2 the lowest roof is **{limit}**: {kind[limit]}, at {si(rate, 'FLOP/s')} = "
+            f"{percent(rate / peak6, 0)} of peak"
+            + (" — still a memory roof, but a higher one than the HBM-only count gave." if limit != "compute" and
+               rate > hbm_only_rate else " — the dot has reached the compute roof." if limit == "compute" else "."))
+
+
+md(f"Causal attention, N = {n6:,}, d = {d6}, tiled in {binary(smem6)} of shared memory; L2 "
+   f"{si(l2_6.value, 'B/s')} ({l2_6.source}), HBM supplying only Q, K, V and O once.\n\n"
+   f"- {placed(i_tiled6, 'Algorithm 1 order')}\n- {placed(i_fa2_6, 'FlashAttention-2 order')}\n\n"
+   f"At the L2 the FlashAttention-2 order's intensity is {ratio_words(i_fa2_6, i_tiled6, ('higher', 'lower'))} "
+   "than Algorithm 1's for this N, d and SRAM.")
 
 # %% [markdown]
 # ## Summary
@@ -327,9 +436,11 @@ md(f"Causal attention, N = {n6:,}, d = {d6}, tiled in {binary(h100.shared_memory
 #   far below both roofs is paying overhead the roofline does not model.
 # - Small working sets need amortised timing: one call per pass measures numpy's overhead, not the
 #   cache.
-# - Tiling saves HBM bytes only when M/d² is large; with M ≈ d² it moves more than the naive kernel.
-# - On a GPU, profiler counters give FLOPs (tensor instructions at 2·m·n·k each) and bytes per
-#   level, and so a dot per level; the lowest of those roofs is the limit.
+# - Tiling saves HBM bytes only when M/d² is large; below the break-even M/d² computed above for the
+#   experiment's N and d (Algorithm 1 order), it moves more than the naive kernel.
+# - On a GPU, profiler counters give FLOPs (a tensor instruction at 2·m·n·k for its SASS shape) and
+#   bytes per level, shared memory counted on its own, and so a dot per level; the lowest of those
+#   roofs is the limit.
 #
 # **A question to leave with.** Your large matrix–vector product, once its matrix outgrew the
 # caches, ran at the fraction of the DRAM roof shown above. What would you expect for a

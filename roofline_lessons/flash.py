@@ -12,10 +12,13 @@ Two loop orders, both exact, both counted:
   m_i stay on chip; the inner loop streams K_j, V_j, so K and V are read once per query block.
   O_i and the log-sum-exp L_i = m_i + log ℓ_i are written once. Closed form: :func:`flash2_hbm_bytes`.
 
-Block sizes start from the FlashAttention paper's B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d) (M in
-elements) and are shrunk, if rounding and the score block would overflow, until the whole working
-set fits in M bytes; the simulated SRAM refuses to exceed M. Both orders hold the same working set
-(Q_i, O_i, K_j, V_j, the score tile, row statistics), so the same tiles fit in both.
+Block sizes start from the original FlashAttention (FlashAttention-1) paper's B_c = ⌈M/4d⌉,
+B_r = min(⌈M/4d⌉, d) (M in elements) and are shrunk, if rounding and the score block would
+overflow, until the whole working set fits in M bytes; the simulated SRAM refuses to exceed M.
+Both orders hold the same working set (Q_i, O_i, K_j, V_j, the score tile, row statistics), so the
+same tiles fit in both, and by default both borrow FlashAttention-1's rule. FlashAttention-2 itself
+does not cap B_r at d: :func:`fa2_block_sizes` gives the FA-2 order the largest B_r that fits
+beside a chosen B_c, and the FA-2 order's re-reads fall as 2d/B_r.
 
 Theorem 2 of the FlashAttention paper: standard attention needs Θ(N·d + N²) HBM accesses,
 FlashAttention Θ(N²·d²/M): tiling removes the N×N matrices from HBM, not the N² growth.
@@ -75,8 +78,8 @@ class Traffic:
 class BlockSizes:
     rows: int  #: B_r used
     cols: int  #: B_c used
-    paper_rows: int  #: min(⌈M/4d⌉, d)
-    paper_cols: int  #: ⌈M/4d⌉
+    paper_rows: int  #: FlashAttention-1's rule: min(⌈M/4d⌉, d)
+    paper_cols: int  #: FlashAttention-1's rule: ⌈M/4d⌉
 
 
 def working_set_elements(rows: int, cols: int, d: int) -> int:
@@ -85,7 +88,8 @@ def working_set_elements(rows: int, cols: int, d: int) -> int:
 
 
 def flash_block_sizes(sram_bytes: int, head_dim: int, element_bytes: int = 8) -> BlockSizes:
-    """The paper's block sizes for an SRAM of ``sram_bytes``, shrunk until the working set fits."""
+    """FlashAttention-1's block sizes (B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d)) for an SRAM of
+    ``sram_bytes``, shrunk until the working set fits. Both loop orders use them by default."""
     m = sram_bytes // element_bytes
     paper_cols = math.ceil(m / (4 * head_dim))
     paper_rows = min(paper_cols, head_dim)
@@ -99,6 +103,26 @@ def flash_block_sizes(sram_bytes: int, head_dim: int, element_bytes: int = 8) ->
                                 f"{head_dim} ({need:,} bytes needed)")
     return BlockSizes(rows, cols, paper_rows, paper_cols)
 
+
+
+def fa2_block_sizes(sram_bytes: int, head_dim: int, block_cols: int = 64, element_bytes: int = 2) -> BlockSizes:
+    """Tiles for the FlashAttention-2 order without FlashAttention-1's B_r ≤ d cap: ``block_cols``
+    key rows and the largest B_r whose working set (:func:`working_set_elements`) fits in
+    ``sram_bytes``. FlashAttention-2 imposes no B_r ≤ d; its re-reads are 2d/B_r per query–key pair,
+    so more on-chip memory means larger query blocks and fewer re-reads. ``paper_*`` keep
+    FlashAttention-1's rule for comparison."""
+    m = sram_bytes // element_bytes
+    if block_cols < 1:
+        raise SRAMOverflowError(f"block_cols must be at least 1, got {block_cols}")
+    per_row = 2 * head_dim + block_cols + 6
+    rows = (m - 2 * block_cols * head_dim) // per_row
+    if rows < 1:
+        need = working_set_elements(1, block_cols, head_dim) * element_bytes
+        raise SRAMOverflowError(f"an SRAM of {sram_bytes:,} bytes cannot hold 1 × {block_cols} tiles at head_dim "
+                                f"{head_dim} ({need:,} bytes needed)")
+    assert working_set_elements(rows, block_cols, head_dim) <= m < working_set_elements(rows + 1, block_cols, head_dim)
+    paper = math.ceil(m / (4 * head_dim))
+    return BlockSizes(int(rows), int(block_cols), min(paper, head_dim), paper)
 
 def naive_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False) -> np.ndarray:
     """softmax(Q·Kᵀ/√d)·V with the whole N×N score matrix materialised (the reference)."""

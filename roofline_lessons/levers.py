@@ -8,6 +8,8 @@
 - **W8A8 FP8** (W4A4 FP4): FP8 weights *and* FP8 activations at each weight matmul's input, so the
   weight matmuls run on FP8 tensor cores (which take FP8 operands: FP8 compute over BF16 weights
   is not a configuration). Attention, softmax, norms and the recurrence stay BF16.
+- **W8A8 INT8**: the same with INT8 weights and activations on INT8 tensor cores (integer
+  accumulation); the 8-bit matmul lever of a part without FP8 tensor cores, such as the A100.
 - **FP8 KV cache**: cached keys and values stored in FP8 and converted to BF16 inside the attention
   kernel; attention's arithmetic stays BF16.
 
@@ -52,9 +54,19 @@ _KV8 = Lever(
     "cached K and V in FP8, converted to BF16 inside the attention kernel (as modelled here); attention's "
     "arithmetic stays BF16",
     "the conversion work and the scales")
+_W8A8_INT8 = Lever(
+    "W8A8 INT8", MappingProxyType({"weights_dtype": "int8", "compute_dtype": "int8"}),
+    "INT8 weights and INT8 activations at each weight matmul's input; weight matmuls on INT8 tensor cores; "
+    "attention, softmax, norms and the recurrence stay BF16",
+    "quantising the activations, the scales, and dequantising the INT32 accumulators; activation traffic is "
+    "counted at BF16")
+_W8A16_KV8 = Lever(
+    "weight-only 8-bit + FP8 KV cache", MappingProxyType({**_W8A16.changes, **_KV8.changes}),
+    "8-bit weights dequantised to BF16 and an FP8 KV cache; every matmul and attention's arithmetic at the BF16 "
+    "rate", "as for each of the two")
 _W8A8_KV8 = Lever(
     "W8A8 FP8 + FP8 KV cache", MappingProxyType({**_W8A8.changes, **_KV8.changes}),
-    "both of the above; attention's arithmetic stays BF16", "as for each of the two")
+    "W8A8 FP8 and an FP8 KV cache; attention's arithmetic stays BF16", "as for each of the two")
 _W4A16 = Lever(
     "weight-only 4-bit (W4A16)", MappingProxyType({"weights_dtype": "fp4"}),
     "weights in 4 bits (INT4 or FP4: the same bytes), dequantised to BF16 on the fly; every matmul at the BF16 rate",
@@ -70,14 +82,15 @@ BASELINE = "BF16 (baseline)"
 #: the levers lesson 7 compares, in order; the first is the all-BF16 baseline
 LEVER_SPECS: tuple[Lever, ...] = (
     Lever(BASELINE, MappingProxyType({}), "weights, activations, KV cache and every matmul in BF16"),
-    _W8A16, _W8A8, _KV8, _W8A8_KV8,
+    _W8A16, _W8A8, _W8A8_INT8, _KV8, _W8A16_KV8, _W8A8_KV8,
 )
 
 #: lever name -> the workload fields it changes (everything else stays BF16)
 LEVERS: dict[str, dict[str, str]] = {lev.name: dict(lev.changes) for lev in LEVER_SPECS}
 
 #: the dashboard's weight-and-matmul recipes (each one a real configuration) ...
-WEIGHT_RECIPES: dict[str, Lever] = {lev.name: lev for lev in (LEVER_SPECS[0], _W8A16, _W8A8, _W4A16, _W4A4)}
+WEIGHT_RECIPES: dict[str, Lever] = {lev.name: lev for lev in (LEVER_SPECS[0], _W8A16, _W8A8, _W8A8_INT8, _W4A16,
+                                                                  _W4A4)}
 #: ... and its KV-cache formats; any recipe goes with either
 KV_FORMATS: dict[str, dict[str, str]] = {"BF16 KV cache": {}, "FP8 KV cache": {"kv_dtype": "fp8"}}
 
@@ -89,6 +102,19 @@ def recipe_fields(recipe: str, kv: str = "BF16 KV cache") -> dict[str, str]:
     if kv not in KV_FORMATS:
         raise RooflineInputError(f"unknown KV-cache format {kv!r}; choose from: {', '.join(KV_FORMATS)}")
     return {**WEIGHT_RECIPES[recipe].changes, **KV_FORMATS[kv]}
+
+
+#: a step whose intensity is within this fraction of its ridge is called "at the ridge": there both roofs bind
+#: to within that fraction, and which one the model names is decided by rounding, not by the workload
+AT_RIDGE_TOLERANCE = 0.01
+
+
+def regime(intensity: float, ridge: float, tolerance: float = AT_RIDGE_TOLERANCE) -> str:
+    """``"at the ridge"`` within ``tolerance`` of the ridge, else ``"memory-bound"`` or ``"compute-bound"``."""
+    intensity, ridge = float(intensity), float(ridge)
+    if abs(intensity / ridge - 1) <= tolerance:
+        return "at the ridge"
+    return "memory-bound" if intensity < ridge else "compute-bound"
 
 
 @dataclass(frozen=True)
@@ -103,16 +129,24 @@ class LeverResult:
         return None if self.placement is None else str(self.placement.bound)
 
     @property
+    def regime(self) -> str | None:
+        """``"memory-bound"``, ``"compute-bound"``, or ``"at the ridge"`` (within :data:`AT_RIDGE_TOLERANCE`)."""
+        if self.placement is None:
+            return None
+        return regime(self.placement.intensity, self.placement.ridge_point_flop_per_byte)
+
+    @property
     def fits(self) -> bool | None:
         """Whether weights + KV cache + state fit in the part's memory (None when unavailable)."""
         return None if self.placement is None else bool(self.placement.fits_in_memory)
 
     @property
     def label(self) -> str:
-        """``"1.93× (compute-bound)"``, or ``"not available"`` where the part lacks the rate."""
+        """``"1.93× (compute-bound)"`` or ``"1.98× (at the ridge)"``; ``"not available"`` where the catalog has
+        no sourced rate for the lever's format on the part."""
         if self.speedup is None:
             return "not available"
-        return f"{self.speedup:.2f}× ({self.bound}-bound)"
+        return f"{self.speedup:.2f}× ({self.regime})"
 
 
 def _fields(phase: str, tokens) -> dict:
@@ -123,8 +157,9 @@ def lever_speedups(model: str, part: str, phase: str, tokens: int = 8192, batch:
                    levers: Mapping[str, Mapping[str, str]] | None = None) -> list[LeverResult]:
     """Every lever in ``levers`` (default :data:`LEVERS`) for one step.
 
-    ``tokens`` is the prompt (prefill) or the cache (decode). A lever the part cannot run (FP8
-    matmuls on an A100) comes back with ``speedup=None`` and the reason in ``unavailable``.
+    ``tokens`` is the prompt (prefill) or the cache (decode). A lever whose format has no sourced rate
+    for the part in the catalog (FP8 matmuls on an A100, INT8 on an H200) comes back with
+    ``speedup=None`` and the reason in ``unavailable``.
     """
     fields = _fields(phase, tokens)
     base = place(model, part, phase=phase, batch=batch, **fields)
@@ -196,11 +231,15 @@ FP8_GAP_HYPOTHESES: tuple[Hypothesis, ...] = (
     Hypothesis(
         "per-step pipeline latency",
         "FP8 operands are half the bytes at twice the rate, so the tensor cores need the same operand bytes per "
-        "second as in BF16; what doubles is the number of K-steps per second — loads into shared memory, barrier "
-        "waits, instruction issue — and latencies a BF16 pipeline hides may show",
-        "profile both best-shape kernels with Nsight Compute: tensor-pipe utilisation, warp stall reasons (barrier, "
-        "long scoreboard vs. math), shared-memory and L2 throughput; compare the same tile configuration in both "
-        "formats"),
+        "second as in BF16. What else changes depends on the tile: if the FP8 kernel keeps the BF16 K-tile in "
+        "elements (e.g. 64), each K-step carries half the bytes and K-steps per second double — loads into shared "
+        "memory, barrier waits, instruction issue — so latencies a BF16 pipeline hides may show; if it keeps the "
+        "K-tile in bytes (e.g. 128 FP8 vs 64 BF16 elements), K-steps per second stay the same "
+        "and this mechanism predicts no extra gap",
+        "read the tile shape of both best-shape kernels (kernel name or Nsight Compute launch details); profile both "
+        "with Nsight Compute: tensor-pipe utilisation, warp stall reasons (barrier, long scoreboard vs. math), "
+        "shared-memory and L2 throughput; compare FP8 with a K-tile of the same elements and of the same bytes as "
+        "BF16's"),
     Hypothesis(
         "fixed per-tile epilogue",
         "each output tile ends with an epilogue (convert the FP32 accumulators, apply the scales in FP8, store "
@@ -214,6 +253,19 @@ FP8_GAP_HYPOTHESES: tuple[Hypothesis, ...] = (
         "run both formats on the same shapes and library build; compare cuBLASLt's choice with an autotuned CUTLASS "
         "kernel (cutlass_profiler) on the FP8 best shape"),
 )
+
+#: An assumption, not a measured spread: the source gives one run per shape (a mean of 100 iterations), clocks not
+#: locked, a different best shape per format, and no run-to-run variation. A difference between the FP8 and the
+#: BF16 fraction of peak smaller than this many percentage points is treated as one such a source cannot resolve.
+RESOLVABLE_GAP_PERCENTAGE_POINTS = 5.0
+
+
+def gap_verdict(gap_pp: float, resolvable: float = RESOLVABLE_GAP_PERCENTAGE_POINTS) -> str:
+    """How to read a BF16-minus-FP8 fraction-of-peak gap in percentage points, given :data:`RESOLVABLE_GAP_PERCENTAGE_POINTS`."""
+    if abs(gap_pp) < resolvable:
+        return "not resolved"
+    return "FP8 clearly lower" if gap_pp > 0 else "FP8 clearly higher"
+
 
 #: What the measured gap is *not* evidence about: a bare matmul takes inputs already in FP8.
 NOT_IN_THE_MATMUL_MEASUREMENT = (

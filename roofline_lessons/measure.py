@@ -25,7 +25,8 @@ from typing import Callable
 import numpy as np
 
 from . import machine
-from .flash import flash_hbm_bytes, naive_attention, standard_hbm_bytes, tiled_attention
+from .flash import (flash_block_sizes, flash_hbm_bytes, naive_attention, standard_hbm_bytes, tiled_attention,
+                    working_set_elements)
 from .units import binary
 
 def _block_elements() -> int:
@@ -71,6 +72,24 @@ class Timing:
     def spread(self) -> float:
         """(median − best) / best: how noisy the runs were."""
         return (self.median_s - self.best_s) / self.best_s
+
+    @property
+    def worst_spread(self) -> float:
+        """(worst − best) / best: the slowest run against the best."""
+        return (self.worst_s - self.best_s) / self.best_s
+
+
+#: a spread (median or worst vs best) above this means the machine was busy while timing
+NOISY_SPREAD = 0.2
+
+#: a point at or above this fraction of its attainable roof is "near" it
+NEAR_ROOF = 0.5
+
+
+def largest_spread(timings) -> float:
+    """The largest of (median − best)/best and (worst − best)/best over ``timings`` (0 when empty):
+    above :data:`NOISY_SPREAD` the runs disagreed and the figures are noisy."""
+    return max((max(t.spread, t.worst_spread) for t in timings), default=0.0)
 
 
 @dataclass(frozen=True)
@@ -348,8 +367,45 @@ def kernel_samples(mode: str = "quick", threads: int | None = None) -> list[Kern
         ratio = m_over_d_squared(sram, d, 8)
         out.append(KernelSample(f"attention, tiled, M/d² = {ratio:g}", f"N={na}, d={d}, SRAM {binary(sram)}", flops,
                                 flash_hbm_bytes(na, d, sram, 8),
-                                time_call(lambda: tiled_attention(q, kk, v, sram), 1, 0)))
+                                time_call(lambda: tiled_attention(q, kk, v, sram), reps, tmin)))
     return out
+
+
+def attention_tiles(n: int, head_dim: int, sram_bytes: int, element_bytes: int = 8) -> int:
+    """(query block, key block) tiles the non-causal tiled kernel visits: one Python loop step each."""
+    sizes = flash_block_sizes(sram_bytes, head_dim, element_bytes)
+    return -(-int(n) // sizes.rows) * -(-int(n) // sizes.cols)
+
+
+def roof_fraction(flops_per_s: float, intensity: float, peak_flops_per_s: float, bytes_per_s: float) -> float:
+    """Achieved FLOP/s over the attainable rate min(peak, bandwidth × intensity) at that intensity."""
+    return float(flops_per_s) / min(float(peak_flops_per_s), float(bytes_per_s) * float(intensity))
+
+
+def break_even_m_over_d_squared(n: int, head_dim: int, element_bytes: int = 8,
+                                tiled_bytes: Callable = flash_hbm_bytes) -> float:
+    """The smallest M/d² (M the SRAM in elements, a whole number) at which the tiled kernel's HBM
+    bytes (``tiled_bytes``, Algorithm 1 order by default) are no more than standard attention's, for
+    this N and d; ``inf`` if no SRAM up to one that holds all of K and V gets there. The tiled count
+    only falls as the SRAM grows (larger blocks, fewer re-reads), so a bisection finds it."""
+    naive = float(standard_hbm_bytes(n, head_dim, element_bytes))
+
+    def saves(elements: int) -> bool:
+        return tiled_bytes(n, head_dim, elements * element_bytes, element_bytes) <= naive
+
+    lo = working_set_elements(1, 1, head_dim)  # the smallest SRAM that holds 1×1 tiles
+    if saves(lo):
+        return lo / head_dim ** 2
+    hi = lo
+    limit = working_set_elements(head_dim, int(n), head_dim) * 4
+    while not saves(hi):
+        if hi > limit:
+            return float("inf")
+        hi *= 2
+    while hi - lo > 1:  # saves(hi) and not saves(lo)
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if saves(mid) else (mid, hi)
+    return hi / head_dim ** 2
 
 
 def m_over_d_squared(sram_bytes: int, head_dim: int, element_bytes: int = 8) -> float:

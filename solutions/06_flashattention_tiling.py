@@ -85,9 +85,17 @@ growth = flash_hbm_bytes(16384, 128, m, 2) / flash_hbm_bytes(8192, 128, m, 2)
 check.bytes_ratio_when_n_doubles(growth)
 
 # %% tags=["solution"]
+from roofline_lessons.flash import flash_block_sizes
+
 flops_growth = float(attention_flops(16384, 128) / attention_flops(8192, 128))
-md(f"{growth:.2f}×: the traffic is Θ(N²·d²/M). The FLOPs grow {flops_growth:.0f}× too, so the tiled intensity "
-   "stays nearly put: tiling moves the dot once, by an amount the SRAM sets, not further with N.")
+b_c = flash_block_sizes(m, 128, 2).cols
+intensity = {n: float(attention_flops(n, 128)) / flash_hbm_bytes(n, 128, m, 2) for n in (512, 8192, 16384, 131072)}
+md(f"{growth:.2f}×: the traffic is Θ(N²·d²/M). The FLOPs grow {flops_growth:.0f}× too, so between these two "
+   f"lengths the tiled intensity moves only from {intensity[8192]:.0f} to {intensity[16384]:.0f} FLOP/byte. Tiling "
+   f"moves the dot by an amount the SRAM sets, and once N ≫ B_c (= {b_c} key rows here) not further with N: "
+   + ", ".join(f"{v:.0f} at N = {n:,}" for n, v in intensity.items())
+   + " (FLOP/byte). At short N, N/B_c rounded up and the once-only bytes (K and V read, O initialised) are a "
+   "large share of the traffic, so the intensity still climbs.")
 
 # %% [markdown]
 # ## Exercise 6.4 — the online softmax

@@ -138,9 +138,16 @@ measured_ridge = fp8.value / get_part("h100-sxm").memory_bandwidth_bytes_per_s
 # END SOLUTION
 check.measured_fp8_ridge(measured_ridge)
 
-# %% [markdown] tags=["solution"]
-# The roof the best measured FP8 matmul reaches is lower than the datasheet's, so the measured
-# knee sits left of the datasheet ridge of 7.1, by the same factor.
+# %% tags=["solution"]
+from roofline_lessons.display import md
+
+h100 = get_part("h100-sxm")
+factor = fp8.value / h100.peak_flops_per_s("fp8")
+assert factor < 1
+md(f"The roof the best measured FP8 matmul reaches is lower than the datasheet's, so the measured knee sits left "
+   f"of the datasheet ridge of 7.1 by the same factor, measured ÷ datasheet = {si(fp8.value, 'FLOP/s')} ÷ "
+   f"{si(h100.peak_flops_per_s('fp8'), 'FLOP/s')} = {factor:.3f}: {h100.ridge_point_flop_per_byte('fp8'):,.0f} → "
+   f"{fp8.value / h100.memory_bandwidth_bytes_per_s:,.0f} FLOP/byte.")
 
 # %% [markdown]
 # ## Exercise 7.7 — testing a hypothesis

@@ -13,9 +13,9 @@ from roofline_lessons.dashboards import lesson06_view
 from roofline_lessons.dashboards.lesson06 import tile_map
 from roofline_lessons.errors import RooflineInputError
 from roofline_lessons.flash import (SRAMOverflowError, BlockSizes, attention_flops, attention_layer_bytes,
-                                    attention_matmul_flops, comparative, compulsory_hbm_bytes, flash2_hbm_bytes,
-                                    flash_block_sizes, flash_hbm_bytes, naive_attention, standard_hbm_bytes,
-                                    tiled_attention, tiled_attention_fa2)
+                                    attention_matmul_flops, comparative, compulsory_hbm_bytes, fa2_block_sizes,
+                                    flash2_hbm_bytes, flash_block_sizes, flash_hbm_bytes, naive_attention,
+                                    standard_hbm_bytes, tiled_attention, tiled_attention_fa2, working_set_elements)
 from roofline_lessons.models import get_model
 
 H100_SMEM = 233_472
@@ -88,6 +88,49 @@ def test_fa2_order_refuses_overflow_and_bad_lengths():
             flash2_hbm_bytes(bad, 64, H100_SMEM)
 
 
+
+def test_fa2_order_with_fa1_tiles_moves_more_than_algorithm1_at_d128():
+    """The lesson's answer to "what does FlashAttention-2's order save?": not HBM bytes in this model."""
+    n = 1 << 17
+    fa1 = flash_hbm_bytes(n, 128, H100_SMEM, 2) / 2 / n**2
+    fa2 = flash2_hbm_bytes(n, 128, H100_SMEM, 2) / 2 / n**2
+    assert fa2 > fa1  # 2d/B_r = 2.00 against (3d + 4)/B_c ≈ 1.80 with FlashAttention-1's tiles
+
+
+def test_fa2_block_sizes_lift_the_fa1_cap():
+    m = H100_SMEM // 2
+    for d in (64, 128, 256):
+        s = fa2_block_sizes(H100_SMEM, d, block_cols=64)
+        assert s.cols == 64
+        assert working_set_elements(s.rows, s.cols, d) <= m < working_set_elements(s.rows + 1, s.cols, d)
+        assert s.rows > flash_block_sizes(H100_SMEM, d, 2).rows  # larger query blocks than B_r = min(M/4d, d)
+        n = 1 << 17
+        per_pair = flash2_hbm_bytes(n, d, H100_SMEM, 2, block_sizes=s) / 2 / n**2
+        assert per_pair == pytest.approx(2 * d / s.rows, rel=0.01)  # re-reads fall as 2d/B_r
+    assert fa2_block_sizes(H100_SMEM, 128).rows > 128  # FlashAttention-2 has no B_r ≤ d cap
+    # the simulation accepts the uncapped tiles and stays exact and within the SRAM
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((300, 16)) for _ in range(3))
+    s = fa2_block_sizes(16 * 1024, 16, block_cols=8, element_bytes=8)
+    out, t = tiled_attention_fa2(q, k, v, 16 * 1024, causal=True, block_sizes=s)
+    np.testing.assert_allclose(out, naive_attention(q, k, v, True), atol=1e-12)
+    assert t.sram_peak_bytes <= 16 * 1024 and t.hbm_bytes == flash2_hbm_bytes(300, 16, 16 * 1024, 8, True, s)
+    with pytest.raises(SRAMOverflowError):
+        fa2_block_sizes(1024, 256, block_cols=64)
+    with pytest.raises(SRAMOverflowError):
+        fa2_block_sizes(H100_SMEM, 128, block_cols=0)
+
+
+def test_fa3_measurements_carry_their_conditions():
+    from roofline_lessons import get_part
+    from roofline_lessons.datasheets import best_measurement
+
+    h100 = get_part("h100-sxm")
+    for dtype in ("fp16", "fp8"):
+        m = best_measurement(h100, "attention_flops_per_s", dtype)
+        assert m.head_dim and m.causal is not None and m.sequence_length and m.conditions
+    assert "verify" in best_measurement(h100, "attention_flops_per_s", "fp8").conditions
+
 # ---- what the cost model charges vs what the tiled kernel moves ------------------------------
 
 @pytest.mark.parametrize("n", [1024, 4096, 32768])
@@ -135,6 +178,27 @@ def test_lesson06_prose_carries_no_hand_typed_comparison_of_the_ridges():
     assert "removes the $N^2$ bytes" not in text
 
 
+def test_lesson06_prose_fixes_stay_fixed():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "notebooks" / "06_flashattention_tiling.py").read_text()
+    # the measurement's conditions come from the catalog, not from typed fallbacks
+    assert "getattr(fa3" not in text and "or 256" not in text and "or 16384" not in text
+    # compulsory bytes from HBM do not make attention compute-bound while the L2 roof is lower
+    assert "is the compute roof:" not in text and "compute-bound." not in text.split("## What tiling does not fix")[0]
+    assert "which is how real kernels reach" not in text
+    # FlashAttention-1's block rule is named as borrowed; FA-2 imposes no B_r ≤ d cap
+    assert "with the paper's\n# $B_r = \\min" not in text and "borrows" in text
+    # the FA-3 figure is cited as the July 2024 preprint, and the L2 figure's part as uncertain
+    assert "2407.08608" in text and "July 2024" in text and "Later\n# versions" in text
+    assert "part uncertain" in text and "may deliver more" in text
+    # the FP8 rate is quoted with its conditions, not as a fraction of the FP8 peak
+    assert "fa3_fp8.conditions" in text and "of the dense FP8 peak" not in text
+    solution = (root / "solutions" / "06_flashattention_tiling.py").read_text()
+    assert "N ≫ B_c" in solution
+
+
 # ---- dashboard ------------------------------------------------------------------------------
 
 def test_dashboard_shows_both_orders():
@@ -143,7 +207,7 @@ def test_dashboard_shows_both_orders():
     kinds = list(fa1.intensity_by_kind)
     assert len(kinds) == 4 and fa1.intensity_by_kind == fa2.intensity_by_kind
     assert fa1.bytes_by_kind[kinds[2]] == flash2_hbm_bytes(8192, 128, 228 * 1024, 2, True)
-    assert "FlashAttention-2" in fa1.text
+    assert "FlashAttention-2" in fa1.text and "FlashAttention-1's rule" in fa1.text
     assert not np.array_equal(np.nan_to_num(fa1.tile_map, nan=-1), np.nan_to_num(fa2.tile_map, nan=-1))
     order2 = tile_map(10, 4, 3, False, order="fa2")
     assert list(order2[0]) == [0, 1, 2, 3]  # row by row: query blocks outer

@@ -8,9 +8,9 @@ from roofline_lessons import place
 from roofline_lessons.datasheets import best_measurement
 from roofline_lessons.errors import RooflineInputError
 from roofline_lessons.hardware import list_parts
-from roofline_lessons.levers import (BASELINE, FP8_GAP_HYPOTHESES, KV_FORMATS, LEVER_SPECS, LEVERS,
-                                     MEASUREMENT_CONDITIONS, WEIGHT_RECIPES, lever_speedup, lever_speedups,
-                                     operand_bytes_per_s_ratio, recipe_fields)
+from roofline_lessons.levers import (AT_RIDGE_TOLERANCE, BASELINE, FP8_GAP_HYPOTHESES, KV_FORMATS, LEVER_SPECS,
+                                     LEVERS, MEASUREMENT_CONDITIONS, WEIGHT_RECIPES, gap_verdict, lever_speedup,
+                                     lever_speedups, operand_bytes_per_s_ratio, recipe_fields, regime)
 from roofline_lessons.costs import LOW_PRECISION_COMPUTE
 
 MODEL = "qwen3.8-27b"
@@ -56,7 +56,7 @@ def test_unavailable_levers_say_why_and_never_crash():
     for part in list_parts():
         for r in lever_speedups(MODEL, part, "decode", 8192, 1):
             assert (r.speedup is None) == (r.unavailable is not None) == (r.placement is None)
-            assert r.label == "not available" if r.speedup is None else r.label.endswith("-bound)")
+            assert r.label == "not available" if r.speedup is None else r.label.endswith(("-bound)", "at the ridge)"))
     a100 = lever_speedup(MODEL, "a100-80gb", "prefill", "W8A8 FP8")
     assert a100.speedup is None and a100.fits is None and "fp8" in a100.unavailable
     with pytest.raises(RooflineInputError, match="unknown lever"):
@@ -110,3 +110,47 @@ def test_lesson07_prose_has_no_established_blame():
         text = root.joinpath(rel).read_text()
         assert "the data movement around it (scaling factors, conversions" not in text
         assert "FP8 compute\"" not in text and "'FP8 compute'" not in text
+
+
+def test_at_the_ridge_within_tolerance():
+    assert regime(99.5, 100) == regime(100.9, 100) == "at the ridge"
+    assert regime(98, 100) == "memory-bound" and regime(102, 100) == "compute-bound"
+    assert AT_RIDGE_TOLERANCE == pytest.approx(0.01)
+    b200 = lever_speedup(MODEL, "b200", "prefill", "W8A8 FP8", tokens=512)  # I within 0.01 % of its ridge
+    assert b200.regime == "at the ridge" and b200.label.endswith("(at the ridge)")
+    h100 = lever_speedup(MODEL, "h100-sxm", "prefill", "W8A8 FP8", tokens=512)
+    assert h100.regime == "memory-bound"
+
+
+def test_w8a8_int8_is_the_a100_prefill_lever_and_missing_rates_are_not_available():
+    a100 = lever_speedup(MODEL, "a100-80gb", "prefill", "W8A8 INT8")
+    h100 = lever_speedup(MODEL, "h100-sxm", "prefill", "W8A8 FP8")
+    assert a100.speedup == pytest.approx(h100.speedup, rel=1e-3) and a100.bound == "compute"
+    for part in ("h200", "b200"):  # no sourced INT8 rate in the catalog
+        r = lever_speedup(MODEL, part, "prefill", "W8A8 INT8")
+        assert r.speedup is None and r.label == "not available" and "no int8 rate in the catalog" in r.unavailable
+
+
+def test_weight_only_plus_fp8_kv_reads_the_bytes_of_w8a8_plus_fp8_kv():
+    for tokens, batch in ((8192, 32), (65536, 16)):
+        rs = {r.lever: r for r in lever_speedups(MODEL, "h100-sxm", "decode", tokens, batch)}
+        a, b = rs["weight-only 8-bit + FP8 KV cache"], rs["W8A8 FP8 + FP8 KV cache"]
+        assert float(a.placement.cost.bytes) == float(b.placement.cost.bytes)
+        assert a.speedup == pytest.approx(b.speedup, rel=1e-6) and a.fits == b.fits
+    long = {r.lever: r for r in lever_speedups(MODEL, "h100-sxm", "decode", 65536, 16)}
+    assert [n for n, r in long.items() if r.fits] == ["weight-only 8-bit + FP8 KV cache", "W8A8 FP8 + FP8 KV cache"]
+
+
+def test_gap_verdicts():
+    frac = {(p, d): best_measurement(p, "matmul_flops_per_s", d).value / 1e12 for p, d in MEASUREMENT_CONDITIONS}
+    from roofline_lessons import get_part
+
+    gap = {p: 100 * (frac[p, "bf16"] / get_part(p).peak_flops_per_s("bf16") * 1e12
+                     - frac[p, "fp8"] / get_part(p).peak_flops_per_s("fp8") * 1e12) for p in ("h100-sxm", "b200")}
+    assert gap_verdict(gap["h100-sxm"]) == "FP8 clearly lower" and gap_verdict(gap["b200"]) == "not resolved"
+    assert gap_verdict(-10) == "FP8 clearly higher"
+
+
+def test_pipeline_latency_hypothesis_is_conditional_on_the_k_tile():
+    h = next(h for h in FP8_GAP_HYPOTHESES if h.name == "per-step pipeline latency")
+    assert "K-tile in bytes" in h.mechanism and "stay the same" in h.mechanism

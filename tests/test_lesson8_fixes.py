@@ -180,3 +180,88 @@ def test_lesson6_tiled_attention_is_l2_bound_not_compute_bound():
 def test_limiting_roof_picks_the_lowest():
     assert limiting_roof(100.0, {"HBM": (1.0, 1000.0), "L2": (10.0, 5.0)}) == ("L2", 50.0)
     assert limiting_roof(10.0, {"HBM": (1.0, 1000.0)}) == ("compute", 10.0)
+
+
+# --- review of lesson 8's rendered output -------------------------------------------------------------
+
+from pathlib import Path
+
+from roofline_lessons import measure as measure_mod
+from roofline_lessons.flash import flash2_hbm_bytes
+from roofline_lessons.measure import (NEAR_ROOF, NOISY_SPREAD, attention_tiles, break_even_m_over_d_squared,
+                                      kernel_samples, largest_spread, roof_fraction)
+
+LESSON8 = Path(__file__).resolve().parents[1] / "notebooks" / "08_measure_your_machine.py"
+
+
+def test_tiled_attention_is_timed_with_the_same_repeats_as_every_kernel(monkeypatch):
+    calls = []
+
+    def fake_time_call(fn, repeats=5, min_time_s=0.01):
+        calls.append((repeats, min_time_s))
+        return Timing(1e-3, 1e-3, 1e-3)
+
+    monkeypatch.setattr(measure_mod, "time_call", fake_time_call)
+    samples = kernel_samples("quick", threads=1)
+    cfg = MODES["quick"]
+    assert len(calls) == len(samples)
+    assert set(calls) == {(cfg["repeats"], cfg["min_time_s"])}  # the tiled ones too: no single-run timing
+    assert cfg["repeats"] > 1
+
+
+def test_spreads_and_the_noise_threshold():
+    t = Timing(1.0, 1.1, 1.5)
+    assert t.spread == pytest.approx(0.1) and t.worst_spread == pytest.approx(0.5)
+    assert largest_spread([t, Timing(1.0, 1.0, 1.0)]) == pytest.approx(0.5)
+    assert largest_spread([t]) > NOISY_SPREAD
+    assert largest_spread([Timing(1.0, 1.05, 1.1)]) < NOISY_SPREAD
+    assert largest_spread([]) == 0.0
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_the_small_sram_runs_more_tiles(mode):
+    n = MODES[mode]["attention_n"]
+    large, small = ATTENTION_SRAM_BYTES
+    assert attention_tiles(n, ATTENTION_HEAD_DIM, small) > attention_tiles(n, ATTENTION_HEAD_DIM, large)
+
+
+def test_roof_fraction_uses_the_lower_roof():
+    assert roof_fraction(10.0, 1.0, 100.0, 20.0) == 0.5  # bandwidth roof 20 FLOP/s at intensity 1
+    assert roof_fraction(50.0, 10.0, 100.0, 20.0) == 0.5  # compute roof 100
+    assert 0 < NEAR_ROOF < 1
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_break_even_m_over_d_squared_separates_the_experiments_sizes(mode):
+    n, d = MODES[mode]["attention_n"], ATTENTION_HEAD_DIM
+    b = break_even_m_over_d_squared(n, d)
+    naive = float(standard_hbm_bytes(n, d, 8))
+    elements = round(b * d * d)
+    assert flash_hbm_bytes(n, d, elements * 8, 8) <= naive < flash_hbm_bytes(n, d, (elements - 1) * 8, 8)
+    large, small = ATTENTION_SRAM_BYTES
+    assert m_over_d_squared(small, d) < b < m_over_d_squared(large, d)
+
+
+def test_tiled_bytes_never_rise_with_the_sram():
+    n, d = 256, ATTENTION_HEAD_DIM
+    for count in (flash_hbm_bytes, flash2_hbm_bytes):
+        counts = [count(n, d, e * 8, 8) for e in range(4 * d + 8, 40 * d * d, 97)]
+        assert all(a >= b for a, b in zip(counts, counts[1:]))
+    assert break_even_m_over_d_squared(n, d, tiled_bytes=flash2_hbm_bytes) < float("inf")
+
+
+def test_h100_has_a_like_for_like_fp32_ridge():
+    h100 = get_part("h100-sxm")
+    assert h100.ridge_point_flop_per_byte("fp32") < h100.ridge_point_flop_per_byte("bf16")
+
+
+def test_lesson8_text_follows_the_review():
+    text = LESSON8.read_text()
+    assert "L1/shared memory (`l1tex__t_bytes.sum`)" not in text
+    assert "smsp__sass_data_bytes_mem_shared" in text and "HMMA.16816" in text and "HGMMA" in text
+    assert "SpeedOfLight_HierarchicalTensorRooflineChart" in text
+    assert "flash2_hbm_bytes" in text and "Algorithm 1 order" in text
+    assert "M ≈ d²" not in text and "break_even_m_over_d_squared" in text
+    assert 'ridge_point_flop_per_byte("fp32")' in text
+    assert "noise_warning(mine.matmul" in text
+    assert "This run is noisy" in text  # the tile-order sentence has a branch for a contradicting order

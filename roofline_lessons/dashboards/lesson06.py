@@ -79,7 +79,7 @@ def lesson06_view(n: int, head_dim: int, sram_kib: int, causal: bool, part_id: s
     attain = {k: float(attainable_flops_per_s(i, roof.peak_flops_per_s, roof.bandwidth_bytes_per_s))
               for k, i in intensity.items()}
     text = (f"N = {n:,}, d = {head_dim}, SRAM {binary(sram)}, {'causal' if causal else 'full'}: tiles of "
-            f"{sizes.rows} query × {sizes.cols} key rows (paper: {sizes.paper_rows} × {sizes.paper_cols}). "
+            f"{sizes.rows} query × {sizes.cols} key rows (FlashAttention-1's rule, B_r ≤ d, borrowed for both orders: {sizes.paper_rows} × {sizes.paper_cols}). "
             f"{si(flops, 'FLOP')} per head. HBM bytes — standard {si(nbytes[KINDS[0]], 'B')} "
             f"(I = {intensity[KINDS[0]]:,.0f}), Algorithm 1 {si(nbytes[KINDS[1]], 'B')} (I = {intensity[KINDS[1]]:,.0f}), "
             f"FlashAttention-2 order {si(nbytes[KINDS[2]], 'B')} (I = {intensity[KINDS[2]]:,.0f}), "

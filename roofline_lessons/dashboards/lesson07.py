@@ -2,8 +2,8 @@
 compute ceilings, the all-BF16 point and the chosen point, and the speed-up.
 
 Every recipe is a real configuration (:data:`roofline_lessons.levers.WEIGHT_RECIPES`), so no
-choice of widgets is invalid; a recipe the part cannot run (W8A8 FP8 on an A100) gives one clear
-message instead of a point."""
+choice of widgets is invalid; a recipe whose format has no sourced rate for the part in the catalog
+(W8A8 FP8 on an A100, W8A8 INT8 on an H200) gives one clear message instead of a point."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ..charts import MARKERS, PALETTE, Roof, roofline_chart, set_roof_ylim
 from ..errors import RooflineInputError
 from ..fastfig import CachedFigure, bare_figure, message_png
 from ..hardware import get_part, list_parts
-from ..levers import BASELINE, KV_FORMATS, WEIGHT_RECIPES, recipe_fields
+from ..levers import BASELINE, KV_FORMATS, WEIGHT_RECIPES, recipe_fields, regime
 from ..placement import place
 from ..roofline import attainable_flops_per_s
 from ..units import GiB
@@ -60,7 +60,8 @@ def lesson07_view(part_id: str, phase: str, recipe: str = BASELINE, kv: str = "B
         new = place(MODEL, part, phase=phase, batch=batch, **fields, **change)
     except RooflineInputError as exc:
         return Lesson07View(part.id, phase, roofs, None, None, None, None,
-                            f"{recipe} with {kv} is not available on {part.id}: {exc}", error=str(exc))
+                            f"{recipe} with {kv} is not available on {part.id} (no sourced rate for its format in "
+                            f"this catalog): {exc}", error=str(exc))
     speedup = float(base.time_lower_bound_s / new.time_lower_bound_s)
     fits = bool(new.fits_in_memory)
     what = (f"prefill of {tokens:,} tokens × batch {batch}" if phase == "prefill"
@@ -71,7 +72,8 @@ def lesson07_view(part_id: str, phase: str, recipe: str = BASELINE, kv: str = "B
     caveat = " (a best case: no cost charged for (de)quantising or scales)" if change else ""
     text = (f"{what} on {part.id}: {recipe}, {kv}. Compute roof for this FLOP mix "
             f"{float(new.peak_flops_per_s) / 1e12:,.0f} TFLOP/s, ridge {float(new.ridge_point_flop_per_byte):,.0f} "
-            f"FLOP/byte; I = {float(new.intensity):,.3g} (all BF16: {float(base.intensity):,.3g}); {new.bound}-bound. "
+            f"FLOP/byte; I = {float(new.intensity):,.3g} (all BF16: {float(base.intensity):,.3g}); "
+            f"{regime(new.intensity, new.ridge_point_flop_per_byte)}. "
             f"Step ≥ {float(new.time_lower_bound_s) * 1e3:,.3g} ms vs {float(base.time_lower_bound_s) * 1e3:,.3g} ms "
             f"all-BF16: {speedup:.2f}× faster{caveat}. Memory: {fit_text}.")
     return Lesson07View(part.id, phase, roofs, (float(base.intensity), float(base.attainable_flops_per_s)),
