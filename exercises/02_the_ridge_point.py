@@ -19,12 +19,12 @@ from roofline_lessons import get_part
 from roofline_lessons.checks import lesson02 as check
 from roofline_lessons.datasheets import best_measurement, headline_kind
 from roofline_lessons.memory import max_batch_that_fits, weight_bytes
-from roofline_lessons.units import si
+from roofline_lessons.units import binary, si
 
 for pid in ("h100-sxm", "h200", "b200"):
     p = get_part(pid)
     dense = ", ".join(f"{dt} {si(v, 'FLOP/s')}" for dt, v in p.dense_flops_per_s.items())
-    print(f"{pid:9} bandwidth {si(p.memory_bandwidth_bytes_per_s, 'B/s')}, capacity {si(p.memory_capacity_bytes, 'B')}; "
+    print(f"{pid:9} bandwidth {si(p.memory_bandwidth_bytes_per_s, 'B/s')}, capacity {binary(p.memory_capacity_bytes)}; "
           f"dense: {dense}")
 
 # %% [markdown]

@@ -64,7 +64,7 @@ check.gpt_fast_percent_of_bound(percent_of_bound)
 # ## Exercise 3.4 — memory-bound inside a compute-bound step
 #
 # In an 8,192-token prefill of Qwen3.8-27B on an H100, the whole step is compute-bound. Which one of
-# these full-attention operators is memory-bound: `"q_proj (+ output gate)"`, `"input_norm"` or
+# these operators of a full-attention layer is memory-bound: `"q_proj (+ output gate)"`, `"input_norm"` or
 # `"gate_proj"`?
 
 # %%

@@ -113,9 +113,10 @@ roofline_chart([h100_roof], title="The roofline of an H100 SXM (dense BF16)", in
 # - **batch-32 decode**: one new token for each of 32 conversations at once;
 # - **prefill** of an 8,192-token prompt: every prompt position goes through the model together.
 #
-# Intensity can be measured against two denominators, and both are worth knowing:
-# FLOPs per **weight** byte (how many times each fetched weight is used), and FLOPs per byte of
-# **all** traffic (weights, activations, KV cache and recurrent state).
+# Intensity can be measured two ways, and both are worth knowing. **The weight lens**: FLOPs of
+# the weight matmuls per weight byte (how many times each fetched weight is used). **All
+# traffic**: every FLOP per byte of all traffic (weights, activations, KV cache and recurrent
+# state) — the one that places a step on the roofline.
 
 # %%
 model = get_model("qwen3.8-27b")
@@ -147,7 +148,7 @@ md(f"At I ≈ {d1.intensity:.2f} FLOP/byte the bandwidth roof allows "
    f"{float(d1.tokens_per_s_upper_bound):,.0f} tokens/s for this conversation.")
 
 # %% [markdown]
-# That is the report's "three tenths of one percent". The kernel is **on its roof**, not below
+# That is the report's "few tenths of one percent". The kernel is **on its roof**, not below
 # it. No reordering of instructions can help, because the arithmetic units were never the scarce
 # resource: the memory system is already delivering bytes as fast as it can. A rewrite would
 # chase single-digit percentages. The workload, not the kernel, has to change.
@@ -180,12 +181,14 @@ md(f"FLOPs per weight byte: **{pf.intensity_per_weight_byte:,.0f}**, about "
 
 # %%
 lm_head = next(op for op in pf.cost.ops if op.name == "lm_head")
-md(f"(Why is the weight-byte figure a little under 8,192? The lm_head's {si(lm_head.weight_bytes, 'B')} "
-   "of weights are read once but used for the last position only, since generation needs one row of "
-   "logits; the attention arithmetic pulls the other way. The package counts both.)")
+embed = next(op for op in pf.cost.ops if op.name == "embed_tokens")
+md(f"(Why is the weight-lens figure a little under 8,192? Two kinds of weight bytes feed no matmul FLOPs at the "
+   f"prompt's scale: the lm_head's {si(lm_head.weight_bytes, 'B')} are read once but used for the last position only, "
+   f"since generation needs one row of logits; and the {si(embed.weight_bytes, 'B')} of embedding rows looked up are "
+   "read and copied, not multiplied. Attention's FLOPs are not in this lens at all.)")
 
 # %% [markdown]
-# All three on one chart, each at its intensity over **all** traffic (the stricter lens):
+# All three on one chart, each at its intensity over **all** traffic (the lens that places a step):
 
 # %%
 points = [point_on_roof(name, float(s.intensity), h100_roof) for name, s in steps.items()]

@@ -21,7 +21,7 @@
 # 1. compute the ridge point $I^* = P_\text{peak} / \beta$ of any part, in any number format, and
 #    read it off a chart of several parts;
 # 2. tell a datasheet roof from the roof real kernels reach, and say how far apart they are;
-# 3. spot a with-sparsity headline posing as a dense figure — including a loose one in a popular
+# 3. spot a with-sparsity headline posing as a dense figure, and a format mix-up in a popular
 #    interview flashcard;
 # 4. add the third number under the roofs, memory capacity, and say what H100 → H200 → B200 does
 #    to a 70B model.
@@ -156,7 +156,7 @@ md(f"2.25 PFLOPS on the B200 is: **{', '.join(headline_kind('b200', 2.25e15))}**
 # "G"s are not the same. Bandwidth is SI: 3.35 × 10¹² bytes per second. Device memory is binary:
 # DRAM dies and HBM stacks come in powers of two (an H100 carries five 16 GiB stacks), so the
 # "80 GB" is 80 GiB = 80 × 2³⁰ bytes, and `nvidia-smi` shows it in MiB. **GB of bandwidth is SI;
-# GB of capacity is GiB.** Read the capacity as SI and you lose 7 % of every chip:
+# GB of capacity is GiB.** Read the capacity as SI and you lose a slice of every chip:
 
 # %%
 from roofline_lessons.units import GB, GiB, binary
@@ -168,11 +168,13 @@ md(f"The H200's \"{shown_gb:,.0f} GB\" is {h200.memory_capacity_bytes:,.0f} byte
    f"({percent(1 - GB / GiB, 1)}) short.")
 
 # %% [markdown]
-# A serving engine does not hand all of that to the model either: it keeps headroom for the
-# CUDA context, activations and fragmentation. vLLM's `gpu_memory_utilization` defaults to 0.9 of
-# the device. So every "does it fit?" has two answers — with the whole capacity (the optimistic
-# bound) and with the engine's share. Compare three generations on a 70B model in BF16, with an
-# 8,192-token context, both ways:
+# A serving engine does not get all of that either. vLLM's `gpu_memory_utilization` (0.9 by
+# default) is the engine's *budget*: the share of the device it may use, the rest left for other
+# processes. Out of that budget come the weights, the peak activations it profiles, CUDA graphs and
+# the memory outside PyTorch (the CUDA context among it); the KV cache gets what is left. So every
+# "does it fit?" has two answers — with the whole capacity (the optimistic bound) and with the
+# engine's share (still an upper bound here, since activations and graphs are not subtracted).
+# Compare three generations on a 70B model in BF16, with an 8,192-token context, both ways:
 
 # %%
 llama70 = get_model("llama-3.1-70b")

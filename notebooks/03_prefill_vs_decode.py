@@ -71,8 +71,10 @@ show_table(OP_HEADERS, op_rows(qp, block="full_attention", per_layer=True))
 # The same for one Gated DeltaNet layer. Its recurrence is the interesting row. The reference
 # chunked kernel (flash-linear-attention's `chunk_gated_delta_rule`) cuts the prompt into chunks
 # of 64 tokens; one kernel writes the state at every chunk boundary to HBM, and the kernel that
-# computes the outputs reads each one back. So the state does travel through memory in prefill —
-# once per chunk, not once per token:
+# computes the outputs reads each one back. Those boundary states are stored in the activations'
+# format (BF16), the final state in the model's float32. So the state does travel through memory
+# in prefill — once per chunk, not once per token. (The FLOPs column counts the recurrence's
+# 7·d_k·d_v per token; the chunked form's extra matmuls are not counted.)
 
 # %%
 show_table(OP_HEADERS, op_rows(qp, block="gated_deltanet", per_layer=True))
@@ -165,7 +167,8 @@ for (m, phase), s in steps.items():
     what = "TTFT" if phase == "prefill" else "TPOT"
     rows.append([s.model.name, phase, f"{what} ≥ {t * 1e3:,.4g} ms", f"≤ {float(s.tokens_per_s_upper_bound):,.0f} tokens/s",
                  f"{s.bound} roof"])
-show_table(["model", "phase", "time bound", "throughput bound (batch 1)", "set by"], rows)
+show_table(["model", "phase", "time bound", "throughput bound (batch 1; prompt tokens/s in prefill, output tokens/s in decode)",
+            "set by"], rows)
 
 # %% [markdown]
 # ### A bound against a measurement
@@ -189,30 +192,30 @@ md(f"Bound: **≤ {float(bound.tokens_per_s_upper_bound):,.1f} tokens/s** ({si(f
 # FLOPs a token must do, times tokens per second, over the peak FLOP/s.)
 #
 # gpt-fast's README also prints a "bandwidth achieved". Look at how it is made before you lean on
-# it: it is the model's size in bytes times tokens per second. That is MBU's numerator. So its
+# it: it is the model's size in bytes (its parameters and buffers, without the embedding table)
+# times tokens per second. That is MBU's numerator. So its
 # ratio to the datasheet bandwidth is the fraction of the bound **by construction** — it agrees
 # with the percentage above because it is the same measurement (tokens per second) multiplied
 # by the same constant, not because a second instrument confirmed it:
 
 # %%
-model_bytes = bound.model.parameter_count() * 2
-reconstructed_bytes_per_s = model_bytes * gpt_fast.tokens_per_s
-md(f"Model bytes × tokens/s = {si(model_bytes, 'B')} × {gpt_fast.tokens_per_s} = "
-   f"{si(reconstructed_bytes_per_s, 'B/s')}; the README prints {si(gpt_fast.value, 'B/s')}. As fractions of "
-   f"{si(a100.memory_bandwidth_bytes_per_s, 'B/s')}: {percent(reconstructed_bytes_per_s / a100.memory_bandwidth_bytes_per_s, 1)} "
-   f"and {percent(gpt_fast.value / a100.memory_bandwidth_bytes_per_s, 1)} — and {percent(fraction_of_bound, 1)} of the "
-   "package's bound, which also counts the KV cache and reads one embedding row instead of the whole table.")
+md(f"The README's {si(gpt_fast.value, 'B/s')} ÷ {gpt_fast.tokens_per_s} tokens/s = {si(gpt_fast.value / gpt_fast.tokens_per_s, 'B')} "
+   f"of model bytes per token; the package's bound counts {si(float(bound.cost.bytes), 'B')} per token (all weights but "
+   f"the embedding table, one looked-up row, the KV cache). As fractions of {si(a100.memory_bandwidth_bytes_per_s, 'B/s')}: "
+   f"{percent(gpt_fast.value / a100.memory_bandwidth_bytes_per_s, 1)} from the README's figure, "
+   f"{percent(fraction_of_bound, 1)} of the package's bound — two ways of writing the same tokens/s.")
 
 # %% [markdown]
 # **What MBU can tell you**: how far the run is from the bandwidth bound, in one number
 # comparable across parts and models. **What it cannot tell you**: *why* the rest is missing.
-# Every one of these lowers tokens/s, and so MBU, by the same amount:
+# Each of these lowers tokens/s, and so MBU, in exactly the same way, so MBU cannot tell them apart:
 #
 # - the memory system delivering less than its datasheet rate (even a pure streaming kernel
 #   does not reach 100 %; the next cell has a measured example, and lesson 8 measures your own
 #   machine);
-# - time with the memory idle: kernel-launch gaps and CPU overhead between the ~hundreds of small
-#   kernels of a batch-1 step, sampling, the prompt's prefill if it is inside the timed region;
+# - time with the memory idle: kernel-launch gaps and CPU overhead between the hundreds of small
+#   kernels of a batch-1 step (gpt-fast captures its step in CUDA graphs, which removes most of
+#   these), sampling, the prompt's prefill if it is inside the timed region;
 # - a power or clock cap (this run was at 330 W).
 #
 # Telling them apart needs a second, independent instrument: a profiler's DRAM byte counters
@@ -229,8 +232,9 @@ pcie = get_part("h100-pcie")
 for m in pcie.measurements("bandwidth_bytes_per_s"):
     print(f"{pcie.name}, {m.kernel}: {si(m.value, 'B/s')} = {percent(m.value / pcie.memory_bandwidth_bytes_per_s, 0)} "
           f"of {si(pcie.memory_bandwidth_bytes_per_s, 'B/s')} ({m.source})")
-#
-# ### The source lesson's conclusion, in numbers
+
+# %% [markdown]
+# ### Batch-1 decode of the hybrid, in numbers
 
 # %%
 md(f"Batch-1 decode of Qwen3.8-27B with {PROMPT:,} tokens cached: I = {float(qd.intensity):.2f} FLOP/byte, attainable "

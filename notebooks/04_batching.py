@@ -46,8 +46,8 @@ h100 = get_part("h100-sxm")
 # In decode every sequence needs the same weights. Batching B sequences reads each weight once and
 # uses it B times, so the **weight lens** — FLOPs of the weight matmuls per weight byte — grows in
 # proportion to B (2 FLOPs per weight per token over 2 bytes per BF16 weight: about B). It leaves
-# out attention's FLOPs and every byte that is not a weight. Qwen3.8-27B on an H100 SXM, with a
-# short history in the cache:
+# out attention's FLOPs and every byte that is not a weight. Qwen3.8-27B on an H100 SXM, with an
+# empty KV cache:
 
 # %%
 short = decode_sweep("qwen3.8-27b", h100, [1, 8, 32, 128], context_tokens=0)
@@ -96,7 +96,8 @@ show_table(["tokens cached", "Qwen3.8-27B: weight lens", "all traffic", "ceiling
 # %% [markdown]
 # When the ceiling is below the ridge, no batch makes decode compute-bound: the private bytes of
 # each sequence keep it on the slope. For Llama-3.1-8B those are its KV cache and activations, so a
-# critical batch exists only at short context. For Qwen3.8-27B even an empty cache is not enough:
+# critical batch exists only when very little is cached (the table's first row). For Qwen3.8-27B
+# even an empty cache is not enough:
 # every sequence reads and writes its float32 Gated DeltaNet state on every step, and those bytes
 # are never shared. That is why serving systems shrink per-sequence bytes — grouped-query
 # attention, KV and state quantization — and not only the weights. (A paged KV cache is a
@@ -108,7 +109,8 @@ show_table(["tokens cached", "Qwen3.8-27B: weight lens", "all traffic", "ceiling
 #
 # Prefill is already on the flat roof: batching more prompts adds FLOPs and time in proportion,
 # and tokens per second barely move. Decode is on the slope: batching adds FLOPs while the weight
-# bytes stay put, so the step time barely moves and tokens per second climb.
+# bytes stay put, so the step time grows far less than the batch (each sequence adds only its own
+# KV cache) and tokens per second climb.
 
 # %%
 rows = []
@@ -204,8 +206,9 @@ dashboard = lesson04_dashboard()
 # - Per weight byte, decode intensity ≈ batch; per byte of all traffic it bends towards a ceiling
 #   set by each sequence's private KV cache and state. Long contexts can keep decode memory-bound
 #   at any batch.
-# - Batching multiplies decode throughput almost for free until the step leaves the slope;
-#   prefill is already on the flat roof and barely gains.
+# - Batching multiplies decode throughput cheaply while the weights dominate the bytes; it gets
+#   dearer as each sequence's KV cache and state rival them. Prefill is already on the flat roof
+#   and barely gains.
 # - Capacity usually caps the batch first at long context.
 # - MoE: small-batch decode reads only the routed experts, so batching recovers less.
 #

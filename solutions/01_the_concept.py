@@ -95,8 +95,8 @@ prefill_roof = "compute"
 check.prefill_bound(prefill_roof)
 
 # %% [markdown] tags=["solution"]
-# Each weight byte serves all 8,192 positions: about 8,192 FLOP per weight byte, roughly 27× the
-# ridge. The flat compute roof binds, so prefill speed is bought with FLOPs.
+# Each weight byte serves all 8,192 positions: nearly 8,192 FLOP per weight byte (the lesson
+# computes the exact figure), over twenty times the ridge. The flat compute roof binds, so prefill speed is bought with FLOPs.
 
 # %% [markdown]
 # ## Exercise 1.5 — the model as code

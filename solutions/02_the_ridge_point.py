@@ -27,12 +27,12 @@ from roofline_lessons import get_part
 from roofline_lessons.checks import lesson02 as check
 from roofline_lessons.datasheets import best_measurement, headline_kind
 from roofline_lessons.memory import max_batch_that_fits, weight_bytes
-from roofline_lessons.units import si
+from roofline_lessons.units import binary, si
 
 for pid in ("h100-sxm", "h200", "b200"):
     p = get_part(pid)
     dense = ", ".join(f"{dt} {si(v, 'FLOP/s')}" for dt, v in p.dense_flops_per_s.items())
-    print(f"{pid:9} bandwidth {si(p.memory_bandwidth_bytes_per_s, 'B/s')}, capacity {si(p.memory_capacity_bytes, 'B')}; "
+    print(f"{pid:9} bandwidth {si(p.memory_bandwidth_bytes_per_s, 'B/s')}, capacity {binary(p.memory_capacity_bytes)}; "
           f"dense: {dense}")
 
 # %% [markdown]
@@ -135,5 +135,5 @@ check.llama70b_fp8_batch_on_h200(batch_that_fits)
 # The H200's "141 GB" is 141 GiB ≈ 151.4 × 10⁹ bytes. The FP8 weights take about 70.6 × 10⁹ bytes
 # (65.7 GiB), leaving about 75.3 GiB; each sequence's 8,192-token KV cache is 2.5 GiB, so 30
 # sequences fit. Reading the capacity as 141 × 10⁹ bytes gives 26 — the SI trap. At vLLM's
-# default `gpu_memory_utilization` of 0.9 the same arithmetic gives fewer: try
-# `max_batch_that_fits(..., memory_utilization=0.9)`.
+# default `gpu_memory_utilization` of 0.9 the same arithmetic gives 24:
+# `max_batch_that_fits("llama-3.1-70b", "h200", 8192, weights_dtype="fp8", memory_utilization=0.9)`.

@@ -47,7 +47,7 @@ check.llama8b_ttft_ms(ttft_ms)
 
 # %% [markdown] tags=["solution"]
 # 2 × 8.03 × 10⁹ × 8,192 ≈ 1.3 × 10¹⁴ FLOPs; ÷ 989 TFLOP/s ≈ 133 ms. The package adds attention
-# (which grows with the prompt squared) and drops the embedding and all but one row of the lm_head.
+# (which grows with the prompt squared) and reads only the looked-up embedding rows, and computes the lm_head (read in full) for the last position only.
 
 # %% [markdown]
 # ## Exercise 3.2 — time per output token
@@ -94,7 +94,7 @@ check.gpt_fast_percent_of_bound(percent_of_bound)
 # ## Exercise 3.4 — memory-bound inside a compute-bound step
 #
 # In an 8,192-token prefill of Qwen3.8-27B on an H100, the whole step is compute-bound. Which one of
-# these full-attention operators is memory-bound: `"q_proj (+ output gate)"`, `"input_norm"` or
+# these operators of a full-attention layer is memory-bound: `"q_proj (+ output gate)"`, `"input_norm"` or
 # `"gate_proj"`?
 
 # %%

@@ -27,17 +27,17 @@ import math
 from roofline_lessons import get_model, get_part, place
 from roofline_lessons.checks import lesson04 as check
 from roofline_lessons.memory import state_bytes_per_sequence, weight_bytes
-from roofline_lessons.units import si
+from roofline_lessons.units import binary, si
 
 h100 = get_part("h100-sxm")
 print(f"H100 SXM: {si(h100.peak_flops_per_s('bf16'), 'FLOP/s')} dense BF16, {si(h100.memory_bandwidth_bytes_per_s, 'B/s')}, "
-      f"{si(h100.memory_capacity_bytes, 'B')}")
+      f"{binary(h100.memory_capacity_bytes)}")
 
 # %% [markdown]
 # ## Exercise 4.1 — by hand: the critical batch by the weight lens
 #
 # Per weight byte, decode intensity is about the batch size. At what batch does it first reach
-# the H100 SXM's BF16 ridge? (A batch is a whole number of sequences; within 3 %.)
+# the H100 SXM's BF16 ridge? (A batch is a whole number of sequences.)
 
 # %%
 # BEGIN SOLUTION
@@ -84,7 +84,8 @@ check.qwen38_fit_on_h200(fit)
 # %% [markdown] tags=["solution"]
 # Each sequence needs 8 GiB of KV cache plus about 0.14 GiB of state; about 91 GiB are free after
 # the weights (141 GiB is 151.4 × 10⁹ bytes): 11 sequences. Reading "141 GB" as 141 × 10⁹ bytes
-# gives 9 — the SI trap the checker names.
+# gives 9 — the SI trap the checker names. (9 is also what fits in vLLM's default 90 % of the
+# memory: `max_batch_that_fits("qwen3.8-27b", "h200", 131072, memory_utilization=0.9)`.)
 
 # %% [markdown]
 # ## Exercise 4.4 — experts touched

@@ -16,13 +16,14 @@ def _critical_mistakes() -> tuple[Mistake, ...]:
         Mistake("take the with-sparsity headline as the peak", float(-(-p.sparse_flops_per_s["bf16"]
                                                                        // p.memory_bandwidth_bytes_per_s))),
         Mistake("count a BF16 weight as one byte (intensity 2 × batch)", float(-(-ridge // 2))),
+        Mistake(f"round down: batch {int(ridge)} is still below the ridge of {ridge:.1f}, so round up", float(int(ridge))),
     )
 
 
 def weight_lens_critical_batch(answer) -> CheckResult:
     """4.1 — by hand: the decode batch at which FLOP per weight byte reaches the H100 SXM's ridge."""
     expected = critical_batch("llama-3.1-8b", "h100-sxm", context_tokens=0, lens="weights only")
-    return check_number("4.1", answer, expected, rel_tol=0.03, unit="sequences", whole=True,
+    return check_number("4.1", answer, expected, abs_tol=0.5, rel_tol=0.0, unit="sequences", whole=True,
                         mistakes=_critical_mistakes(),
                         hint="per weight byte, decode intensity ≈ batch; the ridge is peak ÷ bandwidth; a batch is a "
                              "whole number of sequences, so round up to the first batch that reaches it.")
@@ -61,7 +62,8 @@ def _fit_mistakes() -> tuple[Mistake, ...]:
     state = state_bytes_per_sequence("qwen3.8-27b")
     free = h200.memory_capacity_bytes - weight_bytes("qwen3.8-27b")
     return (
-        Mistake("read the H200's '141 GB' as 141e9 bytes (device memory is binary: 141 GiB)",
+        Mistake("read the H200's '141 GB' as 141e9 bytes (device memory is binary: 141 GiB) — or apply a serving "
+                "engine's 0.9 memory utilisation, which this question (all of the memory) does not ask for",
                 float((si_capacity - weight_bytes("qwen3.8-27b")) // (kv + state))),
         Mistake("count all 64 layers' KV cache (only the 16 full-attention layers keep one)",
                 float(free // (4 * kv + state))),
