@@ -105,3 +105,9 @@ def test_one_control_change_is_one_update(monkeypatch):
     calls.clear()
     ui.children[0].children[1].value = "a100-80gb"  # the part dropdown
     assert calls == [("qwen3.8-27b", "a100-80gb", "bf16", "decode", 1, 8192)]
+
+
+def test_context_beyond_the_model_is_flagged():
+    v = lesson01_view("llama-2-7b", "h100-sxm", "bf16", "decode", 8, 8192)
+    assert "what-if" in v.verdict and "4,096" in v.verdict
+    assert "what-if" not in lesson01_view("llama-2-7b", "h100-sxm", "bf16", "decode", 8, 2048).verdict

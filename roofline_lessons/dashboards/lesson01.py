@@ -68,6 +68,9 @@ def lesson01_view(model_id: str, part_id: str, dtype: str, phase: str, batch: in
         verdict = (f"Compute-bound: I = {intensity:,.3g} FLOP/byte is {intensity / ridge:,.3g}× right of the ridge "
                    f"({ridge:,.0f}). The compute roof caps it: shop for FLOPs (a faster format, better "
                    f"tensor-core use).")
+    if p.context_beyond_model:
+        verdict += (f" Note: {p.model.name} was built for at most {p.model.max_context_tokens:,} tokens "
+                    "(config.json max_position_embeddings); this length is a what-if.")
     return Lesson01View(
         title=f"{p.model.name} on {part.name} ({dtype} throughout)",
         roof=roof,
