@@ -18,10 +18,18 @@ matplotlib.use("Agg")
 
 from roofline_lessons.charts import RooflineCanvas  # noqa: E402
 from roofline_lessons.dashboards import (BATCH_CHOICES, TOKEN_CHOICES, Lesson02Chart, Lesson03Chart,  # noqa: E402
-                                         Lesson04Chart, lesson01_png, lesson01_view, lesson02_view, lesson03_view,
-                                         lesson04_view)
+                                         Lesson04Chart, Lesson05Chart, Lesson06Chart, Lesson07Chart, lesson01_png,
+                                         lesson01_view, lesson02_view, lesson03_view, lesson04_view, lesson05_view,
+                                         lesson06_view, lesson07_view)
 from roofline_lessons.dashboards.lesson03 import TOKEN_CHOICES as L3_TOKENS  # noqa: E402
 from roofline_lessons.dashboards.lesson04 import BATCH_CHOICES as L4_BATCHES  # noqa: E402
+from roofline_lessons.dashboards.lesson05 import BATCH_CHOICES as L5_BATCHES  # noqa: E402
+from roofline_lessons.dashboards.lesson05 import CONTEXT_CHOICES as L5_CONTEXTS  # noqa: E402
+from roofline_lessons.dashboards.lesson06 import N_CHOICES as L6_N  # noqa: E402
+from roofline_lessons.dashboards.lesson06 import SRAM_CHOICES_KIB as L6_SRAM  # noqa: E402
+from roofline_lessons.dashboards.lesson07 import BATCH_CHOICES as L7_BATCHES  # noqa: E402
+from roofline_lessons.dashboards.lesson07 import KV_CHOICES as L7_KV  # noqa: E402
+from roofline_lessons.dashboards.lesson07 import RECIPES as L7_RECIPES  # noqa: E402
 
 TARGET_MEDIAN_S = 0.050
 
@@ -43,6 +51,21 @@ def lesson03(chart):
 
 def lesson04(chart):
     return [lambda b=b: chart.png(lesson04_view("qwen3.8-27b", "h100-sxm", b, 8192)) for b in L4_BATCHES] * 3
+
+
+def lesson05(chart):
+    return [lambda b=b, c=c: chart.png(lesson05_view("h100-sxm", b, c)) for b in L5_BATCHES for c in L5_CONTEXTS[::2]]
+
+
+def lesson06(chart):
+    # every sequence length, both ends of the SRAM range and the head dims, causal and not
+    return [lambda n=n, m=m, d=d: chart.png(lesson06_view(n, d, m, True)) for n in L6_N
+            for m in (L6_SRAM[0], L6_SRAM[-1]) for d in (64, 256)]
+
+
+def lesson07(chart):
+    return [lambda r=r, k=k, b=b: chart.png(lesson07_view("h100-sxm", "decode", r, k, 8192, b))
+            for r in L7_RECIPES for k in L7_KV for b in L7_BATCHES[::2]]
 
 
 def measure(name, make_updates, make_chart):
@@ -70,6 +93,9 @@ def main() -> None:
     measure("lesson 2 (intensity)", lesson02, Lesson02Chart)
     measure("lesson 3 (phase, tokens)", lesson03, Lesson03Chart)
     measure("lesson 4 (batch)", lesson04, Lesson04Chart)
+    measure("lesson 5 (batch, context)", lesson05, Lesson05Chart)
+    measure("lesson 6 (N, SRAM, head dim)", lesson06, Lesson06Chart)
+    measure("lesson 7 (recipe, KV, batch)", lesson07, Lesson07Chart)
 
 
 if __name__ == "__main__":

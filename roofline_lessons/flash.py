@@ -224,8 +224,9 @@ def flash_hbm_bytes(n, head_dim: int, sram_bytes: int, element_bytes: int = 2, c
     row_sizes = np.minimum(row_starts + br, n) - row_starts
     if causal:
         # for key block starting at c0, query blocks whose last row ≥ c0 are visited
-        row_ends = row_starts + row_sizes - 1
-        visited_rows = np.array([row_sizes[row_ends >= c0].sum() for c0 in col_starts])
+        row_ends = row_starts + row_sizes - 1  # ascending, so the visited blocks are a suffix
+        rows_before = np.concatenate(([0], np.cumsum(row_sizes)))
+        visited_rows = n - rows_before[np.searchsorted(row_ends, col_starts, side="left")]
     else:
         visited_rows = np.full(col_starts.shape, n)
     elements += float((3 * d * visited_rows + 4 * visited_rows).sum())

@@ -138,16 +138,34 @@ class Model:
         )
 
     def parameter_count(self) -> int:
-        """Total parameters, summed from the operators' weight shapes (all experts counted)."""
-        from .costs import parameter_counts
-
-        return parameter_counts(self)[0]
+        """Total parameters from the config's shapes (all experts counted)."""
+        return self._parameter_counts()[0]
 
     def active_parameter_count(self) -> int:
         """Parameters one token uses (routed experts only, for MoE); equals the total if dense."""
-        from .costs import parameter_counts
+        return self._parameter_counts()[1]
 
-        return parameter_counts(self)[1]
+    def _parameter_counts(self) -> tuple[int, int]:
+        """(total, active), weight matrix by weight matrix. The cost model builds the same weights
+        into its operators; ``costs.parameter_counts`` sums those, and a test holds the two equal."""
+        h, hd = self.hidden_size, self.head_dim
+        nq, nkv = self.num_attention_heads, self.num_key_value_heads
+        table = self.vocab_size * h
+        shared = table + (0 if self.tie_word_embeddings else table) + h  # embedding, lm_head, final norm
+        q_out = nq * hd * (2 if self.attn_output_gate else 1)
+        full = h + h * q_out + 2 * h * nkv * hd + (2 * hd if self.qk_norm else 0) + nq * hd * h
+        nv, dv = self.linear_num_value_heads, self.linear_value_head_dim
+        vd, conv = self.deltanet_value_dim, self.deltanet_conv_dim
+        deltanet = (h + h * conv + h * vd + h * 2 * nv + conv * self.linear_conv_kernel_dim + 2 * nv + dv
+                    + vd * h) if self.is_hybrid else 0
+        attention = self.num_full_attention_layers * full + self.num_deltanet_layers * deltanet
+        if self.is_moe:
+            e, k, ie = self.num_experts, self.num_experts_per_tok, self.moe_intermediate_size
+            mlp_total, mlp_active = h + h * e + e * 3 * h * ie, h + h * e + k * 3 * h * ie
+        else:
+            mlp_total = mlp_active = h + 3 * h * self.intermediate_size
+        layers = self.num_hidden_layers
+        return shared + attention + layers * mlp_total, shared + attention + layers * mlp_active
 
 
 _FIELDS = set(Model.__dataclass_fields__)

@@ -65,3 +65,13 @@ def test_head_dim_is_its_own_field_for_qwen3():
 def test_unknown_model_names_close_matches():
     with pytest.raises(RooflineInputError, match="qwen3.8-27b"):
         get_model("qwen3-27b")
+
+
+def test_parameter_counts_from_config_equal_the_operator_sum():
+    """The model counts its weights from the config; the cost model builds the same weights into its
+    operators. Every weight an operator holds must be counted once, and no weight left out."""
+    from roofline_lessons.costs import parameter_counts
+
+    for mid in list_models():
+        m = get_model(mid)
+        assert (m.parameter_count(), m.active_parameter_count()) == parameter_counts(m), mid

@@ -52,14 +52,13 @@ def tile_map(n: int, rows: int, cols: int, causal: bool, max_cells: int = 256, o
     if order not in ("fa1", "fa2"):
         raise RooflineInputError(f"order must be 'fa1' or 'fa2', got {order!r}")
     tr, tc = -(-n // rows), -(-n // cols)
-    row_end = np.minimum((np.arange(tr) + 1) * rows, n) - 1
-    col_start = np.arange(tc) * cols
-    visited = (col_start[None, :] <= row_end[:, None]) if causal else np.ones((tr, tc), dtype=bool)
-    rank = (np.arange(tc)[None, :] * tr + np.arange(tr)[:, None]) if order == "fa1" else \
-        (np.arange(tr)[:, None] * tc + np.arange(tc)[None, :])
-    order = np.where(visited, rank.astype(float), np.nan)
-    step_r, step_c = max(1, -(-tr // max_cells)), max(1, -(-tc // max_cells))
-    return order[::step_r, ::step_c]
+    # only the tiles the picture shows: every step-th row and column of the full tile grid
+    r = np.arange(0, tr, max(1, -(-tr // max_cells)))
+    c = np.arange(0, tc, max(1, -(-tc // max_cells)))
+    row_end = np.minimum((r + 1) * rows, n) - 1
+    visited = (c[None, :] * cols <= row_end[:, None]) if causal else np.ones((r.size, c.size), dtype=bool)
+    rank = (c[None, :] * tr + r[:, None]) if order == "fa1" else (r[:, None] * tc + c[None, :])
+    return np.where(visited, rank.astype(float), np.nan)
 
 
 def lesson06_view(n: int, head_dim: int, sram_kib: int, causal: bool, part_id: str = "h100-sxm",
