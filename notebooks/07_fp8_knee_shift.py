@@ -36,7 +36,7 @@ from roofline_lessons.datasheets import best_measurement
 from roofline_lessons.display import md, show_table
 from roofline_lessons.dtypes import bytes_per_element
 from roofline_lessons.levers import (AT_RIDGE_TOLERANCE, BASELINE, FP8_GAP_HYPOTHESES, LEVER_SPECS, LEVERS,
-                                     MEASUREMENT_CONDITIONS, MEASUREMENT_PROTOCOL, NOT_IN_THE_MATMUL_MEASUREMENT,
+                                     MEASUREMENT_PROTOCOL, NOT_IN_THE_MATMUL_MEASUREMENT,
                                      RESOLVABLE_GAP_PERCENTAGE_POINTS, gap_verdict, lever_speedups,
                                      operand_bytes_per_s_ratio, ridge_shift)
 from roofline_lessons.units import percent, si
@@ -230,11 +230,11 @@ for pid in PARTS:
         if m is None:
             continue
         frac[pid, dt] = m.value / p.peak_flops_per_s(dt)
-        _, shape, build = MEASUREMENT_CONDITIONS.get((pid, dt), (None, "not recorded", "not recorded"))
+        shape, build = m.shape or "not recorded", m.software or "not recorded"
         rows.append([pid, dt.upper(), si(p.peak_flops_per_s(dt), "FLOP/s"), si(m.value, "FLOP/s"),
                      percent(frac[pid, dt], 0), f"{m.value / p.memory_bandwidth_bytes_per_s:,.0f}", shape, build])
 show_table(["part", "format", "datasheet (dense)", "best measured", "of datasheet", "measured ridge (FLOP/byte)",
-            "best shape M×N×K", "PyTorch build"], rows)
+            "best shape M×N×K", "software"], rows)
 
 # %%
 both = [pid for pid in PARTS if (pid, "bf16") in frac and (pid, "fp8") in frac]
@@ -301,7 +301,7 @@ md(f"1. **At fixed bytes the ridge moves right by the peak ratio**: {h100.ridge_
    f"from weight-only 8-bit and {one[W8A8].speedup:.2f}× from W8A8 — the FP8 arithmetic adds nothing there.\n"
    f"4. **Measured, not datasheet**: the best FP8 matmul measured on an H100 is {si(fp8_meas.value, 'FLOP/s')} "
    f"({percent(fp8_meas.value / h100.peak_flops_per_s('fp8'), 0)} of the dense roof, shape "
-   f"{MEASUREMENT_CONDITIONS['h100-sxm', 'fp8'][1]}), a measured ridge of about "
+   f"{fp8_meas.shape}), a measured ridge of about "
    f"{fp8_meas.value / h100.memory_bandwidth_bytes_per_s:,.0f}. That fraction is {gaps['h100-sxm']:.1f} percentage "
    "points below BF16's; why is open — clocks and power, pipeline latency (if the K-tile is kept in elements), "
    "epilogue, kernel choice — each a hypothesis with a test.\n"

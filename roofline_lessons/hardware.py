@@ -32,6 +32,8 @@ class Measurement:
     causal: bool | None = None  #: attention kernels: causal mask or not
     sequence_length: int | None = None  #: attention kernels: tokens per sequence at the quoted rate
     conditions: str = ""  #: everything else a like-with-like comparison needs
+    shape: str = ""  #: matmul benchmarks: the M×N×K the figure was measured at
+    software: str = ""  #: the software build the figure was measured with
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,8 @@ def _part_from_entry(part_id: str, entry: dict) -> Part:
             causal=m.get("causal"),
             sequence_length=m.get("sequence_length"),
             conditions=m.get("conditions", ""),
+            shape=m.get("shape", ""),
+            software=m.get("software", ""),
         )
         for m in entry.get("measured", [])
     )

@@ -189,21 +189,9 @@ def ridge_shift(part: str, dtypes=("bf16", "fp8", "fp4")) -> dict[str, float]:
 
 # ---- the measured FP8 gap: conditions and hypotheses ------------------------------------------
 
-#: Conditions of the catalog's best measured matmul figures (hardware.toml ``measured`` entries,
-#: source: stas00/ml-engineering, compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS
-#: comparison table"). For every row: ``torch`` matmul with inputs of that format (FP8 =
-#: float8_e4m3fn), dense, mean of 100 iterations after 50 warm-up iterations per shape, the best
-#: shape of a brute-force search over a non-exhaustive set of shapes, one GPU, clocks not locked.
-#: (part, dtype) -> (value quoted by the source in TFLOP/s, best shape M×N×K, PyTorch build)
-MEASUREMENT_CONDITIONS: dict[tuple[str, str], tuple[float, str, str]] = {
-    ("a100-80gb", "bf16"): (271.2, "1024×10240×5120", "2.6.0+cu126"),
-    ("h100-sxm", "bf16"): (794.5, "2048×2048×13312", "2.7.0+cu126"),
-    ("h100-sxm", "fp8"): (1402.6, "1024×9216×14336", "2.7.0+cu126"),
-    ("h200", "fp8"): (1453.4, "1280×4096×12032", "2.7.1+cu128"),
-    ("b200", "bf16"): (1745.0, "1792×16128×3072", "2.7.1+cu128"),
-    ("b200", "fp8"): (3432.5, "15360×4096×3072", "2.7.1+cu128"),
-}
-
+#: The protocol behind the catalog's best measured matmul figures (hardware.toml ``measured`` entries
+#: with a ``shape`` and ``software``; source: stas00/ml-engineering, compute/accelerator/README.md,
+#: "Maximum Achievable Matmul FLOPS comparison table").
 MEASUREMENT_PROTOCOL = ("torch matmul with inputs in the format (FP8 = float8_e4m3fn), dense; mean of 100 iterations "
                         "after 50 warm-up per shape; the best shape of a brute-force search; one GPU; clocks not "
                         "locked (stas00/ml-engineering MAMF table)")

@@ -9,7 +9,7 @@ from roofline_lessons.datasheets import best_measurement
 from roofline_lessons.errors import RooflineInputError
 from roofline_lessons.hardware import list_parts
 from roofline_lessons.levers import (AT_RIDGE_TOLERANCE, BASELINE, FP8_GAP_HYPOTHESES, KV_FORMATS, LEVER_SPECS,
-                                     LEVERS, MEASUREMENT_CONDITIONS, WEIGHT_RECIPES, gap_verdict, lever_speedup,
+                                     LEVERS, WEIGHT_RECIPES, gap_verdict, lever_speedup,
                                      lever_speedups, operand_bytes_per_s_ratio, recipe_fields, regime)
 from roofline_lessons.costs import LOW_PRECISION_COMPUTE
 
@@ -84,11 +84,12 @@ def test_recipe_fields_validate_names():
             recipe_fields(*bad)
 
 
-def test_measurement_conditions_match_the_catalog():
-    for (part, dtype), (tflops, shape, build) in MEASUREMENT_CONDITIONS.items():
+def test_measured_matmul_figures_carry_their_conditions():
+    """The H100/H200/B200/A100 MAMF figures say at which shape and with which build they were measured."""
+    for part, dtype in (("a100-80gb", "bf16"), ("h100-sxm", "bf16"), ("h100-sxm", "fp8"), ("h200", "fp8"),
+                        ("b200", "bf16"), ("b200", "fp8")):
         m = best_measurement(part, "matmul_flops_per_s", dtype)
-        assert m is not None and m.value / 1e12 == pytest.approx(tflops, rel=2e-3), (part, dtype)
-        assert shape.count("×") == 2 and build
+        assert m.shape.count("×") == 2 and m.software.startswith("PyTorch"), (part, dtype)
 
 
 def test_the_gap_is_presented_as_hypotheses_with_tests():
@@ -142,7 +143,8 @@ def test_weight_only_plus_fp8_kv_reads_the_bytes_of_w8a8_plus_fp8_kv():
 
 
 def test_gap_verdicts():
-    frac = {(p, d): best_measurement(p, "matmul_flops_per_s", d).value / 1e12 for p, d in MEASUREMENT_CONDITIONS}
+    frac = {(p, d): best_measurement(p, "matmul_flops_per_s", d).value / 1e12
+            for p in ("h100-sxm", "b200") for d in ("bf16", "fp8")}
     from roofline_lessons import get_part
 
     gap = {p: 100 * (frac[p, "bf16"] / get_part(p).peak_flops_per_s("bf16") * 1e12
