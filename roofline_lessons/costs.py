@@ -517,7 +517,12 @@ def model_cost(model: Model | str, workload: Workload | None = None, **workload_
 
 
 def parameter_counts(model: Model | str) -> tuple[int, int]:
-    """(total, active) parameters, summed from the operators' weight shapes."""
+    """(total, active) parameters, summed from the operators' weight shapes.
+
+    :meth:`Model.parameter_count` counts the same weights from the config without the operator list
+    (so models need not import costs); the tests hold the two equal, which proves every weight is
+    built into exactly one operator.
+    """
     cost = model_cost(model, Workload(phase="decode"))
     total = sum(op.weight_params * op.layers for op in cost.ops)
     active = sum(op.active_weight_params * op.layers for op in cost.ops)
