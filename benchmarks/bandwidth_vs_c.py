@@ -13,8 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from roofline_lessons import machine
-from roofline_lessons.measure import _Workers, matmul_sweep, stream_kernels, time_call
+from roofline_lessons.measure import machine
+from roofline_lessons.measure.probes import _Workers, matmul_sweep, stream_kernels, time_call
 
 HERE = Path(__file__).resolve().parent
 TARGET = 0.85

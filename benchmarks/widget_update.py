@@ -16,20 +16,20 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from roofline_lessons.charts import RooflineCanvas  # noqa: E402
-from roofline_lessons.dashboards import (BATCH_CHOICES, TOKEN_CHOICES, Lesson02Chart, Lesson03Chart,  # noqa: E402
-                                         Lesson04Chart, Lesson05Chart, Lesson06Chart, Lesson07Chart, lesson01_png,
-                                         lesson01_view, lesson02_view, lesson03_view, lesson04_view, lesson05_view,
-                                         lesson06_view, lesson07_view)
-from roofline_lessons.dashboards.lesson03 import TOKEN_CHOICES as L3_TOKENS  # noqa: E402
-from roofline_lessons.dashboards.lesson04 import BATCH_CHOICES as L4_BATCHES  # noqa: E402
-from roofline_lessons.dashboards.lesson05 import BATCH_CHOICES as L5_BATCHES  # noqa: E402
-from roofline_lessons.dashboards.lesson05 import CONTEXT_CHOICES as L5_CONTEXTS  # noqa: E402
-from roofline_lessons.dashboards.lesson06 import N_CHOICES as L6_N  # noqa: E402
-from roofline_lessons.dashboards.lesson06 import SRAM_CHOICES_KIB as L6_SRAM  # noqa: E402
-from roofline_lessons.dashboards.lesson07 import BATCH_CHOICES as L7_BATCHES  # noqa: E402
-from roofline_lessons.dashboards.lesson07 import KV_CHOICES as L7_KV  # noqa: E402
-from roofline_lessons.dashboards.lesson07 import RECIPES as L7_RECIPES  # noqa: E402
+from roofline_lessons.viz.charts import RooflineCanvas  # noqa: E402
+from roofline_lessons.viz.dashboards import (BATCH_CHOICES, TOKEN_CHOICES, Lesson02Chart, Lesson03Chart,  # noqa: E402
+                                             Lesson04Chart, Lesson05Chart, Lesson06Chart, Lesson07Chart, lesson01_png,
+                                             lesson01_view, lesson02_view, lesson03_view, lesson04_view, lesson05_view,
+                                             lesson06_view, lesson07_view)
+from roofline_lessons.viz.dashboards.lesson03 import TOKEN_CHOICES as L3_TOKENS  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson04 import BATCH_CHOICES as L4_BATCHES  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson05 import BATCH_CHOICES as L5_BATCHES  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson05 import CONTEXT_CHOICES as L5_CONTEXTS  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson06 import N_CHOICES as L6_N  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson06 import SRAM_CHOICES_KIB as L6_SRAM  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson07 import BATCH_CHOICES as L7_BATCHES  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson07 import KV_CHOICES as L7_KV  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson07 import RECIPES as L7_RECIPES  # noqa: E402
 
 TARGET_MEDIAN_S = 0.050
 

@@ -17,8 +17,8 @@
 
 # %%
 from roofline_lessons import get_part
-from roofline_lessons.checks import lesson01 as check
-from roofline_lessons.units import si
+from roofline_lessons.course.checks import lesson01 as check
+from roofline_lessons.core.units import si
 
 h100 = get_part("h100-sxm")
 print(f"{h100.name}: dense BF16 {si(h100.peak_flops_per_s('bf16'), 'FLOP/s')}, "

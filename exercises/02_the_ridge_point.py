@@ -16,10 +16,10 @@
 
 # %%
 from roofline_lessons import get_part
-from roofline_lessons.checks import lesson02 as check
-from roofline_lessons.datasheets import best_measurement, headline_kind
-from roofline_lessons.memory import max_batch_that_fits, weight_bytes
-from roofline_lessons.units import binary, si
+from roofline_lessons.course.checks import lesson02 as check
+from roofline_lessons.topics.datasheets import best_measurement, headline_kind
+from roofline_lessons.core.memory import max_batch_that_fits, weight_bytes
+from roofline_lessons.core.units import binary, si
 
 for pid in ("h100-sxm", "h200", "b200"):
     p = get_part(pid)

@@ -17,9 +17,9 @@
 import math
 
 from roofline_lessons import get_model, get_part, place
-from roofline_lessons.checks import lesson04 as check
-from roofline_lessons.memory import state_bytes_per_sequence, weight_bytes
-from roofline_lessons.units import binary, si
+from roofline_lessons.course.checks import lesson04 as check
+from roofline_lessons.core.memory import state_bytes_per_sequence, weight_bytes
+from roofline_lessons.core.units import binary, si
 
 h100 = get_part("h100-sxm")
 print(f"H100 SXM: {si(h100.peak_flops_per_s('bf16'), 'FLOP/s')} dense BF16, {si(h100.memory_bandwidth_bytes_per_s, 'B/s')}, "

@@ -16,9 +16,9 @@
 
 # %%
 from roofline_lessons import get_model, get_part
-from roofline_lessons.checks import lesson05 as check
-from roofline_lessons.hybrid import all_full_attention
-from roofline_lessons.memory import state_bytes_per_sequence, weight_bytes
+from roofline_lessons.course.checks import lesson05 as check
+from roofline_lessons.topics.hybrid import all_full_attention
+from roofline_lessons.core.memory import state_bytes_per_sequence, weight_bytes
 
 qwen = get_model("qwen3.8-27b")
 for field in ("num_hidden_layers", "full_attention_interval", "num_key_value_heads", "head_dim",

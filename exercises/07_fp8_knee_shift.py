@@ -15,10 +15,10 @@
 
 # %%
 from roofline_lessons import get_part, place
-from roofline_lessons.checks import lesson07 as check
-from roofline_lessons.datasheets import best_measurement
-from roofline_lessons.levers import FP8_GAP_HYPOTHESES, LEVERS
-from roofline_lessons.units import si
+from roofline_lessons.course.checks import lesson07 as check
+from roofline_lessons.topics.datasheets import best_measurement
+from roofline_lessons.topics.levers import FP8_GAP_HYPOTHESES, LEVERS
+from roofline_lessons.core.units import si
 
 for pid in ("h100-sxm", "b200"):
     p = get_part(pid)

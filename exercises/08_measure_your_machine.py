@@ -16,10 +16,10 @@
 # the lesson (`results.saved()` lists them). 8.1 and 8.3 are pencil-and-paper.
 
 # %%
-from roofline_lessons import results
-from roofline_lessons.checks import lesson08 as check
-from roofline_lessons.costs import model_cost
-from roofline_lessons.units import si
+from roofline_lessons.measure import results
+from roofline_lessons.course.checks import lesson08 as check
+from roofline_lessons.core.costs import model_cost
+from roofline_lessons.core.units import si
 
 measurement = results.example()
 print(f"{measurement.machine['cpu']}, {measurement.machine['cores']} cores ({measurement.mode} mode): "

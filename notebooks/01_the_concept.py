@@ -32,10 +32,10 @@
 # %%
 # %matplotlib inline
 from roofline_lessons import get_model, get_part, place
-from roofline_lessons.charts import Roof, point_on_roof, roofline_chart
-from roofline_lessons.display import md, show_table
-from roofline_lessons.roofline import attainable_flops_per_s, bound
-from roofline_lessons.units import GB, TERA, percent, si
+from roofline_lessons.viz.charts import Roof, point_on_roof, roofline_chart
+from roofline_lessons.viz.display import md, show_table
+from roofline_lessons.core.roofline import attainable_flops_per_s, bound
+from roofline_lessons.core.units import GB, TERA, percent, si
 
 # %% [markdown]
 # ## A profiling report lands on your desk
@@ -239,7 +239,7 @@ md(f"The \"slow\" decode kernel is at {percent(slow, 0)} of its roof; the \"fast
 # does not?); prefill of 128 tokens (is a short prompt still compute-bound?); `fp8` on an H100.
 
 # %%
-from roofline_lessons.dashboards import lesson01_dashboard
+from roofline_lessons.viz.dashboards import lesson01_dashboard
 
 dashboard = lesson01_dashboard()
 

@@ -29,12 +29,12 @@
 # %%
 # %matplotlib inline
 from roofline_lessons import get_model, get_part, list_parts
-from roofline_lessons.charts import roofline_chart, roofs_for
-from roofline_lessons.datasheets import (best_measurement, capacity_side_by_side, headline_kind, measured_roof,
+from roofline_lessons.viz.charts import roofline_chart, roofs_for
+from roofline_lessons.topics.datasheets import (best_measurement, capacity_side_by_side, headline_kind, measured_roof,
                                          ridge_table)
-from roofline_lessons.display import md, show_table
-from roofline_lessons.memory import weight_bytes
-from roofline_lessons.units import percent, si
+from roofline_lessons.viz.display import md, show_table
+from roofline_lessons.core.memory import weight_bytes
+from roofline_lessons.core.units import percent, si
 
 # %% [markdown]
 # ## One number per part and format
@@ -159,7 +159,7 @@ md(f"2.25 PFLOPS on the B200 is: **{', '.join(headline_kind('b200', 2.25e15))}**
 # GB of capacity is GiB.** Read the capacity as SI and you lose a slice of every chip:
 
 # %%
-from roofline_lessons.units import GB, GiB, binary
+from roofline_lessons.core.units import GB, GiB, binary
 
 h200 = get_part("h200")
 shown_gb = h200.memory_capacity_bytes / GiB  # the number printed on the datasheet
@@ -219,7 +219,7 @@ md(f"In FP8 the weights halve to {binary(w70_fp8)}, which fits within {util:.0%}
 # BF16 on the B200 at I = 300; the TPUs in INT8; the A100 in FP8.
 
 # %%
-from roofline_lessons.dashboards import lesson02_dashboard
+from roofline_lessons.viz.dashboards import lesson02_dashboard
 
 dashboard = lesson02_dashboard()
 

@@ -29,10 +29,10 @@
 # %%
 # %matplotlib inline
 from roofline_lessons import get_part, place
-from roofline_lessons.display import md, show_table
-from roofline_lessons.plots import operators_on_roofline
-from roofline_lessons.reports import BLOCK_HEADERS, OP_HEADERS, block_summary, op_rows
-from roofline_lessons.units import percent, si
+from roofline_lessons.viz.display import md, show_table
+from roofline_lessons.viz.plots import operators_on_roofline
+from roofline_lessons.topics.reports import BLOCK_HEADERS, OP_HEADERS, block_summary, op_rows
+from roofline_lessons.core.units import percent, si
 
 h100 = get_part("h100-sxm")
 
@@ -250,7 +250,7 @@ md(f"Batch-1 decode of Qwen3.8-27B with {PROMPT:,} tokens cached: I = {float(qd.
 # prefill of 128 tokens; the MoE model.
 
 # %%
-from roofline_lessons.dashboards import lesson03_dashboard
+from roofline_lessons.viz.dashboards import lesson03_dashboard
 
 dashboard = lesson03_dashboard()
 

@@ -32,11 +32,11 @@
 import numpy as np
 
 from roofline_lessons import get_model, get_part, place
-from roofline_lessons.batching import (critical_batch, decode_sweep, experts_touched, intensity_ceiling,
+from roofline_lessons.topics.batching import (critical_batch, decode_sweep, experts_touched, intensity_ceiling,
                                        largest_batch, moe_weight_bytes_per_token)
-from roofline_lessons.display import md, show_table
-from roofline_lessons.plots import intensity_vs_batch, throughput_vs_latency
-from roofline_lessons.units import si
+from roofline_lessons.viz.display import md, show_table
+from roofline_lessons.viz.plots import intensity_vs_batch, throughput_vs_latency
+from roofline_lessons.core.units import si
 
 h100 = get_part("h100-sxm")
 
@@ -139,7 +139,7 @@ md(f"Batch 1 → 32 multiplies Llama-3.1-8B prefill throughput by "
 # default (`gpu_memory_utilization`):
 
 # %%
-from roofline_lessons.memory import VLLM_DEFAULT_MEMORY_UTILIZATION as UTIL
+from roofline_lessons.core.memory import VLLM_DEFAULT_MEMORY_UTILIZATION as UTIL
 
 contexts = np.array([1024, 8192, 32768, 131072])
 fits = largest_batch("qwen3.8-27b", ["h100-sxm", "h200", "b200"], contexts)
@@ -196,7 +196,7 @@ md(f"A dense model's weight bytes per token fall as 1/B. The MoE's fall much mor
 # model; 131,072 tokens on the H100; the same on the B200.
 
 # %%
-from roofline_lessons.dashboards import lesson04_dashboard
+from roofline_lessons.viz.dashboards import lesson04_dashboard
 
 dashboard = lesson04_dashboard()
 

@@ -31,12 +31,12 @@
 import numpy as np
 
 from roofline_lessons import get_model, get_part, place
-from roofline_lessons.display import md, show_table
-from roofline_lessons.hybrid import (all_full_attention, kv_overtakes_weights_context, layer_kind_points,
+from roofline_lessons.viz.display import md, show_table
+from roofline_lessons.topics.hybrid import (all_full_attention, kv_overtakes_weights_context, layer_kind_points,
                                      step_bytes_breakdown)
-from roofline_lessons.memory import max_batch_that_fits
-from roofline_lessons.models import FULL_ATTENTION, GATED_DELTANET
-from roofline_lessons.units import KiB, MiB, binary, percent, si
+from roofline_lessons.core.memory import max_batch_that_fits
+from roofline_lessons.core.models import FULL_ATTENTION, GATED_DELTANET
+from roofline_lessons.core.units import KiB, MiB, binary, percent, si
 
 qwen = get_model("qwen3.8-27b")
 h100, h200 = get_part("h100-sxm"), get_part("h200")
@@ -183,7 +183,7 @@ show_table(["batch", "state dtype", "state bytes per step", "step ≥", "state s
 # Try: batch 16 at 256 K on the H100 (does it fit?); FP8 KV at batch 64.
 
 # %%
-from roofline_lessons.dashboards import lesson05_dashboard
+from roofline_lessons.viz.dashboards import lesson05_dashboard
 
 dashboard = lesson05_dashboard()
 

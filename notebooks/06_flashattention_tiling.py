@@ -35,15 +35,15 @@
 import numpy as np
 
 from roofline_lessons import get_model, get_part
-from roofline_lessons.charts import Roof, point_on_roof, roofline_chart
-from roofline_lessons.costs import model_cost
-from roofline_lessons.datasheets import best_measurement
-from roofline_lessons.display import md, show_table
-from roofline_lessons.flash import (attention_flops, attention_layer_bytes, attention_matmul_flops, comparative,
+from roofline_lessons.viz.charts import Roof, point_on_roof, roofline_chart
+from roofline_lessons.core.costs import model_cost
+from roofline_lessons.topics.datasheets import best_measurement
+from roofline_lessons.viz.display import md, show_table
+from roofline_lessons.topics.flash import (attention_flops, attention_layer_bytes, attention_matmul_flops, comparative,
                                     compulsory_hbm_bytes, decode_attention_intensity, fa2_block_sizes,
                                     flash2_hbm_bytes, flash_block_sizes, flash_hbm_bytes, naive_attention,
                                     standard_hbm_bytes, tiled_attention, tiled_attention_fa2)
-from roofline_lessons.units import binary, si
+from roofline_lessons.core.units import binary, si
 
 # %% [markdown]
 # ## Where standard attention spends its bytes
@@ -311,7 +311,7 @@ md(f"The B200 has {comparative(b_m, h_m, ('more', 'less', 'the same'))} shared m
 #
 # Two different numbers are both called "the bytes of FlashAttention":
 #
-# - **Compulsory bytes** — what the course's cost model (`roofline_lessons.costs`) charges the
+# - **Compulsory bytes** — what the course's cost model (`roofline_lessons.core.costs`) charges the
 #   fused attention operator: $Q$ read once and $O$ written once per query head, $K$ and $V$ read
 #   once per KV head (grouped-query attention shares them). No exact kernel can move fewer from
 #   HBM, whatever its tiles.
@@ -482,7 +482,7 @@ show_table(["model", "head dim", "query heads per KV head", "decode attention FL
 # standard attention?); causal vs full at N = 131,072.
 
 # %%
-from roofline_lessons.dashboards import lesson06_dashboard
+from roofline_lessons.viz.dashboards import lesson06_dashboard
 
 dashboard = lesson06_dashboard()
 

@@ -31,15 +31,15 @@
 # %%
 # %matplotlib inline
 from roofline_lessons import get_part, place
-from roofline_lessons.charts import roofline_chart, roofs_for
-from roofline_lessons.datasheets import best_measurement
-from roofline_lessons.display import md, show_table
-from roofline_lessons.dtypes import bytes_per_element
-from roofline_lessons.levers import (AT_RIDGE_TOLERANCE, BASELINE, FP8_GAP_HYPOTHESES, LEVER_SPECS, LEVERS,
+from roofline_lessons.viz.charts import roofline_chart, roofs_for
+from roofline_lessons.topics.datasheets import best_measurement
+from roofline_lessons.viz.display import md, show_table
+from roofline_lessons.core.dtypes import bytes_per_element
+from roofline_lessons.topics.levers import (AT_RIDGE_TOLERANCE, BASELINE, FP8_GAP_HYPOTHESES, LEVER_SPECS, LEVERS,
                                      MEASUREMENT_PROTOCOL, NOT_IN_THE_MATMUL_MEASUREMENT,
                                      RESOLVABLE_GAP_PERCENTAGE_POINTS, gap_verdict, lever_speedups,
                                      operand_bytes_per_s_ratio, ridge_shift)
-from roofline_lessons.units import percent, si
+from roofline_lessons.core.units import percent, si
 
 MODEL = "qwen3.8-27b"
 PARTS = ("a100-80gb", "h100-sxm", "h200", "b200")
@@ -317,7 +317,7 @@ md(f"1. **At fixed bytes the ridge moves right by the peak ratio**: {h100.ridge_
 # 4-bit and then W4A4 FP4 on a B200 in decode; W8A8 FP8 on an A100; the FP8 KV cache at batch 64.
 
 # %%
-from roofline_lessons.dashboards import lesson07_dashboard
+from roofline_lessons.viz.dashboards import lesson07_dashboard
 
 dashboard = lesson07_dashboard()
 

@@ -33,17 +33,17 @@
 # %%
 # %matplotlib inline
 from roofline_lessons import get_part
-from roofline_lessons import results
-from roofline_lessons.datasheets import best_measurement
-from roofline_lessons.display import md, show_table
-from roofline_lessons.flash import attention_flops, compulsory_hbm_bytes, flash2_hbm_bytes, flash_hbm_bytes
-from roofline_lessons.measure import (ATTENTION_HEAD_DIM, ATTENTION_SRAM_BYTES, MODES, NEAR_ROOF, NOISY_SPREAD,
+from roofline_lessons.measure import results
+from roofline_lessons.topics.datasheets import best_measurement
+from roofline_lessons.viz.display import md, show_table
+from roofline_lessons.topics.flash import attention_flops, compulsory_hbm_bytes, flash2_hbm_bytes, flash_hbm_bytes
+from roofline_lessons.measure.probes import (ATTENTION_HEAD_DIM, ATTENTION_SRAM_BYTES, MODES, NEAR_ROOF, NOISY_SPREAD,
                                       attention_tiles, break_even_m_over_d_squared, cache_capacity_bytes,
                                       fp_pipe_flops, is_monotone, l1_attempt, largest_spread, limiting_roof,
                                       m_over_d_squared, measure, roof_fraction, tensor_instruction_flops)
-from roofline_lessons.measure_gpu import gpu_status
-from roofline_lessons.plots import bandwidth_sweep_chart, measured_roofline
-from roofline_lessons.units import binary, percent, si
+from roofline_lessons.measure.gpu import gpu_status
+from roofline_lessons.viz.plots import bandwidth_sweep_chart, measured_roofline
+from roofline_lessons.core.units import binary, percent, si
 
 MODE = "quick"  # "full" measures larger sizes with more repeats: a minute or two instead of seconds
 

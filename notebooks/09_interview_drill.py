@@ -27,9 +27,9 @@
 # or the computer); set `ROOFLINE_LESSONS_DATA` to keep it somewhere else.
 
 # %%
-from roofline_lessons import cheatsheet, flashcards
-from roofline_lessons.display import md, show_table
-from roofline_lessons.drill import data_file
+from roofline_lessons.course import cheatsheet, flashcards
+from roofline_lessons.viz.display import md, show_table
+from roofline_lessons.course.drill import data_file
 
 deck = flashcards.deck()
 by_lesson = {}
@@ -57,7 +57,7 @@ print("30-second answer:", card.short_answer())
 # Filter by lesson or tag, or drill everything.
 
 # %%
-from roofline_lessons.drill import flashcard_drill
+from roofline_lessons.course.drill import flashcard_drill
 
 drill = flashcard_drill()
 

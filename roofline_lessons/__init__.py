@@ -1,39 +1,51 @@
 """Roofline Lessons: the helper package behind the course.
 
-Small modules, one idea each:
+The package is layered; each layer imports only from the layers above it in this list:
 
-- :mod:`roofline_lessons.dtypes`     — element sizes of the number formats (bytes per element).
-- :mod:`roofline_lessons.hardware`   — the hardware catalog (peak FLOP/s, bandwidth, capacity).
-- :mod:`roofline_lessons.models`     — the model catalog and parameter counts derived from it.
-- :mod:`roofline_lessons.costs`      — FLOPs and bytes per operator for prefill and decode.
-- :mod:`roofline_lessons.roofline`   — attainable performance, ridge point, bound, time bounds.
-- :mod:`roofline_lessons.memory`     — memory footprint against capacity, largest batch that fits.
-- :mod:`roofline_lessons.placement`  — a model + a part + a workload -> one point on the roofline.
-- :mod:`roofline_lessons.charts`     — matplotlib roofline charts.
-- :mod:`roofline_lessons.dashboards` — ipywidgets dashboards (update logic is plain functions).
-- :mod:`roofline_lessons.checkers`   — exercise checkers; :mod:`roofline_lessons.checks` per lesson.
+- :mod:`roofline_lessons.core`   — the analytic core: dtypes, units, catalogs (hardware, models),
+  per-operator costs, the roofline, memory footprint, placement. No plotting, no widgets.
+- :mod:`roofline_lessons.topics`  — one module per idea a lesson teaches (batching, hybrid, flash,
+  levers, datasheets, reports).
+- :mod:`roofline_lessons.measure` — the probes that measure your own machine, and saved results.
+- :mod:`roofline_lessons.viz`     — charts, figures and the ipywidgets dashboards.
+- :mod:`roofline_lessons.course`  — exercise generation, checkers, flashcards, drill, cheat sheet,
+  workshop tools.
+- :mod:`roofline_lessons.cli`     — the ``roofline-lessons`` command.
+
+The everyday names are here at the top: ``from roofline_lessons import place, get_part, get_model,
+Workload``. Module paths from 0.1 (``roofline_lessons.costs`` …) still import, with a warning naming
+the new path, until 0.3 (:mod:`roofline_lessons._moved`).
 """
 
-from .costs import Workload, model_cost
-from .hardware import Part, get_part, list_parts
-from .models import Model, get_model, list_models
-from .placement import Placement, place
-from .roofline import attainable_flops_per_s, bound, ridge_point_flop_per_byte, time_lower_bound_s
+from . import _moved
+from .core.costs import Workload, model_cost
+from .core.errors import RooflineInputError
+from .core.hardware import Part, get_part, list_parts
+from .core.memory import footprint, max_batch_that_fits, weight_bytes
+from .core.models import Model, get_model, list_models
+from .core.placement import Placement, place
+from .core.roofline import attainable_flops_per_s, bound, ridge_point_flop_per_byte, time_lower_bound_s
+
+_moved.install()
 
 __all__ = [
     "Model",
     "Part",
     "Placement",
+    "RooflineInputError",
     "Workload",
     "attainable_flops_per_s",
     "bound",
+    "footprint",
     "get_model",
     "get_part",
     "list_models",
     "list_parts",
+    "max_batch_that_fits",
     "model_cost",
     "place",
     "ridge_point_flop_per_byte",
     "time_lower_bound_s",
+    "weight_bytes",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

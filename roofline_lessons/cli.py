@@ -10,13 +10,13 @@ import json
 import sys
 from pathlib import Path
 
-from .costs import PHASES
-from .dtypes import DTYPES
-from .errors import RooflineInputError
-from .hardware import get_part, list_parts
-from .memory import VLLM_DEFAULT_MEMORY_UTILIZATION, check_memory_utilization
-from .models import get_model, list_models
-from .units import GiB
+from .core.costs import PHASES
+from .core.dtypes import DTYPES
+from .core.errors import RooflineInputError
+from .core.hardware import get_part, list_parts
+from .core.memory import VLLM_DEFAULT_MEMORY_UTILIZATION, check_memory_utilization
+from .core.models import get_model, list_models
+from .core.units import GiB
 
 PROG = "roofline-lessons"
 
@@ -97,7 +97,7 @@ def cmd_models(args) -> int:
 
 
 def cmd_place(args) -> int:
-    from .placement import place
+    from .core.placement import place
 
     fields = dict(phase=args.phase, batch=args.batch, weights_dtype=args.weights, activations_dtype=args.activations,
                   kv_dtype=args.kv, state_dtype=args.state, compute_dtype=args.compute,
@@ -153,7 +153,7 @@ def cmd_place(args) -> int:
 
 
 def cmd_exercises(args) -> int:
-    from .exercisegen import ExerciseGenerationError, generate, stale_files
+    from .course.exercisegen import ExerciseGenerationError, generate, stale_files
 
     root = Path(args.root)
     sol, ex = root / "solutions", root / "exercises"
@@ -171,7 +171,7 @@ def cmd_exercises(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from .workshop import export
+    from .course.workshop import export
 
     try:
         written = export(args.root, args.out, only=args.lessons or None)
@@ -182,7 +182,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_doctor(args) -> int:
-    from .workshop import doctor_report, findings_json, run_doctor
+    from .course.workshop import doctor_report, findings_json, run_doctor
 
     findings = run_doctor()
     print(findings_json(findings) if args.json else doctor_report(findings))
@@ -190,7 +190,7 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_cheatsheet(args) -> int:
-    from . import cheatsheet
+    from .course import cheatsheet
 
     for p in cheatsheet.write(args.out):
         print(p)

@@ -26,8 +26,8 @@
 
 # %%
 from roofline_lessons import get_part
-from roofline_lessons.checks import lesson01 as check
-from roofline_lessons.units import si
+from roofline_lessons.course.checks import lesson01 as check
+from roofline_lessons.core.units import si
 
 h100 = get_part("h100-sxm")
 print(f"{h100.name}: dense BF16 {si(h100.peak_flops_per_s('bf16'), 'FLOP/s')}, "
@@ -114,4 +114,4 @@ check.attainable_function(attainable)
 
 # %% [markdown] tags=["solution"]
 # The smaller of the two ceilings. `numpy.minimum` does the same for whole arrays of intensities,
-# which is how `roofline_lessons.roofline.attainable_flops_per_s` is written.
+# which is how `roofline_lessons.core.roofline.attainable_flops_per_s` is written.

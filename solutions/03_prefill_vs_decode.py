@@ -24,8 +24,8 @@
 
 # %%
 from roofline_lessons import get_model, get_part, place
-from roofline_lessons.checks import lesson03 as check
-from roofline_lessons.units import si
+from roofline_lessons.course.checks import lesson03 as check
+from roofline_lessons.core.units import si
 
 h100 = get_part("h100-sxm")
 llama = get_model("llama-3.1-8b")

@@ -25,9 +25,9 @@
 import math
 
 from roofline_lessons import get_part
-from roofline_lessons.checks import lesson06 as check
-from roofline_lessons.flash import flash_hbm_bytes
-from roofline_lessons.units import binary
+from roofline_lessons.course.checks import lesson06 as check
+from roofline_lessons.topics.flash import flash_hbm_bytes
+from roofline_lessons.core.units import binary
 
 h100 = get_part("h100-sxm")
 print(f"H100 SXM shared memory per SM: {binary(h100.shared_memory_per_sm_bytes)} "
@@ -48,8 +48,8 @@ standard_gb = (4 * N * d + 4 * N * N) * 2 / 1e9
 check.standard_bytes_gb(standard_gb)
 
 # %% tags=["solution"]
-from roofline_lessons.display import md
-from roofline_lessons.flash import attention_flops, decode_attention_intensity, standard_hbm_bytes
+from roofline_lessons.viz.display import md
+from roofline_lessons.topics.flash import attention_flops, decode_attention_intensity, standard_hbm_bytes
 
 md(f"4·N·d = {4 * 8192 * 128 / 1e6:.1f} M elements, 4·N² = {4 * 8192**2 / 1e6:.0f} M elements: the score and "
    f"probability matrices are {8192 / (8192 + 128):.1%} of the {float(standard_hbm_bytes(8192, 128)) / 1e9:.3g} GB.")
@@ -85,7 +85,7 @@ growth = flash_hbm_bytes(16384, 128, m, 2) / flash_hbm_bytes(8192, 128, m, 2)
 check.bytes_ratio_when_n_doubles(growth)
 
 # %% tags=["solution"]
-from roofline_lessons.flash import flash_block_sizes
+from roofline_lessons.topics.flash import flash_block_sizes
 
 flops_growth = float(attention_flops(16384, 128) / attention_flops(8192, 128))
 b_c = flash_block_sizes(m, 128, 2).cols

@@ -23,10 +23,10 @@
 
 # %%
 from roofline_lessons import get_part, place
-from roofline_lessons.checks import lesson07 as check
-from roofline_lessons.datasheets import best_measurement
-from roofline_lessons.levers import FP8_GAP_HYPOTHESES, LEVERS
-from roofline_lessons.units import si
+from roofline_lessons.course.checks import lesson07 as check
+from roofline_lessons.topics.datasheets import best_measurement
+from roofline_lessons.topics.levers import FP8_GAP_HYPOTHESES, LEVERS
+from roofline_lessons.core.units import si
 
 for pid in ("h100-sxm", "b200"):
     p = get_part(pid)
@@ -139,7 +139,7 @@ measured_ridge = fp8.value / get_part("h100-sxm").memory_bandwidth_bytes_per_s
 check.measured_fp8_ridge(measured_ridge)
 
 # %% tags=["solution"]
-from roofline_lessons.display import md
+from roofline_lessons.viz.display import md
 
 h100 = get_part("h100-sxm")
 factor = fp8.value / h100.peak_flops_per_s("fp8")

@@ -66,7 +66,7 @@ def dashboard_notebooks(root: Path) -> list[Path]:
     found = []
     for script in sorted((root / "notebooks").glob("[0-9]*.py")):
         text = script.read_text(encoding="utf-8")
-        if "roofline_lessons.dashboards" in text and "_dashboard(" in text:
+        if "roofline_lessons.viz.dashboards" in text and "_dashboard(" in text:
             found.append(script.with_suffix(".ipynb"))
     return found
 

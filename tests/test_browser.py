@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from lab_driver import (CHROMIUM_ARGS, WIDGET_ERROR_TEXTS, dashboard_image_src, dashboard_notebooks, find_chromium,
                         jupyterlab_server, open_and_run_all, port_is_free, shutdown_kernels, wait_for_new_image,
                         wait_idle, widget_problems)

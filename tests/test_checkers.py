@@ -3,8 +3,10 @@ import math
 import numpy as np
 import pytest
 
-from roofline_lessons.checkers import CORRECT, INCORRECT, NOT_ATTEMPTED, check_choice, check_function, check_number
-from roofline_lessons.checks import lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07, lesson08
+from roofline_lessons.course.checkers import (CORRECT, INCORRECT, NOT_ATTEMPTED, check_choice, check_function,
+                                              check_number)
+from roofline_lessons.course.checks import (lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07,
+                                            lesson08)
 
 ALL_EXERCISES = sorted({**lesson01.EXERCISES, **lesson02.EXERCISES, **lesson03.EXERCISES, **lesson04.EXERCISES,
                         **lesson05.EXERCISES, **lesson06.EXERCISES, **lesson07.EXERCISES,
@@ -117,7 +119,7 @@ def test_lessons_5_to_7_accept_right_and_reject_wrong():
 
 
 def test_lesson08_checks_use_the_measurement_given():
-    from roofline_lessons import results
+    from roofline_lessons.measure import results
 
     m = results.example()
     assert lesson08.triad_megabytes(240).passed and not lesson08.triad_megabytes(160).passed

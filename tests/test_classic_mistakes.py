@@ -6,9 +6,9 @@ import importlib
 
 import pytest
 
-from roofline_lessons.checkers import Mistake
+from roofline_lessons.course.checkers import Mistake
 
-LESSONS = [f"roofline_lessons.checks.lesson{n:02d}" for n in range(1, 9)]
+LESSONS = [f"roofline_lessons.course.checks.lesson{n:02d}" for n in range(1, 9)]
 
 
 def _modules():
@@ -43,7 +43,7 @@ def test_classic_mistake_is_rejected_by_name(mod, ex, mistake):
 
 
 def test_a_near_miss_of_a_mistake_is_named_too():
-    from roofline_lessons.checks import lesson03
+    from roofline_lessons.course.checks import lesson03
 
     forgot_kv = lesson03.MISTAKES["3.2"]()[0]
     result = lesson03.llama8b_tpot_ms(forgot_kv.value * 1.005)
@@ -51,7 +51,7 @@ def test_a_near_miss_of_a_mistake_is_named_too():
 
 
 def test_whole_number_answers_must_be_whole():
-    from roofline_lessons.checks import lesson02, lesson04
+    from roofline_lessons.course.checks import lesson02, lesson04
 
     assert not lesson04.weight_lens_critical_batch(295.3).passed
     assert "whole number" in lesson04.weight_lens_critical_batch(295.3).message
@@ -62,7 +62,7 @@ def test_whole_number_answers_must_be_whole():
 
 def test_lesson1_rounded_figure_passes():
     """Lesson 1 quotes 'three tenths of one percent'; its checker must accept 0.3."""
-    from roofline_lessons.checks import lesson01
+    from roofline_lessons.course.checks import lesson01
 
     assert lesson01.decode_percent_of_peak(0.3).passed
     assert lesson01.decode_percent_of_peak(0.34).passed

@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from roofline_lessons.costs import Workload, expected_experts_touched, model_cost
-from roofline_lessons.errors import RooflineInputError
-from roofline_lessons.models import get_model, list_models
-from roofline_lessons.units import MiB
+from roofline_lessons.core.costs import Workload, expected_experts_touched, model_cost
+from roofline_lessons.core.errors import RooflineInputError
+from roofline_lessons.core.models import get_model, list_models
+from roofline_lessons.core.units import MiB
 
 DENSE = [m for m in list_models() if not get_model(m).is_moe]
 
@@ -91,7 +91,7 @@ def test_prefill_chunk_states_go_through_hbm():
 
 
 def test_chunk_size_must_be_whole():
-    from roofline_lessons.errors import RooflineInputError
+    from roofline_lessons.core.errors import RooflineInputError
     with pytest.raises(RooflineInputError, match="deltanet_chunk_tokens"):
         model_cost("qwen3.8-27b", phase="prefill", prompt_tokens=8, deltanet_chunk_tokens=0)
 

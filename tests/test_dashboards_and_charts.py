@@ -1,8 +1,8 @@
 import matplotlib.pyplot as plt
 import pytest
 
-from roofline_lessons.charts import PALETTE, Roof, point_on_roof, roofline_chart, roofs_for
-from roofline_lessons.dashboards import lesson01_dashboard, lesson01_draw, lesson01_view
+from roofline_lessons.viz.charts import PALETTE, Roof, point_on_roof, roofline_chart, roofs_for
+from roofline_lessons.viz.dashboards import lesson01_dashboard, lesson01_draw, lesson01_view
 
 
 def test_view_for_batch1_decode():
@@ -80,8 +80,8 @@ def test_chart_with_several_ceilings():
 
 
 def test_canvas_redraws_only_the_point_and_the_picture_changes():
-    from roofline_lessons.charts import RooflineCanvas
-    from roofline_lessons.dashboards import lesson01_png
+    from roofline_lessons.viz.charts import RooflineCanvas
+    from roofline_lessons.viz.dashboards import lesson01_png
 
     canvas = RooflineCanvas()
     a = lesson01_png(lesson01_view("qwen3.8-27b", "h100-sxm", "bf16", "decode", 1, 1024), canvas)
@@ -96,7 +96,7 @@ def test_canvas_redraws_only_the_point_and_the_picture_changes():
 
 
 def test_one_control_change_is_one_update(monkeypatch):
-    from roofline_lessons.dashboards import lesson01 as module
+    from roofline_lessons.viz.dashboards import lesson01 as module
 
     calls = []
     real = module.lesson01_view

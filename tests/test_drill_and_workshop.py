@@ -6,12 +6,11 @@ import math
 
 import pytest
 
-from roofline_lessons import cheatsheet, flashcards
 from roofline_lessons.cli import main
-from roofline_lessons.drill import (BOX_INTERVALS_S, MAX_BOX, CardState, DrillSession, ProgressStore, flashcard_drill,
-                                    next_card, schedule)
-from roofline_lessons.hardware import get_part
-
+from roofline_lessons.core.hardware import get_part
+from roofline_lessons.course import cheatsheet, flashcards
+from roofline_lessons.course.drill import (BOX_INTERVALS_S, MAX_BOX, CardState, DrillSession, ProgressStore,
+                                           flashcard_drill, next_card, schedule)
 
 # ---- the deck -----------------------------------------------------------------------------------
 
@@ -128,14 +127,14 @@ def test_unwritable_progress_keeps_the_session_going(tmp_path, monkeypatch):
     def boom(*_a, **_k):
         raise OSError("read-only file system")
 
-    monkeypatch.setattr("roofline_lessons.drill.atomic_write_text", boom)
+    monkeypatch.setattr("roofline_lessons.course.drill.atomic_write_text", boom)
     session = DrillSession(store)
     session.rate("good")
     assert "Could not save progress" in store.messages[-1] and session.card is not None
 
 
 def test_progress_location_follows_the_environment(monkeypatch, tmp_path):
-    from roofline_lessons.drill import data_file
+    from roofline_lessons.course.drill import data_file
 
     monkeypatch.setenv("ROOFLINE_LESSONS_DATA", str(tmp_path))
     assert data_file() == tmp_path / "drill-progress.json"
@@ -223,7 +222,7 @@ def test_export_writes_handouts(tmp_path, capsys):
 def test_doctor_passes_here_and_reports_fixes(monkeypatch, capsys):
     assert main(["doctor"]) == 0
     assert "All good" in capsys.readouterr().out
-    from roofline_lessons import workshop
+    from roofline_lessons.course import workshop
 
     real = workshop.metadata.version
     monkeypatch.setattr(workshop.metadata, "version",
@@ -257,8 +256,8 @@ def test_drill_filters_from_the_widget(tmp_path):
 
 def test_capacity_cards_agree_with_the_package():
     """The 70B/H200 cards say the weights fit in 141 GiB but not in vLLM's default 90 % of it."""
-    from roofline_lessons.flashcards import get_card
-    from roofline_lessons.memory import usable_capacity_bytes, weight_bytes
+    from roofline_lessons.core.memory import usable_capacity_bytes, weight_bytes
+    from roofline_lessons.course.flashcards import get_card
 
     w = weight_bytes("llama-3.1-70b", "bf16")
     assert usable_capacity_bytes("h200", 0.9) < w <= usable_capacity_bytes("h200", 1.0)
@@ -268,8 +267,8 @@ def test_capacity_cards_agree_with_the_package():
 
 
 def test_paging_is_not_called_a_byte_lever():
-    from roofline_lessons import cheatsheet
-    from roofline_lessons.flashcards import deck
+    from roofline_lessons.course import cheatsheet
+    from roofline_lessons.course.flashcards import deck
 
     levers = dict(cheatsheet.LEVERS)
     assert "paging" not in levers["Memory-bound (decode)"] and "paged" in levers["Does not fit"]

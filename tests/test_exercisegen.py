@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from roofline_lessons.exercisegen import (ExerciseGenerationError, exercise_source, generate, stale_files,
-                                          stub_for_region)
+from roofline_lessons.course.exercisegen import (ExerciseGenerationError, exercise_source, generate, stale_files,
+                                                 stub_for_region)
 
 SOLUTION = '''# ---
 # jupyter:

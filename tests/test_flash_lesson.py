@@ -6,17 +6,18 @@ import math
 import numpy as np
 import pytest
 
-from roofline_lessons.checkers import CORRECT, INCORRECT, NOT_ATTEMPTED
-from roofline_lessons.checks import lesson06
-from roofline_lessons.costs import model_cost
-from roofline_lessons.dashboards import lesson06_view
-from roofline_lessons.dashboards.lesson06 import tile_map
-from roofline_lessons.errors import RooflineInputError
-from roofline_lessons.flash import (SRAMOverflowError, BlockSizes, attention_flops, attention_layer_bytes,
-                                    attention_matmul_flops, comparative, compulsory_hbm_bytes, fa2_block_sizes,
-                                    flash2_hbm_bytes, flash_block_sizes, flash_hbm_bytes, naive_attention,
-                                    standard_hbm_bytes, tiled_attention, tiled_attention_fa2, working_set_elements)
-from roofline_lessons.models import get_model
+from roofline_lessons.core.costs import model_cost
+from roofline_lessons.core.errors import RooflineInputError
+from roofline_lessons.core.models import get_model
+from roofline_lessons.course.checkers import CORRECT, INCORRECT, NOT_ATTEMPTED
+from roofline_lessons.course.checks import lesson06
+from roofline_lessons.topics.flash import (BlockSizes, SRAMOverflowError, attention_flops, attention_layer_bytes,
+                                           attention_matmul_flops, comparative, compulsory_hbm_bytes, fa2_block_sizes,
+                                           flash2_hbm_bytes, flash_block_sizes, flash_hbm_bytes, naive_attention,
+                                           standard_hbm_bytes, tiled_attention, tiled_attention_fa2,
+                                           working_set_elements)
+from roofline_lessons.viz.dashboards import lesson06_view
+from roofline_lessons.viz.dashboards.lesson06 import tile_map
 
 H100_SMEM = 233_472
 
@@ -123,7 +124,7 @@ def test_fa2_block_sizes_lift_the_fa1_cap():
 
 def test_fa3_measurements_carry_their_conditions():
     from roofline_lessons import get_part
-    from roofline_lessons.datasheets import best_measurement
+    from roofline_lessons.topics.datasheets import best_measurement
 
     h100 = get_part("h100-sxm")
     for dtype in ("fp16", "fp8"):

@@ -5,13 +5,13 @@ import itertools
 import pytest
 
 from roofline_lessons import place
-from roofline_lessons.datasheets import best_measurement
-from roofline_lessons.errors import RooflineInputError
-from roofline_lessons.hardware import list_parts
-from roofline_lessons.levers import (AT_RIDGE_TOLERANCE, BASELINE, FP8_GAP_HYPOTHESES, KV_FORMATS, LEVER_SPECS,
-                                     LEVERS, WEIGHT_RECIPES, gap_verdict, lever_speedup,
-                                     lever_speedups, operand_bytes_per_s_ratio, recipe_fields, regime)
-from roofline_lessons.costs import LOW_PRECISION_COMPUTE
+from roofline_lessons.core.costs import LOW_PRECISION_COMPUTE
+from roofline_lessons.core.errors import RooflineInputError
+from roofline_lessons.core.hardware import list_parts
+from roofline_lessons.topics.datasheets import best_measurement
+from roofline_lessons.topics.levers import (AT_RIDGE_TOLERANCE, BASELINE, FP8_GAP_HYPOTHESES, KV_FORMATS, LEVER_SPECS,
+                                            LEVERS, WEIGHT_RECIPES, gap_verdict, lever_speedup, lever_speedups,
+                                            operand_bytes_per_s_ratio, recipe_fields, regime)
 
 MODEL = "qwen3.8-27b"
 
@@ -65,7 +65,7 @@ def test_unavailable_levers_say_why_and_never_crash():
 
 @pytest.mark.parametrize("recipe,kv", list(itertools.product(WEIGHT_RECIPES, KV_FORMATS)))
 def test_dashboard_views_for_every_recipe_on_every_part(recipe, kv):
-    from roofline_lessons.dashboards import lesson07_view
+    from roofline_lessons.viz.dashboards import lesson07_view
 
     for part in list_parts():
         v = lesson07_view(part, "decode", recipe, kv, batch=16)

@@ -2,8 +2,8 @@ import re
 
 import pytest
 
-from roofline_lessons.errors import RooflineInputError
-from roofline_lessons.hardware import get_part, list_parts
+from roofline_lessons.core.errors import RooflineInputError
+from roofline_lessons.core.hardware import get_part, list_parts
 
 IDS = ["a100-80gb", "h100-sxm", "h100-pcie", "h200", "b200", "gb200", "l4", "l40s", "rtx-4090", "mi300x",
        "mi325x", "tpu-v5e", "tpu-v5p", "tpu-v6e"]
@@ -76,7 +76,7 @@ def test_measured_figures_carry_sources():
 def test_device_memory_is_binary():
     """A vendor's '80 GB' of HBM is 80 GiB (five 16 GiB stacks on an H100); nvidia-smi shows 81,559 MiB of
     an H100 SXM's 81,920 MiB, which an SI reading (76,294 MiB) could not hold."""
-    from roofline_lessons.hardware import list_parts
+    from roofline_lessons.core.hardware import list_parts
 
     assert get_part("h100-sxm").memory_capacity_bytes == 80 * 2**30
     assert get_part("h200").memory_capacity_bytes == 141 * 2**30

@@ -6,16 +6,15 @@ import numpy as np
 import pytest
 
 from roofline_lessons import get_part
-from roofline_lessons.datasheets import best_measurement
-from roofline_lessons.flash import (attention_flops, compulsory_hbm_bytes, flash_hbm_bytes, standard_hbm_bytes,
-                                    tiled_attention)
-from roofline_lessons.measure import (ATTENTION_HEAD_DIM, ATTENTION_SRAM_BYTES, MODES, STREAM_ARRAYS,
-                                      BandwidthSample, Roof, Timing, _Workers, bandwidth_plateaus,
-                                      cache_capacity_bytes, fp_pipe_flops, is_monotone, limiting_roof,
-                                      m_over_d_squared, passes_per_call, stream_kernels, tensor_instruction_flops,
-                                      working_set_sizes)
-from roofline_lessons.measure_gpu import LLC_MULTIPLE, device_l2_bytes, probe_sizes
-
+from roofline_lessons.measure.gpu import LLC_MULTIPLE, device_l2_bytes, probe_sizes
+from roofline_lessons.measure.probes import (ATTENTION_HEAD_DIM, ATTENTION_SRAM_BYTES, MODES, STREAM_ARRAYS,
+                                             BandwidthSample, Roof, Timing, _Workers, bandwidth_plateaus,
+                                             cache_capacity_bytes, fp_pipe_flops, is_monotone, limiting_roof,
+                                             m_over_d_squared, passes_per_call, stream_kernels,
+                                             tensor_instruction_flops, working_set_sizes)
+from roofline_lessons.topics.datasheets import best_measurement
+from roofline_lessons.topics.flash import (attention_flops, compulsory_hbm_bytes, flash_hbm_bytes, standard_hbm_bytes,
+                                           tiled_attention)
 
 # --- 2. tiled attention: M/d² large saves bytes, M/d² small loses -----------------------------------
 
@@ -115,8 +114,8 @@ def test_is_monotone():
 
 
 def test_saved_threads_and_passes_round_trip(tmp_path):
-    from roofline_lessons import results
-    from roofline_lessons.measure import Measurement
+    from roofline_lessons.measure import results
+    from roofline_lessons.measure.probes import Measurement
 
     m = Measurement(machine={"caches": {}}, mode="quick", created="now",
                     bandwidth=[BandwidthSample("triad", 3 << 20, 30 << 20, Timing(1e-3, 1e-3, 1e-3), 2, 10)])
@@ -186,10 +185,10 @@ def test_limiting_roof_picks_the_lowest():
 
 from pathlib import Path
 
-from roofline_lessons import measure as measure_mod
-from roofline_lessons.flash import flash2_hbm_bytes
-from roofline_lessons.measure import (NEAR_ROOF, NOISY_SPREAD, attention_tiles, break_even_m_over_d_squared,
-                                      kernel_samples, largest_spread, roof_fraction)
+from roofline_lessons.measure import probes as measure_mod
+from roofline_lessons.measure.probes import (NEAR_ROOF, NOISY_SPREAD, attention_tiles, break_even_m_over_d_squared,
+                                             kernel_samples, largest_spread, roof_fraction)
+from roofline_lessons.topics.flash import flash2_hbm_bytes
 
 LESSON8 = Path(__file__).resolve().parents[1] / "notebooks" / "08_measure_your_machine.py"
 

@@ -3,15 +3,14 @@
 import numpy as np
 import pytest
 
-from roofline_lessons.batching import (critical_batch, decode_sweep, experts_touched, intensity_ceiling,
-                                       largest_batch, moe_weight_bytes_per_token)
-from roofline_lessons.dashboards import (Lesson02Chart, Lesson03Chart, Lesson04Chart, lesson02_view, lesson03_view,
-                                         lesson04_view)
-from roofline_lessons.datasheets import capacity_side_by_side, headline_kind, measured_roof, ridge_table
-from roofline_lessons.errors import RooflineInputError
-from roofline_lessons.reports import block_summary, op_rows
 from roofline_lessons import place
-
+from roofline_lessons.core.errors import RooflineInputError
+from roofline_lessons.topics.batching import (critical_batch, decode_sweep, experts_touched, intensity_ceiling,
+                                              largest_batch, moe_weight_bytes_per_token)
+from roofline_lessons.topics.datasheets import capacity_side_by_side, headline_kind, measured_roof, ridge_table
+from roofline_lessons.topics.reports import block_summary, op_rows
+from roofline_lessons.viz.dashboards import (Lesson02Chart, Lesson03Chart, Lesson04Chart, lesson02_view, lesson03_view,
+                                             lesson04_view)
 
 # ---- lesson 2 ---------------------------------------------------------------------------------
 
@@ -163,7 +162,7 @@ def test_dashboards_build_and_react(name, capsys):
     """Outside a kernel the Output widget does not swallow errors: a failing update raises here."""
     import ipywidgets as widgets
 
-    from roofline_lessons import dashboards
+    from roofline_lessons.viz import dashboards
 
     ui = getattr(dashboards, name)()
     controls = [w for w in _walk(ui) if isinstance(w, (widgets.Dropdown, widgets.SelectionSlider,

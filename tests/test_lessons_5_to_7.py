@@ -6,16 +6,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline_lessons import get_model, place
-from roofline_lessons.dashboards import Lesson05Chart, Lesson06Chart, lesson05_view, lesson06_view
-from roofline_lessons.flash import (SRAM, SRAMOverflowError, BlockSizes, attention_flops, compulsory_hbm_bytes,
-                                    decode_attention_intensity, flash_block_sizes, flash_hbm_bytes, naive_attention,
-                                    standard_hbm_bytes, tiled_attention, working_set_elements)
-from roofline_lessons.hybrid import all_full_attention, kv_overtakes_weights_context, layer_kind_points, \
-    step_bytes_breakdown
-from roofline_lessons.memory import max_batch_that_fits
-from roofline_lessons.models import FULL_ATTENTION, GATED_DELTANET
-from roofline_lessons.units import MiB
-
+from roofline_lessons.core.memory import max_batch_that_fits
+from roofline_lessons.core.models import FULL_ATTENTION, GATED_DELTANET
+from roofline_lessons.core.units import MiB
+from roofline_lessons.topics.flash import (SRAM, BlockSizes, SRAMOverflowError, attention_flops, compulsory_hbm_bytes,
+                                           decode_attention_intensity, flash_block_sizes, flash_hbm_bytes,
+                                           naive_attention, standard_hbm_bytes, tiled_attention, working_set_elements)
+from roofline_lessons.topics.hybrid import (all_full_attention, kv_overtakes_weights_context, layer_kind_points,
+                                            step_bytes_breakdown)
+from roofline_lessons.viz.dashboards import Lesson05Chart, Lesson06Chart, lesson05_view, lesson06_view
 
 # ---- lesson 5 ---------------------------------------------------------------------------------
 
@@ -141,7 +140,7 @@ def test_lesson06_view_and_chart():
 # ---- lesson 7 ---------------------------------------------------------------------------------
 
 def test_levers_do_what_the_lesson_says():
-    from roofline_lessons.levers import lever_speedups, ridge_shift
+    from roofline_lessons.topics.levers import lever_speedups, ridge_shift
 
     assert ridge_shift("b200") == pytest.approx({"bf16": 281.25, "fp8": 562.5, "fp4": 1125.0})
     assert "fp4" not in ridge_shift("h100-sxm")
@@ -160,7 +159,7 @@ def test_levers_do_what_the_lesson_says():
 
 
 def test_lesson07_view_and_chart():
-    from roofline_lessons.dashboards import Lesson07Chart, lesson07_view
+    from roofline_lessons.viz.dashboards import Lesson07Chart, lesson07_view
 
     v = lesson07_view("b200", "decode", "W4A4 FP4", "FP8 KV cache")
     assert v.speedup > 3 and v.fits

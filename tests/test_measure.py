@@ -5,11 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from roofline_lessons import results
-from roofline_lessons.machine import describe, theoretical_peak_flops_per_s
-from roofline_lessons.measure import (BandwidthSample, Measurement, Timing, bandwidth_plateaus,
-                                      measure, stream_kernels, time_call, working_set_sizes, _Workers)
-from roofline_lessons.measure_gpu import catalog_part_for, gpu_probes, gpu_status
+from roofline_lessons.measure import results
+from roofline_lessons.measure.gpu import catalog_part_for, gpu_probes, gpu_status
+from roofline_lessons.measure.machine import describe, theoretical_peak_flops_per_s
+from roofline_lessons.measure.probes import (BandwidthSample, Measurement, Timing, _Workers, bandwidth_plateaus,
+                                             measure, stream_kernels, time_call, working_set_sizes)
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +164,7 @@ def test_machine_description():
 
 
 def test_measured_roofline_chart(quick):
-    from roofline_lessons.plots import bandwidth_sweep_chart, measured_roofline
+    from roofline_lessons.viz.plots import bandwidth_sweep_chart, measured_roofline
 
     fig = measured_roofline(quick)
     ax = fig.axes[0]

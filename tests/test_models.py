@@ -1,8 +1,8 @@
 import pytest
 
-from roofline_lessons.errors import RooflineInputError
-from roofline_lessons.models import FULL_ATTENTION, GATED_DELTANET, get_model, list_models
-from roofline_lessons.units import KiB, MiB
+from roofline_lessons.core.errors import RooflineInputError
+from roofline_lessons.core.models import FULL_ATTENTION, GATED_DELTANET, get_model, list_models
+from roofline_lessons.core.units import KiB, MiB
 
 IDS = ["llama-2-7b", "llama-3.1-8b", "llama-3.1-70b", "mistral-7b", "qwen3-8b", "qwen3-32b", "qwen3-30b-a3b",
        "qwen3.8-27b"]
@@ -70,7 +70,7 @@ def test_unknown_model_names_close_matches():
 def test_parameter_counts_from_config_equal_the_operator_sum():
     """The model counts its weights from the config; the cost model builds the same weights into its
     operators. Every weight an operator holds must be counted once, and no weight left out."""
-    from roofline_lessons.costs import parameter_counts
+    from roofline_lessons.core.costs import parameter_counts
 
     for mid in list_models():
         m = get_model(mid)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline_lessons.notebook_files import pair_problems
+from roofline_lessons.course.notebook_files import pair_problems
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,7 +71,7 @@ def test_every_ipynb_has_its_script():
 
 
 def test_exercises_are_generated_from_current_solutions():
-    from roofline_lessons.exercisegen import plan
+    from roofline_lessons.course.exercisegen import plan
 
     stale = []
     for p in plan(ROOT / "solutions", ROOT / "exercises"):
@@ -94,7 +94,7 @@ def _run_and_log(script: Path, tmp_path: Path) -> list[dict]:
 
 
 def _lesson_checks(script: Path):
-    return importlib.import_module(f"roofline_lessons.checks.lesson{script.name[:2]}").EXERCISES
+    return importlib.import_module(f"roofline_lessons.course.checks.lesson{script.name[:2]}").EXERCISES
 
 
 @pytest.mark.parametrize("solution", SOLUTIONS, ids=lambda p: p.name)
@@ -106,7 +106,7 @@ def test_solutions_are_accepted_and_stubs_rejected(solution, tmp_path):
     assert not rejected_solutions, f"solutions rejected: {rejected_solutions}"
 
     # Run the stubs exactly as the generator writes them (a learner's answered copy may differ).
-    from roofline_lessons.exercisegen import plan
+    from roofline_lessons.course.exercisegen import plan
 
     generated = next(p for p in plan(ROOT / "solutions", ROOT / "exercises") if p.path.name == solution.name)
     stub_script = tmp_path / "exercises" / solution.name

@@ -2,10 +2,10 @@ import numpy as np
 import pytest
 
 from roofline_lessons import place
-from roofline_lessons.errors import RooflineInputError
-from roofline_lessons.memory import footprint, max_batch_that_fits, weight_bytes
-from roofline_lessons.costs import Workload
-from roofline_lessons.units import MiB
+from roofline_lessons.core.costs import Workload
+from roofline_lessons.core.errors import RooflineInputError
+from roofline_lessons.core.memory import footprint, max_batch_that_fits, weight_bytes
+from roofline_lessons.core.units import MiB
 
 
 def test_seed_lesson_numbers_hold():
@@ -91,7 +91,7 @@ def test_to_dict_has_every_field():
 
 
 def test_memory_utilization_headroom():
-    from roofline_lessons.memory import VLLM_DEFAULT_MEMORY_UTILIZATION, max_batch_that_fits, usable_capacity_bytes
+    from roofline_lessons.core.memory import VLLM_DEFAULT_MEMORY_UTILIZATION, max_batch_that_fits, usable_capacity_bytes
 
     assert VLLM_DEFAULT_MEMORY_UTILIZATION == 0.9
     full = max_batch_that_fits("llama-3.1-8b", "h100-sxm", 8192)

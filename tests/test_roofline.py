@@ -3,8 +3,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roofline_lessons.roofline import (attainable_flops_per_s, bound, fraction_of_peak, ridge_point_flop_per_byte,
-                                       time_lower_bound_s)
+from roofline_lessons.core.roofline import (attainable_flops_per_s, bound, fraction_of_peak, ridge_point_flop_per_byte,
+                                            time_lower_bound_s)
 
 peaks = st.floats(1e9, 1e17)
 bandwidths = st.floats(1e8, 1e14)

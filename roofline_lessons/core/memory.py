@@ -1,0 +1,122 @@
+"""Memory capacity, the third number under the roofs: does the workload fit?
+
+Footprint = weights + KV cache + recurrent state (activations are transient and not counted).
+All sizes in bytes. Capacities are binary: a vendor's "80 GB" of HBM is 80 GiB (80 × 2^30 bytes),
+while a vendor's GB/s of bandwidth is SI. Serving engines do not hand the whole capacity to the
+model: vLLM's ``gpu_memory_utilization`` (0.9 by default) caps what it may use, the rest is left
+for the CUDA context, activations and fragmentation; ``memory_utilization`` models that headroom.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .costs import Workload
+from .dtypes import bytes_per_element, check_dtype
+from .errors import RooflineInputError
+from .hardware import Part, get_part
+from .models import Model, get_model
+
+#: vLLM's default ``gpu_memory_utilization`` (vLLM engine arguments): the share of device memory
+#: the engine may use for weights, KV cache and activations.
+VLLM_DEFAULT_MEMORY_UTILIZATION = 0.9
+
+
+def check_memory_utilization(value) -> float:
+    """A fraction of device memory in (0, 1]; a clear error otherwise."""
+    if isinstance(value, (bool, str, bytes)) or value is None:
+        raise RooflineInputError(f"memory_utilization must be a number in (0, 1], got {value!r}")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise RooflineInputError(f"memory_utilization must be a number in (0, 1], got {value!r}") from None
+    if not 0.0 < v <= 1.0:
+        raise RooflineInputError(f"memory_utilization must be a number in (0, 1], got {value!r} "
+                                 f"(vLLM's default is {VLLM_DEFAULT_MEMORY_UTILIZATION})")
+    return v
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Bytes the workload keeps resident in device memory."""
+
+    weight_bytes: float
+    kv_cache_bytes: object
+    state_bytes: object
+
+    @property
+    def total_bytes(self):
+        return self.weight_bytes + self.kv_cache_bytes + self.state_bytes
+
+
+def weight_bytes(model: Model | str, weights_dtype: str = "bf16") -> float:
+    """Bytes of all weights (every expert of an MoE) in ``weights_dtype``."""
+    m = get_model(model)
+    return m.parameter_count() * bytes_per_element(weights_dtype)
+
+
+def kv_cache_bytes_per_sequence(model: Model | str, cached_tokens, kv_dtype: str = "bf16"):
+    """KV cache of one sequence holding ``cached_tokens`` tokens (a sliding window caps it)."""
+    m = get_model(model)
+    tokens = np.asarray(cached_tokens, dtype=float)
+    if m.sliding_window is not None:
+        tokens = np.minimum(tokens, m.sliding_window)
+    out = tokens * m.kv_bytes_per_token(kv_dtype)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def state_bytes_per_sequence(model: Model | str, state_dtype: str | None = None,
+                             activations_dtype: str = "bf16") -> float:
+    """Recurrent state of one sequence: Gated DeltaNet state plus short-conv state (0 if none)."""
+    m = get_model(model)
+    if not m.is_hybrid:
+        return 0.0
+    return m.deltanet_state_bytes(state_dtype) + m.conv_state_bytes(activations_dtype)
+
+
+def footprint(model: Model | str, workload: Workload) -> Footprint:
+    """What ``workload`` keeps resident after its step: weights, KV cache, state."""
+    m = get_model(model)
+    per_seq_kv = kv_cache_bytes_per_sequence(m, workload.cached_tokens_after, workload.kv_dtype)
+    per_seq_state = state_bytes_per_sequence(m, workload.state_dtype, workload.activations_dtype)
+    return Footprint(
+        weight_bytes=weight_bytes(m, workload.weights_dtype),
+        kv_cache_bytes=workload.batch * per_seq_kv,
+        state_bytes=workload.batch * per_seq_state,
+    )
+
+
+def usable_capacity_bytes(part: Part | str, memory_utilization: float = 1.0) -> float:
+    """Bytes of device memory the engine may fill: capacity (binary) × ``memory_utilization``."""
+    return get_part(part).memory_capacity_bytes * check_memory_utilization(memory_utilization)
+
+
+def free_bytes_after_weights(model: Model | str, part: Part | str, weights_dtype: str = "bf16",
+                             memory_utilization: float = 1.0) -> float:
+    """Usable capacity left for KV cache and state once the weights are loaded (negative: no fit)."""
+    return usable_capacity_bytes(part, memory_utilization) - weight_bytes(model, weights_dtype)
+
+
+def max_batch_that_fits(model: Model | str, part: Part | str, cached_tokens, *, weights_dtype: str = "bf16",
+                        kv_dtype: str = "bf16", state_dtype: str | None = None,
+                        activations_dtype: str = "bf16", memory_utilization: float = 1.0):
+    """Largest batch whose weights + KV cache + state fit in the part's memory (0 if none fits).
+
+    ``cached_tokens`` is the context each sequence holds. ``memory_utilization`` is the share of
+    the capacity the engine may use (1.0: all of it, the optimistic bound; vLLM's default is
+    :data:`VLLM_DEFAULT_MEMORY_UTILIZATION`); the rest is headroom for activations, the runtime and
+    fragmentation.
+    """
+    for dt in (weights_dtype, kv_dtype, activations_dtype):
+        check_dtype(dt)
+    util = check_memory_utilization(memory_utilization)
+    m, p = get_model(model), get_part(part)
+    free = usable_capacity_bytes(p, util) - weight_bytes(m, weights_dtype)
+    per_seq = kv_cache_bytes_per_sequence(m, cached_tokens, kv_dtype) + state_bytes_per_sequence(
+        m, state_dtype, activations_dtype)
+    with np.errstate(divide="ignore"):
+        batch = np.floor(np.where(free > 0, free / np.maximum(per_seq, 1e-300), 0.0))
+    batch = np.maximum(batch, 0).astype(np.int64)
+    return int(batch) if batch.ndim == 0 else batch

@@ -1,0 +1,109 @@
+"""The 60-second cheat sheet, generated from the package and the deck: key formulas, the ridge of
+the common parts (computed from the catalog), the levers per regime, and the questions to expect.
+Written as Markdown and as HTML."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from ..core.files import atomic_write_text
+from ..core.hardware import get_part
+from ..core.models import get_model
+from .flashcards import deck
+
+PARTS = ("a100-80gb", "h100-sxm", "h200", "b200", "mi300x", "tpu-v5e")
+
+FORMULAS = (
+    ("Attainable performance", "P = min(P_peak, β · I)"),
+    ("Ridge point", "I* = P_peak / β  (FLOP/byte)"),
+    ("Time lower bound", "t ≥ max(FLOPs / P_peak, bytes / β)"),
+    ("Forward FLOPs", "≈ 2 · parameters per token, plus attention"),
+    ("KV cache per token", "2 · full-attention layers · KV heads · head_dim · bytes per element"),
+    ("Weight lens (weight-matmul FLOPs per weight byte), decode", "≈ batch × 2 / bytes per weight"),
+    ("Experts touched by B tokens", "E · (1 − (1 − k/E)^B)"),
+    ("FlashAttention HBM traffic", "Θ(N²·d²/M) vs Θ(N·d + N²) for standard attention (tiling wins when M ≫ d²)"),
+    ("Units", "GB/s and FLOP/s are SI (1 TB/s = 10¹² B/s); a vendor's GB of device memory is GiB (80 GB = 80 · 2³⁰ B)"),
+    ("Fits?", "weights + batch · (KV per token · context + state) ≤ capacity · memory utilisation (vLLM default 0.9)"),
+    ("MBU", "bytes a token must move · tokens/s ÷ peak bandwidth (a tool's 'bandwidth achieved' from tokens/s is MBU again)"),
+)
+
+LEVERS = (
+    ("Memory-bound (decode)", "fewer bytes per token: weight quantization (FP8/INT8/INT4 weights), KV-cache "
+                              "reduction (GQA/MLA, FP8 KV), batching to amortise weights, speculative decoding"),
+    ("Compute-bound (prefill)", "faster math: FP8/FP4 tensor cores, better tiling and occupancy, fused kernels "
+                                "(FlashAttention), fewer wasted FLOPs"),
+    ("Does not fit", "capacity first: quantize weights and KV, a paged KV cache (less fragmentation, so a larger "
+                     "batch fits; the bytes per step stay), prefix sharing, shard across GPUs, shorter context"),
+)
+
+
+def _ridge_rows() -> list[list[str]]:
+    rows = []
+    for pid in PARTS:
+        p = get_part(pid)
+        cells = [p.id, f"{p.memory_bandwidth_bytes_per_s / 1e12:.2f} TB/s"]
+        for dt in ("bf16", "fp8", "fp4"):
+            cells.append(f"{p.ridge_point_flop_per_byte(dt):,.0f}" if dt in p.dense_flops_per_s else "—")
+        rows.append(cells)
+    return rows
+
+
+def _numbers() -> list[tuple[str, str]]:
+    q = get_model("qwen3.8-27b")
+    return [
+        ("Qwen3.8-27B KV cache per token (BF16)", f"{q.kv_bytes_per_token() / 1024:,.0f} KiB"),
+        ("Qwen3.8-27B Gated DeltaNet state per sequence (fp32)", f"{q.deltanet_state_bytes() / 2**20:,.0f} MiB"),
+        ("Llama-3.1-70B KV cache per token (BF16)", f"{get_model('llama-3.1-70b').kv_bytes_per_token() / 1024:,.0f} KiB"),
+        ("Llama-3.1-70B weights (BF16)", f"{get_model('llama-3.1-70b').parameter_count() * 2 / 1e9:,.0f} GB = "
+                                         f"{get_model('llama-3.1-70b').parameter_count() * 2 / 2**30:,.0f} GiB"),
+        ("H100 / H200 / B200 device memory", " / ".join(f"{get_part(p).memory_capacity_bytes / 2**30:,.0f} GiB"
+                                                         for p in ("h100-sxm", "h200", "b200"))),
+    ]
+
+
+def _questions(limit: int = 12) -> list[str]:
+    return [c.question for c in deck() if c.numeric is None][:limit]
+
+
+def markdown() -> str:
+    lines = ["# The roofline in 60 seconds", "", "*Generated from the Roofline Lessons package: numbers are "
+             "computed from its catalogs (dense, datasheet figures).*", "", "## Formulas", ""]
+    lines += [f"- **{name}**: `{f}`" for name, f in FORMULAS]
+    lines += ["", "## Ridge points (FLOP/byte, dense)", "", "| part | bandwidth | BF16 | FP8 | FP4 |", "|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(r) + " |" for r in _ridge_rows()]
+    lines += ["", "## Numbers worth knowing", ""] + [f"- {k}: **{v}**" for k, v in _numbers()]
+    lines += ["", "## Levers per regime", ""] + [f"- **{k}**: {v}" for k, v in LEVERS]
+    lines += ["", "## Questions to expect", ""] + [f"- {q}" for q in _questions()]
+    lines += ["", "## Red flags", ""] + sorted({f"- {r}" for c in deck() for r in c.red_flags})[:8]
+    return "\n".join(lines) + "\n"
+
+
+def html_page() -> str:
+    e = html.escape
+    ridge = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in _ridge_rows())
+    body = [
+        "<h1>The roofline in 60 seconds</h1>",
+        "<p><i>Generated from the Roofline Lessons package: numbers are computed from its catalogs (dense, "
+        "datasheet figures).</i></p>",
+        "<h2>Formulas</h2><ul>" + "".join(f"<li><b>{e(n)}</b>: <code>{e(f)}</code></li>" for n, f in FORMULAS) + "</ul>",
+        "<h2>Ridge points (FLOP/byte, dense)</h2><table><tr><th>part</th><th>bandwidth</th><th>BF16</th><th>FP8</th>"
+        f"<th>FP4</th></tr>{ridge}</table>",
+        "<h2>Numbers worth knowing</h2><ul>" + "".join(f"<li>{e(k)}: <b>{e(v)}</b></li>" for k, v in _numbers()) + "</ul>",
+        "<h2>Levers per regime</h2><ul>" + "".join(f"<li><b>{e(k)}</b>: {e(v)}</li>" for k, v in LEVERS) + "</ul>",
+        "<h2>Questions to expect</h2><ul>" + "".join(f"<li>{e(q)}</li>" for q in _questions()) + "</ul>",
+    ]
+    style = ("body{font-family:system-ui,sans-serif;max-width:52em;margin:2em auto;line-height:1.45;color:#222}"
+             "table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:.2em .6em;text-align:right}"
+             "code{background:#f3f3f3;padding:0 .2em}")
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>The roofline in 60 seconds</title>"
+            f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n")
+
+
+def write(directory: Path | str) -> list[Path]:
+    """Write ``cheatsheet.md`` and ``cheatsheet.html`` into ``directory`` (atomically)."""
+    d = Path(directory)
+    md_path, html_path = d / "cheatsheet.md", d / "cheatsheet.html"
+    atomic_write_text(md_path, markdown())
+    atomic_write_text(html_path, html_page())
+    return [md_path, html_path]

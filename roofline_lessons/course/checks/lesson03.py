@@ -1,0 +1,129 @@
+"""Checkers for the lesson-3 exercises (prefill vs decode)."""
+
+from __future__ import annotations
+
+from ...core.hardware import get_part
+from ...core.memory import weight_bytes
+from ...core.models import get_model
+from ...core.placement import place
+from ..checkers import CheckResult, Mistake, check_choice, check_number
+
+CANDIDATES = ("q_proj (+ output gate)", "input_norm", "gate_proj")
+
+
+def _ttft_mistakes() -> tuple[Mistake, ...]:
+    p = place("llama-3.1-8b", "h100-sxm", phase="prefill", prompt_tokens=8192)
+    sparse = get_part("h100-sxm").sparse_headline_flops_per_s("bf16")
+    return (
+        Mistake("divide by the with-sparsity headline (twice the dense peak)", float(p.cost.flops) / sparse * 1e3),
+        Mistake("treat prefill as memory-bound (bytes ÷ bandwidth)",
+                float(p.cost.bytes) / p.bandwidth_bytes_per_s * 1e3),
+    )
+
+
+def llama8b_ttft_ms(answer) -> CheckResult:
+    """3.1 — estimate: time-to-first-token lower bound, Llama-3.1-8B, 8,192-token prompt, H100 SXM (ms)."""
+    expected = float(place("llama-3.1-8b", "h100-sxm", phase="prefill", prompt_tokens=8192).time_lower_bound_s) * 1e3
+    return check_number("3.1", answer, expected, rel_tol=0.15, unit="ms", mistakes=_ttft_mistakes(),
+                        hint="prefill is compute-bound: about 2 FLOPs per parameter per token, divided by the "
+                             "dense peak.")
+
+
+TPOT_CONTEXT = 32768
+
+
+def _tpot_mistakes() -> tuple[Mistake, ...]:
+    p = place("llama-3.1-8b", "h100-sxm", phase="decode", context_tokens=TPOT_CONTEXT)
+    bw = p.bandwidth_bytes_per_s
+    all_weights = weight_bytes("llama-3.1-8b", "bf16")
+    return (
+        Mistake("forget the KV cache (weights alone)", float(p.cost.bytes - p.cost.kv_bytes) / bw * 1e3),
+        Mistake("forget the KV cache and read the whole embedding table", all_weights / bw * 1e3),
+        Mistake("read the whole embedding table (a decode step looks up one row)",
+                float(p.cost.bytes - p.cost.weight_bytes + all_weights) / bw * 1e3),
+    )
+
+
+def llama8b_tpot_ms(answer) -> CheckResult:
+    """3.2 — time-per-output-token lower bound, Llama-3.1-8B, batch 1, 32,768 tokens cached, H100 SXM (ms)."""
+    expected = float(place("llama-3.1-8b", "h100-sxm", phase="decode",
+                           context_tokens=TPOT_CONTEXT).time_lower_bound_s) * 1e3
+    return check_number("3.2", answer, expected, rel_tol=0.03, unit="ms", mistakes=_tpot_mistakes(),
+                        hint="decode is memory-bound: (weight bytes actually read + KV bytes) ÷ bandwidth.")
+
+
+def _gpt_fast():
+    measured = next(m for m in get_part("a100-80gb").measured if m.tokens_per_s)
+    bound = place(measured.model, "a100-80gb", phase="decode", context_tokens=256)
+    return measured, bound
+
+
+def _gpt_fast_mistakes() -> tuple[Mistake, ...]:
+    measured, bound = _gpt_fast()
+    bound_tps = float(bound.tokens_per_s_upper_bound)
+    mfu = 2 * get_model(measured.model).parameter_count() * measured.tokens_per_s / bound.part.peak_flops_per_s("bf16")
+    return (
+        Mistake("divide the bound by the measurement (upside down)", 100 * bound_tps / measured.tokens_per_s),
+        Mistake("compute MFU (FLOPs against the compute peak) instead of the fraction of the bandwidth bound",
+                100 * mfu),
+    )
+
+
+def gpt_fast_percent_of_bound(answer) -> CheckResult:
+    """3.3 — the measured gpt-fast decode rate as a percentage of the package's upper bound (MBU)."""
+    measured, bound = _gpt_fast()
+    expected = 100 * measured.tokens_per_s / float(bound.tokens_per_s_upper_bound)
+    return check_number("3.3", answer, expected, rel_tol=0.05, unit="%", mistakes=_gpt_fast_mistakes(),
+                        hint="measured tokens/s ÷ bound tokens/s × 100.")
+
+
+def memory_bound_op_in_prefill(answer) -> CheckResult:
+    """3.4 — which operator is memory-bound inside a compute-bound 8,192-token Qwen3.8-27B prefill?"""
+    p = place("qwen3.8-27b", "h100-sxm", phase="prefill", prompt_tokens=8192)
+    bounds = {row["name"]: row["bound"] for row in p.op_rows() if row["block"] == "full_attention"}
+    memory = [name for name in CANDIDATES if bounds.get(name) == "memory"]
+    return check_choice("3.4", answer, memory[0], CANDIDATES,
+                        hint="a norm does a handful of FLOPs per element it reads and writes.")
+
+
+def _long_context_place():
+    return place("llama-3.1-8b", "h100-sxm", phase="decode", context_tokens=131072)
+
+
+def _long_context_mistakes() -> tuple[Mistake, ...]:
+    p = _long_context_place()
+    c = p.cost
+    return (
+        Mistake("leave out attention's FLOPs (weight matmuls only)", float(c.weight_matmul_flops / c.bytes)),
+        Mistake("leave out the KV cache's bytes (the weight lens)", float(c.flops / (c.bytes - c.kv_bytes))),
+    )
+
+
+def long_context_decode_intensity(answer) -> CheckResult:
+    """3.5 — FLOP per byte of all traffic, Llama-3.1-8B, batch-1 decode, 131,072 tokens cached."""
+    expected = float(_long_context_place().intensity)
+    return check_number("3.5", answer, expected, rel_tol=0.10, unit="FLOP/byte", mistakes=_long_context_mistakes(),
+                        hint="the KV cache now weighs as much as the weights, and attention does about "
+                             "(query heads ÷ KV heads) FLOPs per byte of it: add both FLOPs and bytes.")
+
+
+EXERCISES = {
+    "3.1": llama8b_ttft_ms,
+    "3.2": llama8b_tpot_ms,
+    "3.3": gpt_fast_percent_of_bound,
+    "3.4": memory_bound_op_in_prefill,
+    "3.5": long_context_decode_intensity,
+}
+
+#: classic wrong answers per numeric exercise (the tests prove each is rejected by name)
+MISTAKES = {
+    "3.1": _ttft_mistakes,
+    "3.2": _tpot_mistakes,
+    "3.3": _gpt_fast_mistakes,
+    "3.5": _long_context_mistakes,
+}
+
+#: exercises without a numeric classic mistake, and why
+NO_NUMERIC_MISTAKES = {
+    "3.4": "a choice among three operators: each wrong choice is rejected with the hint",
+}

@@ -1,0 +1,383 @@
+"""The interview deck: cards as data (``data/flashcards.toml``), numeric answers computed by the
+package at run time (so no answer goes stale when a catalog changes), and answer checking."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Callable
+
+from ..core._catalog import load_catalog
+from ..core.errors import RooflineInputError
+from .checkers import as_number, is_unanswered
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    question: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class Numeric:
+    fn: str
+    args: tuple[tuple[str, Any], ...]
+    unit: str
+    tolerance: float  #: relative
+
+    def value(self) -> float:
+        return float(NUMERIC_FUNCTIONS[self.fn](**dict(self.args)))
+
+
+@dataclass(frozen=True)
+class Card:
+    id: str
+    lesson: int
+    tags: tuple[str, ...]
+    question: str
+    short: str
+    detailed: str
+    red_flags: tuple[str, ...] = ()
+    follow_ups: tuple[FollowUp, ...] = ()
+    numeric: Numeric | None = None
+    values: tuple[tuple[str, Numeric], ...] = ()  #: other computed figures the text quotes as {name}
+
+    def answer_value(self) -> float | None:
+        """The numeric answer, computed now from the package (None for a non-numeric card)."""
+        return None if self.numeric is None else self.numeric.value()
+
+    def fill(self, text: str) -> str:
+        """``text`` with ``{value}`` and every ``{name}`` of ``values`` computed now by the package."""
+        if self.numeric is None and not self.values:
+            return text
+        figures = {name: n.value() for name, n in self.values}
+        if self.numeric is not None:
+            figures["value"] = self.answer_value()
+        return text.format(**figures)
+
+    def short_answer(self) -> str:
+        """The 30-second answer, its figures computed now by the package."""
+        return self.fill(self.short)
+
+    def detailed_answer(self) -> str:
+        return self.fill(self.detailed)
+
+    def follow_up_answer(self, index: int) -> str:
+        return self.fill(self.follow_ups[index].answer)
+
+
+# ---- numeric answers: each a package computation, named in the deck ------------------------
+
+def _ridge(part, dtype):
+    from ..core.hardware import get_part
+
+    return get_part(part).ridge_point_flop_per_byte(dtype)
+
+
+def _weights_gb(model, dtype):
+    from ..core.memory import weight_bytes
+
+    return weight_bytes(model, dtype) / 1e9
+
+
+def _time_ms(model, part, phase, tokens):
+    from ..core.placement import place
+
+    fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
+    return float(place(model, part, phase=phase, **fields).time_lower_bound_s) * 1e3
+
+
+def _tokens_per_s(model, part, context, batch=1):
+    from ..core.placement import place
+
+    return float(place(model, part, phase="decode", context_tokens=context, batch=batch).tokens_per_s_upper_bound)
+
+
+def _step_gb(model, context):
+    from ..core.costs import model_cost
+
+    return float(model_cost(model, phase="decode", context_tokens=context).bytes) / 1e9
+
+
+def _measured_percent(part, quantity, dtype):
+    from ..core.hardware import get_part
+    from ..topics.datasheets import best_measurement
+
+    p = get_part(part)
+    peak = p.peak_flops_per_s(dtype) if quantity == "matmul_flops_per_s" else p.memory_bandwidth_bytes_per_s
+    return 100 * best_measurement(p, quantity, dtype if quantity == "matmul_flops_per_s" else None).value / peak
+
+
+def _measured_ridge(part, dtype):
+    from ..core.hardware import get_part
+    from ..topics.datasheets import best_measurement
+
+    p = get_part(part)
+    return best_measurement(p, "matmul_flops_per_s", dtype).value / p.memory_bandwidth_bytes_per_s
+
+
+def _gpt_fast_percent():
+    from ..core.hardware import get_part
+
+    m = next(x for x in get_part("a100-80gb").measured if x.tokens_per_s)
+    return 100 * m.tokens_per_s / _tokens_per_s(m.model, "a100-80gb", 256)
+
+
+def _moe_bytes_ratio(model, small, large):
+    from ..topics.batching import moe_weight_bytes_per_token
+
+    per_token = moe_weight_bytes_per_token(model, [small, large])
+    return float(per_token[0] / per_token[1])
+
+
+def _critical_batch(model, part, context, lens):
+    from ..topics.batching import critical_batch
+
+    return critical_batch(model, part, context, lens=lens)
+
+
+def _experts(model, batch):
+    from ..topics.batching import experts_touched
+
+    return float(experts_touched(model, batch))
+
+
+def _max_batch(model, part, context, memory_utilization=1.0):
+    from ..core.memory import max_batch_that_fits
+
+    return max_batch_that_fits(model, part, context, memory_utilization=memory_utilization)
+
+
+def _kv_kib(model, dtype):
+    from ..core.models import get_model
+
+    return get_model(model).kv_bytes_per_token(dtype) / 1024
+
+
+def _state_mib(model):
+    from ..core.models import get_model
+
+    return get_model(model).deltanet_state_bytes() / 2**20
+
+
+def _kv_crossing(model, batch):
+    from ..topics.hybrid import kv_overtakes_weights_context
+
+    return kv_overtakes_weights_context(model, batch)
+
+
+def _decode_attention(group, context):
+    from ..topics.flash import decode_attention_intensity
+
+    return float(decode_attention_intensity(group, context))
+
+
+def _lever(model, part, phase, lever):
+    from ..topics.levers import lever_speedups
+
+    return next(r.speedup for r in lever_speedups(model, part, phase) if r.lever == lever)
+
+
+def _params_b(model):
+    from ..core.models import get_model
+
+    return get_model(model).parameter_count() / 1e9
+
+
+def _peak_tflops(part, dtype, sparse=False):
+    from ..core.hardware import get_part
+
+    p = get_part(part)
+    return (p.sparse_flops_per_s[dtype] if sparse else p.peak_flops_per_s(dtype)) / 1e12
+
+
+def _bandwidth_tbs(part):
+    from ..core.hardware import get_part
+
+    return get_part(part).memory_bandwidth_bytes_per_s / 1e12
+
+
+def _capacity_gib(part, memory_utilization=1.0):
+    from ..core.memory import usable_capacity_bytes
+
+    return usable_capacity_bytes(part, memory_utilization) / 2**30
+
+
+def _weights_gib(model, dtype):
+    from ..core.memory import weight_bytes
+
+    return weight_bytes(model, dtype) / 2**30
+
+
+def _free_gib(model, part, dtype, memory_utilization=1.0):
+    from ..core.memory import free_bytes_after_weights
+
+    return free_bytes_after_weights(model, part, dtype, memory_utilization) / 2**30
+
+
+def _kv_gib(model, context, dtype="bf16"):
+    from ..core.memory import kv_cache_bytes_per_sequence
+
+    return float(kv_cache_bytes_per_sequence(model, context, dtype)) / 2**30
+
+
+def _state_gib(model):
+    from ..core.memory import state_bytes_per_sequence
+
+    return state_bytes_per_sequence(model) / 2**30
+
+
+def _percent_of_peak(part, dtype, intensity):
+    from ..core.hardware import get_part
+
+    p = get_part(part)
+    return 100 * min(p.peak_flops_per_s(dtype), intensity * p.memory_bandwidth_bytes_per_s) / p.peak_flops_per_s(dtype)
+
+
+def _intensity(model, part, phase, tokens, batch=1, lens="all traffic"):
+    from ..core.placement import place
+
+    fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
+    p = place(model, part, phase=phase, batch=batch, **fields)
+    return float(p.intensity if lens == "all traffic" else p.intensity_per_weight_byte)
+
+
+def _step_tflop(model, phase, tokens):
+    from ..core.costs import model_cost
+
+    fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
+    return float(model_cost(model, phase=phase, **fields).flops) / 1e12
+
+
+def _weight_lens_over_ridge(model, part, tokens):
+    return _intensity(model, part, "prefill", tokens, lens="weights only") / _ridge(part, "bf16")
+
+
+def _kv_share_of_capacity(model, part, context):
+    from ..core.hardware import get_part
+
+    return 100 * _kv_gib(model, context) * 2**30 / get_part(part).memory_capacity_bytes
+
+
+def _max_context(model):
+    from ..core.models import get_model
+
+    return get_model(model).max_context_tokens
+
+
+def _state_over_kv_tokens(model):
+    from ..core.models import get_model
+
+    m = get_model(model)
+    return m.deltanet_state_bytes() / m.kv_bytes_per_token("bf16")
+
+
+def _embedding_params_b(model):
+    from ..core.models import get_model
+
+    m = get_model(model)
+    tables = 1 if m.tie_word_embeddings else 2
+    return tables * m.vocab_size * m.hidden_size / 1e9
+
+
+NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
+    "peak_tflops": _peak_tflops, "bandwidth_tbs": _bandwidth_tbs, "capacity_gib": _capacity_gib,
+    "weights_gib": _weights_gib, "free_gib": _free_gib, "kv_gib": _kv_gib, "state_gib": _state_gib,
+    "percent_of_peak": _percent_of_peak, "intensity": _intensity, "step_tflop": _step_tflop,
+    "max_context": _max_context, "weight_lens_over_ridge": _weight_lens_over_ridge,
+    "kv_share_of_capacity": _kv_share_of_capacity, "state_over_kv_tokens": _state_over_kv_tokens,
+    "embedding_params_b": _embedding_params_b,
+    "ridge": _ridge, "weights_gb": _weights_gb, "time_ms": _time_ms, "tokens_per_s": _tokens_per_s,
+    "critical_batch": _critical_batch, "experts": _experts, "max_batch": _max_batch, "kv_kib": _kv_kib,
+    "state_mib": _state_mib, "kv_crossing": _kv_crossing, "decode_attention": _decode_attention, "lever": _lever,
+    "params_b": _params_b, "step_gb": _step_gb, "measured_percent": _measured_percent,
+    "gpt_fast_percent": _gpt_fast_percent, "measured_ridge": _measured_ridge, "moe_bytes_ratio": _moe_bytes_ratio,
+}
+
+
+def _numeric(card_id: str, spec: dict) -> Numeric:
+    n = dict(spec)
+    fn = n.pop("fn")
+    if fn not in NUMERIC_FUNCTIONS:
+        raise ValueError(f"flashcards.toml: card {card_id!r} names unknown numeric fn {fn!r}")
+    unit, tol = n.pop("unit", ""), float(n.pop("tolerance", 0.0))
+    return Numeric(fn, tuple(sorted(n.items())), unit, tol)
+
+
+def _card(entry: dict) -> Card:
+    numeric = _numeric(entry["id"], entry["numeric"]) if "numeric" in entry else None
+    values = tuple((name, _numeric(entry["id"], spec)) for name, spec in sorted(entry.get("values", {}).items()))
+    return Card(
+        id=entry["id"], lesson=int(entry["lesson"]), tags=tuple(entry.get("tags", ())), question=entry["question"],
+        short=entry["short"], detailed=entry["detailed"], red_flags=tuple(entry.get("red_flags", ())),
+        follow_ups=tuple(FollowUp(f["question"], f["answer"]) for f in entry.get("follow_ups", ())),
+        numeric=numeric,
+        values=values,
+    )
+
+
+@cache
+def deck() -> tuple[Card, ...]:
+    """Every card, in deck order."""
+    cards = tuple(_card(e) for e in load_catalog("flashcards.toml")["cards"])
+    ids = [c.id for c in cards]
+    if len(set(ids)) != len(ids):
+        raise ValueError("flashcards.toml: duplicate card ids")
+    return cards
+
+
+def get_card(card_id: str) -> Card:
+    from ..core.errors import unknown_name_error
+
+    for c in deck():
+        if c.id == card_id:
+            return c
+    raise unknown_name_error("card id", card_id, [c.id for c in deck()])
+
+
+def filter_cards(lesson: int | None = None, tag: str | None = None) -> list[Card]:
+    """Cards of one lesson and/or with one tag (None = any)."""
+    return [c for c in deck() if (lesson is None or c.lesson == lesson) and (tag is None or tag in c.tags)]
+
+
+def all_tags() -> list[str]:
+    return sorted({t for c in deck() for t in c.tags})
+
+
+@dataclass(frozen=True)
+class NumericVerdict:
+    correct: bool
+    message: str
+
+
+def check_numeric(card: Card, answer: Any) -> NumericVerdict:
+    """Is ``answer`` within the card's tolerance of the package's value? Never raises."""
+    if card.numeric is None:
+        return NumericVerdict(False, "this card has no numeric answer: reveal it and rate yourself.")
+    if is_unanswered(answer) or (isinstance(answer, str) and not answer.strip()):
+        return NumericVerdict(False, "type a number first.")
+    if isinstance(answer, str):
+        try:
+            answer = float(answer.replace(",", "").replace("_", "").strip())
+        except ValueError:
+            return NumericVerdict(False, f"{answer!r} is not a number (digits, optionally with a decimal point "
+                                         "or an exponent like 2.9e2).")
+    value, problem = as_number(answer)
+    if problem:
+        return NumericVerdict(False, problem)
+    try:
+        expected = card.answer_value()
+    except RooflineInputError as exc:  # a catalog entry the card relies on was removed
+        return NumericVerdict(False, f"the answer cannot be computed any more: {exc}")
+    tol = card.numeric.tolerance
+    if math.isclose(value, expected, rel_tol=tol):
+        return NumericVerdict(True, f"✓ {value:,.4g} {card.numeric.unit} — the package says {expected:,.4g} "
+                                    f"(within ±{tol:.0%}).")
+    side = "high" if value > expected else "low"
+    return NumericVerdict(False, f"✗ {value:,.4g} {card.numeric.unit} is too {side}; the package says "
+                                 f"{expected:,.4g} (±{tol:.0%} accepted).")
+
+
+__all__ = ["Card", "FollowUp", "Numeric", "NumericVerdict", "all_tags", "check_numeric", "deck", "filter_cards",
+           "get_card"]

@@ -1,0 +1,74 @@
+"""Notebook files: jupytext pairs (.ipynb + .py percent script) and sync checks."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import jupytext
+import nbformat
+
+from ..core.files import atomic_write_text  # noqa: F401  (its 0.1 home; still importable from here)
+
+PAIR_FORMATS = "ipynb,py:percent"
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+def read_notebook(path: Path | str) -> nbformat.NotebookNode:
+    """Read a .py percent script or an .ipynb as a notebook."""
+    return jupytext.read(str(path))
+
+
+def pair_texts(nb: nbformat.NotebookNode) -> tuple[str, str]:
+    """(.ipynb text, .py percent text) for ``nb``, outputs cleared, kernelspec and pairing set."""
+    nb = nbformat.from_dict(nb)
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    # Only the pairing is kept: jupytext's version stamp would make files differ between installs.
+    nb.metadata["jupytext"] = {"formats": PAIR_FORMATS}
+    for i, cell in enumerate(nb.cells):
+        # Stable cell ids, so regenerating an unchanged notebook gives byte-identical files.
+        cell["id"] = hashlib.sha1(f"{i}:{cell.cell_type}:{cell.source}".encode("utf-8")).hexdigest()[:12]
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    py_text = jupytext.writes(nb, fmt="py:percent")
+    py_text = _drop_text_representation(py_text)
+    return jupytext.writes(nb, fmt="ipynb"), py_text
+
+
+def _drop_text_representation(py_text: str) -> str:
+    """Remove the version-stamped ``text_representation`` block from a script's YAML header."""
+    out, skipping = [], False
+    for line in py_text.splitlines(keepends=True):
+        if line.startswith("#     text_representation:"):
+            skipping = True
+            continue
+        if skipping and line.startswith("#       "):
+            continue
+        skipping = False
+        out.append(line)
+    return "".join(out)
+
+
+def cell_signature(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
+    """What must agree between the two files of a pair: each cell's type and source."""
+    return [(c.cell_type, c.source.strip()) for c in nb.cells]
+
+
+def pair_problems(py_path: Path | str) -> list[str]:
+    """Problems with the pair whose script is ``py_path``: missing, out of sync, or holding outputs."""
+    py_path = Path(py_path)
+    ipynb = py_path.with_suffix(".ipynb")
+    if not ipynb.exists():
+        return [f"{ipynb} is missing (run `make sync`)"]
+    problems = []
+    nb_py, nb_ipynb = read_notebook(py_path), nbformat.read(str(ipynb), as_version=4)
+    if cell_signature(nb_py) != cell_signature(nb_ipynb):
+        problems.append(f"{ipynb} and {py_path} are out of sync (run `make sync`)")
+    for i, cell in enumerate(nb_ipynb.cells):
+        if cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count") is not None):
+            problems.append(f"{ipynb} cell {i} holds outputs (clear them before committing)")
+            break
+    if nb_ipynb.metadata.get("kernelspec", {}).get("name") != "python3":
+        problems.append(f"{ipynb} has no python3 kernelspec (JupyterLab would ask for a kernel)")
+    return problems

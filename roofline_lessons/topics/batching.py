@@ -1,0 +1,122 @@
+"""Batching decode: intensity against batch through both lenses, the critical batch, the
+throughput–latency trade, memory-capped batch, and how MoE weight traffic falls with batch.
+
+Every function takes numpy arrays of batch sizes and evaluates them at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.costs import expected_experts_touched
+from ..core.hardware import Part, get_part
+from ..core.memory import max_batch_that_fits
+from ..core.models import Model, get_model
+from ..core.placement import place
+
+LENSES = ("all traffic", "weights only")
+
+
+@dataclass(frozen=True)
+class DecodeSweep:
+    """One decode step at each batch size (arrays of the same shape as ``batch``)."""
+
+    batch: np.ndarray
+    context_tokens: int
+    flops: np.ndarray
+    weight_bytes: np.ndarray
+    kv_bytes: np.ndarray
+    state_bytes: np.ndarray
+    activation_bytes: np.ndarray
+    intensity: np.ndarray  #: FLOP per byte of all traffic
+    intensity_per_weight_byte: np.ndarray
+    step_time_s: np.ndarray  #: lower bound: max(FLOPs/peak, bytes/bandwidth)
+    tokens_per_s: np.ndarray  #: upper bound: batch / step time
+    fits_in_memory: np.ndarray
+    ridge_point_flop_per_byte: float
+
+    @property
+    def per_token_latency_s(self) -> np.ndarray:
+        """Each sequence gets one token per step: its inter-token latency is the step time."""
+        return self.step_time_s
+
+
+def decode_sweep(model: Model | str, part: Part | str, batch, context_tokens: int = 4096, **workload) -> DecodeSweep:
+    """Place decode steps for every batch size in ``batch`` (an array) at one context length."""
+    b = np.asarray(batch, dtype=float)
+    p = place(model, part, phase="decode", batch=b, context_tokens=context_tokens, **workload)
+    c = p.cost
+    return DecodeSweep(
+        batch=b,
+        context_tokens=int(context_tokens),
+        flops=np.asarray(c.flops),
+        weight_bytes=np.broadcast_to(c.weight_bytes, b.shape).astype(float),
+        kv_bytes=np.asarray(c.kv_bytes),
+        state_bytes=np.broadcast_to(c.state_bytes, b.shape).astype(float),
+        activation_bytes=np.asarray(c.activation_bytes),
+        intensity=np.asarray(p.intensity),
+        intensity_per_weight_byte=np.asarray(p.intensity_per_weight_byte),
+        step_time_s=np.asarray(p.time_lower_bound_s),
+        tokens_per_s=np.asarray(p.tokens_per_s_upper_bound),
+        fits_in_memory=np.asarray(p.fits_in_memory),
+        ridge_point_flop_per_byte=p.ridge_point_flop_per_byte,
+    )
+
+
+def critical_batch(model: Model | str, part: Part | str, context_tokens: int = 4096, lens: str = "all traffic",
+                   max_batch: int = 1 << 16, **workload) -> int | None:
+    """Smallest decode batch whose intensity reaches the ridge (None if none up to ``max_batch``).
+
+    ``lens``: ``"all traffic"`` (weights, KV, state, activations) or ``"weights only"``.
+    Memory capacity is ignored here; see :func:`max_batch_that_fits`.
+    """
+    if lens not in LENSES:
+        from ..core.errors import RooflineInputError
+
+        raise RooflineInputError(f"lens must be one of {', '.join(LENSES)}, got {lens!r}")
+    batches = np.unique(np.round(np.logspace(0, np.log2(max_batch), 400, base=2)))
+    sweep = decode_sweep(model, part, batches, context_tokens, **workload)
+    values = sweep.intensity if lens == "all traffic" else sweep.intensity_per_weight_byte
+    reached = np.nonzero(values >= sweep.ridge_point_flop_per_byte)[0]
+    if reached.size == 0:
+        return None
+    hi = int(batches[reached[0]])
+    lo = int(batches[reached[0] - 1]) if reached[0] > 0 else 0
+    # refine between the last batch below the ridge and the first at or above it
+    fine = np.arange(lo + 1, hi + 1, dtype=float)
+    sweep = decode_sweep(model, part, fine, context_tokens, **workload)
+    values = sweep.intensity if lens == "all traffic" else sweep.intensity_per_weight_byte
+    return int(fine[np.nonzero(values >= sweep.ridge_point_flop_per_byte)[0][0]])
+
+
+def intensity_ceiling(model: Model | str, context_tokens: int = 4096, **workload) -> float:
+    """The all-traffic intensity decode approaches as batch → ∞ (weights amortised away; what
+    remains is each sequence's own FLOPs per byte of its KV cache, state and activations)."""
+    big = place(model, "h100-sxm", phase="decode", batch=np.array([1e6, 2e6]), context_tokens=context_tokens,
+                **workload)
+    c = big.cost
+    per_seq_flops = (c.flops[1] - c.flops[0]) / 1e6
+    per_seq_bytes = (c.bytes[1] - c.bytes[0]) / 1e6
+    return float(per_seq_flops / per_seq_bytes)
+
+
+def moe_weight_bytes_per_token(model: Model | str, batch, weights_dtype: str = "bf16") -> np.ndarray:
+    """Decode weight bytes per generated token at each batch size (MoE reads only touched experts)."""
+    b = np.asarray(batch, dtype=float)
+    sweep = place(model, "h100-sxm", phase="decode", batch=b, weights_dtype=weights_dtype)
+    return np.asarray(sweep.cost.weight_bytes) / b
+
+
+def experts_touched(model: Model | str, batch) -> np.ndarray:
+    """Expected distinct experts per MoE layer for a decode step of ``batch`` tokens."""
+    m = get_model(model)
+    if not m.is_moe:
+        raise ValueError(f"{m.id} is not a mixture-of-experts model")
+    return expected_experts_touched(m.num_experts, m.num_experts_per_tok, batch)
+
+
+def largest_batch(model: Model | str, parts, context_tokens, **dtypes) -> dict[str, np.ndarray | int]:
+    """The largest batch that fits, per part, at each context length in ``context_tokens``."""
+    return {get_part(p).id: max_batch_that_fits(model, p, context_tokens, **dtypes) for p in parts}

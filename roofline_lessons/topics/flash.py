@@ -1,0 +1,438 @@
+"""FlashAttention tiling in numpy: exact attention computed block by block with an online
+softmax, counting every byte moved between "HBM" arrays and a bounded "SRAM" working set.
+
+Two loop orders, both exact, both counted:
+
+- :func:`tiled_attention` follows **Algorithm 1 of FlashAttention** (Dao et al. 2022): the outer
+  loop walks key/value blocks K_j, V_j (each loaded once); the inner loop walks query blocks and
+  loads Q_i, O_i, ℓ_i, m_i, updates them on chip and writes O_i, ℓ_i, m_i back — O is re-read and
+  re-written once per key block. Closed form: :func:`flash_hbm_bytes`.
+- :func:`tiled_attention_fa2` follows the **FlashAttention-2 order** (Dao 2023, Algorithm 1 there;
+  FlashAttention-3 keeps it): the outer loop walks query blocks, Q_i is loaded once and O_i, ℓ_i,
+  m_i stay on chip; the inner loop streams K_j, V_j, so K and V are read once per query block.
+  O_i and the log-sum-exp L_i = m_i + log ℓ_i are written once. Closed form: :func:`flash2_hbm_bytes`.
+
+Block sizes start from the original FlashAttention (FlashAttention-1) paper's B_c = ⌈M/4d⌉,
+B_r = min(⌈M/4d⌉, d) (M in elements) and are shrunk, if rounding and the score block would
+overflow, until the whole working set fits in M bytes; the simulated SRAM refuses to exceed M.
+Both orders hold the same working set (Q_i, O_i, K_j, V_j, the score tile, row statistics), so the
+same tiles fit in both, and by default both borrow FlashAttention-1's rule. FlashAttention-2 itself
+does not cap B_r at d: :func:`fa2_block_sizes` gives the FA-2 order the largest B_r that fits
+beside a chosen B_c, and the FA-2 order's re-reads fall as 2d/B_r.
+
+Theorem 2 of the FlashAttention paper: standard attention needs Θ(N·d + N²) HBM accesses,
+FlashAttention Θ(N²·d²/M): tiling removes the N×N matrices from HBM, not the N² growth.
+:func:`compulsory_hbm_bytes` is the floor that the cost model (:mod:`roofline_lessons.core.costs`)
+charges a fused attention kernel: Q, K, V read once and O written once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+class SRAMOverflowError(RuntimeError):
+    """The tiles asked for more on-chip memory than the SRAM holds."""
+
+
+@dataclass
+class SRAM:
+    """A bounded on-chip working set: allocations beyond ``capacity_bytes`` are refused."""
+
+    capacity_bytes: int
+    used_bytes: int = 0
+    peak_bytes: int = 0
+
+    def alloc(self, nbytes: int, what: str) -> None:
+        if self.used_bytes + nbytes > self.capacity_bytes:
+            raise SRAMOverflowError(
+                f"{what} needs {nbytes:,} bytes but only {self.capacity_bytes - self.used_bytes:,} of "
+                f"{self.capacity_bytes:,} SRAM bytes are free")
+        self.used_bytes += nbytes
+        self.peak_bytes = max(self.peak_bytes, self.used_bytes)
+
+    def free(self, nbytes: int) -> None:
+        self.used_bytes -= nbytes
+
+
+@dataclass
+class Traffic:
+    """Bytes moved between HBM and SRAM by one tiled-attention call, and the tiles it visited."""
+
+    hbm_read_bytes: int = 0
+    hbm_write_bytes: int = 0
+    sram_peak_bytes: int = 0
+    block_rows: int = 0  #: B_r used
+    block_cols: int = 0  #: B_c used
+    visited: list = field(default_factory=list)  #: (query block i, key block j) in visiting order
+
+    @property
+    def hbm_bytes(self) -> int:
+        return self.hbm_read_bytes + self.hbm_write_bytes
+
+
+@dataclass(frozen=True)
+class BlockSizes:
+    rows: int  #: B_r used
+    cols: int  #: B_c used
+    paper_rows: int  #: FlashAttention-1's rule: min(⌈M/4d⌉, d)
+    paper_cols: int  #: FlashAttention-1's rule: ⌈M/4d⌉
+
+
+def working_set_elements(rows: int, cols: int, d: int) -> int:
+    """On-chip elements of one step: K_j, V_j, Q_i, O_i, the score block, and six row vectors."""
+    return 2 * cols * d + 2 * rows * d + rows * cols + 6 * rows
+
+
+def flash_block_sizes(sram_bytes: int, head_dim: int, element_bytes: int = 8) -> BlockSizes:
+    """FlashAttention-1's block sizes (B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d)) for an SRAM of
+    ``sram_bytes``, shrunk until the working set fits. Both loop orders use them by default."""
+    m = sram_bytes // element_bytes
+    paper_cols = math.ceil(m / (4 * head_dim))
+    paper_rows = min(paper_cols, head_dim)
+    cols, rows = paper_cols, paper_rows
+    while cols >= 1 and working_set_elements(rows, cols, head_dim) > m:
+        cols -= 1
+        rows = min(rows, cols)
+    if cols < 1:
+        need = working_set_elements(1, 1, head_dim) * element_bytes
+        raise SRAMOverflowError(f"an SRAM of {sram_bytes:,} bytes cannot hold even 1×1 tiles at head_dim "
+                                f"{head_dim} ({need:,} bytes needed)")
+    return BlockSizes(rows, cols, paper_rows, paper_cols)
+
+
+
+def fa2_block_sizes(sram_bytes: int, head_dim: int, block_cols: int = 64, element_bytes: int = 2) -> BlockSizes:
+    """Tiles for the FlashAttention-2 order without FlashAttention-1's B_r ≤ d cap: ``block_cols``
+    key rows and the largest B_r whose working set (:func:`working_set_elements`) fits in
+    ``sram_bytes``. FlashAttention-2 imposes no B_r ≤ d; its re-reads are 2d/B_r per query–key pair,
+    so more on-chip memory means larger query blocks and fewer re-reads. ``paper_*`` keep
+    FlashAttention-1's rule for comparison."""
+    m = sram_bytes // element_bytes
+    if block_cols < 1:
+        raise SRAMOverflowError(f"block_cols must be at least 1, got {block_cols}")
+    per_row = 2 * head_dim + block_cols + 6
+    rows = (m - 2 * block_cols * head_dim) // per_row
+    if rows < 1:
+        need = working_set_elements(1, block_cols, head_dim) * element_bytes
+        raise SRAMOverflowError(f"an SRAM of {sram_bytes:,} bytes cannot hold 1 × {block_cols} tiles at head_dim "
+                                f"{head_dim} ({need:,} bytes needed)")
+    assert working_set_elements(rows, block_cols, head_dim) <= m < working_set_elements(rows + 1, block_cols, head_dim)
+    paper = math.ceil(m / (4 * head_dim))
+    return BlockSizes(int(rows), int(block_cols), min(paper, head_dim), paper)
+
+def naive_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False) -> np.ndarray:
+    """softmax(Q·Kᵀ/√d)·V with the whole N×N score matrix materialised (the reference)."""
+    n, d = q.shape
+    s = q @ k.T / math.sqrt(d)
+    if causal:
+        s = np.where(np.tril(np.ones((n, k.shape[0]), dtype=bool)), s, -np.inf)
+    s = s - s.max(axis=1, keepdims=True)
+    p = np.exp(s)
+    return (p / p.sum(axis=1, keepdims=True)) @ v
+
+
+def _blocks(n: int, size: int) -> list[tuple[int, int]]:
+    return [(start, min(start + size, n)) for start in range(0, n, size)]
+
+
+def _visits(i_block: tuple[int, int], j_block: tuple[int, int], causal: bool) -> bool:
+    """A causal kernel skips a tile whose keys all come after its queries."""
+    return not causal or j_block[0] <= i_block[1] - 1
+
+
+def _tiling_setup(q: np.ndarray, sram_bytes: int, block_sizes: "BlockSizes | None"):
+    """Sizes, an empty SRAM, a traffic counter and the softmax scale shared by both loop orders."""
+    n, d = q.shape
+    eb = q.dtype.itemsize
+    sizes = block_sizes or flash_block_sizes(sram_bytes, d, eb)
+    return n, d, eb, sizes, SRAM(sram_bytes), Traffic(block_rows=sizes.rows, block_cols=sizes.cols), 1.0 / math.sqrt(d)
+
+
+def tiled_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, sram_bytes: int, causal: bool = False,
+                    block_sizes: BlockSizes | None = None) -> tuple[np.ndarray, Traffic]:
+    """Exact attention, tile by tile, with an online softmax; returns (output, traffic).
+
+    ``q``, ``k``, ``v`` (N × d, any float dtype) play the HBM arrays; every tile copied into the
+    working set is counted as HBM reads, every tile written back as HBM writes, in the arrays'
+    own element size. Raises :class:`SRAMOverflowError` if a tile would not fit.
+    """
+    n, d, eb, sizes, sram, t, scale = _tiling_setup(q, sram_bytes, block_sizes)
+    # O, ℓ and m live in HBM and are initialised there (N·d + 2N elements written)
+    o = np.zeros_like(q)
+    l_hbm = np.zeros(n, dtype=q.dtype)
+    m_hbm = np.full(n, -np.inf, dtype=q.dtype)
+    t.hbm_write_bytes += o.nbytes + l_hbm.nbytes + m_hbm.nbytes
+    row_blocks, col_blocks = _blocks(n, sizes.rows), _blocks(k.shape[0], sizes.cols)
+    for j, (c0, c1) in enumerate(col_blocks):
+        kv_bytes = 2 * (c1 - c0) * d * eb
+        sram.alloc(kv_bytes, f"K_{j}, V_{j}")
+        kj, vj = k[c0:c1].copy(), v[c0:c1].copy()
+        t.hbm_read_bytes += kv_bytes
+        for i, (r0, r1) in enumerate(row_blocks):
+            if not _visits((r0, r1), (c0, c1), causal):
+                continue
+            t.visited.append((i, j))
+            rows = r1 - r0
+            tile_bytes = (2 * rows * d + 2 * rows) * eb
+            sram.alloc(tile_bytes, f"Q_{i}, O_{i}, l_{i}, m_{i}")
+            qi, oi, li, mi = q[r0:r1].copy(), o[r0:r1].copy(), l_hbm[r0:r1].copy(), m_hbm[r0:r1].copy()
+            t.hbm_read_bytes += tile_bytes
+            scratch = (rows * (c1 - c0) + 4 * rows) * eb
+            sram.alloc(scratch, f"S_{i}{j} and row statistics")
+            s = (qi @ kj.T) * scale
+            if causal:
+                s = np.where(np.arange(c0, c1)[None, :] <= np.arange(r0, r1)[:, None], s, -np.inf)
+            m_tile = s.max(axis=1)
+            live = np.isfinite(m_tile)  # rows whose keys in this tile are all masked contribute nothing
+            p = np.where(live[:, None], np.exp(s - np.where(live, m_tile, 0.0)[:, None]), 0.0)
+            l_tile = p.sum(axis=1)
+            m_new = np.maximum(mi, np.where(live, m_tile, -np.inf))
+            alpha = np.where(np.isfinite(mi), np.exp(mi - m_new), 0.0)
+            beta = np.where(live, np.exp(np.where(live, m_tile, 0.0) - m_new), 0.0)
+            l_new = alpha * li + beta * l_tile
+            with np.errstate(invalid="ignore", divide="ignore"):
+                o_new = np.where(l_new[:, None] > 0,
+                                 ((li * alpha)[:, None] * oi + beta[:, None] * (p @ vj)) / l_new[:, None], 0.0)
+            o[r0:r1], l_hbm[r0:r1], m_hbm[r0:r1] = o_new, l_new, m_new
+            t.hbm_write_bytes += (rows * d + 2 * rows) * eb
+            sram.free(scratch)
+            sram.free(tile_bytes)
+        sram.free(kv_bytes)
+    t.sram_peak_bytes = sram.peak_bytes
+    return o, t
+
+
+def flash_hbm_bytes(n, head_dim: int, sram_bytes: int, element_bytes: int = 2, causal: bool = False,
+                    block_sizes: BlockSizes | None = None) -> float:
+    """HBM bytes :func:`tiled_attention` (Algorithm 1 order) moves, in closed form (works for large N
+    without running it).
+
+    Initialise O, ℓ, m (N·d + 2N); read every K_j, V_j once (2·N·d); for every visited tile read
+    Q_i, O_i, ℓ_i, m_i and write back O_i, ℓ_i, m_i (3·B_r·d + 4·B_r per tile). For large N this is
+    ≈ ⌈N/B_c⌉·3·N·d elements: O and Q are re-read once per key block.
+    """
+    sizes = block_sizes or flash_block_sizes(sram_bytes, head_dim, element_bytes)
+    n = int(n)
+    br, bc, d = sizes.rows, sizes.cols, head_dim
+    elements = n * d + 2 * n + 2 * n * d
+    col_starts = np.arange(0, n, bc)
+    row_starts = np.arange(0, n, br)
+    row_sizes = np.minimum(row_starts + br, n) - row_starts
+    if causal:
+        # for key block starting at c0, query blocks whose last row ≥ c0 are visited
+        row_ends = row_starts + row_sizes - 1  # ascending, so the visited blocks are a suffix
+        rows_before = np.concatenate(([0], np.cumsum(row_sizes)))
+        visited_rows = n - rows_before[np.searchsorted(row_ends, col_starts, side="left")]
+    else:
+        visited_rows = np.full(col_starts.shape, n)
+    elements += float((3 * d * visited_rows + 4 * visited_rows).sum())
+    return float(elements * element_bytes)
+
+
+def _whole_tokens(n) -> int:
+    """A sequence length: a whole number ≥ 1, or a clear error."""
+    from ..core.errors import RooflineInputError
+
+    if isinstance(n, (bool, str, bytes)) or n is None:
+        raise RooflineInputError(f"N (sequence length) must be a whole number >= 1, got {n!r}")
+    try:
+        value = float(n)
+    except (TypeError, ValueError):
+        raise RooflineInputError(f"N (sequence length) must be a whole number >= 1, got {n!r}") from None
+    if not math.isfinite(value) or value != math.floor(value) or value < 1:
+        raise RooflineInputError(f"N (sequence length) must be a whole number >= 1, got {n!r}")
+    return int(value)
+
+
+def tiled_attention_fa2(q: np.ndarray, k: np.ndarray, v: np.ndarray, sram_bytes: int, causal: bool = False,
+                        block_sizes: BlockSizes | None = None,
+                        write_logsumexp: bool = True) -> tuple[np.ndarray, Traffic]:
+    """Exact attention in the FlashAttention-2 loop order; returns (output, traffic).
+
+    Outer loop over query blocks Q_i (read once); O_i, ℓ_i, m_i live on chip for the whole inner
+    loop, which streams the key/value blocks K_j, V_j from HBM (a causal kernel skips blocks whose
+    keys all come after the block's queries). The output is normalised once at the end,
+    O_i = diag(ℓ_i)⁻¹·Õ_i, and written once, with the log-sum-exp L_i = m_i + log ℓ_i that the
+    paper's forward pass also stores (N elements; ``write_logsumexp=False`` leaves it out).
+    Same working set as :func:`tiled_attention`, so the same block sizes fit. Raises
+    :class:`SRAMOverflowError` if a tile would not fit.
+    """
+    n, d, eb, sizes, sram, t, scale = _tiling_setup(q, sram_bytes, block_sizes)
+    o = np.empty_like(q)  # HBM output: written once per query block, never read back
+    lse = np.empty(n, dtype=q.dtype)
+    row_blocks, col_blocks = _blocks(n, sizes.rows), _blocks(k.shape[0], sizes.cols)
+    for i, (r0, r1) in enumerate(row_blocks):
+        rows = r1 - r0
+        q_bytes = rows * d * eb
+        sram.alloc(q_bytes, f"Q_{i}")
+        qi = q[r0:r1].copy()
+        t.hbm_read_bytes += q_bytes
+        acc_bytes = (rows * d + 2 * rows) * eb
+        sram.alloc(acc_bytes, f"O_{i}, l_{i}, m_{i} (on chip for the whole inner loop)")
+        oi = np.zeros((rows, d), dtype=q.dtype)
+        li = np.zeros(rows, dtype=q.dtype)
+        mi = np.full(rows, -np.inf, dtype=q.dtype)
+        for j, (c0, c1) in enumerate(col_blocks):
+            if not _visits((r0, r1), (c0, c1), causal):
+                continue
+            t.visited.append((i, j))
+            kv_bytes = 2 * (c1 - c0) * d * eb
+            sram.alloc(kv_bytes, f"K_{j}, V_{j}")
+            kj, vj = k[c0:c1].copy(), v[c0:c1].copy()
+            t.hbm_read_bytes += kv_bytes
+            scratch = (rows * (c1 - c0) + 4 * rows) * eb
+            sram.alloc(scratch, f"S_{i}{j} and row statistics")
+            s = (qi @ kj.T) * scale
+            if causal:
+                s = np.where(np.arange(c0, c1)[None, :] <= np.arange(r0, r1)[:, None], s, -np.inf)
+            m_new = np.maximum(mi, s.max(axis=1))
+            shift = np.where(np.isfinite(m_new), m_new, 0.0)  # a row with nothing visible yet stays empty
+            p = np.exp(s - shift[:, None])
+            alpha = np.where(np.isfinite(mi), np.exp(mi - shift), 0.0)
+            li = alpha * li + p.sum(axis=1)
+            oi = alpha[:, None] * oi + p @ vj  # unnormalised: divided by ℓ once, at the end
+            mi = m_new
+            sram.free(scratch)
+            sram.free(kv_bytes)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            o[r0:r1] = np.where(li[:, None] > 0, oi / li[:, None], 0.0)
+            lse[r0:r1] = mi + np.log(li)
+        t.hbm_write_bytes += rows * d * eb + (rows * eb if write_logsumexp else 0)
+        sram.free(acc_bytes)
+        sram.free(q_bytes)
+    t.sram_peak_bytes = sram.peak_bytes
+    return o, t
+
+
+def flash2_hbm_bytes(n, head_dim: int, sram_bytes: int, element_bytes: int = 2, causal: bool = False,
+                     block_sizes: BlockSizes | None = None, write_logsumexp: bool = True) -> float:
+    """HBM bytes :func:`tiled_attention_fa2` (FlashAttention-2 order) moves, in closed form.
+
+    Read Q once (N·d); for every query block read the K_j, V_j it visits (2·d per key row: all N
+    keys when not causal, so 2·N·d·⌈N/B_r⌉ in all); write O once (N·d) and, with
+    ``write_logsumexp``, L once (N). Causal: query block i reads the key blocks that start at or
+    before its last row, min(⌈r_end/B_c⌉·B_c, N) keys.
+    """
+    n = _whole_tokens(n)
+    sizes = block_sizes or flash_block_sizes(sram_bytes, head_dim, element_bytes)
+    br, bc, d = sizes.rows, sizes.cols, head_dim
+    row_ends = np.minimum(np.arange(0, n, br, dtype=np.int64) + br, n)
+    if causal:
+        keys = np.minimum(-(-row_ends // bc) * bc, n)
+    else:
+        keys = np.full(row_ends.shape, n, dtype=np.int64)
+    elements = 2 * n * d + 2 * d * int(keys.sum()) + (n if write_logsumexp else 0)
+    return float(elements * element_bytes)
+
+
+@dataclass(frozen=True)
+class LayerAttentionBytes:
+    """One attention layer of a model in prefill: the cost model's bytes beside a tiled kernel's.
+
+    ``compulsory_bytes`` is what :mod:`roofline_lessons.core.costs` charges the fused attention operator:
+    Q read and O written once per query head, K and V read once per KV head. ``fa2_bytes`` and
+    ``fa1_bytes`` are what the two loop orders move if every tile came from HBM (no cache reuse),
+    each query head streaming the K, V of its KV head.
+    """
+
+    n: int
+    head_dim: int
+    q_heads: int
+    kv_heads: int
+    causal: bool
+    flops: float
+    compulsory_bytes: float
+    fa2_bytes: float
+    fa1_bytes: float
+    block_rows: int
+    block_cols: int
+
+    @property
+    def compulsory_intensity_flop_per_byte(self) -> float:
+        return self.flops / self.compulsory_bytes
+
+    @property
+    def fa2_intensity_flop_per_byte(self) -> float:
+        return self.flops / self.fa2_bytes
+
+    @property
+    def fa1_intensity_flop_per_byte(self) -> float:
+        return self.flops / self.fa1_bytes
+
+
+def attention_layer_bytes(n, head_dim: int, q_heads: int, kv_heads: int, sram_bytes: int, element_bytes: int = 2,
+                          causal: bool = True, batch: int = 1) -> LayerAttentionBytes:
+    """FLOPs and bytes of one attention layer over a prompt of ``n`` tokens (``batch`` sequences).
+
+    FLOPs as :func:`attention_flops` per query head (the cost model's count); bytes as the cost
+    model charges them (compulsory) and as the tiled kernels move them with no cache reuse.
+    """
+    n = _whole_tokens(n)
+    if q_heads < 1 or kv_heads < 1 or q_heads % kv_heads:
+        from ..core.errors import RooflineInputError
+
+        raise RooflineInputError(f"q_heads ({q_heads}) must be a positive multiple of kv_heads ({kv_heads})")
+    sizes = flash_block_sizes(sram_bytes, head_dim, element_bytes)
+    per_head_flops = float(attention_flops(n, head_dim, causal))
+    compulsory = batch * (2 * q_heads + 2 * kv_heads) * n * head_dim * element_bytes
+    fa2 = batch * q_heads * flash2_hbm_bytes(n, head_dim, sram_bytes, element_bytes, causal, sizes)
+    fa1 = batch * q_heads * flash_hbm_bytes(n, head_dim, sram_bytes, element_bytes, causal, sizes)
+    return LayerAttentionBytes(n, head_dim, q_heads, kv_heads, causal, batch * q_heads * per_head_flops,
+                               float(compulsory), fa2, fa1, sizes.rows, sizes.cols)
+
+
+def comparative(value: float, reference: float, words: tuple[str, str, str] = ("higher than", "lower than",
+                                                                                 "the same as"),
+                rel_tol: float = 0.0) -> str:
+    """The word a sentence needs for ``value`` against ``reference``, decided by the numbers.
+
+    ``comparative(281, 295)`` → ``"lower than"``; ``words`` gives (more, less, equal), e.g.
+    ``("above", "below", "at")``. Within ``rel_tol`` of each other the values count as equal.
+    """
+    if math.isclose(value, reference, rel_tol=rel_tol, abs_tol=0.0) or value == reference:
+        return words[2]
+    return words[0] if value > reference else words[1]
+
+
+def standard_hbm_bytes(n, head_dim: int, element_bytes: int = 2):
+    """Standard attention: read Q, K; write, read S; write, read P; read V; write O — 4·N·d + 4·N²."""
+    n = np.asarray(n, dtype=float)
+    return (4 * n * head_dim + 4 * n * n) * element_bytes
+
+
+def compulsory_hbm_bytes(n, head_dim: int, element_bytes: int = 2):
+    """The floor for any exact kernel that keeps nothing between calls: read Q, K, V, write O once."""
+    return 4 * np.asarray(n, dtype=float) * head_dim * element_bytes
+
+
+def attention_flops(n, head_dim: int, causal: bool = False):
+    """FLOPs of one head's forward attention: Q·Kᵀ and P·V (2·d each per query–key pair) plus ~5
+    per pair for the softmax; causal attention does about half the pairs."""
+    n = np.asarray(n, dtype=float)
+    pairs = n * (n + 1) / 2 if causal else n * n
+    return pairs * (4 * head_dim + 5)
+
+
+def attention_matmul_flops(n, head_dim: int, causal: bool = False):
+    """FLOPs of the two matmuls only (Q·Kᵀ and P·V, 4·d per query–key pair), the count attention
+    benchmarks such as FlashAttention-2/3's report rates in; :func:`attention_flops` adds the softmax."""
+    n = np.asarray(n, dtype=float)
+    pairs = n * (n + 1) / 2 if causal else n * n
+    return pairs * 4 * head_dim
+
+
+def decode_attention_intensity(q_heads_per_kv_head: int, context_tokens, head_dim: int = 128,
+                               element_bytes: int = 2):
+    """One decode token attending over the cache: FLOPs per byte of K and V read.
+
+    Each KV head's keys and values are read once and used by every query head of its group, so
+    the intensity is about the group size (bf16), whatever the tiling.
+    """
+    length = np.asarray(context_tokens, dtype=float) + 1
+    flops = q_heads_per_kv_head * length * (4 * head_dim + 5)
+    bytes_read = 2 * length * head_dim * element_bytes + 2 * q_heads_per_kv_head * head_dim * element_bytes
+    return flops / bytes_read
