@@ -16,11 +16,13 @@ COMPUTE = "compute"
 
 @dataclass(frozen=True)
 class Roof:
-    """One roofline: a compute ceiling and a bandwidth slope."""
+    """One roofline: a compute ceiling (FLOP/s) and a bandwidth slope (bytes/s). ``part_id`` names
+    the catalog part it belongs to, if any, so every chart draws that part in the same style."""
 
     label: str
     peak_flops_per_s: float
     bandwidth_bytes_per_s: float
+    part_id: str | None = None
 
     @property
     def ridge_point_flop_per_byte(self) -> float:

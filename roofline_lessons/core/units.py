@@ -3,26 +3,65 @@
 
 from __future__ import annotations
 
+import math
+
 KB, MB, GB, TB = 1e3, 1e6, 1e9, 1e12
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 TERA = 1e12
 PETA = 1e15
 
 
+def num(value: float, digits: int = 3) -> str:
+    """A number for a person to read: ``digits`` significant figures, thousands separators, never
+    scientific notation. ``num(8076.3)`` → ``"8,076"``, ``num(0.012345)`` → ``"0.0123"``."""
+    x = float(value)
+    if x != x or x in (float("inf"), float("-inf")):
+        return str(x)
+    if x == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(x)))
+    decimals = max(0, digits - 1 - magnitude)
+    text = f"{x:,.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def count(value: float) -> str:
+    """A whole number with thousands separators: ``count(131072)`` → ``"131,072"``."""
+    return f"{round(float(value)):,}"
+
+
 def si(value: float, unit: str, digits: int = 3) -> str:
-    """``si(3.35e12, "B/s")`` → ``"3.35 TB/s"`` (decimal prefixes)."""
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+    """``si(3.35e12, "B/s")`` → ``"3.35 TB/s"`` (decimal prefixes, up to E; never scientific notation)."""
+    for factor, prefix in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= factor:
-            return f"{value / factor:,.{digits}g} {prefix}{unit}"
-    return f"{value:,.{digits}g} {unit}"
+            return f"{num(value / factor, digits)} {prefix}{unit}"
+    return f"{num(value, digits)} {unit}"
 
 
 def binary(value_bytes: float, digits: int = 3) -> str:
-    """``binary(3 * 2**20)`` → ``"3 MiB"`` (binary prefixes)."""
-    for factor, prefix in ((GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB")):
+    """``binary(3 * 2**20)`` → ``"3 MiB"`` (binary prefixes, up to PiB)."""
+    for factor, prefix in ((1024**5, "PiB"), (1024**4, "TiB"), (GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB")):
         if abs(value_bytes) >= factor:
-            return f"{value_bytes / factor:,.{digits}g} {prefix}"
-    return f"{value_bytes:,.{digits}g} B"
+            return f"{num(value_bytes / factor, digits)} {prefix}"
+    return f"{num(value_bytes, digits)} B"
+
+
+def duration(seconds: float, digits: int = 3) -> str:
+    """A time in the unit a person would say: ns, µs, ms, s, min, h or days.
+    ``duration(3.96)`` → ``"3.96 s"``, ``duration(513.2)`` → ``"8.55 min"``, ``duration(5.06e-9)`` → ``"5.06 ns"``."""
+    s = float(seconds)
+    if abs(s) >= 86400 * 2:
+        return f"{num(s / 86400, digits)} days"
+    if abs(s) >= 7200:
+        return f"{num(s / 3600, digits)} h"
+    if abs(s) >= 120:
+        return f"{num(s / 60, digits)} min"
+    for factor, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
+        if abs(s) >= factor:
+            return f"{num(s / factor, digits)} {unit}"
+    return f"{num(s / 1e-9, digits)} ns" if s else "0 s"
 
 
 def percent(fraction: float, digits: int = 2) -> str:

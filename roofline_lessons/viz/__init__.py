@@ -6,3 +6,7 @@
 - :mod:`.display`    — Markdown and tables in a notebook.
 - :mod:`.dashboards` — one dashboard per lesson; its update logic is a plain function.
 """
+
+from .display import register_alt_text_formatter as _register
+
+_register()  # inside IPython: every figure is shown as an <img> with its alt text

@@ -13,8 +13,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FuncFormatter, NullLocator
 
-from ..core.hardware import Part, get_part
+from ..core.hardware import Part, get_part, list_parts
 from ..core.roofline import Roof, attainable_flops_per_s
+from .display import set_alt
 from .fastfig import CachedFigure, bare_figure
 
 #: Okabe–Ito colour-blind-safe palette (black last).
@@ -22,6 +23,30 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F
 LINESTYLES = ("-", "--", "-.", ":")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 TERA = 1e12
+#: the smallest type any chart of the course uses, in points (dashboards render at 80 dpi)
+MIN_FONT_PT = 9
+#: colours for lines and markers: the palette without yellow, which is too faint on white
+LINE_COLOURS = PALETTE[:6] + PALETTE[7:]
+
+
+@dataclass(frozen=True)
+class PartStyle:
+    """How one part is drawn in every chart of the course: a colour, a marker and a line style."""
+
+    colour: str
+    marker: str
+    linestyle: str
+
+
+def part_style(part: Part | str) -> PartStyle:
+    """The one style of ``part`` across the course, from its place in the catalog: the first seven
+    parts get the seven line colours with solid lines; the next seven reuse the colours with other
+    markers and dashed lines, so no two parts look alike even in grey."""
+    p = get_part(part)
+    ids = list(list_parts())
+    i = ids.index(p.id)
+    cycle, k = divmod(i, len(LINE_COLOURS))
+    return PartStyle(LINE_COLOURS[k], MARKERS[(k + cycle * 3) % len(MARKERS)], LINESTYLES[cycle % len(LINESTYLES)])
 
 
 @dataclass(frozen=True)
@@ -54,7 +79,7 @@ def plain_log_ticks(ax) -> None:
 def roofs_for(part: Part | str, dtypes: Sequence[str] = ("bf16",)) -> list[Roof]:
     """One :class:`Roof` per dtype of ``part`` (same bandwidth, different compute ceilings)."""
     p = get_part(part)
-    return [Roof(f"{p.id} {dt}", p.peak_flops_per_s(dt), p.memory_bandwidth_bytes_per_s) for dt in dtypes]
+    return [Roof(f"{p.id} {dt}", p.peak_flops_per_s(dt), p.memory_bandwidth_bytes_per_s, p.id) for dt in dtypes]
 
 
 def point_on_roof(label: str, intensity_flop_per_byte: float, roof: Roof) -> Point:
@@ -73,8 +98,12 @@ def roofline_chart(
     figsize: tuple[float, float] = (7.5, 4.8),
     mark_ridges: bool = True,
     fast: bool = False,
+    alt: str | None = None,
 ):
     """Draw a log-log roofline; returns ``(fig, ax)``. Performance is shown in TFLOP/s.
+
+    The figure gets alt text: ``alt`` if given, else a description built from the roofs and points
+    (each roof's peak, bandwidth and ridge; each point's intensity, attainable rate and bound).
 
     ``fast=True`` (for dashboards, redrawn on every slider move) uses a fixed layout and no minor
     grid, which makes rendering several times quicker.
@@ -96,9 +125,15 @@ def roofline_chart(
         lo, hi = min(xs + [1.0]), max(xs + [1.0])
         intensity_range = (10 ** np.floor(np.log10(lo) - 1), 10 ** np.ceil(np.log10(hi) + 0.5))
     x = np.logspace(np.log10(intensity_range[0]), np.log10(intensity_range[1]), 400)
+    # a part keeps its course-wide style, unless several roofs (dtypes) of one part share the chart
+    ids = [r.part_id for r in roofs]
+    by_part = None not in ids and len(set(ids)) == len(ids)
     for i, roof in enumerate(roofs):
-        colour = PALETTE[i % len(PALETTE)]
-        style = LINESTYLES[i % len(LINESTYLES)]
+        if by_part:
+            look = part_style(roof.part_id)
+            colour, style = look.colour, look.linestyle
+        else:
+            colour, style = LINE_COLOURS[i % len(LINE_COLOURS)], LINESTYLES[i % len(LINESTYLES)]
         y = attainable_flops_per_s(x, roof.peak_flops_per_s, roof.bandwidth_bytes_per_s) / TERA
         rx = roof.ridge_point_flop_per_byte
         many = len(roofs) > 1  # then ridge values go in the legend, where they cannot overlap
@@ -131,8 +166,26 @@ def roofline_chart(
         ax.yaxis.set_minor_locator(NullLocator())
     else:
         ax.grid(True, which="minor", alpha=0.12)
-    ax.legend(fontsize=7.5, loc="lower right", framealpha=0.9)
+    ax.legend(fontsize=8, loc="lower right", framealpha=0.9)
+    set_alt(fig, alt or roofline_alt(title, roofs, points))
     return fig, ax
+
+
+def roofline_alt(title: str, roofs: Sequence[Roof], points: Sequence[Point] = ()) -> str:
+    """A sentence per roof and per point: what a reader who cannot see the chart needs from it."""
+    from ..core.units import num
+
+    said = [f"{title}. Log-log roofline chart, attainable TFLOP/s against FLOP/byte."]
+    for r in roofs:
+        said.append(f"{r.label}: compute roof {num(r.peak_flops_per_s / TERA)} TFLOP/s, bandwidth "
+                    f"{num(r.bandwidth_bytes_per_s / TERA)} TB/s, ridge at {num(r.ridge_point_flop_per_byte)} FLOP/byte.")
+    ridge = min((r.ridge_point_flop_per_byte for r in roofs), default=None)
+    for pt in points:
+        side = "" if ridge is None else (" left of the ridge: memory-bound" if pt.intensity_flop_per_byte < ridge
+                                         else " at or right of the ridge: compute-bound")
+        said.append(f"{pt.label}: {num(pt.intensity_flop_per_byte)} FLOP/byte, "
+                    f"{num(pt.flops_per_s / TERA)} TFLOP/s,{side}.")
+    return " ".join(said)
 
 
 class RooflineCanvas:

@@ -1,8 +1,19 @@
-"""Small helpers for notebooks: sentences and tables whose numbers come from the package."""
+"""Small helpers for notebooks: sentences, tables and charts whose numbers come from the package.
+
+Charts carry **alt text** stating their message: :func:`set_alt` attaches it to a matplotlib
+figure, and inside IPython a ``text/html`` formatter shows every figure as an ``<img>`` with that
+``alt`` (JupyterLab prefers the HTML over the plain PNG; the PNG stays in the output as well). A
+figure shown without alt text gets ``alt=""`` and the tests fail on it.
+"""
 
 from __future__ import annotations
 
+import base64
+import html
+import io
 from typing import Sequence
+
+ALT_ATTRIBUTE = "roofline_alt"
 
 
 def md(text: str):
@@ -23,6 +34,51 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> 
     return "\n".join(lines)
 
 
+def html_table(headers: Sequence[str], rows: Sequence[Sequence[object]], caption: str = "") -> str:
+    """The same table as HTML (cells escaped), for dashboards that redraw it on every move."""
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    cap = f"<caption style=\"text-align: left; font-weight: bold;\">{html.escape(caption)}</caption>" if caption else ""
+    return f'<table class="rl-table">{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
 def show_table(headers: Sequence[str], rows: Sequence[Sequence[object]]):
     """Display a Markdown table."""
     return md(markdown_table(headers, rows))
+
+
+def set_alt(fig, text: str):
+    """Attach alt text (the chart's message, in a sentence or two) to a matplotlib figure; returns it."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"alt text must be a non-empty sentence, got {text!r}")
+    setattr(fig, ALT_ATTRIBUTE, text.strip())
+    return fig
+
+
+def alt_of(fig) -> str:
+    """The figure's alt text, or ``""`` when none was set."""
+    return getattr(fig, ALT_ATTRIBUTE, "")
+
+
+def figure_html(fig) -> str:
+    """A figure as ``<img alt=...>`` with the PNG inline (what the notebook shows)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    alt = html.escape(alt_of(fig), quote=True)
+    return f'<img class="rl-figure" src="data:image/png;base64,{data}" alt="{alt}" style="max-width: 100%;">'
+
+
+def register_alt_text_formatter() -> bool:
+    """Inside IPython, show matplotlib figures as ``<img>`` with their alt text. True if registered."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    ip = get_ipython()
+    if ip is None:
+        return False
+    from matplotlib.figure import Figure
+
+    ip.display_formatter.formatters["text/html"].for_type(Figure, figure_html)
+    return True
