@@ -42,7 +42,7 @@ browser-deps:
 # For course authors: pair every .py script with its .ipynb (jupytext picks the newer side),
 # then regenerate exercises/ from solutions/ (refuses to overwrite an edited exercise).
 sync: $(VENV)/.installed
-	$(BIN)/jupytext --sync notebooks/[0-9]*.py solutions/[0-9]*.py
+	$(BIN)/jupytext --sync py/notebooks/[0-9]*.py py/solutions/[0-9]*.py
 	$(BIN)/roofline-lessons exercises
 
 exercises: $(VENV)/.installed

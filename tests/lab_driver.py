@@ -64,10 +64,10 @@ def port_is_free(port: int) -> bool:
 def dashboard_notebooks(root: Path) -> list[Path]:
     """Lesson notebooks that show a dashboard: they call a ``*_dashboard(`` from the package."""
     found = []
-    for script in sorted((root / "notebooks").glob("[0-9]*.py")):
+    for script in sorted((root / "py" / "notebooks").glob("[0-9]*.py")):
         text = script.read_text(encoding="utf-8")
         if "roofline_lessons.viz.dashboards" in text and "_dashboard(" in text:
-            found.append(script.with_suffix(".ipynb"))
+            found.append(root / "notebooks" / script.with_suffix(".ipynb").name)
     return found
 
 

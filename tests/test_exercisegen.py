@@ -53,8 +53,8 @@ def test_regions_must_be_balanced():
 
 def _setup(tmp_path: Path):
     sol, ex = tmp_path / "solutions", tmp_path / "exercises"
-    sol.mkdir()
-    (sol / "01_demo.py").write_text(SOLUTION)
+    (tmp_path / "py" / "solutions").mkdir(parents=True)
+    (tmp_path / "py" / "solutions" / "01_demo.py").write_text(SOLUTION)
     return sol, ex
 
 
@@ -62,7 +62,7 @@ def test_generate_writes_runnable_stubs_and_drops_solution_cells(tmp_path):
     sol, ex = _setup(tmp_path)
     written = generate(sol, ex)
     assert {p.name for p in written} == {"01_demo.py", "01_demo.ipynb"}
-    text = (ex / "01_demo.py").read_text()
+    text = (tmp_path / "py" / "exercises" / "01_demo.py").read_text()
     assert "6 * 7" not in text and "Only in the solutions" not in text
     assert "x = ...  # your answer here" in text and "def f(n, *, scale=2):" in text
     compile(text, "01_demo.py", "exec")  # the stub is valid Python
@@ -75,14 +75,14 @@ def test_generate_writes_runnable_stubs_and_drops_solution_cells(tmp_path):
 def test_edited_exercise_is_never_overwritten_silently(tmp_path):
     sol, ex = _setup(tmp_path)
     generate(sol, ex)
-    mine = ex / "01_demo.py"
+    mine = tmp_path / "py" / "exercises" / "01_demo.py"
     mine.write_text(mine.read_text().replace("x = ...", "x = 42"))
-    (sol / "01_demo.py").write_text(SOLUTION.replace("6 * 7", "7 * 6"))
+    (tmp_path / "py" / "solutions" / "01_demo.py").write_text(SOLUTION.replace("6 * 7", "7 * 6"))
     with pytest.raises(ExerciseGenerationError, match="edited"):
         generate(sol, ex)
     assert "x = 42" in mine.read_text()  # untouched
     generate(sol, ex, force=True)
-    backups = list(ex.glob("01_demo.py.bak-*"))
+    backups = list(mine.parent.glob("01_demo.py.bak-*"))
     assert len(backups) == 1 and "x = 42" in backups[0].read_text()
     assert "x = 42" not in mine.read_text()
-    assert not list(ex.glob(".*.tmp"))  # atomic writes leave no temporaries
+    assert not list(ex.glob(".*.tmp")) and not list(mine.parent.glob(".*.tmp"))  # atomic writes leave no temporaries

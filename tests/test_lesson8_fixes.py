@@ -190,7 +190,7 @@ from roofline_lessons.measure.probes import (NEAR_ROOF, NOISY_SPREAD, attention_
                                              kernel_samples, largest_spread, roof_fraction)
 from roofline_lessons.topics.flash import flash2_hbm_bytes
 
-LESSON8 = Path(__file__).resolve().parents[1] / "notebooks" / "08_measure_your_machine.py"
+LESSON8 = Path(__file__).resolve().parents[1] / "py" / "notebooks" / "08_measure_your_machine.py"
 
 
 def test_tiled_attention_is_timed_with_the_same_repeats_as_every_kernel(monkeypatch):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline_lessons.course.notebook_files import pair_problems
+from roofline_lessons.course.notebook_files import notebook_for, pair_problems, script_for, scripts_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,13 +28,34 @@ def committed_text(path: Path) -> str | None:
         return None
     return r.stdout if r.returncode == 0 else None
 DIRS = ("notebooks", "exercises", "solutions")
-SCRIPTS = sorted(p for d in DIRS for p in (ROOT / d).glob("[0-9]*.py"))
-SOLUTIONS = sorted((ROOT / "solutions").glob("[0-9]*.py"))
+SCRIPTS = sorted(p for d in DIRS for p in scripts_dir(ROOT / d).glob("[0-9]*.py"))
+SOLUTIONS = sorted(scripts_dir(ROOT / "solutions").glob("[0-9]*.py"))
 
 
 def test_there_are_notebooks():
-    assert (ROOT / "notebooks" / "01_the_concept.py").exists()
+    assert (ROOT / "notebooks" / "01_the_concept.ipynb").exists()
+    assert (ROOT / "py" / "notebooks" / "01_the_concept.py").exists()
     assert SOLUTIONS
+
+
+@pytest.mark.parametrize("folder", DIRS)
+def test_the_file_browser_shows_each_lesson_once(folder):
+    """No .py twin next to the notebooks: a learner sees one file per lesson."""
+    assert sorted((ROOT / folder).glob("*.py")) == []
+
+
+@pytest.mark.parametrize("folder", DIRS)
+def test_jupytext_pairs_each_folder_with_its_mirror(folder):
+    """The folder configs pair both ways: from the notebook and from its script."""
+    from jupytext.config import find_jupytext_configuration_file, load_jupytext_configuration_file
+    from jupytext.paired_paths import paired_paths
+
+    nb = sorted((ROOT / folder).glob("[0-9]*.ipynb"))[0]
+    script = script_for(nb)
+    for path, fmt in ((nb, "ipynb"), (script, "py:percent")):
+        config = load_jupytext_configuration_file(find_jupytext_configuration_file(str(path.parent)))
+        pairs = {Path(p).resolve() for p, _ in paired_paths(str(path), fmt, config.default_formats(str(path)))}
+        assert pairs == {nb.resolve(), script.resolve()}, path
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -42,12 +63,15 @@ def test_pair_in_sync_without_outputs(script, tmp_path):
     problems = pair_problems(script)
     if problems and all("holds outputs" in p for p in problems):
         # A learner ran the notebook and JupyterLab saved its outputs: judge what was committed.
-        ipynb = script.with_suffix(".ipynb")
+        ipynb = notebook_for(script)
         committed = committed_text(ipynb)
         if committed is not None and committed != ipynb.read_text(encoding="utf-8"):
-            (tmp_path / script.name).write_text(committed_text(script) or script.read_text(encoding="utf-8"))
-            (tmp_path / ipynb.name).write_text(committed)
-            problems = pair_problems(tmp_path / script.name)
+            copy = tmp_path / "py" / script.parent.name / script.name
+            copy.parent.mkdir(parents=True)
+            copy.write_text(committed_text(script) or script.read_text(encoding="utf-8"))
+            (tmp_path / script.parent.name).mkdir()
+            (tmp_path / script.parent.name / ipynb.name).write_text(committed)
+            problems = pair_problems(copy)
     assert problems == []
 
 
@@ -67,7 +91,7 @@ def test_no_prose_hiding_in_code_cells(script):
 def test_every_ipynb_has_its_script():
     for d in DIRS:
         for nb in (ROOT / d).glob("*.ipynb"):
-            assert nb.with_suffix(".py").exists(), f"{nb} has no paired .py script"
+            assert script_for(nb).exists(), f"{nb} has no paired .py script"
 
 
 def test_exercises_are_generated_from_current_solutions():

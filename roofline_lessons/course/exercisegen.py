@@ -26,7 +26,7 @@ from pathlib import Path
 import nbformat
 
 from ..core.files import atomic_write_text
-from .notebook_files import pair_texts, read_notebook
+from .notebook_files import pair_texts, read_notebook, scripts_dir
 
 BEGIN = "# BEGIN SOLUTION"
 END = "# END SOLUTION"
@@ -122,13 +122,15 @@ class Planned:
 
 
 def plan(solutions_dir: Path, exercises_dir: Path) -> list[Planned]:
-    """Every exercise file (both halves of each pair) and the text it should hold."""
+    """Every exercise file (both halves of each pair) and the text it should hold. The solutions are
+    read from their scripts (``py/solutions/``); each exercise is written as ``exercises/x.ipynb``
+    and ``py/exercises/x.py``."""
     planned = []
-    for sol in sorted(Path(solutions_dir).glob("[0-9]*.py")):
+    for sol in sorted(scripts_dir(solutions_dir).glob("[0-9]*.py")):
         ex_nb = exercise_notebook(read_notebook(sol), sol.name)
         ipynb_text, py_text = pair_texts(ex_nb)
         planned.append(Planned(Path(exercises_dir) / sol.with_suffix(".ipynb").name, ipynb_text))
-        planned.append(Planned(Path(exercises_dir) / sol.name, py_text))
+        planned.append(Planned(scripts_dir(exercises_dir) / sol.name, py_text))
     return planned
 
 

@@ -1,4 +1,10 @@
-"""Notebook files: jupytext pairs (.ipynb + .py percent script) and sync checks."""
+"""Notebook files: jupytext pairs (.ipynb + .py percent script) and sync checks.
+
+The two halves live apart, so a learner's file browser shows each lesson once: ``notebooks/x.ipynb``
+is paired with ``py/notebooks/x.py`` (likewise ``exercises/`` and ``solutions/``). The pairing is
+declared by a ``.jupytext.toml`` in each lesson folder and a ``jupytext.toml`` in each ``py/``
+folder, so JupyterLab's jupytext extension saves both halves whichever one is edited.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +16,28 @@ import nbformat
 
 from ..core.files import atomic_write_text  # noqa: F401  (its 0.1 home; still importable from here)
 
-PAIR_FORMATS = "ipynb,py:percent"
+#: the folder, next to notebooks/ exercises/ solutions/, that holds their .py twins
+MIRROR = "py"
+#: what the notebooks' own metadata says of jupytext (the pairing itself is in the folder configs)
+JUPYTEXT_METADATA = {"notebook_metadata_filter": "-jupytext.text_representation.jupytext_version"}
+
+
+def scripts_dir(notebook_dir: Path | str) -> Path:
+    """``<root>/notebooks`` -> ``<root>/py/notebooks``: where a lesson folder's scripts live."""
+    notebook_dir = Path(notebook_dir)
+    return notebook_dir.parent / MIRROR / notebook_dir.name
+
+
+def script_for(ipynb: Path | str) -> Path:
+    """``notebooks/01_x.ipynb`` -> ``py/notebooks/01_x.py``."""
+    ipynb = Path(ipynb)
+    return scripts_dir(ipynb.parent) / ipynb.with_suffix(".py").name
+
+
+def notebook_for(script: Path | str) -> Path:
+    """``py/notebooks/01_x.py`` -> ``notebooks/01_x.ipynb``."""
+    script = Path(script)
+    return script.parent.parent.parent / script.parent.name / script.with_suffix(".ipynb").name
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
 
@@ -23,8 +50,8 @@ def pair_texts(nb: nbformat.NotebookNode) -> tuple[str, str]:
     """(.ipynb text, .py percent text) for ``nb``, outputs cleared, kernelspec and pairing set."""
     nb = nbformat.from_dict(nb)
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
-    # Only the pairing is kept: jupytext's version stamp would make files differ between installs.
-    nb.metadata["jupytext"] = {"formats": PAIR_FORMATS}
+    # No version stamp (files would differ between installs); the pairing is in the folder configs.
+    nb.metadata["jupytext"] = dict(JUPYTEXT_METADATA)
     for i, cell in enumerate(nb.cells):
         # Stable cell ids, so regenerating an unchanged notebook gives byte-identical files.
         cell["id"] = hashlib.sha1(f"{i}:{cell.cell_type}:{cell.source}".encode("utf-8")).hexdigest()[:12]
@@ -58,7 +85,7 @@ def cell_signature(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
 def pair_problems(py_path: Path | str) -> list[str]:
     """Problems with the pair whose script is ``py_path``: missing, out of sync, or holding outputs."""
     py_path = Path(py_path)
-    ipynb = py_path.with_suffix(".ipynb")
+    ipynb = notebook_for(py_path)
     if not ipynb.exists():
         return [f"{ipynb} is missing (run `make sync`)"]
     problems = []

@@ -1,7 +1,11 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -14,6 +18,10 @@
 # Replace each `...` with your answer and run the cell: the checker under it says ✓ or ✗ with a
 # hint. Try each one with pencil and paper first; the package is there to check you, not to
 # answer for you. The datasheet figures you need are printed in the first cell.
+
+# %% [markdown] tags=["solution"]
+# *This is the solutions notebook. The exercise notebook `exercises/01_the_concept.ipynb` is
+# generated from it; do not edit that one by hand.*
 
 # %%
 from roofline_lessons import get_part
@@ -31,8 +39,14 @@ print(f"{h100.name}: dense BF16 {si(h100.peak_flops_per_s('bf16'), 'FLOP/s')}, "
 # FLOP/byte? (Within 3 % is fine — round the figures if you like.)
 
 # %%
-ridge_flop_per_byte = ...  # your answer here
+# BEGIN SOLUTION
+ridge_flop_per_byte = 989.4e12 / 3.35e12
+# END SOLUTION
 check.ridge_point(ridge_flop_per_byte)
+
+# %% [markdown] tags=["solution"]
+# Peak over bandwidth: 989.4 × 10¹² FLOP/s ÷ 3.35 × 10¹² bytes/s ≈ 295 FLOP/byte. The units
+# divide to FLOP per byte, which is what makes the ridge comparable with a kernel's intensity.
 
 # %% [markdown]
 # ## Exercise 1.2 — the profiling report
@@ -42,9 +56,15 @@ check.ridge_point(ridge_flop_per_byte)
 # (for 0.5 % write `0.5`).
 
 # %%
-intensity = ...  # your answer here
-percent_of_peak = ...  # your answer here
+# BEGIN SOLUTION
+intensity = 2 / 2  # FLOPs per weight byte
+percent_of_peak = 100 * min(989.4e12, 3.35e12 * intensity) / 989.4e12
+# END SOLUTION
 check.decode_percent_of_peak(percent_of_peak)
+
+# %% [markdown] tags=["solution"]
+# With I ≈ 1 the bandwidth roof gives 3.35 TFLOP/s, about 0.34 % of 989 TFLOP/s. A kernel there is
+# on its roof; the fix is in the workload (batching, fewer bytes per weight), not the kernel.
 
 # %% [markdown]
 # ## Exercise 1.3 — batching to 32
@@ -53,8 +73,14 @@ check.decode_percent_of_peak(percent_of_peak)
 # weight byte as the intensity, what performance can the step attain, in **TFLOP/s**?
 
 # %%
-attainable_tflops = ...  # your answer here
+# BEGIN SOLUTION
+attainable_tflops = min(989.4e12, 3.35e12 * 32) / 1e12
+# END SOLUTION
 check.batch32_attainable_tflops(attainable_tflops)
+
+# %% [markdown] tags=["solution"]
+# 32 FLOP/byte × 3.35 TB/s ≈ 107 TFLOP/s: 32 times batch 1, still far left of the ridge at 295,
+# so the step is still memory-bound.
 
 # %% [markdown]
 # ## Exercise 1.4 — which roof?
@@ -62,8 +88,14 @@ check.batch32_attainable_tflops(attainable_tflops)
 # An 8,192-token prompt is prefilled in one pass. Which roof binds: `"memory"` or `"compute"`?
 
 # %%
-prefill_roof = ...  # your answer here
+# BEGIN SOLUTION
+prefill_roof = "compute"
+# END SOLUTION
 check.prefill_bound(prefill_roof)
+
+# %% [markdown] tags=["solution"]
+# Each weight byte serves all 8,192 positions: nearly 8,192 FLOP per weight byte (the lesson
+# computes the exact figure), over twenty times the ridge. The flat compute roof binds, so prefill speed is bought with FLOPs.
 
 # %% [markdown]
 # ## Exercise 1.5 — the model as code
@@ -72,8 +104,13 @@ check.prefill_bound(prefill_roof)
 # FLOP/s. The checker calls it on five cases, some left of the ridge and some right of it.
 
 # %%
+# BEGIN SOLUTION
 def attainable(intensity, peak_flops_per_s, bandwidth_bytes_per_s):
     """Attainable FLOP/s for a kernel of this intensity (FLOP/byte)."""
-    return ...  # your code here
-
+    return min(peak_flops_per_s, bandwidth_bytes_per_s * intensity)
+# END SOLUTION
 check.attainable_function(attainable)
+
+# %% [markdown] tags=["solution"]
+# The smaller of the two ceilings. `numpy.minimum` does the same for whole arrays of intensities,
+# which is how `roofline_lessons.core.roofline.attainable_flops_per_s` is written.

@@ -1,7 +1,11 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -14,6 +18,9 @@
 # These exercises use the example measurement that ships with the course, so they run anywhere.
 # To use your own, replace `results.example()` with `results.load(path)` for a file you saved in
 # the lesson (`results.saved()` lists them). 8.1 and 8.3 are pencil-and-paper.
+
+# %% [markdown] tags=["solution"]
+# *This is the solutions notebook. `exercises/08_measure_your_machine.ipynb` is generated from it.*
 
 # %%
 from roofline_lessons.measure import results
@@ -33,8 +40,14 @@ print(f"{measurement.machine['cpu']}, {measurement.machine['cores']} cores ({mea
 # bytes) does one pass move, by STREAM's convention (each array read or written once)?
 
 # %%
-triad_mb = ...  # your answer here
+# BEGIN SOLUTION
+triad_mb = 3 * 10_000_000 * 8 / 1e6
+# END SOLUTION
 check.triad_megabytes(triad_mb)
+
+# %% [markdown] tags=["solution"]
+# Read b, read c, write a: 3 × 80 MB = 240 MB. (A real cache also reads a before writing it —
+# "write-allocate" — which STREAM does not count.)
 
 # %% [markdown]
 # ## Exercise 8.2 — the measured ridge
@@ -43,8 +56,14 @@ check.triad_megabytes(triad_mb)
 # DRAM bandwidth. Pass the measurement to the checker too.
 
 # %%
-ridge = ...  # your answer here
+# BEGIN SOLUTION
+ridge = measurement.peak_flops_per_s("float64") / measurement.dram_bytes_per_s()
+# END SOLUTION
 check.measured_ridge(ridge, measurement)
+
+# %% [markdown] tags=["solution"]
+# A few FLOPs per byte on a CPU, against hundreds on a GPU: the CPU is far more "balanced", so many
+# more kernels are compute-bound on it.
 
 # %% [markdown]
 # ## Exercise 8.3 — a matrix–vector product's intensity, by hand
@@ -53,9 +72,15 @@ check.measured_ridge(ridge, measurement)
 # written once?
 
 # %%
-n = ...  # your answer here
-gemv_i = ...  # your answer here
+# BEGIN SOLUTION
+n = 4096
+gemv_i = 2 * n * n / (8 * (n * n + 2 * n))
+# END SOLUTION
 check.gemv_intensity(gemv_i)
+
+# %% [markdown] tags=["solution"]
+# 2 FLOPs per matrix element, 8 bytes per matrix element: 0.25 FLOP/byte — the same shape as
+# batch-1 decode in float64 (in BF16 it would be 1).
 
 # %% [markdown]
 # ## Exercise 8.4 — an LLM on this CPU
@@ -64,9 +89,15 @@ check.gemv_intensity(gemv_i)
 # tokens per second? (Decode is memory-bound: bytes per token over DRAM bandwidth.)
 
 # %%
-bytes_per_token = ...  # your answer here
-cpu_tokens_per_s = ...  # your answer here
+# BEGIN SOLUTION
+bytes_per_token = float(model_cost("llama-2-7b", phase="decode", context_tokens=256).bytes)
+cpu_tokens_per_s = measurement.dram_bytes_per_s() / bytes_per_token
+# END SOLUTION
 check.cpu_decode_tokens_per_s(cpu_tokens_per_s, measurement)
+
+# %% [markdown] tags=["solution"]
+# About 13.5 GB per token at a few tens of GB/s: a couple of tokens per second at best. A GPU's
+# HBM is two orders of magnitude faster, and that — not its FLOPs — is why it decodes faster.
 
 # %% [markdown]
 # ## Exercise 8.5 — above the roof
@@ -75,5 +106,11 @@ check.cpu_decode_tokens_per_s(cpu_tokens_per_s, measurement)
 # `"the roofline is wrong"`, `"a cache is feeding it"` or `"it is compute-bound"`?
 
 # %%
-why = ...  # your answer here
+# BEGIN SOLUTION
+why = "a cache is feeding it"
+# END SOLUTION
 check.above_the_roof(why)
+
+# %% [markdown] tags=["solution"]
+# The DRAM roof assumes every byte comes from DRAM. A working set that fits in a cache is served
+# faster: the kernel is under a higher, cache-level roof.
