@@ -39,9 +39,11 @@ browser-deps:
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; fi
 
-# For course authors: pair every .py script with its .ipynb (jupytext picks the newer side),
+# For course authors: collapse narration cells, pair every .py script with its .ipynb (jupytext picks
+# the newer side),
 # then regenerate exercises/ from solutions/ (refuses to overwrite an edited exercise).
 sync: $(VENV)/.installed
+	$(BIN)/python -c 'from roofline_lessons.course.notebook_files import collapse_narration; collapse_narration()'
 	$(BIN)/jupytext --sync py/notebooks/[0-9]*.py py/solutions/[0-9]*.py
 	$(BIN)/roofline-lessons exercises
 

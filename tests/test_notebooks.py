@@ -141,3 +141,26 @@ def test_solutions_are_accepted_and_stubs_rejected(solution, tmp_path):
     accepted_stubs = [r for r in stubs if r["status"] == "correct"]
     assert not accepted_stubs, f"stubs accepted: {accepted_stubs}"
     assert all(r["status"] == "not attempted" for r in stubs)
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_narration_cells_are_collapsed_and_only_they(script):
+    """A cell that only says something in prose opens collapsed; code to read and play with stays open."""
+    import jupytext
+
+    from roofline_lessons.course.notebook_files import hide_narration, is_source_hidden
+
+    nb = jupytext.read(script)
+    assert hide_narration(nb) == 0, f"{script}: run `make sync` to collapse narration cells"
+    ipynb = jupytext.read(notebook_for(script))
+    assert [is_source_hidden(c) for c in ipynb.cells] == [is_source_hidden(c) for c in nb.cells]
+
+
+def test_the_narration_rule():
+    from roofline_lessons.course.notebook_files import is_narration
+
+    assert is_narration('x = f(1)\nmd(f"{x}")')
+    assert not is_narration('roofline_chart(roofs)\nmd("a")')  # a chart: code to play with
+    assert not is_narration("x = 1")  # says nothing
+    assert not is_narration('for i in range(3):\n    md(str(i))')
+    assert not is_narration("md(")  # not Python

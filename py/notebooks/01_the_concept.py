@@ -53,7 +53,7 @@ from roofline_lessons.core.units import GB, TERA, percent, si
 #
 # Here are the machine's two numbers for an H100 SXM.
 
-# %%
+# %% jupyter={"source_hidden": true}
 h100 = get_part("h100-sxm")
 peak_bf16 = h100.peak_flops_per_s("bf16")
 bandwidth = h100.memory_bandwidth_bytes_per_s
@@ -87,7 +87,7 @@ for intensity in [1, 10, 100, 1_000, 10_000]:
 # (also called the knee) $I^* = P_\text{peak} / \beta$. Left of it a kernel is memory-bound; right
 # of it, compute-bound.
 
-# %%
+# %% jupyter={"source_hidden": true}
 ridge = h100.ridge_point_flop_per_byte("bf16")
 md(f"H100 SXM, BF16: $I^* = {si(peak_bf16, 'FLOP/s')} \\,/\\, {si(bandwidth, 'B/s')} "
    f"\\approx$ **{ridge:,.0f} FLOP/byte**. A kernel must do about {ridge:,.0f} FLOPs for every byte "
@@ -137,7 +137,7 @@ show_table(
 # in one multiply-add (two FLOPs): about **one FLOP per byte**. (Every parameter but the embedding
 # table: that one is only looked up, one row per token, and costs neither FLOPs nor a full read.)
 
-# %%
+# %% jupyter={"source_hidden": true}
 d1 = steps["decode, batch 1"]
 md(f"At I ≈ {d1.intensity:.2f} FLOP/byte the bandwidth roof allows "
    f"{si(bandwidth, 'B/s')} × {d1.intensity:.2f} ≈ **{si(d1.attainable_flops_per_s, 'FLOP/s')}**, "
@@ -155,7 +155,7 @@ md(f"At I ≈ {d1.intensity:.2f} FLOP/byte the bandwidth roof allows "
 # **Batching** is such a change. Thirty-two conversations share one pass over the weights, so each
 # weight byte now feeds about 32 FLOPs.
 
-# %%
+# %% jupyter={"source_hidden": true}
 d32 = steps["decode, batch 32"]
 per_weight_32 = attainable_flops_per_s(d32.intensity_per_weight_byte, peak_bf16, bandwidth)
 md(f"By the weight-byte lens, I ≈ {d32.intensity_per_weight_byte:.1f} FLOP/byte allows "
@@ -169,7 +169,7 @@ md(f"By the weight-byte lens, I ≈ {d32.intensity_per_weight_byte:.1f} FLOP/byt
 # %% [markdown]
 # **Prefill** is the opposite case. Each weight fetched serves all 8,192 prompt positions at once.
 
-# %%
+# %% jupyter={"source_hidden": true}
 pf = steps["prefill, 8,192 tokens"]
 md(f"FLOPs per weight byte: **{pf.intensity_per_weight_byte:,.0f}**, about "
    f"{pf.intensity_per_weight_byte / ridge:.0f}× the ridge; even counting every activation read and "
@@ -178,7 +178,7 @@ md(f"FLOPs per weight byte: **{pf.intensity_per_weight_byte:,.0f}**, about "
    f"{pf.time_lower_bound_s * 1e3:,.0f} ms ({si(pf.cost.flops, 'FLOP')} ÷ {si(peak_bf16, 'FLOP/s')}). "
    "Here FLOPs are what to buy: better tensor-core use, tiling, a faster number format.")
 
-# %%
+# %% jupyter={"source_hidden": true}
 lm_head = next(op for op in pf.cost.ops if op.name == "lm_head")
 embed = next(op for op in pf.cost.ops if op.name == "embed_tokens")
 md(f"(Why is the weight-lens figure a little under 8,192? Two kinds of weight bytes feed no matmul FLOPs at the "
@@ -210,7 +210,7 @@ for name, (intensity, got) in achieved.items():
     print(f"{name:26} achieves {si(got, 'FLOP/s'):>14}; its roof is {si(roof_here, 'FLOP/s'):>14} "
           f"-> {percent(got / roof_here, 0)} of what it could reach")
 
-# %%
+# %% jupyter={"source_hidden": true}
 slow, fast = share_of_roof.values()
 md(f"The \"slow\" decode kernel is at {percent(slow, 0)} of its roof; the \"fast\" GEMM leaves "
    f"{percent(1 - fast, 0)} on the table. Quoting FLOP/s without intensity is the mistake interviewers "

@@ -54,7 +54,7 @@ show_table(["part", "bandwidth"] + [f"ridge {dt}" for dt in DTYPES_SHOWN],
 # A few things worth noticing, each computed below rather than asserted:
 # the spread of BF16 ridges across the catalog, and what halving the bytes per FLOP (FP8, FP4) does.
 
-# %%
+# %% jupyter={"source_hidden": true}
 bf16 = {r["part"]: r["bf16"] for r in rows}
 lo, hi = min(bf16, key=bf16.get), max(bf16, key=bf16.get)
 b200 = get_part("b200")
@@ -69,7 +69,7 @@ md(f"BF16 ridges run from **{bf16[lo]:,.0f}** FLOP/byte ({lo}) to **{bf16[hi]:,.
 # place. On log–log axes every bandwidth roof is a line of slope 1; more bandwidth moves the line
 # up, not steeper.
 
-# %%
+# %% jupyter={"source_hidden": true}
 h100_, h200_ = get_part("h100-sxm"), get_part("h200")
 same_peak = h200_.peak_flops_per_s("bf16") == h100_.peak_flops_per_s("bf16")
 bw_word = "higher" if h200_.memory_bandwidth_bytes_per_s > h100_.memory_bandwidth_bytes_per_s else "lower"
@@ -91,7 +91,7 @@ roofline_chart(roofs, title="Five parts, dense BF16 (datasheet figures)", intens
 # fall short of both. The catalog keeps measured figures next to the datasheet ones, each with its
 # source. On the H100 SXM, the best measured BF16 matmul:
 
-# %%
+# %% jupyter={"source_hidden": true}
 h100 = get_part("h100-sxm")
 mamf = best_measurement(h100, "matmul_flops_per_s", "bf16")
 md(f"Best measured BF16 matmul on the H100 SXM: **{si(mamf.value, 'FLOP/s')}**, "
@@ -139,7 +139,7 @@ for part_id, figure in [("h100-sxm", 1979e12), ("h100-sxm", 989.4e12), ("mi300x"
 #
 # The flashcard this course grew from says the B200 has "around 2.2 PFLOPS FP8". Check it:
 
-# %%
+# %% jupyter={"source_hidden": true}
 md(f"2.25 PFLOPS on the B200 is: **{', '.join(headline_kind('b200', 2.25e15))}**. The dense FP8 rate is "
    f"{si(b200.peak_flops_per_s('fp8'), 'FLOP/s')}, so the card's FP8 ridge would be off by a factor of "
    f"{b200.peak_flops_per_s('fp8') / 2.25e15:.0f}.")

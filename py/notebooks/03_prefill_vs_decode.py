@@ -176,7 +176,7 @@ show_table(["model", "phase", "time bound", "throughput bound (batch 1; prompt t
 # on an A100-80GB (its README: 104.9 tokens/s, the GPU capped at 330 W). Compare it with the bound
 # for a short context:
 
-# %%
+# %% jupyter={"source_hidden": true}
 a100 = get_part("a100-80gb")
 gpt_fast = next(m for m in a100.measured if m.tokens_per_s)
 bound = place(gpt_fast.model, a100, phase="decode", context_tokens=256)
@@ -197,7 +197,7 @@ md(f"Bound: **≤ {float(bound.tokens_per_s_upper_bound):,.1f} tokens/s** ({si(f
 # with the percentage above because it is the same measurement (tokens per second) multiplied
 # by the same constant, not because a second instrument confirmed it:
 
-# %%
+# %% jupyter={"source_hidden": true}
 md(f"The README's {si(gpt_fast.value, 'B/s')} ÷ {gpt_fast.tokens_per_s} tokens/s = {si(gpt_fast.value / gpt_fast.tokens_per_s, 'B')} "
    f"of model bytes per token; the package's bound counts {si(float(bound.cost.bytes), 'B')} per token (all weights but "
    f"the embedding table, one looked-up row, the KV cache). As fractions of {si(a100.memory_bandwidth_bytes_per_s, 'B/s')}: "
@@ -235,7 +235,7 @@ for m in pcie.measurements("bandwidth_bytes_per_s"):
 # %% [markdown]
 # ### Batch-1 decode of the hybrid, in numbers
 
-# %%
+# %% jupyter={"source_hidden": true}
 md(f"Batch-1 decode of Qwen3.8-27B with {PROMPT:,} tokens cached: I = {float(qd.intensity):.2f} FLOP/byte, attainable "
    f"{si(float(qd.attainable_flops_per_s), 'FLOP/s')} = **{percent(float(qd.fraction_of_peak))} of peak** — and that is "
    "its roof. A kernel there is not broken; it is on the bandwidth roof.")

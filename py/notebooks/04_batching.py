@@ -121,7 +121,7 @@ for b in (1, 8, 32):
 show_table(["batch", "prefill step (2,048-token prompts)", "prefill tokens/s", "decode step (2,048 cached)",
             "decode tokens/s"], rows)
 
-# %%
+# %% jupyter={"source_hidden": true}
 pf1, pf32 = (place("llama-3.1-8b", h100, phase="prefill", prompt_tokens=2048, batch=b) for b in (1, 32))
 dc1, dc32 = (place("llama-3.1-8b", h100, phase="decode", context_tokens=2048, batch=b) for b in (1, 32))
 md(f"Batch 1 → 32 multiplies Llama-3.1-8B prefill throughput by "
@@ -178,7 +178,7 @@ show_table(["batch", "experts touched (of 128)", "MoE weight bytes / token", "re
            [[int(b), f"{t:,.1f}", si(m, "B"), f"{m / moe_per_token[0]:.3f}", f"{d / dense_per_token[0]:.3f}"]
             for b, t, m, d in zip(moe_batches, touched, moe_per_token, dense_per_token)])
 
-# %%
+# %% jupyter={"source_hidden": true}
 m = get_model("qwen3-30b-a3b")
 md(f"A dense model's weight bytes per token fall as 1/B. The MoE's fall much more slowly at first: going "
    f"from batch 1 to 16 cuts them by {moe_per_token[0] / moe_per_token[4]:.1f}× (a dense model: "

@@ -67,7 +67,7 @@ assert state_layer == qwen.deltanet_state_bytes_per_layer() == 3 * MiB
 # The break-even is worth knowing: after how many tokens does the growing KV cache outweigh the
 # fixed state?
 
-# %%
+# %% jupyter={"source_hidden": true}
 md(f"The state equals the KV cache of **{qwen.deltanet_state_bytes() / qwen.kv_bytes_per_token():,.0f} tokens**. "
    "Beyond that, the three quarters of the model that are Gated DeltaNet cost less memory than the one quarter "
    "that is full attention.")
@@ -148,7 +148,7 @@ for m in (qwen, variant, get_model("qwen3-32b")):
 show_table(["model", "params", "KV per token", "state per sequence", "largest batch at 128 K (H200)", "decode step ≥",
             "tokens/s ≤"], rows)
 
-# %%
+# %% jupyter={"source_hidden": true}
 fit_hybrid, fit_variant = max_batch_that_fits(qwen, h200, 131072), max_batch_that_fits(variant, h200, 131072)
 fewer = "fewer" if variant.parameter_count() < qwen.parameter_count() else "more"
 md(f"(The all-attention variant has {fewer} parameters — {variant.parameter_count() / 1e9:,.1f} B against "

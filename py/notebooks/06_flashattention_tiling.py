@@ -197,7 +197,7 @@ for hd in (64, 128, 256):
 show_table(["head dim d", "FA-1 rule: B_r × B_c", "FA-2 order: elements per pair",
             "no B_r ≤ d cap: B_r × B_c", "FA-2 order: elements per pair", "2d/B_r"], rows)
 
-# %%
+# %% jupyter={"source_hidden": true}
 p1, p2, s128 = per_pair[128][:3]
 free128, free_pair128 = per_pair[128][3:]
 md(f"**What did FlashAttention-2's loop order change, and what does it save?** In this byte model the change "
@@ -242,7 +242,7 @@ show_table(["FLOP/byte at N (causal, d = 128)", "standard", f"Algorithm 1 in {bi
 roofline_chart([roof], points, title="Causal attention, one head, d = 128, on an H100 SXM (FLOP/byte of HBM traffic)",
                intensity_range=(1, 1e5));
 
-# %%
+# %% jupyter={"source_hidden": true}
 gain = i_fa2 / i_std
 md(f"At N = {n:,} the FlashAttention-2 order moves the dot {gain:.1f}× to the right of standard attention "
    f"(Algorithm 1: {i_fa1 / i_std:.1f}×); the chart shows the FlashAttention-2 order. Both tiled intensities "
@@ -337,7 +337,7 @@ for n in (4096, 32768, 131072):
 show_table(["prompt N", "FLOPs", "cost model (compulsory)", "FLOP/byte", "FA-2 order, no cache reuse", "FLOP/byte",
             "tiled ÷ compulsory"], rows)
 
-# %%
+# %% jupyter={"source_hidden": true}
 kv_one_head_bytes = 2 * n * qwen.head_dim * 2  # K and V of one KV head, BF16, at the last N above
 md(f"Qwen3.8-27B: head dim {qwen.head_dim}, {qwen.num_attention_heads} query heads and "
    f"{qwen.num_key_value_heads} KV heads per layer "
@@ -395,7 +395,7 @@ show_table(["one head, FP16", "FLOP/byte", "roof"], [
      si(l2_tiled_roof, "FLOP/s")],
 ])
 
-# %%
+# %% jupyter={"source_hidden": true}
 above_hbm = fa3.value > hbm_tiled_roof
 hbm_bytes_max = f_bench * h100.memory_bandwidth_bytes_per_s / fa3.value  # bytes that fit in the measured time
 above_l2 = fa3.value > l2_tiled_roof
@@ -415,7 +415,7 @@ md(f"Conditions, from the catalog entry: FP16, head dim {fa3_d}, {'causal' if fa
    f"{si(hbm_bytes_max, 'B')} per head from HBM, "
    f"{hbm_bytes_max / float(compulsory_hbm_bytes(fa3_n, fa3_d)):,.0f}× the compulsory bytes.")
 
-# %%
+# %% jupyter={"source_hidden": true}
 md(f"Taking only the compulsory bytes from HBM puts the HBM roof at {si(hbm_comp_slope, 'FLOP/s')}, "
    f"{hbm_comp_slope / peak16:,.0f}× the compute peak ({si(peak16, 'FLOP/s')}): HBM no longer binds. The L2 roof "
    f"of this model's tiles still does — at {si(l2_tiled_roof, 'FLOP/s')} it is "

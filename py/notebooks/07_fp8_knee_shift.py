@@ -283,7 +283,7 @@ md(f"The arithmetic behind the second one: operand bytes per second at peak, FP8
 #
 # *"What happens to the knee when you move from FP16 to FP8 on an H100?"*
 
-# %%
+# %% jupyter={"source_hidden": true}
 h100 = get_part("h100-sxm")
 fp8_meas = best_measurement(h100, "matmul_flops_per_s", "fp8")
 lens = {n: float(results["h100-sxm", "decode, batch 32, 8,192 cached"][n].placement.intensity_per_weight_byte)

@@ -375,7 +375,7 @@ else:
 #   in wavefronts);
 # - **elapsed cycles** (`sm__cycles_elapsed.avg`) and the clock, for achieved rates.
 
-# %%
+# %% jupyter={"source_hidden": true}
 md(f"For example, one Ampere `HMMA.16816` instruction (m16n8k16, per warp) is "
    f"{tensor_instruction_flops(1, 16, 8, 16):,.0f} FLOPs; "
    f"counted as if it were one FMA it would be {fp_pipe_flops(fma=1):,.0f}, "

@@ -72,7 +72,7 @@ drill = flashcard_drill()
 # knowing, the levers per regime. `roofline-lessons cheatsheet --out DIR` writes it as Markdown and
 # HTML for printing.
 
-# %%
+# %% jupyter={"source_hidden": true}
 md(cheatsheet.markdown())
 
 # %% [markdown]

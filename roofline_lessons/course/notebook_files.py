@@ -8,6 +8,7 @@ folder, so JupyterLab's jupytext extension saves both halves whichever one is ed
 
 from __future__ import annotations
 
+import ast
 import hashlib
 from pathlib import Path
 
@@ -99,3 +100,63 @@ def pair_problems(py_path: Path | str) -> list[str]:
     if nb_ipynb.metadata.get("kernelspec", {}).get("name") != "python3":
         problems.append(f"{ipynb} has no python3 kernelspec (JupyterLab would ask for a kernel)")
     return problems
+
+
+#: JupyterLab's cell metadata for "source collapsed" (jupytext keeps it in the .py cell header)
+HIDDEN_SOURCE = {"jupyter": {"source_hidden": True}}
+
+
+def is_narration(source: str) -> bool:
+    """True for a code cell whose only job is to say something in prose: every top-level statement
+    is an ``md(...)`` call or an assignment feeding it, with at least one ``md`` call. Such a cell
+    is shown collapsed, so a lesson reads as prose with live numbers; its code is one click away."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+
+    def is_md(stmt) -> bool:
+        return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+                and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == "md")
+
+    return (any(is_md(s) for s in tree.body)
+            and all(is_md(s) or isinstance(s, (ast.Assign, ast.AnnAssign)) for s in tree.body))
+
+
+def is_source_hidden(cell) -> bool:
+    return bool(cell.get("metadata", {}).get("jupyter", {}).get("source_hidden", False))
+
+
+def hide_narration(nb: nbformat.NotebookNode) -> int:
+    """Collapse every narration cell's source and show every other cell's; returns cells changed."""
+    changed = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        want = is_narration(cell.source)
+        if want == is_source_hidden(cell):
+            continue
+        changed += 1
+        jupyter = dict(cell.metadata.get("jupyter", {}))
+        if want:
+            jupyter["source_hidden"] = True
+        else:
+            jupyter.pop("source_hidden", None)
+        if jupyter:
+            cell.metadata["jupyter"] = jupyter
+        else:
+            cell.metadata.pop("jupyter", None)
+    return changed
+
+
+def collapse_narration(root: Path | str = ".", folders=("notebooks", "solutions")) -> list[Path]:
+    """For authors (``make sync``): mark narration cells collapsed in the lesson scripts under
+    ``py/<folder>/``; returns the scripts rewritten (atomically). Only cell metadata changes."""
+    written = []
+    for folder in folders:
+        for script in sorted((Path(root) / MIRROR / folder).glob("[0-9]*.py")):
+            nb = jupytext.read(str(script))
+            if hide_narration(nb):
+                atomic_write_text(script, jupytext.writes(nb, fmt="py:percent"))
+                written.append(script)
+    return written
