@@ -30,7 +30,7 @@ lab: $(VENV)/.installed
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG) $(LESSON1)
 
 test: $(VENV)/.installed-test
-	MPLBACKEND=Agg $(BIN)/python -m pytest -q tests $(NOTEBOOK_DIRS) --nbval-lax --nbval-current-env
+	$(BIN)/python -m pytest -q tests $(NOTEBOOK_DIRS) --nbval-lax --nbval-current-env
 
 # The browser tests drive Debian's Chromium (never a downloaded browser). Installs it via apt when
 # missing; needs root (CI) or sudo. Without it the browser tests skip locally and fail under CI=true.
@@ -52,6 +52,7 @@ exercises: $(VENV)/.installed
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/widget_update.py
+	$(BIN)/python benchmarks/browser_latency.py
 	$(BIN)/python benchmarks/notebook_times.py
 	$(BIN)/python benchmarks/bandwidth_vs_c.py
 

@@ -5,8 +5,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-matplotlib.use("Agg")
-os.environ.setdefault("MPLBACKEND", "Agg")
+matplotlib.use("Agg")  # kernels draw inline: see the conftest.py at the root
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -82,6 +82,13 @@ def lab(tmp_path_factory):
                 browser.close()
 
 
+def images_without_alt(page) -> list[str]:
+    """Every image in an output (static charts and the dashboard's) states its message in alt text."""
+    imgs = page.locator(".jp-OutputArea-output img")
+    bad = [i for i in range(imgs.count()) if not (imgs.nth(i).get_attribute("alt") or "").strip()]
+    return [f"{len(bad)} of {imgs.count()} images in the outputs have no alt text"] if bad else []
+
+
 def check_dashboard(browser, base: str, token: str, rel_path: str, shot: str) -> list[str]:
     """Open a notebook, run it, and exercise its dashboard; returns the problems seen (empty = fine)."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -102,6 +109,7 @@ def check_dashboard(browser, base: str, token: str, rel_path: str, shot: str) ->
             problems.append("the kernel did not become idle after Run All")
         page.screenshot(path=str(ARTIFACTS / f"{shot}-1-ran.png"))
         problems += widget_problems(page)
+        problems += images_without_alt(page)
         if problems:
             return problems
         if not controls.first.is_visible():
@@ -139,6 +147,7 @@ def check_dashboard(browser, base: str, token: str, rel_path: str, shot: str) ->
         if after_dropdown == after_slider:
             problems.append("changing a dropdown did not change the chart")
         problems += widget_problems(page)
+        problems += images_without_alt(page)
         return problems
     finally:
         page.close()

@@ -174,7 +174,7 @@ def test_comparative_words():
 def test_lesson06_prose_carries_no_hand_typed_comparison_of_the_ridges():
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "notebooks" / "06_flashattention_tiling.py").read_text()
+    text = (Path(__file__).resolve().parents[1] / "py" / "notebooks" / "06_flashattention_tiling.py").read_text()
     assert "ridge is higher" not in text and "ridge is lower" not in text
     assert "removes the $N^2$ bytes" not in text
 
@@ -183,7 +183,7 @@ def test_lesson06_prose_fixes_stay_fixed():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    text = (root / "notebooks" / "06_flashattention_tiling.py").read_text()
+    text = (root / "py" / "notebooks" / "06_flashattention_tiling.py").read_text()
     # the measurement's conditions come from the catalog, not from typed fallbacks
     assert "getattr(fa3" not in text and "or 256" not in text and "or 16384" not in text
     # compulsory bytes from HBM do not make attention compute-bound while the L2 roof is lower
@@ -196,7 +196,7 @@ def test_lesson06_prose_fixes_stay_fixed():
     assert "part uncertain" in text and "may deliver more" in text
     # the FP8 rate is quoted with its conditions, not as a fraction of the FP8 peak
     assert "fa3_fp8.conditions" in text and "of the dense FP8 peak" not in text
-    solution = (root / "solutions" / "06_flashattention_tiling.py").read_text()
+    solution = (root / "py" / "solutions" / "06_flashattention_tiling.py").read_text()
     assert "N ≫ B_c" in solution
 
 

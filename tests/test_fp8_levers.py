@@ -107,7 +107,7 @@ def test_lesson07_prose_has_no_established_blame():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    for rel in ("notebooks/07_fp8_knee_shift.py", "solutions/07_fp8_knee_shift.py"):
+    for rel in ("py/notebooks/07_fp8_knee_shift.py", "py/solutions/07_fp8_knee_shift.py"):
         text = root.joinpath(rel).read_text()
         assert "the data movement around it (scaling factors, conversions" not in text
         assert "FP8 compute\"" not in text and "'FP8 compute'" not in text

@@ -19,7 +19,7 @@ import math
 from roofline_lessons import get_part
 from roofline_lessons.course.checks import lesson06 as check
 from roofline_lessons.topics.flash import flash_hbm_bytes
-from roofline_lessons.core.units import binary
+from roofline_lessons.core.units import binary, num
 
 h100 = get_part("h100-sxm")
 print(f"H100 SXM shared memory per SM: {binary(h100.shared_memory_per_sm_bytes)} "

@@ -89,7 +89,7 @@ for intensity in [1, 10, 100, 1_000, 10_000]:
 
 # %% jupyter={"source_hidden": true}
 ridge = h100.ridge_point_flop_per_byte("bf16")
-md(f"H100 SXM, BF16: $I^* = {si(peak_bf16, 'FLOP/s')} \\,/\\, {si(bandwidth, 'B/s')} "
+md(f"H100 SXM, BF16: $I^* = \\text{{{si(peak_bf16, 'FLOP/s')}}} \\,/\\, \\text{{{si(bandwidth, 'B/s')}}} "
    f"\\approx$ **{ridge:,.0f} FLOP/byte**. A kernel must do about {ridge:,.0f} FLOPs for every byte "
    "it moves before the tensor cores, not the memory, set its speed.")
 

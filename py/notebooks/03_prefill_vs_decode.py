@@ -31,7 +31,7 @@ from roofline_lessons import get_part, place
 from roofline_lessons.viz.display import md, show_table
 from roofline_lessons.viz.plots import operators_on_roofline
 from roofline_lessons.topics.reports import BLOCK_HEADERS, OP_HEADERS, block_summary, op_rows
-from roofline_lessons.core.units import percent, si
+from roofline_lessons.core.units import num, percent, si
 
 h100 = get_part("h100-sxm")
 
@@ -128,7 +128,7 @@ operators_on_roofline(qp, "Qwen3.8-27B prefill (8,192 tokens): every operator")
 
 # %%
 show_table(["model", "phase", "FLOP / weight byte", "FLOP / byte (all)", "ridge", "bound"],
-           [[s.model.name, phase, f"{float(s.intensity_per_weight_byte):,.4g}", f"{float(s.intensity):,.4g}",
+           [[s.model.name, phase, f"{num(float(s.intensity_per_weight_byte), 4)}", f"{num(float(s.intensity), 4)}",
              f"{s.ridge_point_flop_per_byte:,.0f}", s.bound] for (m, phase), s in steps.items()])
 
 # %% [markdown]
@@ -164,7 +164,7 @@ rows = []
 for (m, phase), s in steps.items():
     t = float(s.time_lower_bound_s)
     what = "TTFT" if phase == "prefill" else "TPOT"
-    rows.append([s.model.name, phase, f"{what} ≥ {t * 1e3:,.4g} ms", f"≤ {float(s.tokens_per_s_upper_bound):,.0f} tokens/s",
+    rows.append([s.model.name, phase, f"{what} ≥ {num(t * 1e3, 4)} ms", f"≤ {float(s.tokens_per_s_upper_bound):,.0f} tokens/s",
                  f"{s.bound} roof"])
 show_table(["model", "phase", "time bound", "throughput bound (batch 1; prompt tokens/s in prefill, output tokens/s in decode)",
             "set by"], rows)

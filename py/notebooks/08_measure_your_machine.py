@@ -42,7 +42,7 @@ from roofline_lessons.measure.probes import (ATTENTION_HEAD_DIM, ATTENTION_SRAM_
                                       m_over_d_squared, measure, roof_fraction, tensor_instruction_flops)
 from roofline_lessons.measure.gpu import gpu_status
 from roofline_lessons.viz.plots import bandwidth_sweep_chart, measured_roofline
-from roofline_lessons.core.units import binary, percent, si
+from roofline_lessons.core.units import binary, num, percent, si
 
 MODE = "quick"  # "full" measures larger sizes with more repeats: a minute or two instead of seconds
 
@@ -189,7 +189,7 @@ md(f"This machine: {si(mine.peak_flops_per_s('float64'), 'FLOP/s')} (float64 mat
 # NBVAL_IGNORE_OUTPUT
 show_table(["kernel", "shape of", "FLOPs", "bytes (estimated)", "FLOP/byte", "achieved", "spread (median vs best)",
             "spread (worst vs best)"],
-           [[k.name, k.shape, si(k.flops, "FLOP"), si(k.bytes_estimated, "B"), f"{k.intensity:.3g}",
+           [[k.name, k.shape, si(k.flops, "FLOP"), si(k.bytes_estimated, "B"), f"{num(k.intensity)}",
              si(k.flops_per_s, "FLOP/s"), percent(k.timing.spread, 0), percent(k.timing.worst_spread, 0)]
             for k in mine.kernels])
 noise_warning(mine.kernels, "kernels")
@@ -235,7 +235,7 @@ small_fracs = [roof_fraction(k.flops_per_s, k.intensity, peak64, dram) for k in 
 on_roof = all(f >= NEAR_ROOF for f in small_fracs)
 listing = ", ".join(f"{rows_of[k.name]} rows {percent(f, 0)}" for k, f in zip(small, small_fracs))
 text = (f"- **Matrix–matrix with more rows.** Rows are the batch: each weight is reused once per row, so the "
-        f"intensity goes from {gemms[0].intensity:.3g} to {gemms[-1].intensity:.3g} FLOP/byte over "
+        f"intensity goes from {num(gemms[0].intensity)} to {num(gemms[-1].intensity)} FLOP/byte over "
         f"{', '.join(rows_of.values())} rows, and the achieved rate {'rises' if rising else 'falls'} from "
         f"{si(gemms[0].flops_per_s, 'FLOP/s')} to {si(gemms[-1].flops_per_s, 'FLOP/s')} "
         f"({percent(gemms[-1].flops_per_s / peak64, 0)} of the float64 matmul roof). The small batches, those "
@@ -285,7 +285,7 @@ rows = [["naive (S and P in HBM)", "—", "—", "—", si(naive.bytes_estimated
 for sram, k, t in zip(ATTENTION_SRAM_BYTES, tiled, tiles):
     rows.append([f"tiled, SRAM {binary(sram)}", f"{sram // 8:,}", f"{m_over_d_squared(sram, ATTENTION_HEAD_DIM):g}",
                  f"{t:,}", si(k.bytes_estimated, "B"), f"{k.bytes_estimated / naive.bytes_estimated:.2f}",
-                 f"{k.timing.best_s / naive.timing.best_s:,.2g}"])
+                 f"{num(k.timing.best_s / naive.timing.best_s, 2)}"])
 show_table([f"attention, {naive.shape}", "M (elements)", "M/d²", "tiles", "HBM bytes (Algorithm 1 order)",
             "bytes ÷ naive", "time ÷ naive"], rows)
 noise_warning([naive, *tiled], "attention kernels")
@@ -296,20 +296,20 @@ for sram, k in zip(ATTENTION_SRAM_BYTES, tiled):
                  + (f"{1 / ratio:.1f}× **fewer** bytes than the naive one" if ratio < 1 else
                     f"{ratio:.1f}× **more** bytes than the naive one"))
 times = [f"M/d² = {m_over_d_squared(sram, ATTENTION_HEAD_DIM):g}: "
-         + (f"{k.timing.best_s / naive.timing.best_s:,.2g}× **slower**" if k.timing.best_s > naive.timing.best_s
-            else f"{naive.timing.best_s / k.timing.best_s:,.2g}× **faster**")
+         + (f"{num(k.timing.best_s / naive.timing.best_s, 2)}× **slower**" if k.timing.best_s > naive.timing.best_s
+            else f"{num(naive.timing.best_s / k.timing.best_s, 2)}× **faster**")
          for sram, k in zip(ATTENTION_SRAM_BYTES, tiled)]
 by_tiles = sorted(zip(tiles, tiled))
 (few, k_few), (many, k_many) = by_tiles[0], by_tiles[-1]
 if k_many.timing.best_s > k_few.timing.best_s:
-    loop = (f"The kernel with more tiles ({many:,}) took {k_many.timing.best_s / k_few.timing.best_s:,.2g}× as long "
+    loop = (f"The kernel with more tiles ({many:,}) took {num(k_many.timing.best_s / k_few.timing.best_s, 2)}× as long "
             f"as the one with fewer ({few:,}). The hypothesis: the time also pays for a Python loop over tiles, which "
             "the byte count does not see and which grows with the number of tiles — this run's order agrees with it. "
             "Fewer bytes only pay when that loop is cheap, which is why FlashAttention is a fused GPU kernel, not a "
             "library call per tile.")
 else:
     loop = (f"**This run is noisy or something else dominated:** the kernel with more tiles ({many:,}) ran "
-            f"{k_few.timing.best_s / k_many.timing.best_s:,.2g}× *faster* than the one with fewer ({few:,}), the "
+            f"{num(k_few.timing.best_s / k_many.timing.best_s, 2)}× *faster* than the one with fewer ({few:,}), the "
             "opposite of what a cost per tile (a Python loop over tiles, which the byte count does not see) predicts. "
             "Don't read a mechanism from these times; measure again on an idle machine.")
 break_even = break_even_m_over_d_squared(n_att, ATTENTION_HEAD_DIM, 8)

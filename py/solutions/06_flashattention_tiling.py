@@ -26,7 +26,7 @@ import math
 from roofline_lessons import get_part
 from roofline_lessons.course.checks import lesson06 as check
 from roofline_lessons.topics.flash import flash_hbm_bytes
-from roofline_lessons.core.units import binary
+from roofline_lessons.core.units import binary, num
 
 h100 = get_part("h100-sxm")
 print(f"H100 SXM shared memory per SM: {binary(h100.shared_memory_per_sm_bytes)} "
@@ -51,7 +51,7 @@ from roofline_lessons.viz.display import md
 from roofline_lessons.topics.flash import attention_flops, decode_attention_intensity, standard_hbm_bytes
 
 md(f"4·N·d = {4 * 8192 * 128 / 1e6:.1f} M elements, 4·N² = {4 * 8192**2 / 1e6:.0f} M elements: the score and "
-   f"probability matrices are {8192 / (8192 + 128):.1%} of the {float(standard_hbm_bytes(8192, 128)) / 1e9:.3g} GB.")
+   f"probability matrices are {8192 / (8192 + 128):.1%} of the {num(float(standard_hbm_bytes(8192, 128)) / 1e9)} GB.")
 
 # %% [markdown]
 # ## Exercise 6.2 — the paper's block size

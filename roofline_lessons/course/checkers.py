@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from ..core.units import num
+
 CORRECT = "correct"
 INCORRECT = "incorrect"
 NOT_ATTEMPTED = "not attempted"
@@ -115,18 +117,18 @@ def check_number(exercise: str, answer: Any, expected: float, *, rel_tol: float 
         return _wrong(exercise, problem + (f" Hint: {hint}" if hint else ""))
     unit_s = f" {unit}" if unit else ""
     if whole and value != math.floor(value):
-        return _wrong(exercise, f"{value:,.6g}{unit_s} is not a whole number: you cannot run a fraction of one. "
+        return _wrong(exercise, f"{num(value, 6)}{unit_s} is not a whole number: you cannot run a fraction of one. "
                                 "Round to the count that actually fits or is needed."
                                 + (f" Hint: {hint}" if hint else ""))
     named = [m for m in mistakes if math.isclose(value, m.value, rel_tol=rel_tol, abs_tol=abs_tol)
              and abs(value - m.value) < abs(value - expected)]
     if named:
         m = min(named, key=lambda m: abs(value - m.value))
-        return _wrong(exercise, f"{value:,.4g}{unit_s} is what you get when you {m.label}."
+        return _wrong(exercise, f"{num(value, 4)}{unit_s} is what you get when you {m.label}."
                                 + (f" Hint: {hint}" if hint else ""))
     if math.isclose(value, expected, rel_tol=rel_tol, abs_tol=abs_tol):
         return _finish(CheckResult(exercise, CORRECT,
-                                   f"{value:,.4g}{unit_s} is right (the package computes {expected:,.4g}{unit_s})."))
+                                   f"{num(value, 4)}{unit_s} is right (the package computes {num(expected, 4)}{unit_s})."))
     ratio = value / expected if expected else float("inf")
     scale = ""
     for factor, words in ((1e3, "1,000"), (1e6, "a million"), (1e9, "a billion"), (1e12, "10^12"), (100, "100")):
@@ -135,7 +137,7 @@ def check_number(exercise: str, answer: Any, expected: float, *, rel_tol: float 
                 scale = f" It is off by a factor of {words}: check your units."
     direction = "too high" if value > expected else "too low"
     allowed = f"±{abs_tol:g}" if abs_tol else f"±{rel_tol:.0%}"
-    return _wrong(exercise, f"{value:,.4g}{unit_s} is {direction} (allowed {allowed}).{scale}"
+    return _wrong(exercise, f"{num(value, 4)}{unit_s} is {direction} (allowed {allowed}).{scale}"
                             + (f" Hint: {hint}" if hint else ""))
 
 
@@ -162,7 +164,7 @@ def check_function(exercise: str, fn: Any, cases: Sequence[tuple[tuple, float]],
     if not callable(fn):
         return _wrong(exercise, f"expected a function, got {_a(type(fn).__name__)}.")
     for args, expected in cases:
-        shown = ", ".join(f"{a:,.4g}" if isinstance(a, (int, float)) else repr(a) for a in args)
+        shown = ", ".join(f"{num(a, 4)}" if isinstance(a, (int, float)) else repr(a) for a in args)
         try:
             got = fn(*args)
         except Exception as exc:  # the learner's code failed: report it, never crash
@@ -173,7 +175,7 @@ def check_function(exercise: str, fn: Any, cases: Sequence[tuple[tuple, float]],
         if problem:
             return _wrong(exercise, f"with ({shown}) it returned something unusable: {problem}")
         if not math.isclose(value, expected, rel_tol=rel_tol, abs_tol=1e-300):
-            return _wrong(exercise, f"with ({shown}) it returned {value:,.6g}; expected {expected:,.6g}."
+            return _wrong(exercise, f"with ({shown}) it returned {num(value, 6)}; expected {num(expected, 6)}."
                                     + (f" Hint: {hint}" if hint else ""))
     return _finish(CheckResult(exercise, CORRECT, f"right on all {len(cases)} test cases."))
 

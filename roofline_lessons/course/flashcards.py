@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from ..core._catalog import load_catalog
 from ..core.errors import RooflineInputError
+from ..core.units import num
 from .checkers import as_number, is_unanswered
 
 
@@ -372,11 +373,11 @@ def check_numeric(card: Card, answer: Any) -> NumericVerdict:
         return NumericVerdict(False, f"the answer cannot be computed any more: {exc}")
     tol = card.numeric.tolerance
     if math.isclose(value, expected, rel_tol=tol):
-        return NumericVerdict(True, f"✓ {value:,.4g} {card.numeric.unit} — the package says {expected:,.4g} "
+        return NumericVerdict(True, f"✓ {num(value, 4)} {card.numeric.unit} — the package says {num(expected, 4)} "
                                     f"(within ±{tol:.0%}).")
     side = "high" if value > expected else "low"
-    return NumericVerdict(False, f"✗ {value:,.4g} {card.numeric.unit} is too {side}; the package says "
-                                 f"{expected:,.4g} (±{tol:.0%} accepted).")
+    return NumericVerdict(False, f"✗ {num(value, 4)} {card.numeric.unit} is too {side}; the package says "
+                                 f"{num(expected, 4)} (±{tol:.0%} accepted).")
 
 
 __all__ = ["Card", "FollowUp", "Numeric", "NumericVerdict", "all_tags", "check_numeric", "deck", "filter_cards",

@@ -15,6 +15,7 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 
 from ..core.hardware import Part, get_part, list_parts
 from ..core.roofline import Roof, attainable_flops_per_s
+from ..core.units import num
 from .display import set_alt
 from .fastfig import CachedFigure, bare_figure
 
@@ -59,8 +60,8 @@ class Point:
 
 
 def _num(x: float) -> str:
-    """Three significant figures without scientific notation for everyday sizes."""
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+    """Three significant figures, never scientific notation."""
+    return num(x)
 
 
 def _tick(value: float, _pos=None) -> str:
@@ -144,7 +145,7 @@ def roofline_chart(
             ax.plot([rx], [roof.peak_flops_per_s / TERA], marker="|", markersize=14, color=colour)
             if not many:
                 ax.annotate(f"ridge {rx:,.0f}", (rx, roof.peak_flops_per_s / TERA), textcoords="offset points",
-                            xytext=(4, 6 + 11 * i), fontsize=8, color=colour)
+                            xytext=(4, 6 + 11 * i), fontsize=MIN_FONT_PT, color=colour)
     for j, pt in enumerate(points):
         marker = MARKERS[j % len(MARKERS)]
         ax.plot([pt.intensity_flop_per_byte], [pt.flops_per_s / TERA], marker=marker, markersize=9,
@@ -166,14 +167,13 @@ def roofline_chart(
         ax.yaxis.set_minor_locator(NullLocator())
     else:
         ax.grid(True, which="minor", alpha=0.12)
-    ax.legend(fontsize=8, loc="lower right", framealpha=0.9)
+    ax.legend(fontsize=MIN_FONT_PT, loc="lower right", framealpha=0.9)
     set_alt(fig, alt or roofline_alt(title, roofs, points))
     return fig, ax
 
 
 def roofline_alt(title: str, roofs: Sequence[Roof], points: Sequence[Point] = ()) -> str:
     """A sentence per roof and per point: what a reader who cannot see the chart needs from it."""
-    from ..core.units import num
 
     said = [f"{title}. Log-log roofline chart, attainable TFLOP/s against FLOP/byte."]
     for r in roofs:
@@ -240,7 +240,7 @@ def moving_point_artists(ax, colour_index: int = 3):
     """An animated marker and label for a point that moves on every update."""
     marker, = ax.plot([], [], marker=MARKERS[0], markersize=11, linestyle="none", color="black",
                       markerfacecolor=PALETTE[colour_index % len(PALETTE)], animated=True)
-    label = ax.annotate("", (1, 1), textcoords="offset points", xytext=(10, -14), fontsize=9, animated=True,
+    label = ax.annotate("", (1, 1), textcoords="offset points", xytext=(10, -14), fontsize=MIN_FONT_PT, animated=True,
                         bbox={"boxstyle": "round", "fc": "white", "ec": "0.6", "alpha": 0.9})
     return marker, label
 

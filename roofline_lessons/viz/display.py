@@ -70,15 +70,27 @@ def figure_html(fig) -> str:
 
 
 def register_alt_text_formatter() -> bool:
-    """Inside IPython, show matplotlib figures as ``<img>`` with their alt text. True if registered."""
+    """Inside IPython, show matplotlib figures as ``<img>`` with their alt text. True if registered.
+
+    The inline backend removes every formatter registered for ``Figure`` when it sets itself up
+    (at the first figure a kernel draws), so the formatter is also put back after every cell,
+    before the backend shows that cell's figures."""
     try:
         from IPython import get_ipython
     except ImportError:
         return False
     ip = get_ipython()
-    if ip is None:
+    if ip is None or not hasattr(ip, "display_formatter"):
         return False
     from matplotlib.figure import Figure
 
-    ip.display_formatter.formatters["text/html"].for_type(Figure, figure_html)
+    def ensure(*_args) -> None:
+        ip.display_formatter.formatters["text/html"].for_type(Figure, figure_html)
+
+    ensure()
+    callbacks = ip.events.callbacks.get("post_execute", [])
+    if not any(getattr(cb, "__name__", "") == "_roofline_alt_text" for cb in callbacks):
+        ensure.__name__ = "_roofline_alt_text"
+        # first in line: the inline backend's own post_execute callback shows the figures
+        callbacks.insert(0, ensure)
     return True

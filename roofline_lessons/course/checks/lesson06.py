@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ...core.hardware import get_part
+from ...core.units import num
 from ...topics.flash import flash_block_sizes, flash_hbm_bytes, standard_hbm_bytes
 from ..checkers import (CORRECT, CheckResult, Mistake, _finish, _not_attempted, _wrong, as_number, check_choice,
                         check_number, is_unanswered)
@@ -61,7 +62,7 @@ def _as_pair(result):
     """(m, l, None) for a usable pair of numbers; (None, None, explanation) otherwise. Never raises."""
     if isinstance(result, (str, bytes, dict)) or not hasattr(result, "__len__"):
         value, problem = as_number(result)
-        what = f"one number ({value:,.6g})" if problem is None else repr(result)[:40]
+        what = f"one number ({num(value, 6)})" if problem is None else repr(result)[:40]
         return None, None, f"it returned {what}, not a pair (m, l): return both values, `return m, l`."
     try:
         items = list(result)
@@ -88,7 +89,7 @@ def online_softmax(fn) -> CheckResult:
         m1, l1, m2, l2 = (float(x) for x in (a.max(), np.exp(a - a.max()).sum(), b.max(), np.exp(b - b.max()).sum()))
         both = np.concatenate([a, b])
         m_ok, l_ok = float(both.max()), float(np.exp(both - both.max()).sum())
-        shown = f"{m1:.4g}, {l1:.4g}, {m2:.4g}, {l2:.4g}"
+        shown = f"{num(m1, 4)}, {num(l1, 4)}, {num(m2, 4)}, {num(l2, 4)}"
         try:
             result = fn(m1, l1, m2, l2)
         except Exception as exc:  # the learner's code failed: report it, never crash
@@ -98,7 +99,7 @@ def online_softmax(fn) -> CheckResult:
         m, l, problem = _as_pair(result)
         if problem:
             return _wrong(ex, f"with ({shown}) {problem}")
-        got = f"with ({shown}) it returned (m, l) = ({m:.6g}, {l:.6g}); expected ({m_ok:.6g}, {l_ok:.6g})."
+        got = f"with ({shown}) it returned (m, l) = ({num(m, 6)}, {num(l, 6)}); expected ({num(m_ok, 6)}, {num(l_ok, 6)})."
         m_right = math.isclose(m, m_ok, rel_tol=1e-9, abs_tol=1e-12)
         l_right = math.isclose(l, l_ok, rel_tol=1e-9)
         if m_right and l_right:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import html
 import struct
+import time
 import traceback
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
@@ -56,8 +57,10 @@ def img_tag(png: bytes, alt: str, css_class: str = CHART_CLASS) -> str:
             f'width="{width}" height="{height}" style="max-width: 100%; height: auto;">')
 
 
-def frame_html(frame: Frame) -> str:
-    """The HTML one update puts in the panel."""
+def frame_html(frame: Frame, render_ms: float | None = None) -> str:
+    """The HTML one update puts in the panel. ``render_ms`` (the kernel's time for this update) is
+    kept as a ``data-render-ms`` attribute, so a browser benchmark can tell kernel time from the
+    rest (messaging and the browser's own work)."""
     colour = "color: var(--jp-error-color1, #b00020);" if frame.error else ""
     parts = [f'<p class="rl-verdict" style="{VERDICT_STYLE}{colour}">{html.escape(frame.verdict)}</p>']
     parts += [f'<p class="rl-note" style="{VERDICT_STYLE}">{html.escape(n)}</p>' for n in frame.notes]
@@ -65,7 +68,8 @@ def frame_html(frame: Frame) -> str:
         parts.append(img_tag(frame.png, frame.alt))
     if frame.table_html:
         parts.append(frame.table_html)
-    return "<div class=\"rl-panel\">" + "".join(parts) + "</div>"
+    timing = "" if render_ms is None else f' data-render-ms="{render_ms:.1f}"'
+    return f'<div class="rl-panel"{timing}>' + "".join(parts) + "</div>"
 
 
 def error_frame(exc: BaseException) -> Frame:
@@ -84,11 +88,12 @@ def build_dashboard(controls: Mapping[str, object], rows: Sequence[Sequence[str]
 
     def refresh(_change=None) -> None:
         values = {name: w.value for name, w in controls.items()}
+        start = time.perf_counter()
         try:
             frame = render(**values)
         except Exception as exc:  # shown in the panel, not lost in the widget log
             frame = error_frame(exc)
-        panel.value = frame_html(frame)
+        panel.value = frame_html(frame, render_ms=(time.perf_counter() - start) * 1e3)
 
     for w in controls.values():
         if hasattr(w, "continuous_update"):

@@ -1,21 +1,31 @@
 """Lesson 6 dashboard: sequence length, head dim, SRAM size, causality and loop order -> HBM bytes of
 standard attention, of the two tiled loop orders (FlashAttention's Algorithm 1 and FlashAttention-2)
-and of the compulsory floor, their positions on the roofline, and the tiles the kernel visits."""
+and of the compulsory floor, their positions on the roofline, and the tiles the kernel visits.
+
+Every number comes from the closed forms in :mod:`roofline_lessons.topics.flash`
+(:func:`~roofline_lessons.topics.flash.flash_hbm_bytes`, :func:`~roofline_lessons.topics.flash.flash2_hbm_bytes`),
+which equal what the tile-by-tile simulations count (the tests check both at small N); nothing here
+runs the simulation, so an update costs the same at N = 131,072 as at N = 512. The tile map is
+aggregated to at most :data:`MAX_MAP_CELLS` cells per side, each computed in closed form too.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from ...core.errors import RooflineInputError
 from ...core.hardware import get_part, list_parts
 from ...core.roofline import attainable_flops_per_s
-from ...core.units import binary, si
+from ...core.units import binary, count, num, si
 from ...topics.flash import (SRAMOverflowError, attention_flops, compulsory_hbm_bytes, flash2_hbm_bytes,
                              flash_block_sizes, flash_hbm_bytes, standard_hbm_bytes)
-from ..charts import MARKERS, PALETTE, Roof, roofline_chart, set_roof_ylim
+from ...topics.levers import regime
+from ..charts import MARKERS, MIN_FONT_PT, PALETTE, Roof, part_style, roofline_chart, set_roof_ylim
 from ..fastfig import CachedFigure, bare_figure, message_png
+from ._panel import Frame
 
 N_CHOICES = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 D_CHOICES = (64, 128, 256)
@@ -23,7 +33,11 @@ SRAM_CHOICES_KIB = (48, 64, 100, 164, 228)
 INTENSITY_RANGE = (1, 1e5)
 KINDS = ("standard (N×N in HBM)", "tiled, Algorithm 1 (K/V outer)", "tiled, FlashAttention-2 (Q outer)",
          "compulsory: Q, K, V read, O written once")
+SHORT = ("standard attention", "Algorithm 1", "the FlashAttention-2 order", "the compulsory floor")
 ORDERS = {"Algorithm 1 (K/V blocks outer)": "fa1", "FlashAttention-2 (Q blocks outer)": "fa2"}
+#: the dashboard's tile map shows at most this many cells per side (each cell aggregates a square of tiles)
+MAX_MAP_CELLS = 64
+ELEMENT_BYTES = 2  #: BF16 operands
 
 
 @dataclass(frozen=True)
@@ -39,78 +53,166 @@ class Lesson06View:
     attainable_by_kind: dict
     block_rows: int
     block_cols: int
-    tile_map: np.ndarray | None  #: visiting order of each (query block, key block), NaN where skipped
+    tile_map: np.ndarray | None  #: visiting order of each cell of (query block, key block) tiles, NaN where skipped
     text: str
     error: str | None = None
     order: str = "fa1"  #: loop order the tile map shows: "fa1" (key blocks outer) or "fa2" (query blocks outer)
+    notes: tuple[str, ...] = ()
+    tile_grid: tuple[int, int] = (0, 0)  #: (query blocks, key blocks) of the full tile grid
+    tiles_visited: int = 0  #: tiles the kernel computes (all of them unless causal)
+    tiles_per_cell: tuple[int, int] = (1, 1)  #: (query blocks, key blocks) one map cell stands for
+
+
+def _grid(n: int, rows: int, cols: int, max_cells: int):
+    """Tile counts and, per map cell, its first and last query block and its first key block."""
+    tr, tc = -(-n // rows), -(-n // cols)
+    sr, sc = max(1, -(-tr // max_cells)), max(1, -(-tc // max_cells))
+    r0 = np.arange(0, tr, sr, dtype=np.int64)
+    r1 = np.minimum(r0 + sr, tr) - 1
+    c0 = np.arange(0, tc, sc, dtype=np.int64)
+    return tr, tc, sr, sc, r0, r1, c0
 
 
 def tile_map(n: int, rows: int, cols: int, causal: bool, max_cells: int = 256, order: str = "fa1") -> np.ndarray:
-    """Visiting order of the tiles, NaN for skipped ones; coarsened to at most ``max_cells`` per side
-    so a picture stays readable at any N. ``order="fa1"``: outer loop over key blocks (Algorithm 1);
-    ``"fa2"``: outer loop over query blocks (FlashAttention-2)."""
+    """Visiting order of the tiles, NaN for skipped ones, aggregated to at most ``max_cells`` per side so
+    a picture stays readable (and cheap) at any N. ``order="fa1"``: outer loop over key blocks
+    (Algorithm 1); ``"fa2"``: outer loop over query blocks (FlashAttention-2).
+
+    Each cell stands for a square of tiles; it is visited if any of its tiles is, and its value is the
+    rank of its first visited tile (key block j, query block i: ``j·T_r + i`` for Algorithm 1,
+    ``i·T_c + j`` for FlashAttention-2). With one tile per cell this is the full tile grid. A causal
+    kernel visits tile (i, j) when ``j·B_c`` ≤ the last row of query block i, so the first visited query
+    block of key block j is ``⌊j·B_c / B_r⌋``: no loop over tiles at any N.
+    """
     if order not in ("fa1", "fa2"):
         raise RooflineInputError(f"order must be 'fa1' or 'fa2', got {order!r}")
-    tr, tc = -(-n // rows), -(-n // cols)
-    # only the tiles the picture shows: every step-th row and column of the full tile grid
-    r = np.arange(0, tr, max(1, -(-tr // max_cells)))
-    c = np.arange(0, tc, max(1, -(-tc // max_cells)))
-    row_end = np.minimum((r + 1) * rows, n) - 1
-    visited = (c[None, :] * cols <= row_end[:, None]) if causal else np.ones((r.size, c.size), dtype=bool)
-    rank = (c[None, :] * tr + r[:, None]) if order == "fa1" else (r[:, None] * tc + c[None, :])
+    tr, tc, _, _, r0, r1, c0 = _grid(int(n), int(rows), int(cols), int(max_cells))
+    if causal:
+        first_row = np.maximum(r0[:, None], (c0[None, :] * cols) // rows)  # first visited query block per cell
+        visited = first_row <= r1[:, None]
+    else:
+        first_row = np.broadcast_to(r0[:, None], (r0.size, c0.size))
+        visited = np.ones((r0.size, c0.size), dtype=bool)
+    rank = (c0[None, :] * tr + first_row) if order == "fa1" else (first_row * tc + c0[None, :])
     return np.where(visited, rank.astype(float), np.nan)
+
+
+def visited_tiles(n: int, rows: int, cols: int, causal: bool) -> int:
+    """How many (query block, key block) tiles a kernel computes: all ``T_r·T_c`` of them, or for a causal
+    kernel, per query block the key blocks starting at or before its last row."""
+    tr, tc = -(-n // rows), -(-n // cols)
+    if not causal:
+        return tr * tc
+    row_end = np.minimum(np.arange(1, tr + 1, dtype=np.int64) * rows, n) - 1
+    return int(np.minimum(row_end // cols + 1, tc).sum())
+
+
+@lru_cache(maxsize=256)
+def _numbers(n: int, head_dim: int, sram: int, causal: bool, part_id: str):
+    """Block sizes, roof, FLOPs and the four byte counts for one setting (closed forms; cached by the inputs)."""
+    sizes = flash_block_sizes(sram, head_dim, ELEMENT_BYTES)
+    part = get_part(part_id)
+    roof = Roof(f"{part.id} BF16", part.peak_flops_per_s("bf16"), part.memory_bandwidth_bytes_per_s, part.id)
+    flops = float(attention_flops(n, head_dim, causal))
+    nbytes = (float(standard_hbm_bytes(n, head_dim, ELEMENT_BYTES)),
+              flash_hbm_bytes(n, head_dim, sram, ELEMENT_BYTES, causal, sizes),
+              flash2_hbm_bytes(n, head_dim, sram, ELEMENT_BYTES, causal, sizes),
+              float(compulsory_hbm_bytes(n, head_dim, ELEMENT_BYTES)))
+    return sizes, roof, flops, nbytes, visited_tiles(n, sizes.rows, sizes.cols, causal)
+
+
+@lru_cache(maxsize=256)
+def _cached_map(n: int, rows: int, cols: int, causal: bool, order: str, max_cells: int) -> np.ndarray:
+    out = tile_map(n, rows, cols, causal, max_cells, order)
+    out.setflags(write=False)  # shared between views: nobody may change it
+    return out
 
 
 def lesson06_view(n: int, head_dim: int, sram_kib: int, causal: bool, part_id: str = "h100-sxm",
                   order: str = "fa1") -> Lesson06View:
+    """One setting of the dashboard: bytes, intensities and attainable rates of the four kinds of
+    attention (closed forms, cached by the inputs) and the aggregated tile map."""
     sram = int(sram_kib * 1024)
     try:
-        sizes = flash_block_sizes(sram, head_dim, 2)
-        part = get_part(part_id)
+        if order not in ("fa1", "fa2"):
+            raise RooflineInputError(f"order must be 'fa1' or 'fa2', got {order!r}")
+        sizes, roof, flops, byte_counts, visited = _numbers(int(n), int(head_dim), sram, bool(causal), str(part_id))
     except (SRAMOverflowError, RooflineInputError) as exc:
         return Lesson06View(n, head_dim, sram, causal, None, 0.0, {}, {}, {}, 0, 0, None, str(exc), error=str(exc),
                             order=order)
-    roof = Roof(f"{part.id} bf16", part.peak_flops_per_s("bf16"), part.memory_bandwidth_bytes_per_s)
-    flops = float(attention_flops(n, head_dim, causal))
-    nbytes = {KINDS[0]: float(standard_hbm_bytes(n, head_dim)), KINDS[1]: flash_hbm_bytes(n, head_dim, sram, 2, causal),
-              KINDS[2]: flash2_hbm_bytes(n, head_dim, sram, 2, causal), KINDS[3]: float(compulsory_hbm_bytes(n, head_dim))}
+    nbytes = dict(zip(KINDS, byte_counts))
     intensity = {k: flops / b for k, b in nbytes.items()}
     attain = {k: float(attainable_flops_per_s(i, roof.peak_flops_per_s, roof.bandwidth_bytes_per_s))
               for k, i in intensity.items()}
-    text = (f"N = {n:,}, d = {head_dim}, SRAM {binary(sram)}, {'causal' if causal else 'full'}: tiles of "
-            f"{sizes.rows} query × {sizes.cols} key rows (FlashAttention-1's rule, B_r ≤ d, borrowed for both orders: {sizes.paper_rows} × {sizes.paper_cols}). "
-            f"{si(flops, 'FLOP')} per head. HBM bytes — standard {si(nbytes[KINDS[0]], 'B')} "
-            f"(I = {intensity[KINDS[0]]:,.0f}), Algorithm 1 {si(nbytes[KINDS[1]], 'B')} (I = {intensity[KINDS[1]]:,.0f}), "
-            f"FlashAttention-2 order {si(nbytes[KINDS[2]], 'B')} (I = {intensity[KINDS[2]]:,.0f}), "
-            f"compulsory {si(nbytes[KINDS[3]], 'B')} (I = {intensity[KINDS[3]]:,.0f}); "
-            f"ridge {roof.ridge_point_flop_per_byte:,.0f}. Tiled counts assume every tile comes from HBM.")
+    tr, tc, sr, sc, *_ = _grid(n, sizes.rows, sizes.cols, MAX_MAP_CELLS)
+    ridge = roof.ridge_point_flop_per_byte
+    said = "; ".join(f"{name}: {si(nbytes[k], 'B')} (I = {num(intensity[k])} FLOP/byte, "
+                     f"{regime(intensity[k], ridge)})" for name, k in zip(SHORT, KINDS))
+    text = (f"N = {count(n)} tokens, head dim {head_dim}, {binary(sram)} of SRAM, "
+            f"{'causal' if causal else 'full (not causal)'}: one head does {si(flops, 'FLOP')}. "
+            f"HBM traffic: {said}. The {roof.label} ridge is at {num(ridge)} FLOP/byte. "
+            f"Tiles of {sizes.rows} query × {sizes.cols} key rows (FlashAttention-1's rule, B_r ≤ d, borrowed for "
+            f"both orders: {sizes.paper_rows} × {sizes.paper_cols} before shrinking to fit).")
+    skipped = tr * tc - visited
+    notes = (f"The kernel visits {count(visited)} of {count(tr * tc)} tiles ({count(tr)} query blocks × {count(tc)} "
+             f"key blocks" + (f"; {count(skipped)} skipped above the diagonal" if causal else "") + ")"
+             + (f"; each map cell stands for {count(sr)} × {count(sc)} tiles." if (sr, sc) != (1, 1) else "."),
+             "Tiled byte counts assume every tile comes from HBM (no reuse through the L2 cache).")
     return Lesson06View(n, head_dim, sram, causal, roof, flops, nbytes, intensity, attain, sizes.rows, sizes.cols,
-                        tile_map(n, sizes.rows, sizes.cols, causal, order=order), text, order=order)
+                        _cached_map(n, sizes.rows, sizes.cols, bool(causal), order, MAX_MAP_CELLS), text,
+                        order=order, notes=notes, tile_grid=(tr, tc), tiles_visited=visited, tiles_per_cell=(sr, sc))
+
+
+def _at_least_min_font(fig) -> None:
+    """Raise every text of ``fig`` below MIN_FONT_PT to it (roofline_chart's legend and ridge label use 8 pt)."""
+    from matplotlib.text import Text
+
+    for t in fig.findobj(Text):
+        if t.get_fontsize() < MIN_FONT_PT:
+            t.set_fontsize(MIN_FONT_PT)
+
+
+def _dot_style(i: int, roof_colour: str) -> dict:
+    """Marker and fill of kind ``i``: a marker per kind, fill colours that skip the roof's own colour."""
+    fills = [c for c in PALETTE[1:6] if c.lower() != roof_colour.lower()]
+    return {"marker": MARKERS[i + 1], "linestyle": "none", "color": "black", "markerfacecolor": fills[i]}
+
+
+#: marker sizes, largest first: a dot drawn later (smaller) stays inside an earlier one it covers
+DOT_SIZES = (13, 11.5, 10, 10)
 
 
 def _build(roof):
-    fig = bare_figure((11, 4.4))
-    fig.subplots_adjust(left=0.07, right=0.97, bottom=0.13, top=0.88, wspace=0.25)
-    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.4, 1]})
-    roofline_chart([roof], [], title="One attention head on the roofline (BF16)", intensity_range=INTENSITY_RANGE,
-                   ax=ax1, fast=True)
-    set_roof_ylim(ax1, [roof], INTENSITY_RANGE)
     from matplotlib.lines import Line2D
 
-    ax1.legend(handles=[Line2D([], [], color=PALETTE[0], linewidth=2, label=roof.label)] + [
-        Line2D([], [], marker=MARKERS[i], linestyle="none", color="black", markerfacecolor=PALETTE[i + 1], label=k)
-        for i, k in enumerate(KINDS)], fontsize=7.5, loc="lower right")
-    dots = [ax1.plot([], [], marker=MARKERS[i], markersize=10, linestyle="none", color="black",
-                     markerfacecolor=PALETTE[i + 1], animated=True)[0] for i in range(len(KINDS))]
-    ax2.set_title("Tiles visited (colour: order; blank: skipped)")
-    ax2.set_xlabel("key/value block j")
-    ax2.set_ylabel("query block i")
+    fig = bare_figure((11, 4.6))
+    fig.subplots_adjust(left=0.075, right=0.985, bottom=0.12, top=0.84, wspace=0.16)
+    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.45, 1]})
+    roofline_chart([roof], [], title=f"One attention head on the {roof.label} roofline", intensity_range=INTENSITY_RANGE,
+                   ax=ax1, fast=True)
+    set_roof_ylim(ax1, [roof], INTENSITY_RANGE)
+    for label in ax1.texts:  # the ridge label goes under the flat roof, where no dot can sit on it
+        if label.get_text().startswith("ridge"):
+            label.set_position((6, -16))
+    ax1.set_ylabel("Attainable (TFLOP/s)")
+    look = part_style(roof.part_id)
+    ax1.legend(handles=[Line2D([], [], color=look.colour, linestyle=look.linestyle, linewidth=2.2, label=roof.label)]
+               + [Line2D([], [], markersize=8, label=k, **_dot_style(i, look.colour)) for i, k in enumerate(KINDS)],
+               fontsize=MIN_FONT_PT, loc="lower right", framealpha=0.9)
+    dots = [ax1.plot([], [], markersize=DOT_SIZES[i], animated=True, **_dot_style(i, look.colour))[0]
+            for i in range(len(KINDS))]
+    ax2.set_title("Tiles the kernel computes\n(dark: visited first, light: last; white: skipped)", fontsize=10)
+    ax2.set_xlabel("key/value block j →")
+    ax2.set_ylabel("query block i →")
     image = ax2.imshow(np.zeros((2, 2)), cmap="cividis", origin="upper", aspect="auto", interpolation="nearest",
                        extent=(0, 1, 1, 0), animated=True)
     ax2.set_xticks([])
     ax2.set_yticks([])
-    fig.suptitle("FlashAttention tiling", fontsize=11)
-    return fig, (dots, image)
+    grid = ax2.text(0.5, -0.075, "", transform=ax2.transAxes, ha="center", va="top", fontsize=MIN_FONT_PT,
+                    animated=True)
+    fig.suptitle("FlashAttention tiling: bytes moved and tiles visited", fontsize=12)
+    _at_least_min_font(fig)
+    return fig, (dots, image, grid)
 
 
 class Lesson06Chart:
@@ -122,37 +224,72 @@ class Lesson06Chart:
             return message_png(view.text)
 
         def update(state):
-            dots, image = state
+            dots, image, grid = state
             for dot, kind in zip(dots, KINDS):
                 dot.set_data([view.intensity_by_kind[kind]], [view.attainable_by_kind[kind] / 1e12])
-            data = np.ma.masked_invalid(view.tile_map)
-            image.set_data(data)
+            image.set_data(np.ma.masked_invalid(view.tile_map))
             image.set_clim(0, max(float(np.nanmax(view.tile_map)), 1.0))
-            return [*dots, image]
+            tr, tc = view.tile_grid
+            sr, sc = view.tiles_per_cell
+            grid.set_text(f"{count(tr)} × {count(tc)} tiles of {view.block_rows} × {view.block_cols} rows"
+                          + (f"; a cell = {count(sr)} × {count(sc)} tiles" if (sr, sc) != (1, 1) else ""))
+            return [*dots, image, grid]
 
         return self.figures.render(view.roof, update)
+
+
+def lesson06_alt(view: Lesson06View) -> str:
+    """The chart's message in words, with the live numbers."""
+    roof = view.roof
+    where = "; ".join(f"{name} at {num(view.intensity_by_kind[k])} FLOP/byte, "
+                      f"{num(view.attainable_by_kind[k] / 1e12)} TFLOP/s" for name, k in zip(SHORT, KINDS))
+    tr, tc = view.tile_grid
+    walk = ("column by column (key blocks outer, Algorithm 1)" if view.order == "fa1"
+            else "row by row (query blocks outer, FlashAttention-2)")
+    shape = ("a lower triangle: tiles above the diagonal, whose keys all come after their queries, are skipped"
+             if view.causal else "the full square: every tile is visited")
+    return (f"Left: log-log roofline of the {roof.label} ({num(roof.peak_flops_per_s / 1e12)} TFLOP/s, "
+            f"{num(roof.bandwidth_bytes_per_s / 1e12)} TB/s, ridge {num(roof.ridge_point_flop_per_byte)} FLOP/byte) "
+            f"with one head of attention at N = {count(view.n)}, head dim {view.head_dim}: {where}. "
+            f"Right: the {count(tr)} × {count(tc)} grid of query-block × key-block tiles, {count(view.tiles_visited)} "
+            f"visited, shaded in visiting order {walk}; the visited region is {shape}.")
+
+
+def lesson06_frame(view: Lesson06View, chart: Lesson06Chart) -> Frame:
+    """What the dashboard shows for ``view``: the verdict, the notes, the chart and its alt text; an error
+    view shows its message once, with no chart."""
+    if view.error is not None or view.roof is None:
+        return Frame(verdict=f"This setting cannot be drawn: {view.error or view.text}", png=None, alt="", error=True)
+    return Frame(verdict=view.text, png=chart.png(view), alt=lesson06_alt(view), notes=view.notes)
 
 
 def lesson06_dashboard(part_id: str = "h100-sxm"):
     """N, head dim, SRAM size, causality and loop order -> bytes, intensity, the four dots and the tile map."""
     import ipywidgets as widgets
-    from IPython.display import Image, display
+    from IPython.display import display
 
-    n_w = widgets.SelectionSlider(options=N_CHOICES, value=8192, description="N (tokens)")
-    d_w = widgets.Dropdown(options=D_CHOICES, value=128, description="head dim")
-    sram_w = widgets.SelectionSlider(options=SRAM_CHOICES_KIB, value=228, description="SRAM (KiB)")
-    causal_w = widgets.Checkbox(value=True, description="causal")
-    part_w = widgets.Dropdown(options=list_parts(), value=part_id, description="roof of")
-    order_w = widgets.ToggleButtons(options=list(ORDERS), value=next(iter(ORDERS)), description="tile order")
+    from ._panel import build_dashboard
+
+    style = {"description_width": "initial"}
+    wide, narrow = widgets.Layout(width="26em"), widgets.Layout(width="15em")
+    controls = {
+        "n": widgets.SelectionSlider(options=N_CHOICES, value=8192, description="N (tokens)", style=style,
+                                     layout=wide),
+        "sram": widgets.SelectionSlider(options=SRAM_CHOICES_KIB, value=228, description="SRAM (KiB)", style=style,
+                                        layout=wide),
+        "d": widgets.Dropdown(options=D_CHOICES, value=128, description="head dim", style=style, layout=narrow),
+        "part": widgets.Dropdown(options=list_parts(), value=part_id, description="roof of", style=style,
+                                 layout=narrow),
+        "causal": widgets.Checkbox(value=True, description="causal", style=style, indent=False,
+                                   layout=widgets.Layout(width="8em")),
+        "order": widgets.ToggleButtons(options=list(ORDERS), value=next(iter(ORDERS)), description="tile order",
+                                       style={**style, "button_width": "17em"}),
+    }
     chart = Lesson06Chart()
 
-    def _update(n, d, sram, causal, part, order):
-        view = lesson06_view(n, d, sram, causal, part, ORDERS[order])
-        print(view.text)
-        display(Image(data=chart.png(view), format="png"))
+    def render(n, sram, d, part, causal, order):
+        return lesson06_frame(lesson06_view(n, d, sram, causal, part, ORDERS[order]), chart)
 
-    out = widgets.interactive_output(_update, {"n": n_w, "d": d_w, "sram": sram_w, "causal": causal_w,
-                                               "part": part_w, "order": order_w})
-    ui = widgets.VBox([widgets.HBox([n_w, sram_w]), widgets.HBox([d_w, part_w, causal_w]), order_w, out])
+    ui = build_dashboard(controls, [["n", "sram"], ["d", "part", "causal"], ["order"]], render)
     display(ui)
     return ui

@@ -3,20 +3,29 @@ compute ceilings, the all-BF16 point and the chosen point, and the speed-up.
 
 Every recipe is a real configuration (:data:`roofline_lessons.topics.levers.WEIGHT_RECIPES`), so no
 choice of widgets is invalid; a recipe whose format has no sourced rate for the part in the catalog
-(W8A8 FP8 on an A100, W8A8 INT8 on an H200) gives one clear message instead of a point."""
+(W8A8 FP8 on an A100, W4A4 FP4 on an H200) gives one clear message instead of a point.
+
+The chart always marks the ceiling in force for the chosen recipe (a heavy grey band along its roof,
+with its value written in the corner): a recipe that only raises the compute ceiling leaves a
+memory-bound point where it was, and the band, not the point, shows what changed. The verdict then
+says why the point did not move, with the step's compute and memory times.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ...core.errors import RooflineInputError
 from ...core.hardware import get_part, list_parts
 from ...core.placement import place
 from ...core.roofline import attainable_flops_per_s
-from ...core.units import GiB
+from ...core.units import binary, count, duration, num, si
 from ...topics.levers import BASELINE, KV_FORMATS, WEIGHT_RECIPES, recipe_fields, regime
-from ..charts import MARKERS, PALETTE, Roof, roofline_chart, set_roof_ylim
+from ..charts import MARKERS, MIN_FONT_PT, PALETTE, Roof, roofline_chart, set_roof_ylim
 from ..fastfig import CachedFigure, bare_figure, message_png
+from ._panel import Frame
 
 MODEL = "qwen3.8-27b"
 FORMATS = ("bf16", "fp8", "fp4")
@@ -24,6 +33,9 @@ INTENSITY_RANGE = (0.1, 1e5)
 RECIPES = tuple(WEIGHT_RECIPES)
 KV_CHOICES = tuple(KV_FORMATS)
 BATCH_CHOICES = (1, 4, 16, 64, 256)
+TERA = 1e12
+CHOSEN_COLOUR = PALETTE[4]  #: the filled dot (reddish purple: no roof uses it)
+BAND_COLOUR = "0.35"  #: the chosen ceiling's band (grey, drawn translucent under the roofs' colours)
 
 
 @dataclass(frozen=True)
@@ -38,11 +50,59 @@ class Lesson07View:
     text: str
     error: str | None = None
     fits: bool | None = None  #: weights + KV + state of the chosen step fit in memory
+    ceiling_flops_per_s: float | None = None  #: compute roof in force for the chosen step's FLOP mix
+    baseline_ceiling_flops_per_s: float | None = None  #: compute roof of the all-BF16 step
+    bandwidth_bytes_per_s: float | None = None
+    compute_time_s: float | None = None  #: the chosen step's FLOPs at their own peaks
+    memory_time_s: float | None = None  #: the chosen step's bytes at the bandwidth
+    baseline_time_s: float | None = None  #: the all-BF16 step's time lower bound
+    recipe: str = BASELINE
+    kv: str = "BF16 KV cache"
+    ceiling_formats: str = "bf16"  #: e.g. "fp8 matmuls, bf16 rest": the formats behind the ceiling
+    notes: tuple[str, ...] = ()
 
 
 def _roofs(part) -> tuple[Roof, ...]:
-    return tuple(Roof(f"{part.id} {dt}", part.peak_flops_per_s(dt), part.memory_bandwidth_bytes_per_s)
+    return tuple(Roof(f"{part.id} {dt}", part.peak_flops_per_s(dt), part.memory_bandwidth_bytes_per_s, part.id)
                  for dt in FORMATS if dt in part.dense_flops_per_s)
+
+
+def _speed_words(speedup: float) -> str:
+    """``"1.97× faster"``, ``"1.25× slower"`` or ``"as fast as all-BF16"`` (within 0.5 %)."""
+    if abs(speedup - 1) < 5e-3:
+        return "as fast as all-BF16"
+    return f"{num(speedup)}× faster" if speedup > 1 else f"{num(1 / speedup)}× slower"
+
+
+def _why(new, base, ceiling: float, base_ceiling: float) -> str:
+    """Why the chosen dot sits where it does relative to the all-BF16 one, with the numbers."""
+    same_place = (np.isclose(float(new.intensity), float(base.intensity), rtol=1e-9)
+                  and np.isclose(float(new.attainable_flops_per_s), float(base.attainable_flops_per_s), rtol=1e-9))
+    raised = ceiling > base_ceiling * (1 + 1e-9)
+    compute_t, memory_t = float(new.compute_time_s), float(new.memory_time_s)
+    if not raised and same_place:
+        return "This is the all-BF16 step itself: the filled dot sits on the open square."
+    if raised and str(new.bound) == "memory":
+        dot = (f"it runs at intensity × bandwidth = {num(float(new.attainable_flops_per_s) / TERA)} TFLOP/s under "
+               "either ceiling")
+        moved = ("so the dot did not move: it sits on the open square" if same_place else
+                 "so the faster ceiling alone would not move the dot; what moved it from the open square is the "
+                 f"bytes ({duration(float(base.memory_time_s))} of memory traffic all-BF16, {duration(memory_t)} now)")
+        return (f"Your recipe raises the compute ceiling from {num(base_ceiling / TERA)} to {num(ceiling / TERA)} "
+                f"TFLOP/s, but the step is memory-bound: its FLOPs need {duration(compute_t)} at that ceiling "
+                f"({duration(float(base.compute_time_s))} at BF16's), its bytes {duration(memory_t)} at "
+                f"{si(float(new.bandwidth_bytes_per_s), 'B/s')}. A faster compute roof does not help a step the bytes "
+                f"hold back: {dot}, {moved}.")
+    if raised:
+        return (f"The step is compute-bound, so the higher ceiling lifts it: its FLOPs need {duration(compute_t)} at "
+                f"{num(ceiling / TERA)} TFLOP/s against {duration(float(base.compute_time_s))} at BF16's "
+                f"{num(base_ceiling / TERA)} TFLOP/s.")
+    if str(new.bound) == "memory":
+        return (f"The compute ceiling stays at {num(ceiling / TERA)} TFLOP/s; fewer bytes moved the dot right along "
+                f"the bandwidth slope ({duration(float(base.memory_time_s))} of memory traffic all-BF16, "
+                f"{duration(memory_t)} now).")
+    return (f"The compute ceiling stays at {num(ceiling / TERA)} TFLOP/s and the step is compute-bound there: its "
+            f"FLOPs need {duration(compute_t)}, its bytes only {duration(memory_t)}, so fewer bytes do not shorten it.")
 
 
 def lesson07_view(part_id: str, phase: str, recipe: str = BASELINE, kv: str = "BF16 KV cache", tokens: int = 8192,
@@ -52,7 +112,8 @@ def lesson07_view(part_id: str, phase: str, recipe: str = BASELINE, kv: str = "B
     try:
         part = get_part(part_id)
     except RooflineInputError as exc:
-        return Lesson07View(str(part_id), phase, (), None, None, None, None, f"Cannot place this: {exc}", str(exc))
+        return Lesson07View(str(part_id), phase, (), None, None, None, None, f"Cannot place this: {exc}", str(exc),
+                            recipe=recipe, kv=kv)
     roofs = _roofs(part)
     try:
         change = recipe_fields(recipe, kv)
@@ -61,39 +122,79 @@ def lesson07_view(part_id: str, phase: str, recipe: str = BASELINE, kv: str = "B
     except RooflineInputError as exc:
         return Lesson07View(part.id, phase, roofs, None, None, None, None,
                             f"{recipe} with {kv} is not available on {part.id} (no sourced rate for its format in "
-                            f"this catalog): {exc}", error=str(exc))
+                            f"this catalog): {exc}", error=str(exc), recipe=recipe, kv=kv)
     speedup = float(base.time_lower_bound_s / new.time_lower_bound_s)
     fits = bool(new.fits_in_memory)
-    what = (f"prefill of {tokens:,} tokens × batch {batch}" if phase == "prefill"
-            else f"decode, batch {batch}, {tokens:,} cached")
-    fit_text = ("fits" if fits else "does NOT fit") + (
-        f" in {part.memory_capacity_bytes / GiB:,.0f} GiB ({float(new.memory_required_bytes) / GiB:,.0f} GiB of "
-        "weights, KV cache and state; no headroom kept)")
+    ceiling, base_ceiling = float(new.peak_flops_per_s), float(base.peak_flops_per_s)
+    w = new.workload
+    mixed = w.compute_dtype != w.other_compute_dtype
+    formats = f"{w.compute_dtype} matmuls, {w.other_compute_dtype} rest" if mixed else f"all {w.compute_dtype}"
+    formats_said = (f"{w.compute_dtype} weight matmuls, {w.other_compute_dtype} for attention and the rest" if mixed
+                    else f"all {w.compute_dtype}")
+    what = (f"Prefill of {count(tokens)} tokens × batch {batch}" if phase == "prefill"
+            else f"Decode, batch {batch}, {count(tokens)} cached tokens")
+    fit_text = (f"Memory: weights, KV cache and state take {binary(float(new.memory_required_bytes))}, which "
+                + ("fits" if fits else "does NOT fit") + f" in the {part.id}'s {binary(part.memory_capacity_bytes)} "
+                "(no headroom kept).")
     caveat = " (a best case: no cost charged for (de)quantising or scales)" if change else ""
-    text = (f"{what} on {part.id}: {recipe}, {kv}. Compute roof for this FLOP mix "
-            f"{float(new.peak_flops_per_s) / 1e12:,.0f} TFLOP/s, ridge {float(new.ridge_point_flop_per_byte):,.0f} "
-            f"FLOP/byte; I = {float(new.intensity):,.3g} (all BF16: {float(base.intensity):,.3g}); "
+    if not change:
+        timing = f"Step ≥ {duration(float(new.time_lower_bound_s))}. "
+    elif abs(speedup - 1) < 5e-3:
+        timing = (f"Step ≥ {duration(float(new.time_lower_bound_s))}, no faster than all-BF16's "
+                  f"{duration(float(base.time_lower_bound_s))}{caveat}. ")
+    else:
+        timing = (f"Step ≥ {duration(float(new.time_lower_bound_s))} against {duration(float(base.time_lower_bound_s))} "
+                  f"all-BF16: {_speed_words(speedup)}{caveat}. ")
+    text = (f"{what} on the {part.id}: {recipe}, {kv}. Compute ceiling for this FLOP mix ({formats_said}): "
+            f"{num(ceiling / TERA)} TFLOP/s, ridge {num(float(new.ridge_point_flop_per_byte))} FLOP/byte. "
+            f"Intensity {num(float(new.intensity))} FLOP/byte (all BF16: {num(float(base.intensity))}): "
             f"{regime(new.intensity, new.ridge_point_flop_per_byte)}. "
-            f"Step ≥ {float(new.time_lower_bound_s) * 1e3:,.3g} ms vs {float(base.time_lower_bound_s) * 1e3:,.3g} ms "
-            f"all-BF16: {speedup:.2f}× faster{caveat}. Memory: {fit_text}.")
+            + timing + _why(new, base, ceiling, base_ceiling))
+    chosen_attainable = float(attainable_flops_per_s(new.intensity, new.peak_flops_per_s, new.bandwidth_bytes_per_s))
     return Lesson07View(part.id, phase, roofs, (float(base.intensity), float(base.attainable_flops_per_s)),
-                        (float(new.intensity), float(attainable_flops_per_s(new.intensity, new.peak_flops_per_s,
-                                                                            new.bandwidth_bytes_per_s))),
-                        float(new.ridge_point_flop_per_byte), speedup, text, fits=fits)
+                        (float(new.intensity), chosen_attainable), float(new.ridge_point_flop_per_byte), speedup, text,
+                        fits=fits, ceiling_flops_per_s=ceiling, baseline_ceiling_flops_per_s=base_ceiling,
+                        bandwidth_bytes_per_s=float(new.bandwidth_bytes_per_s), compute_time_s=float(new.compute_time_s),
+                        memory_time_s=float(new.memory_time_s), baseline_time_s=float(base.time_lower_bound_s),
+                        recipe=recipe, kv=kv, ceiling_formats=formats, notes=(fit_text,))
+
+
+def _at_least_min_font(fig) -> None:
+    """Raise every text of ``fig`` below MIN_FONT_PT to it (roofline_chart's legend uses 8 pt)."""
+    from matplotlib.text import Text
+
+    for t in fig.findobj(Text):
+        if t.get_fontsize() < MIN_FONT_PT:
+            t.set_fontsize(MIN_FONT_PT)
 
 
 def _build(roofs):
-    fig = bare_figure((7.8, 4.8))
+    from matplotlib.lines import Line2D
+
+    fig = bare_figure((8.4, 5.0))
     ax = fig.add_subplot()
-    fig.subplots_adjust(left=0.11, right=0.95, bottom=0.11, top=0.93)
-    roofline_chart(list(roofs), [], title=f"Qwen3.8-27B on {roofs[0].label.split()[0]}: one ceiling per format",
-                   intensity_range=INTENSITY_RANGE, ax=ax, fast=True)
+    fig.subplots_adjust(left=0.1, right=0.95, bottom=0.1, top=0.93)
+    roofline_chart(list(roofs), [], title=f"Qwen3.8-27B on the {roofs[0].label.split()[0]}: one compute ceiling "
+                                          "per format", intensity_range=INTENSITY_RANGE, ax=ax, fast=True)
     set_roof_ylim(ax, roofs, INTENSITY_RANGE)
-    base, = ax.plot([], [], marker=MARKERS[1], markersize=10, linestyle="none", color="black",
-                    markerfacecolor="white", animated=True)
-    chosen, = ax.plot([], [], marker=MARKERS[0], markersize=11, linestyle="none", color="black",
-                      markerfacecolor=PALETTE[3], animated=True)
-    return fig, (base, chosen)
+    ax.set_ylabel("Attainable (TFLOP/s)")
+    band, = ax.plot([], [], color=BAND_COLOUR, linewidth=10, alpha=0.35, solid_capstyle="butt", animated=True,
+                    zorder=1.5)
+    base, = ax.plot([], [], marker=MARKERS[1], markersize=15, linestyle="none", color="black",
+                    markerfacecolor="white", markeredgewidth=1.6, animated=True)
+    chosen, = ax.plot([], [], marker=MARKERS[0], markersize=9, linestyle="none", color="black",
+                      markerfacecolor=CHOSEN_COLOUR, animated=True)
+    ceiling_label = ax.text(0.02, 0.97, "", transform=ax.transAxes, ha="left", va="top", fontsize=10, animated=True,
+                            bbox={"boxstyle": "round", "fc": "white", "ec": BAND_COLOUR, "alpha": 0.95})
+    handles = ax.get_legend_handles_labels()[0]  # the roofs, drawn and labelled by roofline_chart
+    handles += [Line2D([], [], color=BAND_COLOUR, linewidth=10, alpha=0.35, label="grey band: your recipe's compute ceiling"),
+                Line2D([], [], marker=MARKERS[1], markersize=11, linestyle="none", color="black", markerfacecolor="white",
+                       label="open square: all-BF16 step"),
+                Line2D([], [], marker=MARKERS[0], markersize=8, linestyle="none", color="black",
+                       markerfacecolor=CHOSEN_COLOUR, label="filled dot: your recipe")]
+    ax.legend(handles=handles, fontsize=MIN_FONT_PT, loc="lower right", framealpha=0.92)
+    _at_least_min_font(fig)
+    return fig, (band, base, chosen, ceiling_label)
 
 
 class Lesson07Chart:
@@ -105,36 +206,65 @@ class Lesson07Chart:
             return message_png(view.text)
 
         def update(state):
-            base, chosen = state
-            base.set_data([view.baseline[0]], [view.baseline[1] / 1e12])
-            chosen.set_data([view.chosen[0]], [view.chosen[1] / 1e12])
-            return [base, chosen]
+            band, base, chosen, ceiling_label = state
+            # the flat part of the roof in force: from its ridge to the right edge
+            band.set_data([view.ridge_point_flop_per_byte, INTENSITY_RANGE[1]], [view.ceiling_flops_per_s / TERA] * 2)
+            base.set_data([view.baseline[0]], [view.baseline[1] / TERA])
+            chosen.set_data([view.chosen[0]], [view.chosen[1] / TERA])
+            ceiling_label.set_text(f"your recipe's ceiling: {num(view.ceiling_flops_per_s / TERA)} TFLOP/s\n"
+                                   f"({view.ceiling_formats}; ridge {num(view.ridge_point_flop_per_byte)})")
+            return [band, base, chosen, ceiling_label]
 
         return self.figures.render(view.roofs, update)
+
+
+def lesson07_alt(view: Lesson07View) -> str:
+    """The chart's message in words, with the live numbers."""
+    ceilings = ", ".join(f"{r.label} {num(r.peak_flops_per_s / TERA)} TFLOP/s" for r in view.roofs)
+    same = (view.chosen == view.baseline)
+    return (f"Log-log roofline of the {view.part} (bandwidth {si(view.bandwidth_bytes_per_s, 'B/s')}) with one "
+            f"compute ceiling per format: {ceilings}. The ceiling in force for {view.recipe} with {view.kv} is marked "
+            f"by a band at {num(view.ceiling_flops_per_s / TERA)} TFLOP/s (ridge {num(view.ridge_point_flop_per_byte)} "
+            f"FLOP/byte). The all-BF16 {view.phase} step (open square) is at {num(view.baseline[0])} FLOP/byte, "
+            f"{num(view.baseline[1] / TERA)} TFLOP/s; the chosen step (filled dot) is at {num(view.chosen[0])} "
+            f"FLOP/byte, {num(view.chosen[1] / TERA)} TFLOP/s, "
+            f"{regime(view.chosen[0], view.ridge_point_flop_per_byte)}"
+            + (", on top of the open square" if same else "") + f"; {_speed_words(view.speedup)}.")
+
+
+def lesson07_frame(view: Lesson07View, chart: Lesson07Chart) -> Frame:
+    """What the dashboard shows for ``view``: the verdict, the chart and its alt text; a configuration the
+    part cannot run shows its message once, with no chart."""
+    if view.error is not None or view.baseline is None:
+        return Frame(verdict=view.text, png=None, alt="", error=True)
+    return Frame(verdict=view.text, png=chart.png(view), alt=lesson07_alt(view), notes=view.notes)
 
 
 def lesson07_dashboard(part_id: str = "h100-sxm"):
     """Part; phase; batch; weight-and-matmul recipe; KV format -> ceilings, the two points, the speed-up."""
     import ipywidgets as widgets
-    from IPython.display import Image, display
+    from IPython.display import display
 
-    part_w = widgets.Dropdown(options=list_parts(), value=part_id, description="part")
-    phase_w = widgets.ToggleButtons(options=["decode", "prefill"], value="decode", description="phase")
-    recipe_w = widgets.Dropdown(options=RECIPES, value=BASELINE, description="recipe",
-                                layout=widgets.Layout(width="22em"))
-    kv_w = widgets.Dropdown(options=KV_CHOICES, value=KV_CHOICES[0], description="KV cache")
-    batch_w = widgets.SelectionSlider(options=BATCH_CHOICES, value=1, description="batch")
+    from ._panel import build_dashboard
+
+    style = {"description_width": "initial"}
+    controls = {
+        "part": widgets.Dropdown(options=list_parts(), value=part_id, description="part", style=style,
+                                 layout=widgets.Layout(width="14em")),
+        "phase": widgets.ToggleButtons(options=["decode", "prefill"], value="decode", description="phase",
+                                       style={**style, "button_width": "6em"}),
+        "batch": widgets.SelectionSlider(options=BATCH_CHOICES, value=1, description="batch", style=style,
+                                         layout=widgets.Layout(width="18em")),
+        "recipe": widgets.Dropdown(options=RECIPES, value=BASELINE, description="recipe", style=style,
+                                   layout=widgets.Layout(width="24em")),
+        "kv": widgets.Dropdown(options=KV_CHOICES, value=KV_CHOICES[0], description="KV cache", style=style,
+                               layout=widgets.Layout(width="16em")),
+    }
     chart = Lesson07Chart()
 
-    def _update(part, phase, recipe, kv, batch):
-        view = lesson07_view(part, phase, recipe, kv, batch=batch)
-        print(view.text)
-        if view.baseline is not None:
-            print("(open square: all BF16; filled dot: your choice)")
-        display(Image(data=chart.png(view), format="png"))
+    def render(part, phase, batch, recipe, kv):
+        return lesson07_frame(lesson07_view(part, phase, recipe, kv, batch=batch), chart)
 
-    out = widgets.interactive_output(_update, {"part": part_w, "phase": phase_w, "recipe": recipe_w, "kv": kv_w,
-                                               "batch": batch_w})
-    ui = widgets.VBox([widgets.HBox([part_w, phase_w, batch_w]), widgets.HBox([recipe_w, kv_w]), out])
+    ui = build_dashboard(controls, [["part", "phase", "batch"], ["recipe", "kv"]], render)
     display(ui)
     return ui

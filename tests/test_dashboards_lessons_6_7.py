@@ -1,0 +1,220 @@
+"""Lessons 6 and 7 as one-panel dashboards: frames with alt text, errors shown once, type no smaller
+than MIN_FONT_PT, lesson 6 cheap at every N (closed forms equal to the simulation), lesson 7's chart
+marking the compute ceiling in force."""
+
+from __future__ import annotations
+
+import html
+import itertools
+import time
+
+import numpy as np
+import pytest
+
+from matplotlib.text import Text
+
+from roofline_lessons.core.units import count, duration, num
+from roofline_lessons.topics.flash import tiled_attention, tiled_attention_fa2
+from roofline_lessons.viz.charts import MIN_FONT_PT
+from roofline_lessons.viz.dashboards._panel import frame_html
+from roofline_lessons.viz.dashboards.lesson06 import (D_CHOICES, KINDS, MAX_MAP_CELLS, N_CHOICES,
+                                                      SRAM_CHOICES_KIB, Lesson06Chart, lesson06_frame, lesson06_view,
+                                                      tile_map, visited_tiles)
+from roofline_lessons.viz.dashboards.lesson07 import (BASELINE, Lesson07Chart, lesson07_frame,
+                                                      lesson07_view)
+
+
+def _figures(chart):
+    """The cached static figures a chart has built so far."""
+    return [entry[0] for entry in chart.figures._cache.values()]
+
+
+def _small_texts(fig):
+    return [(t.get_text(), t.get_fontsize()) for t in fig.findobj(Text)
+            if t.get_visible() and t.get_text().strip() and t.get_fontsize() < MIN_FONT_PT]
+
+
+def _walk(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from _walk(child)
+
+
+def _control(ui, description):
+    return next(w for w in _walk(ui) if getattr(w, "description", None) == description)
+
+
+# ---- lesson 6 ---------------------------------------------------------------------------------
+
+def test_lesson06_frame_has_alt_text_with_live_numbers():
+    view = lesson06_view(8192, 128, 228, True)
+    frame = lesson06_frame(view, Lesson06Chart())
+    assert not frame.error and frame.png.startswith(b"\x89PNG")
+    standard = num(view.intensity_by_kind[KINDS[0]])
+    assert count(view.n) in frame.alt and standard in frame.alt and count(view.tiles_visited) in frame.alt
+    assert f'alt="{html.escape(frame.alt, quote=True)}"' in frame_html(frame)
+    assert "e+" not in frame.verdict and "e+" not in frame.alt  # no scientific notation
+    assert any(count(view.tiles_visited) in note for note in frame.notes)
+
+
+def test_lesson06_error_frame_shows_the_error_once_and_no_chart():
+    view = lesson06_view(512, 256, 1, False)  # SRAM too small for one tile
+    frame = lesson06_frame(view, Lesson06Chart())
+    assert frame.error and frame.png is None and frame.alt == ""
+    page = frame_html(frame)
+    assert page.count(html.escape(view.error)) == 1 and "<img" not in page
+
+
+def test_lesson06_type_is_never_below_the_minimum():
+    chart = Lesson06Chart()
+    for part in ("h100-sxm", "tpu-v6e"):
+        chart.png(lesson06_view(131072, 256, 48, True, part))
+    figures = _figures(chart)
+    assert len(figures) == 2
+    for fig in figures:
+        assert _small_texts(fig) == []
+
+
+@pytest.mark.parametrize("n,d,sram_kib,causal", [(150, 64, 48, True), (333, 64, 48, False), (256, 128, 100, True),
+                                                 (200, 256, 64, True)])
+def test_lesson06_closed_forms_equal_the_simulation(n, d, sram_kib, causal):
+    """The dashboard never simulates; what it shows is what the tile-by-tile simulation counts."""
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((n, d)).astype(np.float16) * np.float16(0.1) for _ in range(3))
+    sram = sram_kib * 1024
+    view = lesson06_view(n, d, sram_kib, causal)
+    _, t1 = tiled_attention(q, k, v, sram, causal=causal)
+    _, t2 = tiled_attention_fa2(q, k, v, sram, causal=causal)
+    assert view.bytes_by_kind[KINDS[1]] == t1.hbm_bytes
+    assert view.bytes_by_kind[KINDS[2]] == t2.hbm_bytes
+    assert (view.block_rows, view.block_cols) == (t1.block_rows, t1.block_cols)
+    assert view.tiles_visited == len(t1.visited) == len(t2.visited)
+    assert view.tile_grid == (-(-n // t1.block_rows), -(-n // t1.block_cols))
+    # the map, ranked, is the simulation's visiting order (no aggregation at these N)
+    for order, traffic in (("fa1", t1), ("fa2", t2)):
+        full = tile_map(n, t1.block_rows, t1.block_cols, causal, order=order)
+        cells = [tuple(ij) for ij in np.argwhere(~np.isnan(full))]
+        assert sorted(cells, key=lambda ij: full[ij]) == traffic.visited
+
+
+@pytest.mark.parametrize("causal,order", list(itertools.product((True, False), ("fa1", "fa2"))))
+def test_lesson06_aggregated_map_matches_brute_force(causal, order):
+    """Each cell: visited if any of its tiles is, valued by its first visited tile's rank."""
+    n, rows, cols, cells = 5000, 23, 37, 16
+    full = tile_map(n, rows, cols, causal, max_cells=10**6, order=order)
+    small = tile_map(n, rows, cols, causal, max_cells=cells, order=order)
+    sr, sc = -(-full.shape[0] // cells), -(-full.shape[1] // cells)
+    assert small.shape == (-(-full.shape[0] // sr), -(-full.shape[1] // sc))
+    for i, j in np.ndindex(small.shape):
+        block = full[i * sr:(i + 1) * sr, j * sc:(j + 1) * sc]
+        expected = np.nan if np.isnan(block).all() else np.nanmin(block)
+        assert np.isnan(small[i, j]) if np.isnan(expected) else small[i, j] == expected
+    assert visited_tiles(n, rows, cols, causal) == int((~np.isnan(full)).sum())
+
+
+def test_lesson06_is_cheap_at_every_extreme():
+    """Every combination of the extremes of N, head dim and SRAM (both loop orders, causal or not) updates
+    well under 100 ms in-process; the tile map never exceeds MAX_MAP_CELLS a side. (A simulation at
+    N = 131,072 would take minutes.)"""
+    chart = Lesson06Chart()
+    chart.png(lesson06_view(512, 64, 48, True))  # the static figure, once
+    extremes = itertools.product((N_CHOICES[0], N_CHOICES[-1]), (D_CHOICES[0], D_CHOICES[-1]),
+                                 (SRAM_CHOICES_KIB[0], SRAM_CHOICES_KIB[-1]), (True, False), ("fa1", "fa2"))
+    for n, d, sram, causal, order in extremes:
+        best = float("inf")
+        for _ in range(3):  # best of three: a busy machine must not fail the test
+            t0 = time.perf_counter()
+            view = lesson06_view(n, d, sram, causal, order=order)
+            lesson06_frame(view, chart)
+            best = min(best, time.perf_counter() - t0)
+        assert best < 0.1, (n, d, sram, causal, order, best)
+        assert max(view.tile_map.shape) <= MAX_MAP_CELLS
+
+
+def test_lesson06_dashboard_reacts(capsys):
+    import ipywidgets as widgets
+
+    from roofline_lessons.viz.dashboards.lesson06 import lesson06_dashboard
+
+    ui = lesson06_dashboard()
+    before = ui.panel.value
+    assert '<img class="rl-chart"' in before and 'alt="' in before
+    n_w = _control(ui, "N (tokens)")
+    n_w.value = N_CHOICES[-1]
+    assert ui.panel.value != before and count(N_CHOICES[-1]) in ui.panel.value
+    _control(ui, "head dim").value = D_CHOICES[-1]
+    _control(ui, "SRAM (KiB)").value = SRAM_CHOICES_KIB[0]
+    assert "This setting cannot be drawn" not in ui.panel.value and "<img" in ui.panel.value
+    toggle = _control(ui, "tile order")
+    assert isinstance(toggle, widgets.ToggleButtons) and toggle.style.description_width == "initial"
+    assert not n_w.continuous_update
+    capsys.readouterr()
+
+
+# ---- lesson 7 ---------------------------------------------------------------------------------
+
+def test_lesson07_frame_has_alt_text_with_live_numbers():
+    view = lesson07_view("h200", "decode", "W8A8 FP8")
+    frame = lesson07_frame(view, Lesson07Chart())
+    assert not frame.error and frame.png.startswith(b"\x89PNG")
+    assert num(view.ceiling_flops_per_s / 1e12) in frame.alt and num(view.chosen[0]) in frame.alt
+    assert f'alt="{html.escape(frame.alt, quote=True)}"' in frame_html(frame)
+
+
+def test_lesson07_unavailable_format_shows_its_error_once_without_a_chart():
+    view = lesson07_view("h200", "decode", "W4A4 FP4")  # the H200 has no FP4 rate in the catalog
+    frame = lesson07_frame(view, Lesson07Chart())
+    assert frame.error and frame.png is None and frame.alt == ""
+    page = frame_html(frame)
+    assert page.count("no fp4 rate") == 1 and page.count("not available on h200") == 1
+    assert "<img" not in page and "rl-note" not in page  # no stale chart, no stale caption
+
+
+def test_lesson07_chart_marks_the_ceiling_in_force():
+    """Weight-only 8-bit and W8A8 FP8 put a decode step at the same point (same bytes, memory-bound); the
+    chart must still show which ceiling is in force, so the two pictures differ."""
+    chart = Lesson07Chart()
+    w8a16 = lesson07_view("h200", "decode", "weight-only 8-bit (W8A16)")
+    w8a8 = lesson07_view("h200", "decode", "W8A8 FP8")
+    assert w8a16.chosen == pytest.approx(w8a8.chosen)  # the dot does not move ...
+    assert w8a8.ceiling_flops_per_s > 1.5 * w8a16.ceiling_flops_per_s  # ... the ceiling does
+    assert chart.png(w8a16) != chart.png(w8a8)
+
+
+def test_lesson07_verdict_says_why_a_faster_roof_does_not_move_a_memory_bound_dot():
+    view = lesson07_view("h200", "decode", "W8A8 FP8")
+    assert "memory-bound" in view.text and "does not help" in view.text
+    assert duration(view.compute_time_s) in view.text and duration(view.memory_time_s) in view.text
+    assert num(view.ceiling_flops_per_s / 1e12) in view.text and num(view.baseline_ceiling_flops_per_s / 1e12) in view.text
+    prefill = lesson07_view("h100-sxm", "prefill", "W8A8 FP8", batch=16)
+    assert "compute-bound" in prefill.text and "does not help" not in prefill.text
+    same = lesson07_view("h200", "decode", BASELINE)
+    assert "sits on the open square" in same.text
+
+
+def test_lesson07_key_is_in_the_legend_and_type_is_never_below_the_minimum():
+    chart = Lesson07Chart()
+    for part in ("b200", "a100-80gb"):
+        chart.png(lesson07_view(part, "decode", BASELINE))
+    for fig in _figures(chart):
+        legend = fig.axes[0].get_legend()
+        labels = [t.get_text() for t in legend.get_texts()]
+        assert any("open square" in t for t in labels) and any("filled dot" in t for t in labels)
+        assert any("your recipe's compute ceiling" in t for t in labels)
+        assert _small_texts(fig) == []
+
+
+def test_lesson07_dashboard_reacts(capsys):
+    from roofline_lessons.viz.dashboards.lesson07 import lesson07_dashboard
+
+    ui = lesson07_dashboard()
+    first = ui.panel.value
+    assert '<img class="rl-chart"' in first and 'alt="' in first and "sits on the open square" in first
+    _control(ui, "recipe").value = "W8A8 FP8"
+    assert ui.panel.value != first and "<img" in ui.panel.value and "raises the compute ceiling" in ui.panel.value
+    _control(ui, "part").value = "h200"
+    _control(ui, "recipe").value = "W4A4 FP4"
+    page = ui.panel.value
+    assert page.count("no fp4 rate") == 1 and "<img" not in page
+    assert _control(ui, "phase").style.description_width == "initial"
+    capsys.readouterr()
