@@ -16,9 +16,11 @@ from .core.errors import RooflineInputError
 from .core.hardware import get_part, list_parts
 from .core.memory import VLLM_DEFAULT_MEMORY_UTILIZATION, check_memory_utilization
 from .core.models import get_model, list_models
-from .core.units import GiB
+from .core.units import binary, count, duration, num, percent, si
 
 PROG = "roofline-lessons"
+#: the prompt length of ``place --phase prefill`` when --prompt is not given
+DEFAULT_PROMPT_TOKENS = 8192
 
 
 class _UsageError(Exception):
@@ -50,49 +52,88 @@ def _dtype(text: str) -> str:
     return text
 
 
-def _si(x: float, unit: str) -> str:
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= factor:
-            return f"{x / factor:,.3g} {prefix}{unit}"
-    return f"{x:,.3g} {unit}"
-
-
 def _table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
     line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
+def _whole(value):
+    """A count for JSON: a float that holds a whole number becomes an int (``1.0`` → ``1``)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: keys of ``place --json`` that are counts (tokens, sequences, layers), written as integers
+COUNT_KEYS = ("batch", "prompt_tokens", "context_tokens", "max_context_tokens", "layers")
+
+
+def _counts_as_ints(d: dict) -> dict:
+    """``d`` with every :data:`COUNT_KEYS` value (also inside ``ops``) a whole int."""
+    out = {k: (_whole(v) if k in COUNT_KEYS else v) for k, v in d.items()}
+    if isinstance(out.get("ops"), list):
+        out["ops"] = [_counts_as_ints(op) for op in out["ops"]]
+    return out
+
+
+def _print_json(data) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False))
+
+
 def cmd_hardware(args) -> int:
+    if args.json:
+        _print_json([{"id": pid, "name": p.name, "vendor": p.vendor, "memory_type": p.memory_type,
+                      "dense_flops_per_s": dict(p.dense_flops_per_s),
+                      "memory_bandwidth_bytes_per_s": p.memory_bandwidth_bytes_per_s,
+                      "memory_capacity_bytes": _whole(float(p.memory_capacity_bytes)),
+                      "ridge_point_bf16": p.ridge_point_flop_per_byte("bf16"), "as_of": p.as_of, "source": p.source}
+                     for pid in list_parts() for p in [get_part(pid)]])
+        return 0
     headers = ["id", "name", "bf16 dense", "fp8 dense", "bandwidth", "memory", "ridge bf16", "as of"]
     rows = []
     for pid in list_parts():
         p = get_part(pid)
-        rate = lambda dt: _si(p.dense_flops_per_s[dt], "FLOP/s") if dt in p.dense_flops_per_s else "—"  # noqa: E731
-        rows.append([pid, p.name, rate("bf16"), rate("fp8"), _si(p.memory_bandwidth_bytes_per_s, "B/s"),
-                     f"{p.memory_capacity_bytes / GiB:,.0f} GiB", f"{p.ridge_point_flop_per_byte('bf16'):,.0f} FLOP/B",
-                     p.as_of])
+        rates = [si(p.dense_flops_per_s[dt], "FLOP/s") if dt in p.dense_flops_per_s else "—" for dt in ("bf16", "fp8")]
+        rows.append([pid, p.name, *rates, si(p.memory_bandwidth_bytes_per_s, "B/s"),
+                     binary(p.memory_capacity_bytes), f"{num(p.ridge_point_flop_per_byte('bf16'))} FLOP/B", p.as_of])
     print(_table(headers, rows))
-    print("\nPeak rates are dense (no sparsity). Rates are SI (1 TB/s = 1e12 bytes/s); memory is binary (a vendor's "
+    print("\nPeak rates are dense (no sparsity). Rates are SI (1 TB/s = 10^12 bytes/s); memory is binary (a vendor's "
           "'80 GB' of HBM is 80 GiB = 80 x 2^30 bytes). Sources: roofline_lessons/data/hardware.toml.")
     return 0
 
 
+def _billions(n: float) -> str:
+    return f"{num(n / 1e9)} billion"
+
+
 def cmd_models(args) -> int:
-    headers = ["id", "name", "layers", "hidden", "heads/kv", "head_dim", "params", "KV/token (bf16)"]
+    if args.json:
+        _print_json([{"id": mid, "name": m.name, "layers": m.num_hidden_layers,
+                      "full_attention_layers": m.num_full_attention_layers,
+                      "deltanet_layers": m.num_deltanet_layers, "hidden_size": m.hidden_size,
+                      "attention_heads": m.num_attention_heads, "kv_heads": m.num_key_value_heads,
+                      "head_dim": m.head_dim, "parameters": int(m.parameter_count()),
+                      "active_parameters": int(m.active_parameter_count()),
+                      "max_context_tokens": m.max_context_tokens,
+                      "kv_bytes_per_token_bf16": _whole(float(m.kv_bytes_per_token("bf16")))}
+                     for mid in list_models() for m in [get_model(mid)]])
+        return 0
+    headers = ["id", "name", "layers", "hidden", "heads/kv", "head_dim", "parameters", "KV/token (bf16)"]
     rows = []
     for mid in list_models():
         m = get_model(mid)
-        layers = str(m.num_hidden_layers)
+        layers = count(m.num_hidden_layers)
         if m.is_hybrid:
-            layers += f" ({m.num_full_attention_layers} attn + {m.num_deltanet_layers} GDN)"
-        params = f"{m.parameter_count() / 1e9:,.2f} B"
+            layers += f" ({count(m.num_full_attention_layers)} attn + {count(m.num_deltanet_layers)} GDN)"
+        params = _billions(m.parameter_count())
         if m.is_moe:
-            params += f" ({m.active_parameter_count() / 1e9:,.2f} B active)"
-        rows.append([mid, m.name, layers, str(m.hidden_size), f"{m.num_attention_heads}/{m.num_key_value_heads}",
-                     str(m.head_dim), params, f"{m.kv_bytes_per_token('bf16') / 1024:,.0f} KiB"])
+            params += f" ({_billions(m.active_parameter_count())} active)"
+        rows.append([mid, m.name, layers, count(m.hidden_size),
+                     f"{count(m.num_attention_heads)}/{count(m.num_key_value_heads)}", count(m.head_dim), params,
+                     binary(m.kv_bytes_per_token("bf16"))])
     print(_table(headers, rows))
-    print("\nParameters are derived from each config's shapes. KiB = 1024 bytes.")
+    print("\nParameters are derived from each config's shapes (1 billion = 10^9). KiB = 1024 bytes.")
     return 0
 
 
@@ -105,7 +146,7 @@ def cmd_place(args) -> int:
     if args.phase == "prefill":
         if args.context is not None:
             raise RooflineInputError("--context is for decode; for prefill give the prompt length with --prompt")
-        fields["prompt_tokens"] = args.prompt if args.prompt is not None else 8192
+        fields["prompt_tokens"] = args.prompt if args.prompt is not None else DEFAULT_PROMPT_TOKENS
     else:
         if args.prompt is not None:
             raise RooflineInputError("--prompt is for prefill; for decode give the cached history with --context")
@@ -119,36 +160,38 @@ def cmd_place(args) -> int:
     for warning in p.warnings:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     if args.json:
-        print(json.dumps(d, indent=2, ensure_ascii=False))
+        _print_json(_counts_as_ints(d))
         return 0
     w = p.workload
-    what = (f"prefill of {int(w.prompt_tokens):,} tokens" if w.phase == "prefill"
-            else f"one decode step with {int(w.context_tokens):,} tokens cached")
+    what = (f"prefill of {count(w.prompt_tokens)} tokens" if w.phase == "prefill"
+            else f"one decode step with {count(w.context_tokens)} tokens cached")
     attn = "" if w.other_compute_dtype == w.compute_dtype else f" (attention, softmax, norms {w.other_compute_dtype})"
-    print(f"{p.model.name} on {p.part.name}: {what}, batch {int(w.batch)}, weight matmuls in {w.compute_dtype}{attn}")
-    print(f"  FLOPs                {_si(d['flops'], 'FLOP')}")
-    print(f"  bytes moved          {_si(d['bytes'], 'B')}  (weights {_si(d['weight_bytes'], 'B')}, "
-          f"activations {_si(d['activation_bytes'], 'B')}, KV {_si(d['kv_bytes'], 'B')}, "
-          f"state {_si(d['state_bytes'], 'B')})")
-    print(f"  intensity            {d['intensity']:,.4g} FLOP/byte of all traffic; "
-          f"{d['intensity_per_weight_byte']:,.4g} FLOP per weight byte")
-    print(f"  ridge point          {d['ridge_point']:,.4g} FLOP/byte "
-          f"({_si(d['peak_flops_per_s'], 'FLOP/s')} / {_si(d['bandwidth_bytes_per_s'], 'B/s')})")
-    print(f"  attainable           {_si(d['attainable_flops_per_s'], 'FLOP/s')} = {d['fraction_of_peak']:.2%} of peak "
-          f"-> {d['bound']}-bound")
-    print(f"  time lower bound     {d['time_lower_bound_s'] * 1e3:,.4g} ms for the whole step, perfect overlap "
-          f"(≤ {d['tokens_per_s_upper_bound']:,.4g} tokens/s)")
-    print(f"                       {d['time_lower_bound_per_op_sum_s'] * 1e3:,.4g} ms summed operator by operator "
+    print(f"{p.model.name} on {p.part.name}: {what}, batch {count(w.batch)}, weight matmuls in {w.compute_dtype}{attn}")
+    print(f"  FLOPs                {si(d['flops'], 'FLOP')}")
+    print(f"  bytes moved          {si(d['bytes'], 'B')}  (weights {si(d['weight_bytes'], 'B')}, "
+          f"activations {si(d['activation_bytes'], 'B')}, KV {si(d['kv_bytes'], 'B')}, "
+          f"state {si(d['state_bytes'], 'B')})")
+    print(f"  intensity            {num(d['intensity'])} FLOP/byte of all traffic; "
+          f"{num(d['intensity_per_weight_byte'])} FLOP per weight byte")
+    print(f"  ridge point          {num(d['ridge_point'])} FLOP/byte "
+          f"({si(d['peak_flops_per_s'], 'FLOP/s')} / {si(d['bandwidth_bytes_per_s'], 'B/s')})")
+    print(f"  attainable           {si(d['attainable_flops_per_s'], 'FLOP/s')} = {percent(d['fraction_of_peak'])} "
+          f"of peak -> {d['bound']}-bound")
+    print(f"  time lower bound     {duration(d['time_lower_bound_s'])} for the whole step, perfect overlap "
+          f"(≤ {num(d['tokens_per_s_upper_bound'])} tokens/s)")
+    print(f"                       {duration(d['time_lower_bound_per_op_sum_s'])} summed operator by operator "
           "(each its own bound, one after another)")
     fits = "fits" if d["fits_in_memory"] else "does NOT fit"
     fits_u = "fits" if d["fits_in_usable_memory"] else "does NOT fit"
-    print(f"  memory               {d['memory_required_bytes'] / GiB:,.2f} GiB of {d['memory_capacity_bytes'] / GiB:,.0f} GiB "
-          f"-> {fits}; in {util:.0%} of it ({d['usable_memory_bytes'] / GiB:,.1f} GiB) -> {fits_u}")
+    print(f"  memory               {binary(d['memory_required_bytes'])} of {binary(d['memory_capacity_bytes'])} "
+          f"-> {fits}; in {percent(util, 0)} of it ({binary(d['usable_memory_bytes'])}) -> {fits_u}")
     print("\n  top operators by time bound:")
     ops = sorted(d["ops"], key=lambda o: o["time_lower_bound_s"], reverse=True)[:8]
-    rows = [[o["name"], o["block"], _si(o["flops"], "FLOP"), _si(o["bytes"], "B"),
-             f"{o['intensity']:,.3g}" if o["intensity"] is not None else "—", o["bound"]] for o in ops]
-    print("  " + _table(["operator", "block", "FLOPs", "bytes", "FLOP/B", "bound"], rows).replace("\n", "\n  "))
+    rows = [[o["name"], o["block"], si(o["flops"], "FLOP"), si(o["bytes"], "B"),
+             num(o["intensity"]) if o["intensity"] is not None else "—", duration(o["time_lower_bound_s"]),
+             o["bound"]] for o in ops]
+    print("  " + _table(["operator", "block", "FLOPs", "bytes", "FLOP/B", "time bound", "bound"], rows)
+          .replace("\n", "\n  "))
     return 0
 
 
@@ -200,14 +243,19 @@ def cmd_cheatsheet(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="The roofline model for LLM inference: catalogs and placements.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sub.add_parser("hardware", help="the hardware catalog as a table").set_defaults(func=cmd_hardware)
-    sub.add_parser("models", help="the model catalog as a table").set_defaults(func=cmd_models)
+    hw = sub.add_parser("hardware", help="the hardware catalog as a table")
+    hw.add_argument("--json", action="store_true", help="print the catalog as JSON (raw numbers, SI units)")
+    hw.set_defaults(func=cmd_hardware)
+    mo = sub.add_parser("models", help="the model catalog as a table")
+    mo.add_argument("--json", action="store_true", help="print the catalog as JSON (counts as integers)")
+    mo.set_defaults(func=cmd_models)
     pl = sub.add_parser("place", help="place one prefill or decode step on a part's roofline")
     pl.add_argument("--hardware", required=True, help=f"part id ({', '.join(list_parts())})")
     pl.add_argument("--model", required=True, help=f"model id ({', '.join(list_models())})")
     pl.add_argument("--phase", required=True, choices=PHASES)
-    pl.add_argument("--batch", type=_count("batch", 1), default=1)
-    pl.add_argument("--prompt", type=_count("prompt", 1), default=None, help="prefill: prompt length (default 8192)")
+    pl.add_argument("--batch", type=_count("batch", 1), default=1, help="sequences in the step (default 1)")
+    pl.add_argument("--prompt", type=_count("prompt", 1), default=None,
+                    help=f"prefill: prompt length in tokens (default {count(DEFAULT_PROMPT_TOKENS)})")
     pl.add_argument("--context", type=_count("context", 0), default=None,
                     help="decode: tokens already in the KV cache (default 0)")
     for flag, default in (("weights", "bf16"), ("activations", "bf16"), ("kv", "bf16"), ("compute", "bf16")):

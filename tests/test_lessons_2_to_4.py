@@ -153,6 +153,8 @@ def test_lesson04_chart_redraws_fast_path_on_batch_change():
     b = chart.png(lesson04_view("llama-3.1-8b", "b200", 256, 4096))
     assert a != b and chart.figures.misses == 1
     chart.png(lesson04_view("llama-3.1-8b", "b200", 256, 8192))
+    assert chart.figures.misses == 1 and chart.layer_misses == 2  # a context change redraws only its layer
+    chart.png(lesson04_view("llama-3.1-8b", "h200", 256, 8192))
     assert chart.figures.misses == 2
 
 

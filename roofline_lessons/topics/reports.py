@@ -6,26 +6,21 @@ import numpy as np
 
 from ..core import roofline
 from ..core.placement import Placement
-from ..core.units import si
+from ..core.units import duration, num, si
 
 OP_HEADERS = ["operator", "layers", "FLOPs", "bytes", "of which weights", "KV", "state", "FLOP/byte", "bound",
               "time bound"]
 
 
 def seconds_text(t: float) -> str:
-    """A duration with a readable unit: 850 µs, 12.3 ms, 1.5 s."""
-    if t >= 1:
-        return f"{t:,.3g} s"
-    if t >= 1e-3:
-        return f"{t * 1e3:,.3g} ms"
-    return f"{t * 1e6:,.3g} µs"
+    """A duration in the unit a person would say: 6.11 ns, 850 µs, 12.3 ms, 1.5 s (never 0.00611 µs)."""
+    return duration(t)
 
 
 def _intensity(flops: float, nbytes: float) -> str:
     if nbytes == 0:
         return "∞"
-    value = flops / nbytes
-    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+    return num(flops / nbytes)
 
 
 def op_rows(placement: Placement, block: str | None = None, per_layer: bool = False, top: int | None = None,

@@ -26,8 +26,9 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 TERA = 1e12
 #: the smallest type any chart of the course uses, in points (dashboards render at 80 dpi)
 MIN_FONT_PT = 9
-#: colours for lines and markers: the palette without yellow, which is too faint on white
-LINE_COLOURS = PALETTE[:6] + PALETTE[7:]
+#: colours for lines and markers: the palette without yellow (too faint on white), ordered so the parts
+#: most often drawn together (h100-sxm, h200, b200, mi300x) get far-apart colours
+LINE_COLOURS = (PALETTE[0], PALETTE[3], PALETTE[2], PALETTE[7], PALETTE[4], PALETTE[5], PALETTE[1])
 
 
 @dataclass(frozen=True)

@@ -1,149 +1,432 @@
 """Lesson figures built from the package's sweeps: each titled, axes labelled with units, in the
-colour-blind-safe palette, and returned as a figure (shown inline when it ends a cell)."""
+colour-blind-safe palette (every series also differs by line style or marker), no type smaller
+than :data:`~roofline_lessons.viz.charts.MIN_FONT_PT`, and returned as a figure (shown inline when
+it ends a cell) that carries alt text stating the chart's message with its numbers
+(:func:`~roofline_lessons.viz.display.alt_of`)."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
 import numpy as np
+from matplotlib.transforms import Bbox
 
 from ..core.hardware import get_part
 from ..core.models import get_model
 from ..core.placement import Placement
-from ..core.units import binary
+from ..core.units import binary, count, duration, num, si
+from ..measure.probes import cache_capacity_bytes
 from ..topics.batching import decode_sweep
-from .charts import PALETTE, Roof, plain_log_ticks, point_on_roof, roofline_chart
+from .charts import (LINE_COLOURS, LINESTYLES, MIN_FONT_PT, PALETTE, Roof, part_style, plain_log_ticks, point_on_roof,
+                     roofline_chart)
+from .display import set_alt
 from .fastfig import bare_figure
 
 DEFAULT_BATCHES = np.unique(np.round(np.logspace(0, 11, 89, base=2)))  # 1 … 2,048 sequences
+
+#: legend and label type of these figures, in points (never below MIN_FONT_PT)
+LEGEND_PT = max(MIN_FONT_PT, 9.5)
+LABEL_PT = max(MIN_FONT_PT, 9.5)
+
+
+def _first_batch(batches, values, threshold) -> str | None:
+    """The first batch whose value reaches ``threshold``, as text (None if none does)."""
+    hit = np.nonzero(np.asarray(values) >= threshold)[0]
+    return count(batches[hit[0]]) if hit.size else None
 
 
 def intensity_vs_batch(model: str, part: str, contexts: Sequence[int], batches=DEFAULT_BATCHES, dtype: str = "bf16"):
     """Decode intensity against batch: one all-traffic curve per context, the weight-lens line, the ridge."""
     p = get_part(part)
+    batches = np.asarray(batches, dtype=float)
     ridge = p.ridge_point_flop_per_byte(dtype)
-    fig = bare_figure((8.5, 4.8), dpi=100)
+    fig = bare_figure((10.5, 4.8), dpi=100)
     ax = fig.add_subplot()
+    fig.subplots_adjust(left=0.08, right=0.66, bottom=0.11, top=0.91)
     sweep = None
+    said = []
     for i, ctx in enumerate(contexts):
         sweep = decode_sweep(model, p, batches, context_tokens=ctx)
-        ax.plot(batches, sweep.intensity, color=PALETTE[i % len(PALETTE)], linewidth=2,
-                label=f"all traffic, {ctx:,} tokens cached")
-    ax.plot(batches, sweep.intensity_per_weight_byte, color="black", linestyle="--", linewidth=1.5,
-            label=f"per weight byte ({contexts[-1]:,} cached; nearly the same at any context)")
-    ax.axhline(ridge, color="0.4", linestyle=":", label=f"{p.id} {dtype} ridge ({ridge:,.0f})")
-    ax.set(xscale="log", yscale="log", xlabel="Batch (sequences)", ylabel="Decode intensity (FLOP/byte)",
-           title=f"{get_model(model).name} decode on {p.name}: intensity against batch")
+        ax.plot(batches, sweep.intensity, color=LINE_COLOURS[i % len(LINE_COLOURS)],
+                linestyle=LINESTYLES[i % len(LINESTYLES)], linewidth=2, label=f"all traffic, {ctx:,} tokens cached")
+        reach = _first_batch(batches, sweep.intensity, ridge)
+        said.append(f"with {count(ctx)} tokens cached it rises from {num(sweep.intensity[0])} FLOP/byte at batch "
+                    f"{count(batches[0])} to {num(sweep.intensity[-1])} at batch {count(batches[-1])}, "
+                    + (f"reaching the ridge at batch {reach}" if reach else "below the ridge at every batch shown"))
+    ax.plot(batches, sweep.intensity_per_weight_byte, color="black", linestyle=(0, (5, 2)), linewidth=1.5,
+            label="FLOPs per weight byte\n(about the same at any context)")
+    ax.axhline(ridge, color="0.4", linestyle=":", linewidth=1.5, label=f"{p.id} {dtype} ridge ({ridge:,.0f})")
+    title = f"{get_model(model).name} decode on {p.name}: intensity against batch"
+    ax.set(xscale="log", yscale="log", xlabel="Batch (sequences)", ylabel="Decode intensity (FLOP/byte)", title=title)
     ax.grid(True, alpha=0.4)
     plain_log_ticks(ax)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(1.02, 1.0), framealpha=0.9)
+    weight_reach = _first_batch(batches, sweep.intensity_per_weight_byte, ridge)
+    set_alt(fig, f"{title}, log-log: decode intensity (FLOP/byte) against batch, one curve per context length, "
+                 f"and the {p.id} {dtype} ridge at {num(ridge)} FLOP/byte. "
+                 + "".join(s[0].upper() + s[1:] + ". " for s in said)
+                 + "FLOPs per weight byte grow with the batch without levelling off"
+                 + (f" and reach the ridge at batch {weight_reach}." if weight_reach else "."))
     return fig
 
 
 def throughput_vs_latency(model: str, parts: Sequence[str], context_tokens: int, batches=DEFAULT_BATCHES,
                           marks: Sequence[int] = (1, 16, 64)):
     """Throughput upper bound against time-per-token lower bound as the batch grows, per part;
-    dotted where the batch no longer fits in memory."""
+    dotted where the batch no longer fits in memory. Each part keeps its course-wide colour and
+    marker (:func:`~roofline_lessons.viz.charts.part_style`); the marked batches carry the marker."""
+    from matplotlib.lines import Line2D
+
+    batches = np.asarray(batches, dtype=float)
     fig = bare_figure((8.5, 4.8), dpi=100)
     ax = fig.add_subplot()
-    for i, part in enumerate(parts):
+    said = []
+    for part in parts:
         s = decode_sweep(model, part, batches, context_tokens=context_tokens)
         ok = s.fits_in_memory
-        colour = PALETTE[i % len(PALETTE)]
-        ax.plot(s.step_time_s[ok] * 1e3, s.tokens_per_s[ok], color=colour, linewidth=2, label=f"{part} (fits)")
-        ax.plot(s.step_time_s[~ok] * 1e3, s.tokens_per_s[~ok], color=colour, linewidth=1.5, linestyle=":",
-                label=f"{part} (does not fit)")
+        look = part_style(part)
+        ax.plot(s.step_time_s[ok] * 1e3, s.tokens_per_s[ok], color=look.colour, linestyle=look.linestyle,
+                linewidth=2, label=f"{part}")
+        ax.plot(s.step_time_s[~ok] * 1e3, s.tokens_per_s[~ok], color=look.colour, linewidth=1.5, linestyle=":")
         for b in marks:
             j = int(np.argmin(np.abs(batches - b)))
-            ax.annotate(f"B={b}", (s.step_time_s[j] * 1e3, s.tokens_per_s[j]), fontsize=7,
-                        textcoords="offset points", xytext=(4, -10))
+            ax.plot([s.step_time_s[j] * 1e3], [s.tokens_per_s[j]], marker=look.marker, markersize=7,
+                    color=look.colour, markeredgecolor="black", linestyle="none")
+            ax.annotate(f"B={b}", (s.step_time_s[j] * 1e3, s.tokens_per_s[j]), fontsize=LABEL_PT,
+                        textcoords="offset points", xytext=(7, 0), va="center")
+        first = (f"at batch {count(batches[0])}: {duration(s.step_time_s[0])} per token, "
+                 f"{num(s.tokens_per_s[0])} tokens/s")
+        if ok.any():
+            j = int(np.nonzero(ok)[0][-1])
+            most = (f"the largest batch that fits, {count(batches[j])}: {duration(s.step_time_s[j])} per token, "
+                    f"{num(s.tokens_per_s[j])} tokens/s")
+        else:
+            most = "no batch fits in its memory"
+        said.append(f"{part}: {first}; {most}")
+    ax.plot([], [], color="0.3", linestyle=":", linewidth=1.5, label="dotted: the batch does not fit in memory")
     ax.set(xscale="log", yscale="log", xlabel="Time per output token, lower bound (ms)",
            ylabel="Throughput, upper bound (tokens/s)",
            title=f"{get_model(model).name} decode, {context_tokens:,} tokens cached")
+    low, high = ax.get_ylim()
+    ax.set_ylim(low / 1.3, high)  # room under the batch-1 labels
     ax.grid(True, alpha=0.4)
     plain_log_ticks(ax)
-    ax.legend(fontsize=8, ncol=2)
+    handles, labels = ax.get_legend_handles_labels()
+    handles = [Line2D([], [], color=h.get_color(), linestyle=h.get_linestyle(), linewidth=h.get_linewidth(),
+                      marker=part_style(lab).marker if lab in parts else None, markeredgecolor="black")
+               for h, lab in zip(handles, labels)]
+    ax.legend(handles, labels, fontsize=LEGEND_PT, loc="lower right", framealpha=0.9)
+    set_alt(fig, f"{get_model(model).name} decode with {count(context_tokens)} tokens cached: throughput upper bound "
+                 f"(tokens/s) against time per output token (ms), log-log, one curve per part as the batch grows "
+                 f"from {count(batches[0])} to {count(batches[-1])}; larger batches buy throughput with latency. "
+                 + ". ".join(said) + ".")
     return fig
 
 
 def operators_on_roofline(placement: Placement, title: str, intensity_range=(0.01, 1e5)):
     """Every operator (summed over its layers) as a square on the roof, and the whole step as a dot."""
     roof = Roof(f"{placement.part.id} {placement.workload.compute_dtype}", placement.peak_flops_per_s,
-                placement.bandwidth_bytes_per_s)
+                placement.bandwidth_bytes_per_s, placement.part.id)
     fig = bare_figure((8.5, 5.0), dpi=100)
     ax = fig.add_subplot()
-    roofline_chart([roof], [point_on_roof("whole step", float(placement.intensity), roof)], title=title,
-                   intensity_range=intensity_range, ax=ax)
-    xs, ys = [], []
+    step = point_on_roof("whole step", float(placement.intensity), roof)
+    roofline_chart([roof], [step], title=title, intensity_range=intensity_range, ax=ax)
+    xs, ys, below, above = [], [], [], []
+    ridge = roof.ridge_point_flop_per_byte
     for op in placement.cost.ops:
         total = op.scaled_to_all_layers()
         if float(total.flops) > 0 and float(total.bytes) > 0:
             pt = point_on_roof(op.name, float(total.intensity), roof)
             xs.append(pt.intensity_flop_per_byte)
             ys.append(pt.flops_per_s / 1e12)
-    ax.scatter(xs, ys, s=24, marker="s", color=PALETTE[1], edgecolor="black", linewidth=0.5, zorder=3,
+            (below if pt.intensity_flop_per_byte < ridge else above).append((op.name, pt.intensity_flop_per_byte))
+
+    def group(ops, bound):
+        if not ops:
+            return f"none {bound}"
+        names = list(dict.fromkeys(name for name, _ in ops))
+        lo, hi = min(i for _, i in ops), max(i for _, i in ops)
+        span = f"at {num(lo)} FLOP/byte" if num(lo) == num(hi) else f"from {num(lo)} to {num(hi)} FLOP/byte"
+        return f"{len(ops)} {bound}, {span} ({', '.join(names)})"
+
+    roof_colour = part_style(placement.part).colour
+    face = next(c for c in (PALETTE[0], PALETTE[2], PALETTE[4]) if c != roof_colour)  # unlike the roof and the step
+    ax.scatter(xs, ys, s=24, marker="s", color=face, edgecolor="black", linewidth=0.5, zorder=3,
                label="one operator (all its layers)")
-    ax.legend(fontsize=7.5, loc="lower right")
+    for t in ax.texts:
+        t.set_fontsize(max(t.get_fontsize(), LABEL_PT))
+    ax.set_ylim(top=roof.peak_flops_per_s / 1e12 * 3)  # room for the ridge label above the flat roof
+    ax.legend(fontsize=LEGEND_PT, loc="lower right", framealpha=0.9)
+    set_alt(fig, f"{title}. Log-log roofline of {placement.part.name} in {placement.workload.compute_dtype}: "
+                 f"compute roof {si(roof.peak_flops_per_s, 'FLOP/s')}, "
+                 f"bandwidth {si(roof.bandwidth_bytes_per_s, 'B/s')}, ridge at {num(ridge)} FLOP/byte. "
+                 f"The whole step sits at {num(step.intensity_flop_per_byte)} FLOP/byte, "
+                 f"{si(step.flops_per_s, 'FLOP/s')} ({placement.bound}-bound). "
+                 f"{len(xs)} operators, each summed over its layers: "
+                 f"{group(below, 'memory-bound, left of the ridge')}; "
+                 f"{group(above, 'compute-bound, at or right of it')}.")
     return fig
+
+
+# --- lesson 8: the measured roofline -------------------------------------------------------------
+
+#: kernel kinds on the measured roofline: (name prefix, legend label, marker, face colour)
+_KERNEL_KINDS = (
+    ("dot", "vector kernels", "o", PALETTE[3]),
+    ("axpy", "vector kernels", "o", PALETTE[3]),
+    ("gemv", "matrix–vector (gemv)", "s", PALETTE[4]),
+    ("gemm", "matrix–matrix (gemm)", "^", PALETTE[6]),
+    ("attention", "attention", "D", PALETTE[5]),
+)
+_OTHER_KIND = ("", "other kernels", "v", "white")
+#: bandwidth roofs by level: (colour, line style, line width)
+_ROOF_STYLE = {"L1": (PALETTE[5], ":", 1.8), "L2": (PALETTE[0], "--", 1.8), "L3": (PALETTE[1], "-.", 1.8),
+               "DRAM": (PALETTE[2], "-", 2.6)}
+
+
+def _kernel_kind(name: str):
+    return next((k for k in _KERNEL_KINDS if name.startswith(k[0])), _OTHER_KIND)
+
+
+def _number_ranges(numbers: Sequence[int]) -> str:
+    """``[1, 2, 3, 5]`` → ``"1–3, 5"``."""
+    out, start = [], None
+    for i, n in enumerate(numbers):
+        if start is None:
+            start = n
+        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
+            out.append(str(start) if start == n else f"{start}–{n}")
+            start = None
+    return ", ".join(out)
+
+
+def _place_labels(ax, xy: Sequence[tuple[float, float]], texts: Sequence[str], marker_pt: float,
+                  obstacles=(), gid: str = "point-label", fontsize: float = LABEL_PT) -> list:
+    """Annotate each point of ``xy`` (data coordinates) with its text where it overlaps no marker,
+    no label placed before it and none of ``obstacles`` (display-space boxes): the first free spot
+    among eight directions at growing distances, with a leader line when it had to go far. The
+    axes limits must be final. Returns the annotations (each with ``gid``)."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    px_per_pt = fig.dpi / 72
+    centres = ax.transData.transform(np.asarray(xy, dtype=float))
+    half = marker_pt * px_per_pt / 2 + 1
+    taken = [Bbox.from_extents(cx - half, cy - half, cx + half, cy + half) for cx, cy in centres] + list(obstacles)
+    inside = ax.get_window_extent(renderer)
+    base = marker_pt / 2 + 2
+    spots = [(base * r * dx, base * r * dy) for r in (1.0, 2.0, 3.2, 4.6)
+             for dx, dy in ((1, 1), (1, -1), (-1, 1), (-1, -1), (1.4, 0), (-1.4, 0), (0, 1.4), (0, -1.4))]
+
+    def style(dx, dy):
+        return {"ha": "left" if dx > 0 else "right" if dx < 0 else "center",
+                "va": "bottom" if dy > 0 else "top" if dy < 0 else "center"}
+
+    def overlap(a, b) -> float:
+        w = min(a.x1, b.x1) - max(a.x0, b.x0)
+        h = min(a.y1, b.y1) - max(a.y0, b.y0)
+        return w * h if w > 0 and h > 0 else 0.0
+
+    out = []
+    for (x, y), text in zip(xy, texts):
+        probe = ax.annotate(text, (x, y), textcoords="offset points", xytext=(0, 0), fontsize=fontsize)
+        best, best_cost, best_box = spots[0], float("inf"), None
+        for dx, dy in spots:
+            probe.set_position((dx, dy))
+            probe.set(**style(dx, dy))
+            box = probe.get_window_extent(renderer).expanded(1.08, 1.1)
+            cost = sum(overlap(box, t) for t in taken)
+            if not (inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1):
+                cost += box.width * box.height
+            if cost < best_cost:
+                best, best_cost, best_box = (dx, dy), cost, box
+            if cost == 0:
+                break
+        probe.remove()
+        dx, dy = best
+        far = abs(dx) > 1.5 * base or abs(dy) > 1.5 * base
+        ann = ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, dy), fontsize=fontsize,
+                          fontweight="bold", gid=gid, zorder=5, **style(dx, dy),
+                          arrowprops={"arrowstyle": "-", "color": "0.35", "linewidth": 0.8,
+                                      "shrinkA": 0, "shrinkB": marker_pt / 2} if far else None)
+        taken.append(best_box)
+        out.append(ann)
+    return out
 
 
 def measured_roofline(measurement, title: str | None = None, kernels: bool = True):
-    """The measured roofline: matmul ceilings (float64, float32), bandwidth roofs for each cache level
-    and DRAM, and every measured kernel at (estimated intensity, achieved FLOP/s)."""
-    from .charts import LINESTYLES, MARKERS
-
+    """The measured roofline: matmul ceilings (float64, float32, labelled on the chart), bandwidth
+    roofs for each cache level and DRAM, and every measured kernel at (estimated intensity, achieved
+    FLOP/s), numbered where no label overlaps another; the key to the numbers sits beside the
+    legend, which groups kernels by kind. The alt text states each roof and each kernel."""
     m = measurement
-    fig = bare_figure((12, 5.6), dpi=100)
+    fig = bare_figure((10.8, 5.6), dpi=100)
     ax = fig.add_subplot()
-    fig.subplots_adjust(left=0.07, right=0.62, bottom=0.1, top=0.92)
+    fig.subplots_adjust(left=0.08, right=0.64, bottom=0.1, top=0.92)
     x = np.logspace(-2, 3, 300)
     peak64 = m.peak_flops_per_s("float64")
-    dtypes = sorted({s.dtype for s in m.matmul})
-    for i, dt in enumerate(dtypes):
-        ax.axhline(m.peak_flops_per_s(dt) / 1e9, color="black", linestyle=LINESTYLES[i % len(LINESTYLES)],
-                   linewidth=1.2, label=f"{dt} matmul: {m.peak_flops_per_s(dt) / 1e9:,.0f} GFLOP/s")
-    for i, roof in enumerate(m.roofs()):
-        y = np.minimum(peak64, roof.bytes_per_s * x) / 1e9
-        ax.plot(x, y, color=PALETTE[i % len(PALETTE)], linewidth=2.4 if roof.name == "DRAM" else 1.6,
-                linestyle="-" if roof.name == "DRAM" else "--",
-                label=f"{roof.name} bandwidth: {roof.bytes_per_s / 1e9:,.1f} GB/s"
-                      + (f" (ridge {peak64 / roof.bytes_per_s:,.1f})" if roof.name == "DRAM" else ""))
-    if kernels:
-        for j, k in enumerate(m.kernels):
-            colour = PALETTE[(j + j // len(MARKERS)) % (len(PALETTE) - 1)]  # unique marker/colour pairs
-            ax.plot([k.intensity], [k.flops_per_s / 1e9], marker=MARKERS[j % len(MARKERS)], markersize=8,
-                    linestyle="none", color="black", markerfacecolor=colour,
-                    label=f"{k.name}: I = {k.intensity:.3g}, {k.flops_per_s / 1e9:,.3g} GFLOP/s")
-            ax.annotate(k.name, (k.intensity, k.flops_per_s / 1e9), textcoords="offset points", xytext=(6, -3),
-                        fontsize=6.5, color="0.25")
-    ax.set(xscale="log", yscale="log", xlabel="Arithmetic intensity (FLOP/byte, estimated from each kernel's operands)",
+    ceilings = sorted(((m.peak_flops_per_s(dt), dt) for dt in {s.dtype for s in m.matmul}), reverse=True)
+    roofs = m.roofs()
+    dram = m.dram_bytes_per_s()
+    lowest = min([r.bytes_per_s * x[0] for r in roofs] + [k.flops_per_s for k in m.kernels if kernels])
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(x[0], x[-1])
+    ax.set_ylim(lowest / 1e9 / 1.6, ceilings[0][0] / 1e9 * 1.9)
+    for i, (rate, dt) in enumerate(ceilings):
+        ax.axhline(rate / 1e9, color="black", linestyle=LINESTYLES[i % len(LINESTYLES)], linewidth=1.2)
+    for roof in roofs:
+        colour, style, width = _ROOF_STYLE.get(roof.name, ("0.3", "-", 1.5))
+        ax.plot(x, np.minimum(peak64, roof.bytes_per_s * x) / 1e9, color=colour, linestyle=style, linewidth=width,
+                label=f"{roof.name}: {si(roof.bytes_per_s, 'B/s')}, ridge {num(peak64 / roof.bytes_per_s)} FLOP/B")
+    ax.set(xlabel="Arithmetic intensity (FLOP/byte, estimated from each kernel's operands)",
            ylabel="Performance (GFLOP/s, 1 GFLOP/s = 10⁹ FLOP/s)",
            title=title or f"Measured roofline: {m.machine.get('cpu', 'this machine')}, {m.machine.get('cores')} cores "
                           f"({m.mode} mode)")
-    ax.set_xlim(x[0], x[-1])
     ax.grid(True, alpha=0.35)
     plain_log_ticks(ax)
-    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.02, 1.0), framealpha=0.9)
+    renderer = fig.canvas.get_renderer()
+    # the ceilings' labels sit on their lines, at an end clear of the kernels: the top one above its
+    # line, the others below theirs where they can
+    half = 8 * fig.dpi / 72 / 2 + 1
+    markers = [Bbox.from_extents(cx - half, cy - half, cx + half, cy + half) for cx, cy in
+               ax.transData.transform([(k.intensity, k.flops_per_s / 1e9) for k in m.kernels])] if kernels else []
+    obstacles = []
+    for i, (rate, dt) in enumerate(ceilings):
+        label = ax.annotate(f"{dt} matmul: {si(rate, 'FLOP/s')}", (x[-1], rate / 1e9), textcoords="offset points",
+                            xytext=(0, 0), fontsize=LABEL_PT, gid="ceiling-label")
+        sides = [(1, "bottom"), (-1, "top")] if i == 0 else [(-1, "top"), (1, "bottom")]
+        for end, (sign, va) in [(e, s) for s in sides for e in ("right", "left")]:
+            label.xy = (x[-1] if end == "right" else x[0], rate / 1e9)
+            label.set(ha=end, va=va)
+            label.set_position((-4 if end == "right" else 4, 3 * sign))
+            box = label.get_window_extent(renderer)
+            if not any(box.overlaps(b) for b in markers + obstacles):
+                break
+        obstacles.append(label.get_window_extent(renderer))
+    said_kernels = []
+    if kernels:
+        kinds: dict[str, list] = {}
+        for j, k in enumerate(m.kernels, start=1):
+            _, kind, marker, face = _kernel_kind(k.name)
+            kinds.setdefault(kind, [marker, face, []])[2].append(j)
+            ax.plot([k.intensity], [k.flops_per_s / 1e9], marker=marker, markersize=8, linestyle="none",
+                    color="black", markerfacecolor=face, zorder=4)
+            under = min(peak64, dram * k.intensity)
+            where = (f"{num(k.flops_per_s / under * 100)} % of the DRAM roof there" if k.flops_per_s <= under
+                     else f"{num(k.flops_per_s / under)} × the DRAM roof there, fed from a cache")
+            said_kernels.append(f"{j} {k.name}: {num(k.intensity)} FLOP/byte, {si(k.flops_per_s, 'FLOP/s')}, {where}")
+        for kind, (marker, face, numbers) in kinds.items():
+            ax.plot([], [], marker=marker, markersize=8, linestyle="none", color="black", markerfacecolor=face,
+                    label=f"{kind}: {_number_ranges(numbers)}")
+        _place_labels(ax, [(k.intensity, k.flops_per_s / 1e9) for k in m.kernels],
+                      [str(j) for j in range(1, len(m.kernels) + 1)], marker_pt=8, obstacles=obstacles,
+                      gid="kernel-number")
+        key = "\n".join(f"{j:>2}  {k.name}" for j, k in enumerate(m.kernels, start=1))
+        fig.text(0.66, 0.1, "Kernels by number\n" + key, fontsize=LABEL_PT, va="bottom", ha="left",
+                 linespacing=1.35, gid="kernel-key")
+    ax.legend(fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(1.02, 1.0), framealpha=0.9)
+    roof_text = "; ".join(f"{r.name} {si(r.bytes_per_s, 'B/s')} (ridge {num(peak64 / r.bytes_per_s)} FLOP/byte)"
+                          for r in roofs)
+    set_alt(fig, f"{ax.get_title()}. Log-log roofline measured on this machine: GFLOP/s against FLOP/byte. "
+                 f"Compute roofs (best matrix multiply): "
+                 + ", ".join(f"{dt} {si(rate, 'FLOP/s')}" for rate, dt in ceilings) + ". "
+                 f"Bandwidth roofs from the triad sweep, ridges against the float64 peak: {roof_text}."
+                 + (" Kernels, numbered on the chart: " + "; ".join(said_kernels) + "." if said_kernels else ""))
     return fig
 
 
+def _plateau_spans(m) -> list[tuple[str, float, float, float]]:
+    """(level, smallest and largest working set in bytes, bandwidth in bytes/s) of each triad
+    plateau, chosen as :func:`~roofline_lessons.measure.probes.bandwidth_plateaus` chooses them."""
+    pts = sorted((s for s in m.bandwidth if s.kernel == "triad"), key=lambda s: s.working_set_bytes)
+    caches = {k: int(v) for k, v in m.machine.get("caches", {}).items()}
+    shared = m.machine.get("cache_shared_cpus")
+    rates = {r.name: r.bytes_per_s for r in m.roofs()}
+    if not pts:
+        return []
+    threads = max(s.threads for s in pts)
+    spans, lower = [], 0
+    for level in sorted(caches):
+        size = cache_capacity_bytes(level, caches, threads, shared)
+        inside = [s.working_set_bytes for s in pts if lower < s.working_set_bytes <= size // 2]
+        if inside and level in rates:
+            spans.append((level, min(inside), max(inside), rates[level]))
+        lower = size
+    llc = max(cache_capacity_bytes(level, caches, threads, shared) for level in caches) if caches else 0
+    big = [s.working_set_bytes for s in pts if llc and s.working_set_bytes >= 4 * llc] or \
+          [s.working_set_bytes for s in pts[-2:]]
+    spans.append(("DRAM", min(big), max(big), rates["DRAM"]))
+    return spans
+
+
 def bandwidth_sweep_chart(measurement):
-    """Achieved bandwidth against working-set size, per kernel, with the cache sizes marked."""
+    """Achieved bandwidth against working-set size, per kernel, with the cache sizes marked along
+    the top and each triad plateau (a bandwidth roof) drawn over the working sets it comes from and
+    labelled at the right. The alt text states each plateau and where DRAM begins."""
     m = measurement
-    fig = bare_figure((8.5, 4.6), dpi=100)
+    fig = bare_figure((9.5, 4.9), dpi=100)
     ax = fig.add_subplot()
-    for i, kernel in enumerate(("read", "copy", "triad")):
+    fig.subplots_adjust(left=0.08, right=0.79, bottom=0.12, top=0.83)
+    looks = {"read": (LINE_COLOURS[0], "o", "--", 1.6), "copy": (LINE_COLOURS[1], "s", "-.", 1.6),
+             "triad": (LINE_COLOURS[2], "^", "-", 2.2)}
+    sizes = [s.working_set_bytes for s in m.bandwidth]
+    caches = {k: int(v) for k, v in m.machine.get("caches", {}).items()}
+    top = max(s.bytes_per_s for s in m.bandwidth) / 1e9
+    lo_mib = min(sizes + list(caches.values())) / 2**20 / 1.6
+    hi_mib = max(sizes) / 2**20 * 1.6
+    ax.set_xscale("log")
+    ax.set_xlim(lo_mib, hi_mib)
+    ax.set_ylim(0, top * 1.1)
+    for kernel, (colour, marker, style, width) in looks.items():
         pts = sorted((s for s in m.bandwidth if s.kernel == kernel), key=lambda s: s.working_set_bytes)
         if pts:
-            ax.plot([s.working_set_bytes / 2**20 for s in pts], [s.bytes_per_s / 1e9 for s in pts], marker="o",
-                    markersize=4, color=PALETTE[i], linewidth=1.8, label=kernel)
-    for level, size in m.machine.get("caches", {}).items():
-        ax.axvline(int(size) / 2**20, color="0.5", linestyle=":", linewidth=1)
-        ax.annotate(f"{level} ({binary(int(size))})", (int(size) / 2**20, ax.get_ylim()[1]), rotation=90,
-                    fontsize=7.5, va="top", ha="right", color="0.35")
-    ax.set(xscale="log", xlabel="Working set (MiB, all arrays the kernel touches)",
-           ylabel="Achieved bandwidth (GB/s, 10⁹ B/s)", title="Bandwidth against working-set size")
+            ax.plot([s.working_set_bytes / 2**20 for s in pts], [s.bytes_per_s / 1e9 for s in pts], marker=marker,
+                    markersize=5, color=colour, linestyle=style, linewidth=width, label=kernel)
+    for size in caches.values():
+        ax.axvline(size / 2**20, color="0.5", linestyle=":", linewidth=1)
+    if caches:  # cache sizes as ticks along the top, clear of the data
+        top_axis = ax.secondary_xaxis("top")
+        top_axis.set_xticks([v / 2**20 for v in caches.values()],
+                            [f"{k}\n{binary(v)}" for k, v in caches.items()], fontsize=LABEL_PT)
+        top_axis.tick_params(axis="x", which="minor", top=False, labeltop=False)
+    spans = _plateau_spans(m)
+    renderer = fig.canvas.get_renderer()
+    floor = None  # the lowest edge of the label above, in pixels: each label stays clear of it
+    for i, (level, lo, hi, rate) in enumerate(sorted(spans, key=lambda s: -s[3])):
+        y = rate / 1e9
+        a, b = lo / 2**20 / 1.15, hi / 2**20 * 1.15
+        ax.plot([a, b], [y, y], color="black", linewidth=4, alpha=0.35, solid_capstyle="butt", zorder=1,
+                label="triad plateau = bandwidth roof" if i == 0 else None)
+        ax.plot([b, hi_mib], [y, y], color="0.4", linestyle=":", linewidth=0.9, zorder=1)
+        label = ax.annotate(f"{level} roof\n{si(rate, 'B/s')}", (1.0, y), xycoords=("axes fraction", "data"),
+                            xytext=(6, 0), textcoords="offset points", va="center", fontsize=LABEL_PT, gid="roof-label")
+        box = label.get_window_extent(renderer)
+        if floor is not None and box.y1 > floor - 2:
+            label.set_position((6, -(box.y1 - floor + 2) * 72 / fig.dpi))
+            box = label.get_window_extent(renderer)
+        floor = box.y0
+    ax.set(xlabel="Working set (MiB, all arrays the kernel touches)", ylabel="Achieved bandwidth (GB/s, 10⁹ B/s)")
+    threads = max((s.threads for s in m.bandwidth), default=1)
+    ax.set_title(f"Bandwidth against working-set size: {m.machine.get('cpu', 'this machine')}, "
+                 f"{threads} thread{'s' if threads != 1 else ''}", pad=10)
     ax.grid(True, alpha=0.35)
     plain_log_ticks(ax)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=LEGEND_PT, loc="lower left", framealpha=0.9)
+    plateaus = "; ".join(f"{level} {si(rate, 'B/s')} (working sets {binary(lo)} to {binary(hi)})"
+                         for level, lo, hi, rate in spans if level != "DRAM")
+    dram = next((s for s in spans if s[0] == "DRAM"), None)
+    shared = m.machine.get("cache_shared_cpus")
+    llc_level = max(caches, key=caches.get) if caches else None
+    llc = cache_capacity_bytes(llc_level, caches, threads, shared) if llc_level else None
+    who = "one thread" if threads == 1 else f"the {count(threads)} threads together"
+    where = (f"Working sets past {binary(llc)} (the {llc_level} that {who} can fill) stream from DRAM"
+             if llc else "The largest working sets stream from DRAM")
+    sizes_text = (f"at a working set of {binary(dram[1])}" if dram[1] == dram[2]
+                  else f"from working sets of {binary(dram[1])} to {binary(dram[2])}")
+    set_alt(fig, f"{ax.get_title()}. Achieved bandwidth (GB/s) against working set (MiB, log axis) for the read, "
+                 f"copy and triad kernels; cache sizes marked: "
+                 + ", ".join(f"{k} {binary(v)}" for k, v in caches.items()) + ". "
+                 + (f"Triad plateaus, the cache roofs: {plateaus}. " if plateaus else "")
+                 + f"{where}; the DRAM roof is {si(dram[3], 'B/s')}, measured {sizes_text}. "
+                   f"Bandwidth peaks at {si(top * 1e9, 'B/s')}.")
     return fig

@@ -1,20 +1,224 @@
-"""Lesson 1 dashboard: one model, one part, one workload -> its point on the roofline."""
+"""Lesson 1 dashboard: one model, one part, one workload -> its point on the roofline.
+
+The dtype control sets one format throughout (weights, activations, KV cache, every matmul). Its
+effect is compared with BF16, the course's baseline, every time: whether the bytes change (the
+point moves) and whether the peak changes (the compute roof moves) is computed from the two
+placements, and said on the chart, in the verdict and in the alt text.
+"""
 
 from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
 
-from ...core.dtypes import DTYPES
+import numpy as np
+
+from ...core.dtypes import DTYPES, bytes_per_element
 from ...core.errors import RooflineInputError
 from ...core.hardware import get_part, list_parts
 from ...core.models import list_models
-from ...core.placement import place
-from ..charts import Point, Roof, RooflineCanvas, point_on_roof, roofline_chart
-from ..fastfig import bare_figure, figure_png
+from ...core.placement import Placement, place
+from ...core.units import num
+from ..charts import (
+    MIN_FONT_PT,
+    Point,
+    Roof,
+    RooflineCanvas,
+    moving_point_artists,
+    place_moving_point,
+    point_on_roof,
+    roofline_chart,
+)
+from ..display import set_alt
+from ..fastfig import CachedFigure, bare_figure, figure_png
+from ._panel import Frame, build_dashboard
 
 BATCH_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 TOKEN_CHOICES = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+#: the format every other dtype is compared with
+REFERENCE_DTYPE = "bf16"
+INTENSITY_RANGE = (0.1, 1e5)
+TERA = 1e12
+#: grey of the BF16 comparison roof and point
+REFERENCE_GREY = "0.45"
+#: room above the axes for two lines of dtype note, in points, and the axes' place in the figure
+NOTE_BAND_PT = 30
+AXES_BOX = {"left": 0.11, "right": 0.95, "bottom": 0.1, "top": 0.86}
+FIGSIZE = (7.5, 5.2)
+
+
+def raise_small_text(fig, minimum_pt: float = MIN_FONT_PT) -> None:
+    """Lift the annotations and legend text of ``fig`` to at least ``minimum_pt``.
+
+    Private helper of the lesson 1–3 dashboards: ``roofline_chart`` writes its ridge note and legend
+    at 8 pt, below the course's minimum. Only those texts are visited (walking every artist
+    would create all the tick labels, a third of a cold draw's time)."""
+    texts = []
+    for ax in fig.axes:
+        texts += list(ax.texts) + [ax.title, ax.xaxis.label, ax.yaxis.label]
+        legend = ax.get_legend()
+        if legend is not None:
+            texts += list(legend.get_texts()) + [legend.get_title()]
+    for text in texts:
+        if text.get_fontsize() < minimum_pt:
+            text.set_fontsize(minimum_pt)
+
+
+# ---- labels that do not collide (lessons 1 and 3) ------------------------------------------------
+
+#: where a label may go relative to what it names: (dx, dy) direction, horizontal and vertical alignment.
+#: Up-left and down-right first: on a roof (slope or flat) they never cross the line.
+_DIRECTIONS = ((-1, 1, "right", "bottom"), (1, -1, "left", "top"), (0, 1, "center", "bottom"),
+               (0, -1, "center", "top"), (1, 1, "left", "bottom"), (-1, -1, "right", "top"),
+               (-1, 0, "right", "center"), (1, 0, "left", "center"))
+_DISTANCES_PX = (6.0, 16.0, 30.0, 50.0, 80.0, 120.0)
+
+
+def _box(x: float, y: float, w: float, h: float, ha: str, va: str) -> tuple[float, float, float, float]:
+    x0 = x - w if ha == "right" else x - w / 2 if ha == "center" else x
+    y0 = y - h if va == "top" else y - h / 2 if va == "center" else y
+    return x0, y0, x0 + w, y0 + h
+
+
+def _overlap(a, b) -> float:
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    return w * h if w > 0 and h > 0 else 0.0
+
+
+def place_labels(anchors_px, sizes_px, obstacles, line_px: np.ndarray, frame_px, directions=_DIRECTIONS):
+    """For each anchor (x, y) with a label of (width, height) pixels, the first candidate place
+    (``directions`` × distance) that overlaps no obstacle box, no roof sample, no label already placed
+    and stays inside ``frame_px``; if none is clear, the least-overlapping one.
+    Returns ``[(x, y, ha, va, box)]``: text positions and label boxes, in pixels."""
+    taken = list(obstacles)
+    out = []
+    for (ax_, ay), (w, h) in zip(anchors_px, sizes_px):
+        best, best_cost = None, None
+        for dist in _DISTANCES_PX:
+            for dx, dy, ha, va in directions:
+                x, y = ax_ + dx * dist, ay + dy * dist
+                box = _box(x, y, w, h, ha, va)
+                cost = sum(_overlap(box, t) for t in taken)
+                if line_px.size:
+                    inside = ((line_px[:, 0] > box[0]) & (line_px[:, 0] < box[2]) & (line_px[:, 1] > box[1])
+                              & (line_px[:, 1] < box[3]))
+                    cost += 40.0 * int(inside.sum())
+                outside = (max(0.0, frame_px[0] - box[0]) + max(0.0, box[2] - frame_px[2])
+                           + max(0.0, frame_px[1] - box[1]) + max(0.0, box[3] - frame_px[3]))
+                cost += 1000.0 * outside
+                cost += dist * 0.01  # among equals, the nearest
+                if best_cost is None or cost < best_cost:
+                    best, best_cost = (x, y, ha, va, box), cost
+                if cost < 1.0:
+                    break
+            if best_cost is not None and best_cost < 1.0:
+                break
+        x, y, ha, va, box = best
+        taken.append(box)
+        out.append((x, y, ha, va, box))
+    return out
+
+
+def text_size_px(text, renderer) -> tuple[float, float]:
+    box = text.get_window_extent(renderer)
+    pad = 2.5  # the white bbox around the digits
+    return box.width + 2 * pad, box.height + 2 * pad
+
+
+def percent_of(fraction: float) -> str:
+    """A share in per cent with three significant figures: ``"0.356 %"``, ``"10.8 %"``, ``"100 %"``
+    (``units.percent`` has fixed decimals: ``"0.00 %"`` for a tiny share, ``"100.00 %"`` for all)."""
+    return f"{num(fraction * 100)} %"
+
+
+def _values(n: float) -> str:
+    """``"1 byte"``, ``"2 bytes"``, ``"0.5 bytes"`` per value."""
+    return f"{num(n)} byte" if n == 1 else f"{num(n)} bytes"
+
+
+@dataclass(frozen=True)
+class DtypeEffect:
+    """What choosing ``dtype`` instead of BF16 does to this workload on this part.
+
+    Intensities in FLOP/byte, peaks in FLOP/s; ``bytes_per_value`` of the weights, activations and
+    KV cache (a model's own recurrent state keeps its format)."""
+
+    dtype: str
+    reference: str
+    bytes_per_value: float
+    reference_bytes_per_value: float
+    intensity_flop_per_byte: float
+    reference_intensity_flop_per_byte: float
+    peak_flops_per_s: float
+    reference_peak_flops_per_s: float
+    reference_roof: Roof
+    reference_point: Point
+    twins: tuple[str, ...] = ()  #: other dtypes that draw exactly this chart on this part
+
+    @property
+    def point_moves(self) -> bool:
+        return not np.isclose(self.intensity_flop_per_byte, self.reference_intensity_flop_per_byte, rtol=1e-9)
+
+    @property
+    def roof_moves(self) -> bool:
+        return not np.isclose(self.peak_flops_per_s, self.reference_peak_flops_per_s, rtol=1e-9)
+
+    @property
+    def is_reference(self) -> bool:
+        return self.dtype == self.reference
+
+    def chart_note(self) -> str:
+        """Two short lines for the chart (static for one dtype on one part)."""
+        d, r = self.dtype.upper(), self.reference.upper()
+        if self.is_reference:
+            first = (f"{' and '.join(t.upper() for t in self.twins)} would draw this same chart here "
+                     f"({_values(self.bytes_per_value)} per value, same {num(self.peak_flops_per_s / TERA)} "
+                     f"TFLOP/s peak)." if self.twins else f"{d} is the baseline.")
+            return first + f"\nPick another dtype to compare it with {r}: {r}'s point hollow, its roof grey dashed."
+        if not self.point_moves:
+            first = f"{d} and {r} move the same bytes ({_values(self.bytes_per_value)} per value):"
+            second = (f"only the compute roof changes (grey dashed: {r})" if self.roof_moves
+                      else f"same {num(self.peak_flops_per_s / TERA)} TFLOP/s peak too, so nothing moves")
+            return first + "\n" + second
+        first = (f"{d}: {_values(self.bytes_per_value)} per value, {r}: {num(self.reference_bytes_per_value)}, "
+                 f"so the point moves (hollow: {r})")
+        second = (f"compute roof {num(self.peak_flops_per_s / TERA)} TFLOP/s, "
+                  f"{r}'s {num(self.reference_peak_flops_per_s / TERA)} (grey dashed)" if self.roof_moves
+                  else f"compute roof unchanged at {num(self.peak_flops_per_s / TERA)} TFLOP/s")
+        return first + "\n" + second
+
+    def sentence(self) -> str:
+        """The comparison with BF16 for the verdict (live numbers); ``""`` for BF16 itself."""
+        if self.is_reference:
+            return ""
+        d, r = self.dtype.upper(), self.reference.upper()
+        peak, ref_peak = num(self.peak_flops_per_s / TERA), num(self.reference_peak_flops_per_s / TERA)
+        ridge = self.peak_flops_per_s / self.reference_roof.bandwidth_bytes_per_s
+        if not self.point_moves:
+            if self.roof_moves:
+                return (f"{d} and {r} move the same bytes ({_values(self.bytes_per_value)} per value): only the "
+                        f"compute roof changes, from {ref_peak} to {peak} TFLOP/s (ridge "
+                        f"{num(self.reference_roof.ridge_point_flop_per_byte)} → {num(ridge)} FLOP/byte); the point "
+                        f"stays at {num(self.intensity_flop_per_byte)} FLOP/byte.")
+            return (f"{d} and {r} move the same bytes ({_values(self.bytes_per_value)} per value) and this part "
+                    f"runs both at {peak} TFLOP/s: neither the point nor the roof moves.")
+        ratio = self.intensity_flop_per_byte / self.reference_intensity_flop_per_byte
+        way = "right" if ratio > 1 else "left"
+        roof = (f"the compute roof moves from {ref_peak} to {peak} TFLOP/s" if self.roof_moves
+                else f"the compute roof stays at {peak} TFLOP/s")
+        return (f"{d} stores {_values(self.bytes_per_value)} per value where {r} stores "
+                f"{_values(self.reference_bytes_per_value)}: the intensity goes from "
+                f"{num(self.reference_intensity_flop_per_byte)} to {num(self.intensity_flop_per_byte)} FLOP/byte "
+                f"({num(ratio)}×, the point moves {way}; the hollow marker is {r}'s point), and {roof}.")
+
+    def twins_sentence(self) -> str:
+        if not self.twins:
+            return ""
+        names = " and ".join(t.upper() for t in self.twins)
+        verb = "draws" if len(self.twins) == 1 else "draw"
+        return (f"{names} {verb} the same chart on this part: {_values(self.bytes_per_value)} per value and "
+                f"{num(self.peak_flops_per_s / TERA)} TFLOP/s, like {self.dtype.upper()}.")
 
 
 @dataclass(frozen=True)
@@ -33,6 +237,45 @@ class Lesson01View:
     time_lower_bound_s: float | None
     verdict: str
     error: str | None = None
+    dtype_effect: DtypeEffect | None = None
+    part_id: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+def _place(model_id: str, part_id: str, dtype: str, phase: str, batch: int, tokens: int) -> Placement:
+    fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
+    # One format throughout (weights, activations, KV cache, every matmul): a real W8A8/W4A4
+    # recipe when dtype is 8 or 4 bits, so the point moves (fewer bytes) as well as the ridge.
+    return place(model_id, part_id, phase=phase, batch=batch, compute_dtype=dtype, weights_dtype=dtype,
+                 activations_dtype=dtype, kv_dtype=dtype, attention_compute_dtype=dtype, **fields)
+
+
+def _dtype_effect(p: Placement, dtype: str, model_id: str, part_id: str, phase: str, batch: int,
+                  tokens: int) -> DtypeEffect:
+    """Place the same step in BF16 (and in the part's other formats, to find twins) and compare."""
+    part = get_part(part_id)
+    ref = p if dtype == REFERENCE_DTYPE else _place(model_id, part_id, REFERENCE_DTYPE, phase, batch, tokens)
+    ref_roof = Roof(f"{part.id} {REFERENCE_DTYPE}", float(ref.peak_flops_per_s), ref.bandwidth_bytes_per_s, part.id)
+    intensity, peak = float(p.intensity), float(p.peak_flops_per_s)
+    twins = []
+    for other in part.dtypes:
+        if other == dtype:
+            continue
+        try:
+            q = ref if other == REFERENCE_DTYPE else _place(model_id, part_id, other, phase, batch, tokens)
+        except RooflineInputError:
+            continue
+        if np.isclose(float(q.intensity), intensity, rtol=1e-9) and np.isclose(float(q.peak_flops_per_s), peak,
+                                                                             rtol=1e-9):
+            twins.append(other)
+    return DtypeEffect(
+        dtype=dtype, reference=REFERENCE_DTYPE,
+        bytes_per_value=bytes_per_element(dtype), reference_bytes_per_value=bytes_per_element(REFERENCE_DTYPE),
+        intensity_flop_per_byte=intensity, reference_intensity_flop_per_byte=float(ref.intensity),
+        peak_flops_per_s=peak, reference_peak_flops_per_s=float(ref.peak_flops_per_s),
+        reference_roof=ref_roof,
+        reference_point=point_on_roof(f"{REFERENCE_DTYPE} point", float(ref.intensity), ref_roof),
+        twins=tuple(twins))
 
 
 def lesson01_view(model_id: str, part_id: str, dtype: str, phase: str, batch: int, tokens: int) -> Lesson01View:
@@ -41,16 +284,13 @@ def lesson01_view(model_id: str, part_id: str, dtype: str, phase: str, batch: in
     ``tokens`` is the prompt length for prefill and the context already cached for decode.
     """
     try:
-        fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
-        # One format throughout (weights, activations, KV cache, every matmul): a real W8A8/W4A4
-        # recipe when dtype is 8 or 4 bits, so the point moves (fewer bytes) as well as the ridge.
-        p = place(model_id, part_id, phase=phase, batch=batch, compute_dtype=dtype, weights_dtype=dtype,
-                  activations_dtype=dtype, kv_dtype=dtype, attention_compute_dtype=dtype, **fields)
+        p = _place(model_id, part_id, dtype, phase, batch, tokens)
+        effect = _dtype_effect(p, dtype, model_id, part_id, phase, batch, tokens)
     except RooflineInputError as exc:
         return Lesson01View("Roofline", None, None, None, None, None, None, None, None, None,
                             verdict=f"Cannot place this: {exc}", error=str(exc))
     part = get_part(part_id)
-    roof = Roof(f"{part.id} {dtype}", p.peak_flops_per_s, p.bandwidth_bytes_per_s)
+    roof = Roof(f"{part.id} {dtype}", p.peak_flops_per_s, p.bandwidth_bytes_per_s, part.id)
     what = (f"{phase} of {tokens:,} tokens × batch {batch}" if phase == "prefill"
             else f"decode, batch {batch}, {tokens:,} tokens cached")
     intensity = float(p.intensity)
@@ -59,18 +299,20 @@ def lesson01_view(model_id: str, part_id: str, dtype: str, phase: str, batch: in
     frac = float(p.fraction_of_peak)
     ridge = float(p.ridge_point_flop_per_byte)
     if bound == "memory":
-        verdict = (f"Memory-bound: I = {intensity:,.3g} FLOP/byte is {ridge / intensity:,.3g}× left of the ridge "
-                   f"({ridge:,.0f}). The best possible is {frac:.2%} of peak: shop for bytes "
+        verdict = (f"Memory-bound: I = {num(intensity)} FLOP/byte is {num(ridge / intensity)}× left of the ridge "
+                   f"({num(ridge)} FLOP/byte). The best possible is {percent_of(frac)} of peak: shop for bytes "
                    f"(batching, smaller weights or KV cache), not FLOPs.")
     else:
-        verdict = (f"Compute-bound: I = {intensity:,.3g} FLOP/byte is {intensity / ridge:,.3g}× right of the ridge "
-                   f"({ridge:,.0f}). The compute roof caps it: shop for FLOPs (a faster format, better "
+        verdict = (f"Compute-bound: I = {num(intensity)} FLOP/byte is {num(intensity / ridge)}× right of the ridge "
+                   f"({num(ridge)} FLOP/byte). The compute roof caps it: shop for FLOPs (a faster format, better "
                    f"tensor-core use).")
+    if effect.sentence():
+        verdict += " " + effect.sentence()
     if p.context_beyond_model:
         verdict += (f" Note: {p.model.name} was built for at most {p.model.max_context_tokens:,} tokens "
                     "(config.json max_position_embeddings); this length is a what-if.")
     return Lesson01View(
-        title=f"{p.model.name} on {part.name} ({dtype} throughout)",
+        title=f"{p.model.name} on {part.name} ({dtype.upper()} throughout)",
         roof=roof,
         point=point,
         ridge_point_flop_per_byte=ridge,
@@ -81,58 +323,250 @@ def lesson01_view(model_id: str, part_id: str, dtype: str, phase: str, batch: in
         bound=bound,
         time_lower_bound_s=float(p.time_lower_bound_s),
         verdict=verdict,
+        dtype_effect=effect,
+        part_id=part.id,
+        notes=(effect.twins_sentence(),) if effect.twins else (),
     )
 
 
+def part_ylim(part_id: str, intensity_range: tuple[float, float] = INTENSITY_RANGE) -> tuple[float, float]:
+    """TFLOP/s range that holds every roof of ``part_id`` (all its dtypes): switching the dtype
+    keeps the axes still, so the point and the roof are seen to move, not the scale."""
+    part = get_part(part_id)
+    peaks = [part.peak_flops_per_s(d) for d in part.dtypes]
+    lo = part.memory_bandwidth_bytes_per_s * intensity_range[0] / TERA
+    return lo * 0.7, max(peaks) / TERA * 5  # room above the highest roof for the point's label
+
+
+def _static_key(view: Lesson01View):
+    e = view.dtype_effect
+    ref_roof = e.reference_roof if e is not None and e.roof_moves else None
+    ghost = e is not None and e.point_moves
+    return (view.title, view.roof, ref_roof, ghost, e.chart_note() if e is not None else "", view.part_id)
+
+
+def _draw_static(ax, key) -> None:
+    """Roof, BF16 comparison roof, legend and the dtype note: everything that does not move."""
+    from matplotlib.lines import Line2D
+
+    title, roof, ref_roof, ghost, note, part_id = key
+    roofline_chart([roof], [], title=title, intensity_range=INTENSITY_RANGE, ax=ax, fast=True)
+    if part_id is not None:
+        ax.set_ylim(*part_ylim(part_id))
+    for text in ax.texts:  # the ridge label stays readable where the comparison roof crosses it
+        text.set_bbox({"fc": "white", "ec": "none", "alpha": 0.85, "pad": 1})
+    handles, labels = ax.get_legend_handles_labels()
+    labels[0] = (f"{roof.label}: {num(roof.peak_flops_per_s / TERA)} TFLOP/s, "
+                 f"{num(roof.bandwidth_bytes_per_s / TERA)} TB/s")
+    if ref_roof is not None:
+        x = np.logspace(np.log10(INTENSITY_RANGE[0]), np.log10(INTENSITY_RANGE[1]), 200)
+        y = np.minimum(ref_roof.peak_flops_per_s, ref_roof.bandwidth_bytes_per_s * x) / TERA
+        line, = ax.plot(x, y, color=REFERENCE_GREY, linestyle="--", linewidth=1.4, zorder=1)
+        handles.append(line)
+        labels.append(f"{REFERENCE_DTYPE.upper()} roof, for comparison: "
+                      f"{num(ref_roof.peak_flops_per_s / TERA)} TFLOP/s, ridge "
+                      f"{num(ref_roof.ridge_point_flop_per_byte)}")
+    if ghost:
+        handles.append(Line2D([], [], marker="o", markersize=10, linestyle="none", markerfacecolor="white",
+                              markeredgecolor=REFERENCE_GREY, markeredgewidth=2))
+        labels.append(f"where {REFERENCE_DTYPE.upper()} puts the point")
+    # upper left: above the bandwidth slope, which leaves that corner empty; the lower right is where
+    # points at low intensity put their labels
+    ax.legend(handles, labels, fontsize=MIN_FONT_PT, loc="upper left", framealpha=0.9)
+    # The dtype note sits in a band between the axes and the title, where it can cover no roof,
+    # ridge label or point; the band is kept for every dtype so the axes never jump.
+    ax.set_title(title, pad=NOTE_BAND_PT)
+    if note:
+        ax.text(0.0, 1.012, note, transform=ax.transAxes, va="bottom", ha="left", fontsize=MIN_FONT_PT,
+                color="0.15", linespacing=1.25)
+
+
+def _moving_artists(ax) -> dict:
+    marker, label = moving_point_artists(ax)
+    ghost, = ax.plot([], [], marker="o", markersize=10, linestyle="none", markerfacecolor="white",
+                     markeredgecolor=REFERENCE_GREY, markeredgewidth=2, animated=True, zorder=2)
+    arrow = ax.annotate("", (1, 1), xytext=(1, 1), animated=True,
+                        arrowprops={"arrowstyle": "->", "color": REFERENCE_GREY, "lw": 1.6,
+                                    "shrinkA": 7, "shrinkB": 8})
+    return {"ax": ax, "marker": marker, "label": label, "ghost": ghost, "arrow": arrow}
+
+
+def _layout(state, roofs) -> None:
+    """Pixel geometry of what never moves (legend, ridge label, roof lines, axes frame), read once."""
+    ax = state["ax"]
+    renderer = ax.figure.canvas.get_renderer()
+    xs = np.logspace(np.log10(INTENSITY_RANGE[0]), np.log10(INTENSITY_RANGE[1]), 300)
+    lines = [ax.transData.transform(np.column_stack(
+        [xs, np.minimum(r.peak_flops_per_s, r.bandwidth_bytes_per_s * xs) / TERA])) for r in roofs]
+    state["line_px"] = np.vstack(lines)
+    moving = (state["label"], state["arrow"])
+    state["static"] = [tuple(ax.get_legend().get_window_extent(renderer).extents)] + [
+        tuple(t.get_window_extent(renderer).extents) for t in ax.texts if t.get_text() and t not in moving]
+    state["frame"] = tuple(ax.bbox.extents)
+    state["renderer"] = renderer
+
+
+#: where the point's label may go: below right first (under a roof, as the course's charts do)
+_LABEL_DIRECTIONS = ((1, -1, "left", "top"), (-1, 1, "right", "bottom"), (-1, -1, "right", "top"),
+                     (1, 1, "left", "bottom"), (0, -1, "center", "top"), (0, 1, "center", "bottom"))
+
+
+def _place_artists(state, view: Lesson01View, roofs=()) -> list:
+    """Move the point, BF16's hollow point and the arrow; set the point's label where it covers
+    no roof, no ridge label, no legend and neither marker."""
+    ax, marker, label, ghost, arrow = (state[k] for k in ("ax", "marker", "label", "ghost", "arrow"))
+    if "renderer" not in state:
+        _layout(state, roofs or [view.roof])
+    drawn = []
+    x, y = view.point.intensity_flop_per_byte, view.point.flops_per_s / TERA
+    px, py = ax.transData.transform((x, y))
+    obstacles = list(state["static"]) + [(px - 9, py - 9, px + 9, py + 9)]
+    e = view.dtype_effect
+    if e is not None and e.point_moves:
+        g = e.reference_point
+        gx, gy = g.intensity_flop_per_byte, g.flops_per_s / TERA
+        ghost.set_data([gx], [gy])
+        arrow.xy = (x, y)
+        arrow.set_position((gx, gy))
+        drawn += [ghost, arrow]
+        qx, qy = ax.transData.transform((gx, gy))
+        obstacles += [(qx - 8, qy - 8, qx + 8, qy + 8)]
+        obstacles += [(qx + f * (px - qx) - 3, qy + f * (py - qy) - 3, qx + f * (px - qx) + 3, qy + f * (py - qy) + 3)
+                      for f in (0.25, 0.5, 0.75)]  # the arrow
+    place_moving_point(marker, label, view.point, INTENSITY_RANGE)
+    (lx, ly, ha, va, _box), = place_labels([(px, py)], [text_size_px(label, state["renderer"])], obstacles,
+                                           state["line_px"], state["frame"], directions=_LABEL_DIRECTIONS)
+    to_pt = 72 / ax.figure.dpi
+    label.set_position(((lx - px) * to_pt, (ly - py) * to_pt))
+    label.set_horizontalalignment(ha)
+    label.set_verticalalignment(va)
+    return drawn + [marker, label]
+
+
+class Lesson01Chart:
+    """The lesson-1 chart, cached: roof, comparison roof, legend and note drawn once per
+    (title, roof, dtype note); the point, BF16's hollow point and the arrow between them per update."""
+
+    def __init__(self, figsize: tuple[float, float] = FIGSIZE, dpi: float = 80, max_cached: int = 6) -> None:
+        self.figsize, self.dpi = figsize, dpi
+        self.figures = CachedFigure(self._build, max_cached)
+
+    @property
+    def misses(self) -> int:
+        return self.figures.misses
+
+    def _build(self, key):
+        fig = bare_figure(self.figsize, self.dpi)
+        ax = fig.add_subplot()
+        fig.subplots_adjust(**AXES_BOX)
+        _draw_static(ax, key)
+        state = _moving_artists(ax)
+        raise_small_text(fig)
+        return fig, state
+
+    def png(self, view: Lesson01View) -> bytes:
+        """PNG bytes of the chart for ``view`` (an error view gives a picture of the message)."""
+        if view.roof is None:
+            return figure_png(lesson01_draw(view))
+        key = _static_key(view)
+        roofs = [r for r in (view.roof, key[2]) if r is not None]
+        return self.figures.render(key, lambda state: _place_artists(state, view, roofs))
+
+    def close(self) -> None:
+        self.figures.close()
+
+
 def lesson01_draw(view: Lesson01View):
-    """Render a :class:`Lesson01View` as a roofline chart; returns the figure."""
+    """Render a :class:`Lesson01View` as a roofline chart; returns the figure (with alt text)."""
     if view.roof is None:
         fig = bare_figure((7.5, 1.2))
         ax = fig.add_subplot()
         ax.axis("off")
-        ax.text(0.0, 0.5, textwrap.fill(view.verdict, 110), fontsize=9, va="center")
-        return fig
-    fig = bare_figure((7.5, 4.8))
+        ax.text(0.0, 0.5, textwrap.fill(view.verdict, 110), fontsize=MIN_FONT_PT, va="center")
+        return set_alt(fig, view.verdict)
+    fig = bare_figure(FIGSIZE)
     ax = fig.add_subplot()
-    fig.subplots_adjust(left=0.11, right=0.95, bottom=0.11, top=0.93)
-    roofline_chart([view.roof], [view.point], title=view.title, intensity_range=(0.1, 1e5), ax=ax, fast=True)
-    return fig
+    fig.subplots_adjust(**AXES_BOX)
+    key = _static_key(view)
+    _draw_static(ax, key)
+    state = _moving_artists(ax)
+    for artist in _place_artists(state, view, [r for r in (view.roof, key[2]) if r is not None]):
+        artist.set_animated(False)
+    raise_small_text(fig)
+    return set_alt(fig, lesson01_alt(view))
 
 
-def lesson01_png(view: Lesson01View, canvas: RooflineCanvas | None = None) -> bytes:
+def lesson01_png(view: Lesson01View, canvas: RooflineCanvas | Lesson01Chart | None = None) -> bytes:
     """The dashboard chart as PNG bytes (what the learner's browser receives on every update).
 
-    With a :class:`RooflineCanvas`, only the moving point is redrawn when the roof is unchanged.
+    With a :class:`Lesson01Chart` (what the dashboard uses) or a plain :class:`RooflineCanvas`
+    (roof and point only), only the moving artists are redrawn when the roof is unchanged.
     """
+    if isinstance(canvas, Lesson01Chart):
+        return canvas.png(view)
     if canvas is not None and view.roof is not None:
         return canvas.render_png([view.roof], view.point, view.title)
     return figure_png(lesson01_draw(view))
 
 
+def lesson01_alt(view: Lesson01View) -> str:
+    """The chart's message in words, with the live numbers."""
+    r = view.roof
+    side = "left of the ridge: memory-bound" if view.bound == "memory" else "at or right of the ridge: compute-bound"
+    said = [(f"Log-log roofline, {view.title}: compute roof {num(r.peak_flops_per_s / TERA)} TFLOP/s, "
+             f"bandwidth {num(r.bandwidth_bytes_per_s / TERA)} TB/s, ridge at "
+             f"{num(view.ridge_point_flop_per_byte)} FLOP/byte."),
+            (f"The point ({view.point.label}) sits at {num(view.intensity_flop_per_byte)} FLOP/byte and "
+             f"{num(view.attainable_flops_per_s / TERA)} TFLOP/s, {side}, {percent_of(view.fraction_of_peak)} of "
+             "peak.")]
+    e = view.dtype_effect
+    if e is not None and not e.is_reference:
+        d, ref = e.dtype.upper(), e.reference.upper()
+        if e.point_moves:
+            said.append(f"A hollow marker shows where {ref} puts it, {num(e.reference_intensity_flop_per_byte)} "
+                        f"FLOP/byte, with an arrow to the {d} point.")
+        else:
+            said.append(f"{d} moves the same bytes as {ref}, so the point is where {ref} puts it.")
+        if e.roof_moves:
+            said.append(f"A grey dashed line shows {ref}'s roof at {num(e.reference_peak_flops_per_s / TERA)} TFLOP/s.")
+    return " ".join(said)
+
+
+def lesson01_frame(view: Lesson01View, chart: Lesson01Chart | RooflineCanvas) -> Frame:
+    """What the dashboard panel shows for ``view``: verdict, notes, chart and its alt text."""
+    if view.error:
+        return Frame(verdict=view.verdict, png=None, alt="", error=True)
+    return Frame(verdict=view.verdict, png=lesson01_png(view, chart), alt=lesson01_alt(view), notes=view.notes)
+
+
 def lesson01_dashboard(model_id: str = "qwen3.8-27b", part_id: str = "h100-sxm"):
     """The lesson-1 dashboard: model, part, dtype, phase, batch and length → chart and verdict."""
     import ipywidgets as widgets
-    from IPython.display import Image, display
+    from IPython.display import display
 
-    part_w = widgets.Dropdown(options=list_parts(), value=part_id, description="part")
+    style = {"description_width": "initial"}
+    part_w = widgets.Dropdown(options=list_parts(), value=part_id, description="part", style=style,
+                              layout=widgets.Layout(width="14em"))
     # All dtypes stay offered: a part without that rate says so in the verdict (A100 has no FP8),
     # and changing the part never fires a second, spurious update.
-    dtype_w = widgets.Dropdown(options=DTYPES, value="bf16", description="dtype")
-    model_w = widgets.Dropdown(options=list_models(), value=model_id, description="model")
-    phase_w = widgets.ToggleButtons(options=["decode", "prefill"], value="decode", description="phase")
-    batch_w = widgets.SelectionSlider(options=BATCH_CHOICES, value=1, description="batch")
-    tokens_w = widgets.SelectionSlider(options=TOKEN_CHOICES, value=8192, description="tokens",
-                                       tooltip="prompt length (prefill) or tokens already cached (decode)")
+    dtype_w = widgets.Dropdown(options=DTYPES, value=REFERENCE_DTYPE, description="dtype", style=style,
+                               layout=widgets.Layout(width="10em"))
+    model_w = widgets.Dropdown(options=list_models(), value=model_id, description="model", style=style,
+                               layout=widgets.Layout(width="16em"))
+    phase_w = widgets.ToggleButtons(options=["decode", "prefill"], value="decode", description="phase",
+                                    style={**style, "button_width": "5.5em"}, layout=widgets.Layout(width="auto"))
+    batch_w = widgets.SelectionSlider(options=BATCH_CHOICES, value=1, description="batch", style=style,
+                                      layout=widgets.Layout(width="17em"))
+    tokens_w = widgets.SelectionSlider(options=TOKEN_CHOICES, value=8192, description="tokens", style=style,
+                                       tooltip="prompt length (prefill) or tokens already cached (decode)",
+                                       layout=widgets.Layout(width="20em"))
+    chart = Lesson01Chart()
 
-    canvas = RooflineCanvas()
+    def render(model, part, dtype, phase, batch, tokens) -> Frame:
+        return lesson01_frame(lesson01_view(model, part, dtype, phase, batch, tokens), chart)
 
-    def _update(model, part, dtype, phase, batch, tokens):
-        view = lesson01_view(model, part, dtype, phase, batch, tokens)
-        print(view.verdict)
-        display(Image(data=lesson01_png(view, canvas), format="png"))
-
-    out = widgets.interactive_output(_update, {"model": model_w, "part": part_w, "dtype": dtype_w,
-                                               "phase": phase_w, "batch": batch_w, "tokens": tokens_w})
-    ui = widgets.VBox([widgets.HBox([model_w, part_w, dtype_w]), phase_w, widgets.HBox([batch_w, tokens_w]), out])
+    ui = build_dashboard({"model": model_w, "part": part_w, "dtype": dtype_w, "phase": phase_w, "batch": batch_w,
+                          "tokens": tokens_w},
+                         [["model", "part", "dtype"], ["phase", "batch", "tokens"]], render)
     display(ui)
     return ui

@@ -1,26 +1,43 @@
 """Lesson 4 dashboard: batch and context -> the decode point on the roofline (through both lenses),
-where the bytes go, and where the step sits on the throughput–latency curve."""
+where the bytes go, and where the step sits on the throughput–latency curve.
+
+Speed: the figure's static part (the roof, the frames, the batch axis) depends only on the model and
+the part. What changes with the context (the title, the stacked shares, the throughput–latency curve
+and its axes) is drawn once per context over it and kept as a bitmap; a batch move draws only the
+four markers.
+"""
 
 from __future__ import annotations
 
+import math
+from collections import OrderedDict
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable, Hashable
 
 import numpy as np
 
 from ...core.errors import RooflineInputError
 from ...core.hardware import get_part, list_parts
 from ...core.memory import max_batch_that_fits
-from ...core.models import list_models
-from ...core.units import si
+from ...core.models import get_model, list_models
+from ...core.units import binary, count, duration, num, percent, si
 from ...topics.batching import decode_sweep
-from ..charts import MARKERS, PALETTE, Roof, _tick, point_on_roof, roofline_chart, set_roof_ylim
+from ..charts import MARKERS, MIN_FONT_PT, PALETTE, Roof, part_style, point_on_roof, roofline_chart, set_roof_ylim
 from ..fastfig import CachedFigure, bare_figure, message_png
+from ._panel import Frame, build_dashboard
 
 BATCH_GRID = np.unique(np.round(np.logspace(0, 10, 61, base=2)))  # 1 … 1024
 BATCH_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 CONTEXT_CHOICES = (0, 1024, 4096, 8192, 16384, 32768, 65536, 131072)
 INTENSITY_RANGE = (0.1, 1e4)
 SHARES = ("weights", "KV cache", "state", "activations")
+#: fill colour and hatch of each kind of bytes (hatches: the kinds differ without colour too)
+SHARE_LOOK = {"weights": (PALETTE[0], ""), "KV cache": (PALETTE[1], "//"), "state": (PALETTE[2], ".."),
+              "activations": (PALETTE[3], "xx")}
+#: batches labelled on the throughput–latency curve
+MARKED_BATCHES = (1, 8, 64, 512)
+FIGSIZE = (11.0, 4.9)
 
 
 @dataclass(frozen=True)
@@ -29,100 +46,225 @@ class Lesson04View:
     roof: Roof | None
     batch: int
     context_tokens: int
-    intensity: float | None
-    intensity_per_weight_byte: float | None
+    intensity: float | None  #: FLOP per byte of all traffic
+    intensity_per_weight_byte: float | None  #: FLOP per byte of weights read
     bytes_by_kind: dict  #: weights / KV cache / state / activations -> bytes per step at this batch
-    step_time_s: float | None
-    tokens_per_s: float | None
+    step_time_s: float | None  #: lower bound on one decode step, seconds
+    tokens_per_s: float | None  #: upper bound on tokens per second, all sequences together
     max_batch_that_fits: int | None
     fits: bool | None
-    curve_latency_s: np.ndarray | None = None
-    curve_tokens_per_s: np.ndarray | None = None
+    curve_latency_s: np.ndarray | None = None  #: step time (s) at each batch of BATCH_GRID
+    curve_tokens_per_s: np.ndarray | None = None  #: tokens/s at each batch of BATCH_GRID
     curve_shares: np.ndarray | None = None  #: 4 × len(BATCH_GRID) fractions of bytes
     text: str = ""
     error: str | None = None
+    model_id: str = ""
+    ridge_flop_per_byte: float | None = None  #: the part's bf16 ridge point, FLOP/byte
+    #: (lowest, highest) step time in seconds over BATCH_GRID at this context (and this batch):
+    #: the throughput panel's x range before padding
+    latency_axis_s: tuple[float, float] | None = None
+    tokens_per_s_axis: tuple[float, float] | None = None  #: the same for tokens/s (the y range)
+    kinds_present: tuple[str, ...] = ()  #: kinds of bytes this model moves at some context (legend)
+
+
+def share_text(fraction: float) -> str:
+    """A share for a person to read: whole percents, one decimal under 1 %, never a bare "0 %"."""
+    if fraction <= 0:
+        return "0 %"
+    if fraction < 0.001:
+        return "under 0.1 %"
+    return percent(fraction, 0 if fraction >= 0.01 else 1)
+
+
+@lru_cache(maxsize=64)
+def _kinds_present(model_id: str, part_id: str) -> tuple[str, ...]:
+    """The kinds of bytes that are non-zero for this model at some context on the slider."""
+    present = set()
+    for ctx in (CONTEXT_CHOICES[0], CONTEXT_CHOICES[-1]):
+        s = decode_sweep(model_id, part_id, BATCH_GRID, ctx)
+        for kind, arr in zip(SHARES, (s.weight_bytes, s.kv_bytes, s.state_bytes, s.activation_bytes)):
+            if float(np.max(arr)) > 0:
+                present.add(kind)
+    return tuple(k for k in SHARES if k in present)
 
 
 def lesson04_view(model_id: str, part_id: str, batch: int, context_tokens: int) -> Lesson04View:
     """The decode step at ``batch`` and ``context_tokens``, and the curves over all batch sizes."""
     try:
+        if (isinstance(batch, bool) or not isinstance(batch, (int, float, np.integer, np.floating))
+                or not float(batch).is_integer() or batch < 1):
+            raise RooflineInputError(f"batch must be a whole number >= 1, got {batch!r}")
         sweep = decode_sweep(model_id, part_id, BATCH_GRID, context_tokens)
-        one = decode_sweep(model_id, part_id, np.array([batch], dtype=float), context_tokens)
+        one = decode_sweep(model_id, part_id, batch, context_tokens)
         cap = max_batch_that_fits(model_id, part_id, context_tokens + 1)
+        present = _kinds_present(model_id, part_id)
     except RooflineInputError as exc:
         return Lesson04View("", None, batch, context_tokens, None, None, {}, None, None, None, None,
                             text=str(exc), error=str(exc))
     part = get_part(part_id)
-    roof = Roof(f"{part.id} bf16", part.peak_flops_per_s("bf16"), part.memory_bandwidth_bytes_per_s)
-    kinds = {"weights": one.weight_bytes[0], "KV cache": one.kv_bytes[0], "state": one.state_bytes[0],
-             "activations": one.activation_bytes[0]}
+    model = get_model(model_id)
+    roof = Roof(f"{part.id} bf16", part.peak_flops_per_s("bf16"), part.memory_bandwidth_bytes_per_s, part.id)
+    kinds = {"weights": float(one.weight_bytes), "KV cache": float(one.kv_bytes),
+             "state": float(one.state_bytes), "activations": float(one.activation_bytes)}
     total = sum(kinds.values())
     shares = np.vstack([sweep.weight_bytes, sweep.kv_bytes, sweep.state_bytes, sweep.activation_bytes])
     shares = shares / shares.sum(axis=0)
     fits = bool(batch <= cap)
-    split = ", ".join(f"{k} {v / total:.0%}" for k, v in kinds.items() if v > 0)
-    text = (f"Batch {batch}, {context_tokens:,} tokens cached: I = {one.intensity[0]:,.3g} FLOP/byte of all traffic "
-            f"({one.intensity_per_weight_byte[0]:,.3g} per weight byte; ridge {one.ridge_point_flop_per_byte:,.0f}). "
-            f"Step ≥ {one.step_time_s[0] * 1e3:,.3g} ms -> ≤ {one.tokens_per_s[0]:,.0f} tokens/s in all. "
-            f"Bytes per step {si(total, 'B')}: {split}. "
-            + (f"Fits in {part.memory_capacity_bytes / 2**30:,.0f} GiB (largest batch that fits: {cap:,})."
-               if fits else f"Does NOT fit in {part.memory_capacity_bytes / 2**30:,.0f} GiB: the largest batch that fits "
-                            f"is {cap:,}."))
+    intensity, per_weight = float(one.intensity), float(one.intensity_per_weight_byte)
+    ridge = float(one.ridge_point_flop_per_byte)
+    step_s, tokens_per_s = float(one.step_time_s), float(one.tokens_per_s)
+    bound = "memory-bound" if intensity < ridge else "compute-bound"
+    split = ", ".join(f"{k} {share_text(v / total)}" for k, v in kinds.items() if v > 0)
+    capacity = binary(part.memory_capacity_bytes)
+    text = (f"Batch {count(batch)}, {count(context_tokens)} tokens cached: {num(intensity)} FLOP per byte of all "
+            f"traffic ({num(per_weight)} per weight byte; the ridge is at {num(ridge)}), so the step is {bound}. "
+            f"Each step takes at least {duration(step_s)}, so at most {count(tokens_per_s)} tokens/s in all. "
+            f"Bytes per step: {si(total, 'B')} ({split}). "
+            + (f"Fits in {capacity} (largest batch that fits: {count(cap)})." if fits
+               else f"Does NOT fit in {capacity}: the largest batch that fits is {count(cap)}."))
     return Lesson04View(
-        title=f"{get_part(part_id).id}: decode of {model_id}, {context_tokens:,} tokens cached",
-        roof=roof, batch=int(batch), context_tokens=int(context_tokens), intensity=float(one.intensity[0]),
-        intensity_per_weight_byte=float(one.intensity_per_weight_byte[0]), bytes_by_kind=kinds,
-        step_time_s=float(one.step_time_s[0]), tokens_per_s=float(one.tokens_per_s[0]), max_batch_that_fits=int(cap),
+        title=f"{model.name} decode on {part.name}",
+        roof=roof, batch=int(batch), context_tokens=int(context_tokens), intensity=intensity,
+        intensity_per_weight_byte=per_weight, bytes_by_kind=kinds,
+        step_time_s=step_s, tokens_per_s=tokens_per_s, max_batch_that_fits=int(cap),
         fits=fits, curve_latency_s=sweep.step_time_s, curve_tokens_per_s=sweep.tokens_per_s, curve_shares=shares,
-        text=text)
+        text=text, model_id=model.id, ridge_flop_per_byte=ridge,
+        latency_axis_s=(min(float(sweep.step_time_s.min()), step_s), max(float(sweep.step_time_s.max()), step_s)),
+        tokens_per_s_axis=(min(float(sweep.tokens_per_s.min()), tokens_per_s),
+                           max(float(sweep.tokens_per_s.max()), tokens_per_s)),
+        kinds_present=present)
 
 
-def _build(key):
-    from matplotlib.lines import Line2D
-    from matplotlib.ticker import FuncFormatter, NullFormatter
+def lesson04_alt(view: Lesson04View) -> str:
+    """What the three panels say, with this setting's numbers, for a reader who cannot see them."""
+    total = sum(view.bytes_by_kind.values())
+    bound = "memory-bound" if view.intensity < view.ridge_flop_per_byte else "compute-bound"
+    side = "left of" if view.intensity < view.ridge_flop_per_byte else "at or right of"
+    split = ", ".join(f"{k} {share_text(v / total)}" for k, v in view.bytes_by_kind.items() if k in view.kinds_present)
+    fit = (f"batch {count(view.batch)} fits in memory (up to {count(view.max_batch_that_fits)})" if view.fits
+           else f"batch {count(view.batch)} does not fit in memory (at most {count(view.max_batch_that_fits)})")
+    return (f"{view.title}, {count(view.context_tokens)} tokens cached, batch {count(view.batch)}. "
+            f"Left, the roofline: the step is at {num(view.intensity)} FLOP per byte of all traffic, {side} the "
+            f"ridge at {num(view.ridge_flop_per_byte)}, so {bound}; per weight byte it is at "
+            f"{num(view.intensity_per_weight_byte)}. Middle, the share of bytes moved per step against batch 1 to "
+            f"{count(BATCH_GRID[-1])}: at this batch {split}. Right, throughput against time per token, both on log "
+            f"scales: this step takes at least {duration(view.step_time_s)} and gives at most "
+            f"{count(view.tokens_per_s)} tokens/s; {fit}.")
 
-    title, roof, latency, tput, shares, cap = key
-    latency, tput, shares = np.array(latency), np.array(tput), np.array(shares)
-    fig = bare_figure((11, 4.2))
-    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.14, top=0.86, wspace=0.36)
+
+def lesson04_frame(view: Lesson04View, chart: Lesson04Chart) -> Frame:
+    """The verdict, the chart and its alt text for one setting; an error view shows its error once."""
+    if view.error is not None or view.roof is None:
+        return Frame(verdict=view.error or view.text, png=None, alt="", error=True)
+    return Frame(verdict=view.text, png=chart.png(view), alt=lesson04_alt(view))
+
+
+# ---- drawing ------------------------------------------------------------------------------------
+
+def log_ticks(lo: float, hi: float, max_ticks: int = 6) -> list[float]:
+    """Tick values for a log axis from ``lo`` to ``hi`` (both > 0, ``hi / lo`` ≥ 3): decades when
+    there are three or more, else 1-3, 1-2-5, 1-1.5-2-3-5-7 or every digit, so at least two ticks
+    (three from a range of 3 up) are labelled."""
+    if not (0 < lo < hi):
+        raise ValueError(f"a log axis needs 0 < lo < hi, got lo={lo!r}, hi={hi!r}")
+    k0, k1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    ticks: list[float] = []
+    for mantissas in ((1,), (1, 3), (1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9)):
+        ticks = [float(f"{m}e{k}") for k in range(k0, k1 + 1) for m in mantissas if lo <= float(f"{m}e{k}") <= hi]
+        if len(ticks) >= 3:
+            break
+    if len(ticks) > max_ticks:
+        step = math.ceil(len(ticks) / max_ticks)
+        ticks = ticks[::step]
+    return ticks
+
+
+def padded_log_range(lo: float, hi: float, below: float, above: float, min_ratio: float = 4.0):
+    """``(lo, hi)`` widened by the factors ``below`` and ``above``, then to at least ``min_ratio``."""
+    lo, hi = lo / below, hi * above
+    if hi / lo < min_ratio:
+        mid = math.sqrt(lo * hi)
+        lo, hi = mid / math.sqrt(min_ratio), mid * math.sqrt(min_ratio)
+    return lo, hi
+
+
+def set_log_axis(axis, lo: float, hi: float) -> None:
+    """Fixed range, fixed plain-number ticks (at least two labelled), no minor ticks."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    (axis.axes.set_xlim if axis.axis_name == "x" else axis.axes.set_ylim)(lo, hi)
+    axis.set_major_locator(FixedLocator(log_ticks(lo, hi)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _p: num(v)))
+    axis.set_minor_locator(NullLocator())
+
+
+class Layers:
+    """Bitmaps of a figure after drawing a layer over its static background, one per key.
+
+    A dashboard whose static part stays while a second control (here the context) changes a middle
+    layer: ``show(fig, key, draw)`` restores the layer's bitmap if it has one, else calls ``draw()``
+    (which draws on the canvas with ``fig.draw_artist``) and keeps the result (the ``bbox`` region).
+    """
+
+    def __init__(self, max_cached: int = 8) -> None:
+        self._saved: OrderedDict = OrderedDict()
+        self.max_cached = max_cached
+        self.misses = 0
+
+    def show(self, fig, key: Hashable, draw: Callable[[], None], bbox=None) -> None:
+        saved = self._saved.get(key)
+        if saved is not None:
+            self._saved.move_to_end(key)
+            fig.canvas.restore_region(saved)
+            return
+        self.misses += 1
+        draw()
+        self._saved[key] = fig.canvas.copy_from_bbox(bbox if bbox is not None else fig.bbox)
+        while len(self._saved) > self.max_cached:
+            self._saved.popitem(last=False)
+
+
+def _replace_layer(shared: dict, artists: list) -> None:
+    """Forget the previous layer's artists (they live on in its bitmap) and keep these."""
+    for a in shared.get("layer", ()):
+        a.remove()
+    shared["layer"] = artists
+
+
+def _skeleton() -> dict:
+    """The figure with everything that no control changes: three panels, the batch axis, the labels,
+    and the moving artists. Built once per chart; each (model, part) redraws the roof on it (reusing
+    a figure spares creating its axes and ticks again, a third of a full build)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
+    fig = bare_figure(FIGSIZE)
+    fig.subplots_adjust(left=0.065, right=0.985, bottom=0.3, top=0.85, wspace=0.45)
     ax1, ax2, ax3 = fig.subplots(1, 3)
-    roofline_chart([roof], [], title="Where the step sits", intensity_range=INTENSITY_RANGE, ax=ax1, fast=True)
-    set_roof_ylim(ax1, [roof], INTENSITY_RANGE)
-    ax1.set_ylabel("Attainable (TFLOP/s)")
-    ax1.legend(handles=[
-        Line2D([], [], color=PALETTE[0], linewidth=2, label=f"{roof.label} roof"),
-        Line2D([], [], marker=MARKERS[0], linestyle="none", color="black", markerfacecolor=PALETTE[3],
-               label="FLOP per byte of all traffic"),
-        Line2D([], [], marker=MARKERS[1], linestyle="none", color="black", markerfacecolor="white",
-               label="FLOP per weight byte"),
-    ], fontsize=7, loc="lower right")
-    ax2.stackplot(BATCH_GRID, shares * 100, labels=SHARES, colors=PALETTE[:4], alpha=0.85)
+
     ax2.set_xscale("log", base=2)
-    ax2.xaxis.set_major_formatter(FuncFormatter(_tick))
     ax2.set_xlim(1, BATCH_GRID[-1])
+    ax2.xaxis.set_major_locator(FixedLocator([1, 4, 16, 64, 256, 1024]))
+    ax2.xaxis.set_minor_locator(FixedLocator([2, 8, 32, 128, 512]))
+    ax2.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: count(v)))
+    ax2.xaxis.set_minor_formatter(NullFormatter())
     ax2.set_ylim(0, 100)
+    ax2.yaxis.set_major_locator(FixedLocator([0, 20, 40, 60, 80, 100]))
     ax2.set_xlabel("Batch (sequences)")
-    ax2.set_ylabel("Share of bytes moved per step (%)")
+    ax2.set_ylabel("Share of bytes per step (%)")
     ax2.set_title("Where the bytes go")
-    ax2.legend(fontsize=7.5, loc="center left")
-    fit = BATCH_GRID <= max(cap, 0)
-    ax3.plot(latency[fit] * 1e3, tput[fit], color=PALETTE[0], linewidth=2, label="fits in memory")
-    if not fit.all():
-        start = max(int(fit.sum()) - 1, 0)
-        ax3.plot(latency[start:] * 1e3, tput[start:], color="0.55", linewidth=2, linestyle=":",
-                 label=f"does not fit (batch > {cap:,})")
-    for b in (1, 8, 64, 512):
-        i = int(np.argmin(np.abs(BATCH_GRID - b)))
-        ax3.annotate(f"B={b}", (latency[i] * 1e3, tput[i]), textcoords="offset points", xytext=(5, -11), fontsize=7.5)
-    ax3.legend(fontsize=7.5, loc="lower right")
+
+    ax3.set_xscale("log")
     ax3.set_yscale("log")
-    ax3.yaxis.set_major_formatter(FuncFormatter(_tick))
-    ax3.yaxis.set_minor_formatter(NullFormatter())
-    ax3.set_xlabel("Time per output token, lower bound (ms)")
+    for axis in (ax3.xaxis, ax3.yaxis):  # their ranges follow the context: drawn with the context layer
+        axis.set_animated(True)
+        axis.set_major_locator(NullLocator())  # no ticks to lay out until then
+        axis.set_minor_locator(NullLocator())
+    ax3.set_xlabel("Time per token, lower bound (ms)")
     ax3.set_ylabel("Throughput, upper bound (tokens/s)")
     ax3.set_title("Throughput vs latency")
     ax3.grid(True, alpha=0.4)
-    fig.suptitle(title, fontsize=11)
+
+    heading = fig.suptitle("", fontsize=12, animated=True)
     weight_lens, = ax1.plot([], [], marker=MARKERS[1], markersize=9, linestyle="none", color="black",
                             markerfacecolor="white", animated=True)
     marker, = ax1.plot([], [], marker=MARKERS[0], markersize=11, linestyle="none", color="black",
@@ -130,21 +272,163 @@ def _build(key):
     vline = ax2.axvline(1, color="black", linewidth=1.5, animated=True)
     now, = ax3.plot([], [], marker=MARKERS[0], markersize=10, linestyle="none", color="black",
                     markerfacecolor=PALETTE[3], animated=True)
-    return fig, (weight_lens, marker, vline, now)
+    return {"fig": fig, "axes": (ax1, ax2, ax3), "heading": heading, "moving": (weight_lens, marker, vline, now)}
+
+
+def _draw_part(shared: dict, key) -> dict:
+    """Put one (model, part) on the skeleton: the roof, its legend, the kinds of bytes. Returns the
+    state that is this key's own (its title, its roof's y range, its context layers)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    title, roof, kinds = key
+    ax1, ax2, ax3 = shared["axes"]
+    for artist in [*ax1.lines, *ax1.texts]:
+        if not artist.get_animated():  # the previous key's roof
+            artist.remove()
+    style = part_style(roof.part_id)
+    roofline_chart([roof], [], title="Where the step sits", intensity_range=INTENSITY_RANGE, ax=ax1, fast=True)
+    set_roof_ylim(ax1, [roof], INTENSITY_RANGE)
+    for t in ax1.texts:  # the ridge label: left of the ridge, clear of the points on the flat roof
+        t.set_fontsize(MIN_FONT_PT)
+        t.set_horizontalalignment("right")
+        t.set_position((-5, 6))
+    ax1.set_ylabel("Attainable (TFLOP/s)")
+    ax1.set_xlabel("Intensity (FLOP/byte)")
+    ax1.legend(handles=[
+        Line2D([], [], color=style.colour, linestyle=style.linestyle, linewidth=2, label=f"{roof.label} roof"),
+        Line2D([], [], marker=MARKERS[0], linestyle="none", color="black", markerfacecolor=PALETTE[3],
+               markersize=8, label="all traffic"),
+        Line2D([], [], marker=MARKERS[1], linestyle="none", color="black", markerfacecolor="white",
+               markersize=8, label="weight bytes only"),
+    ], fontsize=MIN_FONT_PT, loc="lower right", framealpha=0.9)
+    # outside the axes: the stack fills the whole panel, so no corner inside is free
+    ax2.legend(handles=[Patch(facecolor=SHARE_LOOK[k][0], hatch=SHARE_LOOK[k][1], edgecolor="white", label=k)
+                        for k in kinds], fontsize=MIN_FONT_PT, ncol=2, loc="upper center",
+               bbox_to_anchor=(0.5, -0.2), frameon=False, handlelength=1.6, columnspacing=1.2)
+    for ax in (ax1, ax2, ax3):  # a fixed title position: matplotlib need not measure the tick labels for it
+        ax.set_title(ax.get_title(), y=1.0, pad=6)
+    return {"shared": shared, "fig": shared["fig"], "title": title, "ylim1": ax1.get_ylim(), "layers": Layers()}
+
+
+#: a batch label's size in pixels at the dashboard's 80 dpi, with room to spare ("B=512" at 9 pt)
+LABEL_BOX_PX = (40, 16)
+
+
+def label_placement(xy_px, axes_box, gap_pt: float = 5):
+    """Offset (points), horizontal and vertical alignment for a label at pixel ``xy_px`` on the
+    throughput–latency curve, inside ``axes_box`` (x0, y0, x1, y1 in pixels).
+
+    The curve only rises as the batch grows, so the quadrants below-right and above-left of any of
+    its points are free of it: the label goes below-right, or above-left where that would leave the
+    axes, or straight right (clear of the steep start of the curve) at a corner."""
+    x, y = xy_px
+    x0, y0, x1, y1 = axes_box
+    w, h = LABEL_BOX_PX
+    gap = gap_pt * 80 / 72
+    if y - gap - h >= y0 and x + gap + w <= x1:
+        return (gap_pt, -gap_pt), "left", "top"
+    if x - gap - w >= x0 and y + gap + h <= y1:
+        return (-gap_pt, gap_pt), "right", "bottom"
+    return (2 * gap_pt, 0), "left", "center"
+
+
+def throughput_axes_limits(view: Lesson04View):
+    """The throughput panel's x range (ms) and y range (tokens/s) for this view's context: its curve,
+    padded so the batch labels stay inside."""
+    lat_ms = padded_log_range(view.latency_axis_s[0] * 1e3, view.latency_axis_s[1] * 1e3, 1.25, 1.6)
+    return lat_ms, padded_log_range(view.tokens_per_s_axis[0], view.tokens_per_s_axis[1], 1.5, 1.5)
+
+
+def _draw_context_layer(state: dict, view: Lesson04View) -> None:
+    """The parts that change with the context: title, stacked shares, throughput–latency curve."""
+    shared = state["shared"]
+    fig = shared["fig"]
+    _ax1, ax2, ax3 = shared["axes"]
+    heading = shared["heading"]
+    heading.set_text(f"{state['title']}, {count(view.context_tokens)} tokens cached")
+    artists = []
+    bottom = np.zeros_like(BATCH_GRID)
+    for kind, row in zip(SHARES, view.curve_shares):
+        if kind not in view.kinds_present:
+            continue
+        colour, hatch = SHARE_LOOK[kind]
+        top = bottom + row * 100
+        artists.append(ax2.fill_between(BATCH_GRID, bottom, top, facecolor=colour, hatch=hatch, edgecolor="white",
+                                        linewidth=0, alpha=0.9, animated=True))
+        bottom = top
+    latency_ms, tput = np.asarray(view.curve_latency_s) * 1e3, np.asarray(view.curve_tokens_per_s)
+    xlim, ylim = throughput_axes_limits(view)
+    set_log_axis(ax3.xaxis, *xlim)
+    set_log_axis(ax3.yaxis, *ylim)
+    artists += [ax3.xaxis, ax3.yaxis]
+    cap = view.max_batch_that_fits
+    fit = BATCH_GRID <= max(cap, 0)
+    handles = []
+    if fit.any():
+        line, = ax3.plot(latency_ms[fit], tput[fit], color=PALETTE[0], linewidth=2.2, animated=True,
+                         label="fits in memory")
+        artists.append(line)
+        handles.append(line)
+    if not fit.all():
+        start = max(int(fit.sum()) - 1, 0)
+        line, = ax3.plot(latency_ms[start:], tput[start:], color="0.45", linewidth=2, linestyle=":", animated=True,
+                         label=f"does not fit (batch > {count(cap)})" if cap > 0 else "does not fit, even at batch 1")
+        artists.append(line)
+        handles.append(line)
+    box = ax3.bbox.extents
+    for b in MARKED_BATCHES:
+        i = int(np.argmin(np.abs(BATCH_GRID - b)))
+        offset, ha, va = label_placement(ax3.transData.transform((latency_ms[i], tput[i])), box)
+        artists.append(ax3.annotate(f"B={count(b)}", (latency_ms[i], tput[i]), textcoords="offset points",
+                                    xytext=offset, ha=ha, va=va, fontsize=MIN_FONT_PT, animated=True))
+    legend = ax3.legend(handles=handles, fontsize=MIN_FONT_PT, loc="upper center", bbox_to_anchor=(0.5, -0.2),
+                        frameon=False)
+    legend.set_animated(True)
+    artists.append(legend)
+    _replace_layer(shared, [a for a in artists if a not in (ax3.xaxis, ax3.yaxis)])
+    for a in [heading, *artists, *ax2.spines.values()]:
+        fig.draw_artist(a)
 
 
 class Lesson04Chart:
+    """Three panels on one figure: the static part is kept as a bitmap per (model, part), the context
+    layer per context, and a batch move draws four markers."""
+
     def __init__(self) -> None:
-        self.figures = CachedFigure(_build)
+        self._shared: dict | None = None
+        self.figures = CachedFigure(self._build, max_cached=4)
+        self.last_figure = None
+        self.layer_misses = 0  #: layers drawn (not restored from a bitmap)
+
+    def _build(self, key):
+        if self._shared is None:
+            self._shared = _skeleton()
+        return self._shared["fig"], _draw_part(self._shared, key)
 
     def png(self, view: Lesson04View) -> bytes:
         if view.roof is None:
             return message_png(view.text)
-        key = (view.title, view.roof, tuple(view.curve_latency_s), tuple(view.curve_tokens_per_s),
-               tuple(map(tuple, view.curve_shares)), view.max_batch_that_fits)
+        key = (view.title, view.roof, view.kinds_present)
+        layer_key = (view.context_tokens, view.max_batch_that_fits, view.latency_axis_s, view.tokens_per_s_axis,
+                     view.curve_latency_s.tobytes(), view.curve_tokens_per_s.tobytes(), view.curve_shares.tobytes())
 
         def update(state):
-            weight_lens, marker, vline, now = state
+            fig = state["fig"]
+            ax1, _ax2, ax3 = state["shared"]["axes"]
+            self.last_figure = fig
+            # the figure is shared between keys: put back this key's ranges before placing markers
+            ax1.set_ylim(*state["ylim1"])
+            xlim, ylim = throughput_axes_limits(view)
+            ax3.set_xlim(*xlim)
+            ax3.set_ylim(*ylim)
+
+            def draw_layer():
+                self.layer_misses += 1
+                _draw_context_layer(state, view)
+
+            state["layers"].show(fig, layer_key, draw_layer)
+            weight_lens, marker, vline, now = state["shared"]["moving"]
             per_weight = point_on_roof("weights only", view.intensity_per_weight_byte, view.roof)
             weight_lens.set_data([per_weight.intensity_flop_per_byte], [per_weight.flops_per_s / 1e12])
             step = point_on_roof(f"batch {view.batch}", view.intensity, view.roof)
@@ -159,21 +443,23 @@ class Lesson04Chart:
 def lesson04_dashboard(model_id: str = "qwen3.8-27b", part_id: str = "h100-sxm"):
     """Batch and context sliders, model and part -> the point, the bytes, the throughput–latency curve."""
     import ipywidgets as widgets
-    from IPython.display import Image, display
+    from IPython.display import display
 
-    model_w = widgets.Dropdown(options=list_models(), value=model_id, description="model")
-    part_w = widgets.Dropdown(options=list_parts(), value=part_id, description="part")
-    batch_w = widgets.SelectionSlider(options=BATCH_CHOICES, value=32, description="batch")
-    context_w = widgets.SelectionSlider(options=CONTEXT_CHOICES, value=8192, description="context")
+    style = {"description_width": "initial"}
+    model_w = widgets.Dropdown(options=list_models(), value=model_id, description="model", style=style,
+                               layout=widgets.Layout(width="260px"))
+    part_w = widgets.Dropdown(options=list_parts(), value=part_id, description="part", style=style,
+                              layout=widgets.Layout(width="220px"))
+    batch_w = widgets.SelectionSlider(options=BATCH_CHOICES, value=32, description="batch", style=style,
+                                      layout=widgets.Layout(width="360px"))
+    context_w = widgets.SelectionSlider(options=CONTEXT_CHOICES, value=8192, description="context (tokens)",
+                                        style=style, layout=widgets.Layout(width="420px"))
     chart = Lesson04Chart()
 
-    def _update(model, part, batch, context):
-        view = lesson04_view(model, part, batch, context)
-        print(view.text)
-        display(Image(data=chart.png(view), format="png"))
+    def render(model, part, batch, context):
+        return lesson04_frame(lesson04_view(model, part, batch, context), chart)
 
-    out = widgets.interactive_output(_update, {"model": model_w, "part": part_w, "batch": batch_w,
-                                               "context": context_w})
-    ui = widgets.VBox([widgets.HBox([model_w, part_w]), widgets.HBox([batch_w, context_w]), out])
+    ui = build_dashboard({"model": model_w, "part": part_w, "batch": batch_w, "context": context_w},
+                         [["model", "part"], ["batch", "context"]], render)
     display(ui)
     return ui

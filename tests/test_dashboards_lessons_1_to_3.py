@@ -1,0 +1,321 @@
+"""Lessons 1–3 dashboards: one HTML panel (verdict, chart with alt text, table), and the chart fixes
+(dtype note and still axes in lesson 1, labelled ridges and visible points in lesson 2, numbered
+operators and readable times in lesson 3)."""
+
+import html
+import re
+
+import numpy as np
+import pytest
+from matplotlib.text import Text
+
+from roofline_lessons.core.units import num
+from roofline_lessons.viz.charts import MIN_FONT_PT, part_style
+from roofline_lessons.viz.dashboards._panel import frame_html
+from roofline_lessons.viz.dashboards.lesson01 import (
+    Lesson01Chart,
+    lesson01_dashboard,
+    lesson01_frame,
+    lesson01_view,
+)
+from roofline_lessons.viz.dashboards.lesson02 import (
+    POINT_SIZE_PT,
+    Lesson02Chart,
+    dodge_offsets_px,
+    lesson02_dashboard,
+    lesson02_frame,
+    lesson02_view,
+    point_positions,
+)
+from roofline_lessons.viz.dashboards.lesson03 import (
+    NOT_ON_CHART,
+    Lesson03Chart,
+    lesson03_dashboard,
+    lesson03_frame,
+    lesson03_view,
+    number_ranges,
+    place_labels,
+    wrap_ranges,
+)
+
+SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")
+PARTS = ("h100-sxm", "h200", "b200", "mi300x")
+
+
+def _cached(chart):
+    """(figure, state) of the chart's most recently used cached figure."""
+    fig, state, _background = list(chart.figures._cache.values())[-1]
+    return fig, state
+
+
+def _small_texts(fig):
+    return [(t.get_text(), t.get_fontsize()) for t in fig.findobj(Text)
+            if t.get_visible() and t.get_text().strip() and t.get_fontsize() < MIN_FONT_PT]
+
+
+# ---- every dashboard: frame, alt text, error once, fonts ------------------------------------------
+
+def _normal_and_error():
+    c1, c2, c3 = Lesson01Chart(), Lesson02Chart(), Lesson03Chart()
+    v1 = lesson01_view("qwen3.8-27b", "h100-sxm", "fp8", "decode", 8, 4096)
+    v2 = lesson02_view(PARTS, "bf16", 50.0)
+    v3 = lesson03_view("qwen3.8-27b", "h100-sxm", "decode", 8192)
+    return [
+        (lesson01_frame(v1, c1), num(v1.intensity_flop_per_byte),
+         lesson01_frame(lesson01_view("qwen3.8-27b", "a100-80gb", "fp8", "decode", 1, 0), c1), "no fp8"),
+        (lesson02_frame(v2, c2), num(v2.verdicts[0].attainable_flops_per_s / 1e12),
+         lesson02_frame(lesson02_view((), "bf16", 1.0), c2), "at least one part"),
+        (lesson03_frame(v3, c3), num(v3.step_intensity),
+         lesson03_frame(lesson03_view("qwen3.8-27b", "nope", "decode", 10), c3), "unknown hardware id"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(3), ids=["lesson01", "lesson02", "lesson03"])
+def test_frame_has_alt_text_with_live_numbers_and_errors_show_once(case):
+    frame, live, error, error_words = _normal_and_error()[case]
+    assert frame.png.startswith(b"\x89PNG") and not frame.error
+    assert frame.alt.strip() and live in frame.alt
+    assert f'alt="{html.escape(frame.alt, quote=True)}"' in frame_html(frame)
+    assert not SCIENTIFIC.search(frame.verdict + " ".join(frame.notes) + frame.alt)
+    assert error.error and error.png is None and error.alt == ""
+    assert error_words in error.verdict
+    shown = frame_html(error)
+    assert shown.count(html.escape(error.verdict)) == 1 and "<img" not in shown
+
+
+@pytest.mark.parametrize("case", ["lesson01", "lesson02", "lesson02_many", "lesson03_prefill", "lesson03_decode"])
+def test_no_text_below_the_minimum_size(case):
+    if case == "lesson01":
+        chart = Lesson01Chart()
+        chart.png(lesson01_view("llama-3.1-8b", "b200", "fp4", "prefill", 1, 128))
+    elif case.startswith("lesson02"):
+        chart = Lesson02Chart()
+        from roofline_lessons.core.hardware import list_parts
+        chart.png(lesson02_view(list_parts() if case.endswith("many") else PARTS, "bf16", 300.0))
+    else:
+        chart = Lesson03Chart()
+        chart.png(lesson03_view("qwen3.8-27b", "h100-sxm", case.split("_")[1], 8192))
+    fig, _ = _cached(chart)
+    assert fig.axes[0].get_title() and "FLOP/byte" in fig.axes[0].get_xlabel()
+    assert _small_texts(fig) == []
+
+
+# ---- lesson 1: the dtype control ---------------------------------------------------------------
+
+def test_fp16_says_why_nothing_moves():
+    bf16 = lesson01_view("qwen3.8-27b", "h100-sxm", "bf16", "decode", 1, 8192)
+    fp16 = lesson01_view("qwen3.8-27b", "h100-sxm", "fp16", "decode", 1, 8192)
+    assert fp16.intensity_flop_per_byte == bf16.intensity_flop_per_byte
+    effect = fp16.dtype_effect
+    assert not effect.point_moves and not effect.roof_moves
+    assert "FP16 and BF16 move the same bytes" in fp16.verdict and "neither the point nor the roof" in fp16.verdict
+    assert "same bytes" in effect.chart_note()
+    # BF16's own view names its twin, from the catalog's numbers
+    assert "FP16" in " ".join(bf16.notes) and num(bf16.roof.peak_flops_per_s / 1e12) in " ".join(bf16.notes)
+
+
+def test_fp8_moves_the_point_and_says_by_how_much():
+    bf16 = lesson01_view("qwen3.8-27b", "h100-sxm", "bf16", "decode", 1, 8192)
+    fp8 = lesson01_view("qwen3.8-27b", "h100-sxm", "fp8", "decode", 1, 8192)
+    effect = fp8.dtype_effect
+    assert effect.point_moves and effect.roof_moves
+    assert effect.reference_intensity_flop_per_byte == bf16.intensity_flop_per_byte
+    assert num(bf16.intensity_flop_per_byte) in fp8.verdict and num(fp8.intensity_flop_per_byte) in fp8.verdict
+    assert "moves right" in fp8.verdict
+
+
+def test_a_format_that_moves_only_the_roof_is_named_so():
+    from dataclasses import replace
+
+    fp16 = lesson01_view("qwen3.8-27b", "h100-sxm", "fp16", "decode", 1, 8192).dtype_effect
+    faster = replace(fp16, peak_flops_per_s=2 * fp16.peak_flops_per_s)  # a part whose FP16 rate differs
+    assert not faster.point_moves and faster.roof_moves
+    assert "only the compute roof changes" in faster.sentence()
+    assert "only the compute roof changes" in faster.chart_note()
+
+
+def test_changing_dtype_keeps_the_axes_and_moves_the_point():
+    chart = Lesson01Chart()
+    bf16 = lesson01_view("qwen3.8-27b", "h100-sxm", "bf16", "decode", 1, 8192)
+    fp8 = lesson01_view("qwen3.8-27b", "h100-sxm", "fp8", "decode", 1, 8192)
+    a = chart.png(bf16)
+    fig_a, _ = _cached(chart)
+    ylim_a = fig_a.axes[0].get_ylim()
+    b = chart.png(fp8)
+    fig_b, state = _cached(chart)
+    marker, ghost = state["marker"], state["ghost"]
+    assert a != b and fig_b is not fig_a
+    assert fig_b.axes[0].get_ylim() == pytest.approx(ylim_a)  # the scale stays; the point moves
+    assert marker.get_xdata()[0] == pytest.approx(fp8.intensity_flop_per_byte)
+    assert ghost.get_xdata()[0] == pytest.approx(bf16.intensity_flop_per_byte)  # BF16's point, hollow
+    note = [t.get_text() for t in fig_b.findobj(Text) if "per value" in t.get_text()]
+    assert note and "FP8" in note[0]
+
+
+@pytest.mark.parametrize("args", [("qwen3.8-27b", "b200", "fp8", "prefill", 512, 131072),
+                                  ("qwen3.8-27b", "l4", "fp32", "decode", 1, 2048),
+                                  ("qwen3.8-27b", "h100-sxm", "fp8", "decode", 1, 8192)])
+def test_lesson01_point_label_covers_nothing(args):
+    chart = Lesson01Chart()
+    view = lesson01_view(*args)
+    chart.png(view)
+    _fig, state = _cached(chart)
+    ax, renderer = state["ax"], state["renderer"]
+    label = state["label"].get_window_extent(renderer)
+    others = [ax.get_legend().get_window_extent(renderer)]
+    others += [t.get_window_extent(renderer) for t in ax.texts
+               if t.get_text() and t is not state["label"] and t is not state["arrow"]]  # the ridge label
+    gx, gy = ax.transData.transform((state["ghost"].get_xdata()[0], state["ghost"].get_ydata()[0]))
+    px, py = ax.transData.transform((view.intensity_flop_per_byte, view.attainable_flops_per_s / 1e12))
+    assert not any(label.overlaps(o) for o in others)
+    for x, y in ((gx, gy), (px, py)):  # BF16's hollow point and the point itself stay in sight
+        assert not (label.x0 < x < label.x1 and label.y0 < y < label.y1)
+    x0, y0, x1, y1 = ax.bbox.extents
+    assert x0 <= label.x0 and label.x1 <= x1 and y0 <= label.y0 and label.y1 <= y1
+
+
+def test_lesson01_verdict_has_no_scientific_notation():
+    v = lesson01_view("qwen3.8-27b", "h100-sxm", "bf16", "prefill", 512, 131072)
+    assert v.intensity_flop_per_byte > 1000
+    assert not SCIENTIFIC.search(v.verdict) and num(v.intensity_flop_per_byte) in v.verdict
+
+
+# ---- lesson 2: ridges, points, part styles -------------------------------------------------------
+
+def test_lesson02_ridges_are_labelled_and_marked_in_each_parts_style():
+    chart = Lesson02Chart()
+    view = lesson02_view(PARTS, "bf16", 32.0)
+    chart.png(view)
+    fig, _ = _cached(chart)
+    ax = fig.axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    for roof in view.roofs:
+        look = part_style(roof.part_id)
+        assert any(roof.part_id in t and f"ridge {num(roof.ridge_point_flop_per_byte)} FLOP/byte" in t for t in legend)
+        ridge_marks = [line for line in ax.get_lines()
+                       if len(line.get_xdata()) == 1
+                       and line.get_xdata()[0] == pytest.approx(roof.ridge_point_flop_per_byte)
+                       and line.get_ydata()[0] == pytest.approx(roof.peak_flops_per_s / 1e12)]
+        assert ridge_marks and ridge_marks[0].get_marker() == look.marker
+        roof_lines = [line for line in ax.get_lines() if len(line.get_xdata()) > 2 and line.get_color() == look.colour]
+        assert roof_lines and roof_lines[0].get_linestyle() == {"-": "-", "--": "--", "-.": "-.", ":": ":"}[
+            look.linestyle]
+    assert part_style("h200") != part_style("mi300x")
+
+
+@pytest.mark.parametrize("intensity", [0.1, 32.0, 1000.0, 1e5])
+def test_lesson02_points_do_not_hide_each_other(intensity):
+    chart = Lesson02Chart()
+    view = lesson02_view(PARTS, "bf16", intensity)
+    chart.png(view)
+    _fig, (ax, _vline, markers) = _cached(chart)
+    px = ax.transData.transform([(m.get_xdata()[0], m.get_ydata()[0]) for m in markers])
+    size = POINT_SIZE_PT * 80 / 72
+    for i in range(len(px)):
+        for j in range(i + 1, len(px)):
+            dx, dy = np.abs(px[i] - px[j])
+            assert dx >= size or dy >= size, (view.roofs[i].part_id, view.roofs[j].part_id)
+    # heights stay true: each marker is at its part's attainable performance
+    for m, v in zip(markers, [v for v in view.verdicts if v.attainable_flops_per_s]):
+        assert m.get_ydata()[0] == pytest.approx(v.attainable_flops_per_s / 1e12)
+    assert len(point_positions(ax, view)) == len(view.roofs)
+    x0, _, x1, _ = ax.bbox.extents  # at the chart's edges the spread goes inwards: every marker shows
+    assert all(x0 <= x <= x1 for x, _ in px)
+
+
+def test_dodge_moves_only_markers_that_would_overlap():
+    assert dodge_offsets_px([(100, 100), (100, 300)], 12) == [0, 0]
+    assert dodge_offsets_px([(100, 100), (100, 105), (100, 110)], 12) == [0, -12, 12]
+    assert dodge_offsets_px([(10, 100), (10, 105)], 12, (0, 400)) == [0, 12]  # not off the left edge
+
+
+# ---- lesson 3: numbered operators, times, table --------------------------------------------------
+
+def test_number_ranges_and_wrapping():
+    assert number_ranges([5, 1, 2, 3, 7, 8]) == "1–3, 5, 7–8"
+    text = "1–9, 11–14, 16–17, 20, 22–24, 26–28"
+    lines = wrap_ranges(text, 16).split("\n")
+    assert len(lines) == 3 and all(len(line) <= 16 for line in lines) and " ".join(lines) == text
+
+
+@pytest.mark.parametrize("phase", ["prefill", "decode"])
+def test_every_operator_square_is_numbered_and_labels_do_not_collide(phase):
+    chart = Lesson03Chart()
+    view = lesson03_view("qwen3.8-27b", "h100-sxm", phase, 8192)
+    chart.png(view)
+    _fig, state = _cached(chart)
+    assert sorted(view.op_numbers) == list(range(1, len(view.op_points) + 1))
+    labels = [t for t in state["texts"] if t.get_text()]
+    shown = set()
+    for t in labels:
+        for item in t.get_text().replace("\n", " ").split(", "):
+            item = item.strip().rstrip(",")
+            lo, _, hi = item.partition("–")
+            shown.update(range(int(lo), int(hi or lo) + 1))
+    assert shown == set(view.op_numbers)
+    renderer = state["renderer"]
+    boxes = [t.get_window_extent(renderer) for t in labels] + [state["label"].get_window_extent(renderer)]
+    for i in range(len(boxes)):
+        for j in range(i + 1, len(boxes)):
+            assert not boxes[i].overlaps(boxes[j]), (labels[i].get_text() if i < len(labels) else "step",)
+    # the table's # column repeats the chart's numbers, in time-bound order
+    numbers = [row[0] for row in view.numbered_rows if row[0] != NOT_ON_CHART]
+    assert numbers == [str(n) for n in range(1, len(view.op_points) + 1)]
+
+
+def test_place_labels_avoids_obstacles():
+    placed = place_labels([(100.0, 100.0)], [(40.0, 12.0)], [(50.0, 100.0, 100.0, 140.0)], np.empty((0, 2)),
+                          (0.0, 0.0, 400.0, 400.0))
+    x0, y0, x1, y1 = placed[0][4]
+    assert not (x0 < 100 and x1 > 50 and y0 < 140 and y1 > 100)
+
+
+def test_lesson03_times_read_in_their_own_unit():
+    view = lesson03_view("qwen3.8-27b", "h100-sxm", "decode", 8192)
+    times = [row[-1] for row in view.numbered_rows]
+    pattern = re.compile(r"^(\d[\d,]*(\.\d+)? (ns|µs|ms|s|min|h|days)|0 s)$")
+    assert all(pattern.match(t) for t in times), times
+    assert not any(t.startswith("0.") and not t.endswith(" ns") for t in times)  # never "0.00611 µs"
+    assert any(t.endswith(" ns") for t in times)  # the tiny ones (final norm, embedding gather)
+    assert "ms" in view.summary and not SCIENTIFIC.search(view.summary)
+
+
+def test_lesson03_table_is_html_inside_the_frame():
+    chart = Lesson03Chart()
+    view = lesson03_view("qwen3.8-27b", "h100-sxm", "prefill", 8192)
+    frame = lesson03_frame(view, chart)
+    assert frame.table_html.count("<table") == 2 and "<details" in frame.table_html  # top rows, then the rest
+    assert frame.table_html.count("<tr>") == len(view.numbered_rows) + 2  # + two header rows
+    assert "<th>#</th>" in frame.table_html
+    shown = frame_html(frame)
+    assert shown.index("<img") < shown.index("<table")
+
+
+# ---- the widgets ---------------------------------------------------------------------------------
+
+def _walk(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from _walk(child)
+
+
+def _control(ui, description):
+    return next(w for w in _walk(ui) if getattr(w, "description", None) == description)
+
+
+@pytest.mark.parametrize("make, description, value", [
+    (lesson01_dashboard, "batch", 64),
+    (lesson01_dashboard, "dtype", "fp8"),
+    (lesson02_dashboard, "FLOP/byte", 1000.0),
+    (lesson03_dashboard, "tokens", 512),
+    (lesson03_dashboard, "phase", "decode"),
+])
+def test_dashboard_panel_changes_with_a_control(make, description, value):
+    ui = make()
+    before = ui.panel.value
+    assert 'class="rl-chart"' in before and 'alt="' in before and "rl-verdict" in before
+    control = _control(ui, description)
+    assert control.style.description_width == "initial"  # the label sits on the control's line
+    control.value = value
+    assert ui.panel.value != before and 'alt="' in ui.panel.value
+    assert "could not be drawn" not in ui.panel.value
