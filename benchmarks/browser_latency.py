@@ -149,6 +149,20 @@ def _dropdowns(page, result: Result) -> None:
             _move(page, result, f"dropdown {i}: {value}", lambda v=value: select.select_option(v))
 
 
+def _multi_selects(page, result: Result) -> None:
+    """A multiple choice (lesson 2's parts): add each other option in turn, then go back."""
+    selects = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output "
+                           ".widget-select-multiple select")
+    for i in range(selects.count()):
+        select = selects.nth(i)
+        select.scroll_into_view_if_needed()
+        original = select.evaluate("s => Array.from(s.selectedOptions).map(o => o.value)")
+        values = select.locator("option").evaluate_all("os => os.map(o => o.value)")
+        for value in [v for v in values if v not in original][:MAX_STEPS]:
+            _move(page, result, f"choice {i}: + {value}", lambda v=value: select.select_option(original + [v]))
+        _move(page, result, f"choice {i}: back", lambda: select.select_option(original))
+
+
 def _buttons(page, result: Result) -> None:
     groups = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output .widget-toggle-buttons")
     for g in range(groups.count()):
@@ -208,6 +222,7 @@ def run(root: Path, only: list[str] | None) -> int:
                         page.evaluate(PAGE_SETUP)
                         _sliders(page, result)
                         _dropdowns(page, result)
+                        _multi_selects(page, result)
                         _buttons(page, result)
                     finally:
                         page.close()

@@ -53,7 +53,7 @@ def test_dashboard_builds_and_reacts(backend, capsys):
     plt.switch_backend(backend)
     try:
         ui = lesson01_dashboard()
-        controls = {w.description: w for box in ui.children[:3] for w in getattr(box, "children", [box])}
+        controls = ui.by_label
         assert {"model", "part", "dtype", "phase", "batch", "tokens"} <= set(controls)
         shown = []  # every panel the dashboard showed (one HTML widget, replaced whole per update)
         ui.panel.observe(lambda change: shown.append(change["new"]), names="value")
@@ -113,3 +113,17 @@ def test_context_beyond_the_model_is_flagged():
     v = lesson01_view("llama-2-7b", "h100-sxm", "bf16", "decode", 8, 8192)
     assert "what-if" in v.verdict and "4,096" in v.verdict
     assert "what-if" not in lesson01_view("llama-2-7b", "h100-sxm", "bf16", "decode", 8, 2048).verdict
+
+
+def test_each_part_keeps_one_style_that_survives_colour_blindness():
+    """Okabe–Ito colours only (no yellow lines), and no two parts told apart by colour alone."""
+    from roofline_lessons import get_part, list_parts
+    from roofline_lessons.viz.charts import part_style
+
+    okabe_ito = {"#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"}
+    assert set(PALETTE) == okabe_ito and "#F0E442" not in LINE_COLOURS and set(LINE_COLOURS) <= okabe_ito
+    styles = {p: part_style(p) for p in list_parts()}
+    assert all(s.colour in LINE_COLOURS for s in styles.values())
+    shapes = [(s.marker, s.linestyle) for s in styles.values()]
+    assert len(set(shapes)) == len(shapes)  # in grey, every part still looks different
+    assert part_style("h200") == part_style(get_part("h200"))  # the same part, the same style, everywhere

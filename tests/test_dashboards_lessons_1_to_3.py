@@ -300,7 +300,8 @@ def _walk(widget):
 
 
 def _control(ui, description):
-    return next(w for w in _walk(ui) if getattr(w, "description", None) == description)
+    """The control a learner sees labelled ``description``."""
+    return ui.by_label[description]
 
 
 @pytest.mark.parametrize("make, description, value", [

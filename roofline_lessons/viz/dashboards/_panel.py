@@ -78,6 +78,18 @@ def error_frame(exc: BaseException) -> Frame:
     return Frame(verdict=f"This setting could not be drawn: {last}", png=None, alt="", error=True)
 
 
+def _inline(w):
+    """ToggleButtons draw their description above the buttons, out of line with every other
+    control's; show it as a label beside them instead."""
+    import ipywidgets as widgets
+
+    if isinstance(w, widgets.ToggleButtons) and w.description:
+        label = widgets.Label(w.description, layout=widgets.Layout(width="auto", margin="0 0.5em 0 0"))
+        w.description = ""
+        return widgets.HBox([label, w], layout=widgets.Layout(align_items="center", width="auto"))
+    return w
+
+
 def build_dashboard(controls: Mapping[str, object], rows: Sequence[Sequence[str]],
                     render: Callable[..., Frame]):
     """Lay out ``controls`` (name → widget) in ``rows`` of names above one HTML panel, and redraw the
@@ -95,14 +107,19 @@ def build_dashboard(controls: Mapping[str, object], rows: Sequence[Sequence[str]
             frame = error_frame(exc)
         panel.value = frame_html(frame, render_ms=(time.perf_counter() - start) * 1e3)
 
+    # what the learner reads beside each control -> the control (toggle buttons lose their own
+    # description to a label beside them, below)
+    by_label = {getattr(w, "description", "") or name: w for name, w in controls.items()}
     for w in controls.values():
         if hasattr(w, "continuous_update"):
             w.continuous_update = False
         w.observe(refresh, names="value")
     refresh()
-    boxes = [widgets.HBox([controls[name] for name in row], layout=widgets.Layout(align_items="center"))
+    boxes = [widgets.HBox([_inline(controls[name]) for name in row], layout=widgets.Layout(align_items="center"))
              for row in rows]
     ui = widgets.VBox(boxes + [panel])
     ui.refresh = refresh  # tests and benchmarks can redraw without a browser
     ui.panel = panel
+    ui.controls = dict(controls)
+    ui.by_label = by_label
     return ui
