@@ -293,15 +293,6 @@ def test_lesson03_table_is_html_inside_the_frame():
 
 # ---- the widgets ---------------------------------------------------------------------------------
 
-def _walk(widget):
-    yield widget
-    for child in getattr(widget, "children", ()):
-        yield from _walk(child)
-
-
-def _control(ui, description):
-    """The control a learner sees labelled ``description``."""
-    return ui.by_label[description]
 
 
 @pytest.mark.parametrize("make, description, value", [
@@ -315,7 +306,7 @@ def test_dashboard_panel_changes_with_a_control(make, description, value):
     ui = make()
     before = ui.panel.value
     assert 'class="rl-chart"' in before and 'alt="' in before and "rl-verdict" in before
-    control = _control(ui, description)
+    control = ui.by_label[description]
     assert control.style.description_width == "initial"  # the label sits on the control's line
     control.value = value
     assert ui.panel.value != before and 'alt="' in ui.panel.value

@@ -34,15 +34,6 @@ def _small_texts(fig):
             if t.get_visible() and t.get_text().strip() and t.get_fontsize() < MIN_FONT_PT]
 
 
-def _walk(widget):
-    yield widget
-    for child in getattr(widget, "children", ()):
-        yield from _walk(child)
-
-
-def _control(ui, description):
-    """The control a learner sees labelled ``description``."""
-    return ui.by_label[description]
 
 
 # ---- lesson 6 ---------------------------------------------------------------------------------
@@ -140,13 +131,13 @@ def test_lesson06_dashboard_reacts(capsys):
     ui = lesson06_dashboard()
     before = ui.panel.value
     assert '<img class="rl-chart"' in before and 'alt="' in before
-    n_w = _control(ui, "N (tokens)")
+    n_w = ui.by_label["N (tokens)"]
     n_w.value = N_CHOICES[-1]
     assert ui.panel.value != before and count(N_CHOICES[-1]) in ui.panel.value
-    _control(ui, "head dim").value = D_CHOICES[-1]
-    _control(ui, "SRAM (KiB)").value = SRAM_CHOICES_KIB[0]
+    ui.by_label["head dim"].value = D_CHOICES[-1]
+    ui.by_label["SRAM (KiB)"].value = SRAM_CHOICES_KIB[0]
     assert "This setting cannot be drawn" not in ui.panel.value and "<img" in ui.panel.value
-    toggle = _control(ui, "tile order")
+    toggle = ui.by_label["tile order"]
     assert isinstance(toggle, widgets.ToggleButtons) and toggle.style.description_width == "initial"
     assert not n_w.continuous_update
     capsys.readouterr()
@@ -211,11 +202,11 @@ def test_lesson07_dashboard_reacts(capsys):
     ui = lesson07_dashboard()
     first = ui.panel.value
     assert '<img class="rl-chart"' in first and 'alt="' in first and "sits on the open square" in first
-    _control(ui, "recipe").value = "W8A8 FP8"
+    ui.by_label["recipe"].value = "W8A8 FP8"
     assert ui.panel.value != first and "<img" in ui.panel.value and "raises the compute ceiling" in ui.panel.value
-    _control(ui, "part").value = "h200"
-    _control(ui, "recipe").value = "W4A4 FP4"
+    ui.by_label["part"].value = "h200"
+    ui.by_label["recipe"].value = "W4A4 FP4"
     page = ui.panel.value
     assert page.count("no fp4 rate") == 1 and "<img" not in page
-    assert _control(ui, "phase").style.description_width == "initial"
+    assert ui.by_label["phase"].style.description_width == "initial"
     capsys.readouterr()

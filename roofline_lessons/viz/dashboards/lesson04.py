@@ -391,20 +391,30 @@ def _draw_context_layer(state: dict, view: Lesson04View) -> None:
         fig.draw_artist(a)
 
 
-class Lesson04Chart:
-    """Three panels on one figure: the static part is kept as a bitmap per (model, part), the context
-    layer per context, and a batch move draws four markers."""
+class SkeletonChart:
+    """A figure built once (``skeleton()`` returns a dict holding ``"fig"``) whose static part is
+    drawn per key by ``draw_part(shared, key)`` and kept as a bitmap; the base of the lesson 4 and 5
+    charts. ``layer_misses`` counts layers drawn rather than restored."""
 
-    def __init__(self) -> None:
+    def __init__(self, skeleton, draw_part, max_cached: int = 4) -> None:
+        self._skeleton, self._draw_part = skeleton, draw_part
         self._shared: dict | None = None
-        self.figures = CachedFigure(self._build, max_cached=4)
+        self.figures = CachedFigure(self._build, max_cached=max_cached)
         self.last_figure = None
         self.layer_misses = 0  #: layers drawn (not restored from a bitmap)
 
     def _build(self, key):
         if self._shared is None:
-            self._shared = _skeleton()
-        return self._shared["fig"], _draw_part(self._shared, key)
+            self._shared = self._skeleton()
+        return self._shared["fig"], self._draw_part(self._shared, key)
+
+
+class Lesson04Chart(SkeletonChart):
+    """Three panels on one figure: the static part is kept as a bitmap per (model, part), the context
+    layer per context, and a batch move draws four markers."""
+
+    def __init__(self) -> None:
+        super().__init__(_skeleton, _draw_part)
 
     def png(self, view: Lesson04View) -> bytes:
         if view.roof is None:

@@ -21,9 +21,9 @@ from ...core.roofline import attainable_flops_per_s
 from ...core.units import binary, count, duration, num, si
 from ...topics.hybrid import BREAKDOWN, layer_kind_points, step_bytes_breakdown
 from ..charts import MARKERS, MIN_FONT_PT, PALETTE, Roof, part_style, roofline_chart, set_roof_ylim
-from ..fastfig import CachedFigure, bare_figure, message_png
+from ..fastfig import bare_figure, message_png
 from ._panel import Frame, build_dashboard
-from .lesson04 import SHARE_LOOK, Layers, _replace_layer, share_text
+from .lesson04 import SHARE_LOOK, Layers, SkeletonChart, _replace_layer, share_text
 
 MODEL = "qwen3.8-27b"
 CONTEXT_GRID = np.unique(np.round(np.logspace(10, 18, 49, base=2)))  # 1 K … 256 K tokens
@@ -248,20 +248,12 @@ def _draw_bytes_layer(state: dict, view: Lesson05View) -> None:
         fig.draw_artist(a)
 
 
-class Lesson05Chart:
+class Lesson05Chart(SkeletonChart):
     """Two panels on one figure: the static part is kept as a bitmap per part, the bytes layer per
     (batch, KV dtype), and a context move draws the line and the two dots."""
 
     def __init__(self) -> None:
-        self._shared: dict | None = None
-        self.figures = CachedFigure(self._build, max_cached=4)
-        self.last_figure = None
-        self.layer_misses = 0  #: layers drawn (not restored from a bitmap)
-
-    def _build(self, key):
-        if self._shared is None:
-            self._shared = _skeleton()
-        return self._shared["fig"], _draw_part(self._shared, key)
+        super().__init__(_skeleton, _draw_part)
 
     def png(self, view: Lesson05View) -> bytes:
         if view.roof is None:
