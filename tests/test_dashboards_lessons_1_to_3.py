@@ -19,9 +19,9 @@ from roofline_lessons.viz.dashboards.lesson01 import (
     lesson01_view,
 )
 from roofline_lessons.viz.dashboards.lesson02 import (
-    POINT_SIZE_PT,
+    INTENSITY_RANGE as L2_RANGE,
     Lesson02Chart,
-    dodge_offsets_px,
+    marker_sizes_pt,
     lesson02_dashboard,
     lesson02_frame,
     lesson02_view,
@@ -204,29 +204,61 @@ def test_lesson02_ridges_are_labelled_and_marked_in_each_parts_style():
 
 
 @pytest.mark.parametrize("intensity", [0.1, 32.0, 1000.0, 1e5])
-def test_lesson02_points_do_not_hide_each_other(intensity):
+def test_lesson02_points_sit_on_their_roofs_and_overlaps_differ_in_size(intensity):
     chart = Lesson02Chart()
     view = lesson02_view(PARTS, "bf16", intensity)
     chart.png(view)
-    _fig, (ax, _vline, markers) = _cached(chart)
+    fig, (ax, _vline, markers) = _cached(chart)
+    # exactly on its own roof at the chosen intensity: never moved sideways
+    for m, roof, v in zip(markers, view.roofs, [v for v in view.verdicts if v.attainable_flops_per_s]):
+        assert m.get_xdata()[0] == pytest.approx(intensity, rel=1e-12)
+        assert m.get_ydata()[0] == pytest.approx(v.attainable_flops_per_s / 1e12)
+    assert point_positions(view) == [(intensity, v.attainable_flops_per_s / 1e12) for v in view.verdicts]
+    # markers that overlap differ in size, so the larger shows as a ring around the smaller
     px = ax.transData.transform([(m.get_xdata()[0], m.get_ydata()[0]) for m in markers])
-    size = POINT_SIZE_PT * 80 / 72
     for i in range(len(px)):
         for j in range(i + 1, len(px)):
-            dx, dy = np.abs(px[i] - px[j])
-            assert dx >= size or dy >= size, (view.roofs[i].part_id, view.roofs[j].part_id)
-    # heights stay true: each marker is at its part's attainable performance
-    for m, v in zip(markers, [v for v in view.verdicts if v.attainable_flops_per_s]):
-        assert m.get_ydata()[0] == pytest.approx(v.attainable_flops_per_s / 1e12)
-    assert len(point_positions(ax, view)) == len(view.roofs)
-    x0, _, x1, _ = ax.bbox.extents  # at the chart's edges the spread goes inwards: every marker shows
-    assert all(x0 <= x <= x1 for x, _ in px)
+            half = (markers[i].get_markersize() + markers[j].get_markersize()) / 2 * fig.dpi / 72
+            if np.all(np.abs(px[i] - px[j]) < half):
+                assert abs(markers[i].get_markersize() - markers[j].get_markersize()) >= 2
+    # the dotted line and the markers stay inside the axes at both slider ends, with room
+    x0, x1 = ax.get_xlim()
+    assert x0 < L2_RANGE[0] and x1 > L2_RANGE[1]
+    lo, hi = ax.bbox.x0, ax.bbox.x1
+    assert all(lo + 5 < x < hi - 5 for x, _ in px)
 
 
-def test_dodge_moves_only_markers_that_would_overlap():
-    assert dodge_offsets_px([(100, 100), (100, 300)], 12) == [0, 0]
-    assert dodge_offsets_px([(100, 100), (100, 105), (100, 110)], 12) == [0, -12, 12]
-    assert dodge_offsets_px([(10, 100), (10, 105)], 12, (0, 400)) == [0, 12]  # not off the left edge
+def test_marker_sizes_step_down_only_within_overlapping_groups():
+    assert marker_sizes_pt([(100, 100), (100, 300)], 12) == [10.0, 10.0]
+    sizes = marker_sizes_pt([(100, 100), (100, 105), (100, 110), (300, 100)], 12)
+    assert sizes[0] > sizes[1] > sizes[2] and sizes[3] == 10.0
+
+
+def test_lesson02_no_note_about_spreading_markers():
+    frame = lesson02_frame(lesson02_view(PARTS, "bf16", 32.0), Lesson02Chart())
+    assert not any("spread" in n for n in frame.notes)
+
+
+@pytest.mark.parametrize("parts, dtype, intensity", [(("b200",), "fp8", 562.0), (("h100-sxm",), "fp32", 19.95)])
+def test_lesson02_a_point_at_the_ridge_is_called_so_never_100_percent_memory_bound(parts, dtype, intensity):
+    view = lesson02_view(parts, dtype, intensity)
+    v = view.verdicts[0]
+    assert abs(intensity / v.ridge_point_flop_per_byte - 1) < 0.01
+    line = v.line(intensity)
+    assert "at the ridge" in line and "left of" not in line
+    assert not (v.bound == "memory" and "(100 % of peak)" in line)
+    assert "at the ridge" in lesson02_frame(view, Lesson02Chart()).verdict
+
+
+@pytest.mark.parametrize("dtype, word", [("fp4", "an FP4"), ("int8", "an INT8"), ("fp8", "an FP8"),
+                                         ("fp32", "an FP32")])
+def test_lesson02_article_before_a_format(dtype, word):
+    from roofline_lessons.core.hardware import get_part, list_parts
+    lacking = tuple(p for p in list_parts() if dtype not in get_part(p).dense_flops_per_s)
+    if not lacking:
+        pytest.skip(f"every part has {dtype}")
+    frame = lesson02_frame(lesson02_view(lacking, dtype, 10.0), Lesson02Chart())
+    assert f"has {word} rate" in frame.verdict
 
 
 # ---- lesson 3: numbered operators, times, table --------------------------------------------------
@@ -311,3 +343,107 @@ def test_dashboard_panel_changes_with_a_control(make, description, value):
     control.value = value
     assert ui.panel.value != before and 'alt="' in ui.panel.value
     assert "could not be drawn" not in ui.panel.value
+
+
+# ---- review fixes: lesson 1 -----------------------------------------------------------------------
+
+def test_lesson01_label_covers_no_part_of_the_arrow():
+    chart = Lesson01Chart()
+    view = lesson01_view("llama-3.1-8b", "b200", "fp4", "prefill", 512, 131072)
+    chart.png(view)
+    _fig, state = _cached(chart)
+    ax, renderer = state["ax"], state["renderer"]
+    box = state["label"].get_window_extent(renderer)
+    g = ax.transData.transform((state["ghost"].get_xdata()[0], state["ghost"].get_ydata()[0]))
+    p = ax.transData.transform((view.intensity_flop_per_byte, view.attainable_flops_per_s / 1e12))
+    for f in np.linspace(0, 1, 50):
+        x, y = g + f * (p - g)
+        assert not (box.x0 < x < box.x1 and box.y0 < y < box.y1)
+    ridge = ax.transData.transform((view.ridge_point_flop_per_byte, view.roof.peak_flops_per_s / 1e12))
+    assert not (box.x0 < ridge[0] < box.x1 and box.y0 < ridge[1] < box.y1)
+
+
+def test_lesson01_no_batching_advice_when_batch_no_longer_helps_and_says_it_does_not_fit():
+    from roofline_lessons.core.memory import usable_capacity_bytes
+    from roofline_lessons.core.placement import place
+    from roofline_lessons.core.units import binary
+    args = ("qwen3.8-27b", "h100-sxm", "fp8", "decode", 512, 131072)
+    v = lesson01_view(*args)
+    assert v.bound == "memory" and "batching," not in v.verdict and "(batching" not in v.verdict
+    p = place("qwen3.8-27b", "h100-sxm", phase="decode", batch=512, context_tokens=131072, compute_dtype="fp8",
+              weights_dtype="fp8", activations_dtype="fp8", kv_dtype="fp8", attention_compute_dtype="fp8")
+    assert not p.fits_in_memory
+    assert f"need {binary(float(p.memory_required_bytes))} of the {binary(usable_capacity_bytes('h100-sxm'))}" \
+        in v.verdict
+    small = lesson01_view("qwen3.8-27b", "h100-sxm", "bf16", "decode", 1, 8192)
+    assert "batching" in small.verdict and "not fit" not in small.verdict.lower()
+
+
+def test_lesson01_reference_legend_names_the_ridge_unit_and_fastest_format_is_not_advised():
+    chart = Lesson01Chart()
+    view = lesson01_view("llama-3.1-8b", "b200", "fp4", "prefill", 1, 8192)
+    chart.png(view)
+    fig, _ = _cached(chart)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    ref = [t for t in legend if t.startswith("BF16 roof")]
+    assert ref and ref[0].endswith("FLOP/byte")
+    assert view.bound == "compute" and "a faster format" not in view.verdict
+    slower = lesson01_view("llama-3.1-8b", "b200", "bf16", "prefill", 1, 8192)
+    assert slower.bound == "compute" and "a faster format" in slower.verdict
+
+
+# ---- review fixes: lesson 3 -----------------------------------------------------------------------
+
+def test_lesson03_bracket_is_the_binding_term():
+    from roofline_lessons.core.placement import place
+    from roofline_lessons.core.units import si
+    v = lesson03_view("qwen3.8-27b", "h100-sxm", "prefill", 128)
+    p = place("qwen3.8-27b", "h100-sxm", phase="prefill", prompt_tokens=128)
+    assert p.bound == "memory"
+    assert f"({si(float(p.cost.bytes), 'B')} at {si(p.bandwidth_bytes_per_s, 'B/s')})" in v.summary
+    assert "TFLOP at" not in v.summary
+    c = lesson03_view("qwen3.8-27b", "h100-sxm", "prefill", 8192)
+    q = place("qwen3.8-27b", "h100-sxm", phase="prefill", prompt_tokens=8192)
+    assert q.bound == "compute" and f"({si(float(q.cost.flops), 'FLOP')} at" in c.summary
+
+
+@pytest.mark.parametrize("args", [("qwen3.8-27b", "h100-sxm", "prefill", 128),
+                                  ("llama-3.1-70b", "tpu-v5e", "prefill", 131072)])
+def test_lesson03_far_labels_have_leaders_and_leaders_cross_no_label(args):
+    chart = Lesson03Chart()
+    view = lesson03_view(*args)
+    chart.png(view)
+    _fig, state = _cached(chart)
+    ax, renderer = state["ax"], state["renderer"]
+    step_box = state["label"].get_window_extent(renderer)
+    sx, sy = ax.transData.transform((view.step_intensity, view.step_attainable_flops_per_s / 1e12))
+    ex, ey = min(max(sx, step_box.x0), step_box.x1), min(max(sy, step_box.y0), step_box.y1)
+    if np.hypot(ex - sx, ey - sy) >= 14:
+        xs, ys = state["step_leader"].get_data()
+        assert len(xs) == 2 and np.hypot(xs[0] - sx, ys[0] - sy) < 1
+    boxes = [step_box] + [t.get_window_extent(renderer) for t in state["texts"] if t.get_text()]
+    for leader, text in zip(state["leaders"], state["texts"]):
+        xs, ys = leader.get_data()
+        if not len(xs) or not text.get_text():
+            continue
+        own = text.get_window_extent(renderer)
+        for f in np.linspace(0.05, 0.95, 30):
+            x, y = xs[0] + f * (xs[1] - xs[0]), ys[0] + f * (ys[1] - ys[0])
+            for b in boxes:
+                if b is not own and b.bounds != own.bounds:
+                    assert not (b.x0 < x < b.x1 and b.y0 < y < b.y1), text.get_text()
+
+
+def test_lesson03_context_beyond_the_model_is_a_what_if():
+    v = lesson03_view("llama-2-7b", "l4", "prefill", 131072)
+    assert "what-if" in v.summary and f"{4096:,}" in v.summary
+    assert "what-if" not in lesson03_view("llama-2-7b", "l4", "prefill", 2048).summary
+
+
+def test_lesson03_alt_says_when_number_one_is_tied():
+    v = lesson03_view("qwen3.8-27b", "h100-sxm", "decode", 128)
+    times = dict(zip(v.op_numbers, v.op_times_s))
+    tied = [n for n in times if n != 1 and np.isclose(times[n], times[1], rtol=1e-6)]
+    assert tied
+    alt = lesson03_frame(v, Lesson03Chart()).alt
+    assert "tied with" in alt and "the largest time bound" not in alt

@@ -298,3 +298,156 @@ def test_dashboard_panel_follows_its_controls(name, moves, capsys):
         assert ui.panel.value != shown, description
         assert "<img" in ui.panel.value and "rl-verdict" in ui.panel.value
     capsys.readouterr()
+
+
+# ---- review fixes: capacity wording, visible markers, one share format, what-if contexts ----------
+
+def _placed(model, part, batch, context, **kw):
+    from roofline_lessons.core.placement import place
+
+    return place(model, part, phase="decode", batch=batch, context_tokens=context, **kw)
+
+
+def test_lesson04_when_not_even_batch_1_fits_it_says_what_batch_1_needs():
+    from roofline_lessons.core.hardware import get_part
+    from roofline_lessons.core.units import binary
+
+    view = l4.lesson04_view("llama-3.1-70b", "a100-80gb", 1, 8192)
+    assert view.max_batch_that_fits == 0
+    needed = binary(float(_placed("llama-3.1-70b", "a100-80gb", 1, 8192).memory_required_bytes))
+    capacity = binary(get_part("a100-80gb").memory_capacity_bytes)
+    wanted = f"even batch 1 needs {needed} of the part's {capacity}"
+    alt = l4.lesson04_alt(view)
+    assert wanted in view.text and wanted in alt
+    for text in (view.text, alt):
+        assert "fits is 0" not in text and "at most 0" not in text and "up to 0" not in text
+
+
+def test_lesson04_largest_batch_is_capped_at_the_sliders_end():
+    view = l4.lesson04_view("llama-3.1-8b", "b200", 1024, 0)
+    assert view.max_batch_that_fits > l4.BATCH_CHOICES[-1]
+    for text in (view.text, l4.lesson04_alt(view)):
+        assert f"more than {count(l4.BATCH_CHOICES[-1])} fit" in text
+        assert count(view.max_batch_that_fits) not in text
+
+
+def test_lesson04_capacity_states_the_gib_needed_apart_from_the_bytes_moved():
+    from roofline_lessons.core.hardware import get_part
+    from roofline_lessons.core.units import binary
+
+    view = l4.lesson04_view("qwen3.8-27b", "h100-sxm", 32, 8192)
+    needed = binary(float(_placed("qwen3.8-27b", "h100-sxm", 32, 8192).memory_required_bytes))
+    wanted = f"Fits in {binary(get_part('h100-sxm').memory_capacity_bytes)} ({needed} needed"
+    assert wanted in view.text
+    assert f"{wanted[0].lower()}{wanted[1:]}" in l4.lesson04_alt(view) or wanted in l4.lesson04_alt(view)
+    assert "Bytes per step" not in view.text  # traffic is named as traffic
+    # does not fit, but some batch does: the GiB needed at this batch and the largest batch
+    big = l4.lesson04_view("qwen3.8-27b", "h200", 256, 32768)
+    need_big = binary(float(_placed("qwen3.8-27b", "h200", 256, 32768).memory_required_bytes))
+    assert f"({need_big} needed" in big.text and f"the largest batch that fits is {count(big.max_batch_that_fits)}" \
+        in big.text
+
+
+def _line_px(fig, ax, x):
+    return ax.transData.transform((x, 1.0))[0]
+
+
+@pytest.mark.parametrize("batch", (l4.BATCH_CHOICES[0], l4.BATCH_CHOICES[-1]))
+def test_lesson04_batch_line_stays_off_the_axis_frame_at_both_ends(batch):
+    fig = _drawn_lesson04(("qwen3.8-27b", "h100-sxm", batch, 8192))
+    ax2 = fig.axes[1]
+    x = _line_px(fig, ax2, batch)
+    assert ax2.bbox.x0 + 3 <= x <= ax2.bbox.x1 - 3, (x, ax2.bbox)
+
+
+@pytest.mark.parametrize("context", (l5.CONTEXT_CHOICES[0], l5.CONTEXT_CHOICES[-1]))
+def test_lesson05_context_line_stays_off_the_axis_frame_at_both_ends(context):
+    fig = _drawn_lesson05(("h100-sxm", 1, context, "bf16"))
+    ax1 = fig.axes[0]
+    x = _line_px(fig, ax1, context)
+    assert ax1.bbox.x0 + 3 <= x <= ax1.bbox.x1 - 3, (x, ax1.bbox)
+    assert "(the marked line)" in l5.lesson05_alt(l5.lesson05_view("h100-sxm", 1, context))
+
+
+def _pixels(png):
+    import io
+
+    import matplotlib.image as mpimg
+
+    return mpimg.imread(io.BytesIO(png), format="png")[:, :, :3]
+
+
+def _px(fig, ax, xy):
+    """Row and column in the PNG of data point ``xy`` on ``ax``."""
+    x, y = ax.transData.transform(xy)
+    return int(round(fig.bbox.height - y)), int(round(x))
+
+
+def test_lesson04_both_lenses_stay_visible_where_they_coincide():
+    from matplotlib.colors import to_rgb
+
+    from roofline_lessons.viz.charts import PALETTE, point_on_roof
+
+    view = l4.lesson04_view("qwen3.8-27b", "h100-sxm", 1, 0)  # 0.999 vs 1 FLOP/byte: the same spot
+    chart = l4.Lesson04Chart()
+    img = _pixels(chart.png(view))
+    fig = chart.last_figure
+    ax1 = fig.axes[0]
+    pt = point_on_roof("all", view.intensity, view.roof)
+    r, c = _px(fig, ax1, (pt.intensity_flop_per_byte, pt.flops_per_s / 1e12))
+    assert np.allclose(img[r, c], to_rgb(PALETTE[3]), atol=0.05)  # the all-traffic circle on top
+    # the weights-only square frames it: a black edge beyond the circle's radius, left of the centre
+    radius_px = 11 / 2 * fig.dpi / 72
+    ring = img[r, c - int(radius_px * 1.9):c - int(radius_px) - 1]
+    assert (ring.max(axis=1) < 0.3).any(), ring
+
+
+def test_lesson05_both_layer_kinds_stay_visible_where_they_coincide():
+    from matplotlib.colors import to_rgb
+
+    from roofline_lessons.core.models import FULL_ATTENTION, GATED_DELTANET
+    from roofline_lessons.viz.charts import PALETTE
+
+    view = l5.lesson05_view("h100-sxm", 1, 1024)
+    (xa, ya), (xg, yg) = view.dots[FULL_ATTENTION], view.dots[GATED_DELTANET]
+    chart = l5.Lesson05Chart()
+    img = _pixels(chart.png(view))
+    fig = chart.last_figure
+    ax2 = fig.axes[1]
+    ra, ca = _px(fig, ax2, (xa, ya / 1e12))
+    rg, cg = _px(fig, ax2, (xg, yg / 1e12))
+    assert abs(ra - rg) <= 4 and abs(ca - cg) <= 4  # they do coincide here
+    assert np.allclose(img[ra, ca], to_rgb(PALETTE[3]), atol=0.05)  # the circle is seen
+    corner = int(l5.GDN_MARKER_SIZE / 2 * fig.dpi / 72) - 2
+    assert np.allclose(img[rg - corner, cg - corner], to_rgb(PALETTE[2]), atol=0.05)  # and the square
+
+
+@pytest.mark.parametrize("fraction, shown", [(0.00998, "1 %"), (0.0094, "0.9 %"), (0.0102, "1 %"),
+                                             (0.0006, "under 0.1 %"), (0.65, "65 %")])
+def test_share_text_never_writes_1_point_0(fraction, shown):
+    assert l4.share_text(fraction) == shown
+
+
+def test_lesson04_shares_use_one_format():
+    view = l4.lesson04_view("llama-3.1-8b", "b200", 1024, 0)  # KV cache just under 1 %
+    for text in (view.text, l4.lesson04_alt(view)):
+        assert not re.search(r"\b\d+\.0 %", text), text
+
+
+@pytest.mark.parametrize("setting", [("h100-sxm", 1, 32768), ("h100-sxm", 64, 262144), ("b200", 8, 1024, "fp8")])
+def test_lesson05_verdict_shares_cover_every_kind(setting):
+    view = l5.lesson05_view(*setting)
+    assert f"activations {l4.share_text(view.time_share['activations'])}" in view.text
+    assert sum(view.time_share.values()) == pytest.approx(1.0)  # so the stated shares cover the step
+
+
+def test_lesson04_context_beyond_the_model_is_a_what_if():
+    from roofline_lessons.core.models import get_model
+
+    limit = get_model("llama-2-7b").max_context_tokens
+    view = l4.lesson04_view("llama-2-7b", "l4", 8, 131072)
+    assert f"built for at most {count(limit)} tokens (config.json max_position_embeddings)" in view.text
+    assert "what-if" in view.text
+    assert view.text.count("what-if") == 1
+    assert "what-if" not in l4.lesson04_view("llama-2-7b", "l4", 8, 1024).text
+    assert "what-if" not in l4.lesson04_view("qwen3.8-27b", "h100-sxm", 8, 131072).text

@@ -210,3 +210,113 @@ def test_lesson07_dashboard_reacts(capsys):
     assert page.count("no fp4 rate") == 1 and "<img" not in page
     assert ui.by_label["phase"].style.description_width == "initial"
     capsys.readouterr()
+
+
+# ---- reviewer fixes -----------------------------------------------------------------------------
+
+def test_lesson06_dots_that_overlap_stay_visible_and_the_alt_says_they_coincide():
+    """At N = 8,192, d = 128, 228 KiB, causal, Algorithm 1 (132 FLOP/byte) sits a few pixels from the
+    FlashAttention-2 order (121): the triangle is hollow and drawn over the diamond, and the alt says so."""
+    from roofline_lessons.viz.dashboards.lesson06 import HOLLOW_KIND
+
+    chart = Lesson06Chart()
+    view = lesson06_view(8192, 128, 228, True)
+    frame = lesson06_frame(view, chart)
+    fig = _figures(chart)[0]
+    moving = [ln for ln in fig.axes[0].get_lines() if ln.get_animated()]
+    hollow, under = moving[HOLLOW_KIND], moving[2]
+    assert hollow.get_markerfacecolor() == "none" and hollow.get_zorder() > under.get_zorder()
+    assert hollow.get_markersize() > under.get_markersize()
+    pairs = {(a, b) for a, b, _ in chart.coinciding()}
+    assert (KINDS[1], KINDS[2]) in pairs
+    assert "Algorithm 1 and the FlashAttention-2 order coincide" in frame.alt
+    apart = lesson06_frame(lesson06_view(512, 64, 48, True), chart)
+    assert "coincide" not in apart.alt and chart.coinciding() == []
+
+
+def test_lesson06_tile_map_arrow_points_the_way_query_blocks_grow():
+    chart = Lesson06Chart()
+    chart.png(lesson06_view(2048, 128, 228, True))
+    ax2 = _figures(chart)[0].axes[1]
+    bottom, top = ax2.get_ylim()
+    assert bottom > top  # origin="upper": query block i grows downward ...
+    label = ax2.get_ylabel()
+    assert ax2.yaxis.label.get_rotation() == 90 and label.startswith("←") and "→" not in label  # ... so does the arrow
+    left, right = ax2.get_xlim()
+    assert right > left and ax2.get_xlabel().endswith("→")
+
+
+def test_lesson06_causal_verdict_says_which_flops_are_counted():
+    """An eager standard kernel computes the full N² square and masks it (the cost model's count); the
+    dots count unmasked work, and the verdict says both."""
+    from roofline_lessons.core.units import si
+    from roofline_lessons.topics.flash import attention_flops
+
+    view = lesson06_view(8192, 128, 228, True)
+    eager = float(attention_flops(8192, 128, False))
+    assert view.standard_computed_flops == eager and view.flops == float(attention_flops(8192, 128, True))
+    assert si(eager, "FLOP") in view.text and si(view.flops, "FLOP") in view.text
+    assert "unmasked" in view.text and "masks them" in view.text
+    full = lesson06_view(8192, 128, 228, False)
+    assert "unmasked" not in full.text and full.flops == eager
+
+
+def _band_margin_px(chart, view):
+    """Pixels between the top of the chosen ceiling's band and the top of the axes (negative: cut off)."""
+    chart.png(view)
+    fig = [f for f in _figures(chart) if f.axes[0].get_title().split(" on the ")[1].startswith(view.part)][0]
+    ax = fig.axes[0]
+    band = [ln for ln in ax.get_lines() if ln.get_animated()][0]
+    half_px = band.get_linewidth() / 72 * fig.dpi / 2
+    y_band = ax.transData.transform((1, view.ceiling_flops_per_s / 1e12))[1]
+    return ax.bbox.y1 - (y_band + half_px)
+
+
+def test_lesson07_draws_every_format_its_recipes_use_and_the_band_is_inside():
+    """W8A8 INT8 on the A100: the INT8 roof is drawn and listed in the alt, the band sits inside the axes,
+    the integer rate is called TOPS, not TFLOP/s."""
+    from roofline_lessons.core.hardware import get_part, list_parts
+    from roofline_lessons.viz.dashboards.lesson07 import KV_CHOICES, RECIPES
+
+    chart = Lesson07Chart()
+    view = lesson07_view("a100-80gb", "decode", "W8A8 INT8", "FP8 KV cache", batch=64)
+    assert not view.error
+    labels = [r.label for r in view.roofs]
+    assert "a100-80gb int8" in labels and "a100-80gb bf16" in labels
+    assert view.ceiling_flops_per_s <= max(r.peak_flops_per_s for r in view.roofs)
+    assert _band_margin_px(chart, view) >= 0
+    frame = lesson07_frame(view, chart)
+    fig = _figures(chart)[-1]
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    for roof in view.roofs:  # the alt lists exactly the roofs drawn
+        assert roof.label in frame.alt and any(t.startswith(roof.label + ":") for t in legend)
+    int8 = get_part("a100-80gb").peak_flops_per_s("int8")
+    assert f"a100-80gb int8 {num(int8 / 1e12)} TOPS" in frame.alt
+    assert any(f"{num(int8 / 1e12)} TOPS (integer ops/s)" in t for t in legend)
+    ceiling = num(view.ceiling_flops_per_s / 1e12)
+    for text in (view.text, frame.alt):
+        assert f"{ceiling} TOPS" in text and f"{ceiling} TFLOP/s" not in text
+    # every recipe's ceiling on every part lies under the highest roof drawn, and inside the axes
+    for part in list_parts():
+        for recipe in RECIPES:
+            v = lesson07_view(part, "prefill", recipe, KV_CHOICES[0], batch=16)
+            if v.error:
+                continue
+            assert v.ceiling_flops_per_s <= max(r.peak_flops_per_s for r in v.roofs) * (1 + 1e-9), (part, recipe)
+            assert _band_margin_px(chart, v) >= 0, (part, recipe)
+
+
+def test_lesson07_bandwidth_reads_as_in_the_other_charts():
+    """TB/s via num(): "8 TB/s" (not "8.00 TB/s") and "0.819 TB/s" (not "819 GB/s")."""
+    from roofline_lessons.core.hardware import get_part
+
+    chart = Lesson07Chart()
+    for part, recipe, said in (("b200", "W8A8 FP8", "8 TB/s"), ("tpu-v5e", "W8A8 INT8", "0.819 TB/s")):
+        assert num(get_part(part).memory_bandwidth_bytes_per_s / 1e12) + " TB/s" == said
+        view = lesson07_view(part, "decode", recipe)  # memory-bound under a raised ceiling: the verdict names the bandwidth
+        frame = lesson07_frame(view, chart)
+        assert said in frame.alt and said in view.text and "GB/s" not in frame.alt + view.text
+        fig = [f for f in _figures(chart) if part in f.axes[0].get_title()][0]
+        legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        roof_entries = [t for t in legend if t.startswith(part)]
+        assert roof_entries and all(f", {said}," in t and ".00 TB/s" not in t for t in roof_entries)

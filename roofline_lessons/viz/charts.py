@@ -140,8 +140,8 @@ def roofline_chart(
         rx = roof.ridge_point_flop_per_byte
         many = len(roofs) > 1  # then ridge values go in the legend, where they cannot overlap
         ax.plot(x, y, color=colour, linestyle=style, linewidth=2.2,
-                label=f"{roof.label}: {roof.peak_flops_per_s / TERA:,.0f} TFLOP/s, "
-                      f"{roof.bandwidth_bytes_per_s / TERA:,.2f} TB/s" + (f", ridge {rx:,.0f}" if many else ""))
+                label=f"{roof.label}: {num(roof.peak_flops_per_s / TERA)} TFLOP/s, "
+                      f"{num(roof.bandwidth_bytes_per_s / TERA)} TB/s" + (f", ridge {num(rx)}" if many else ""))
         if mark_ridges:
             ax.plot([rx], [roof.peak_flops_per_s / TERA], marker="|", markersize=14, color=colour)
             if not many:

@@ -16,9 +16,10 @@ import numpy as np
 from ...core.dtypes import DTYPES, bytes_per_element
 from ...core.errors import RooflineInputError
 from ...core.hardware import get_part, list_parts
+from ...core.memory import usable_capacity_bytes
 from ...core.models import list_models
 from ...core.placement import Placement, place
-from ...core.units import num
+from ...core.units import binary, num
 from ..charts import (
     MIN_FONT_PT,
     Point,
@@ -45,6 +46,10 @@ REFERENCE_GREY = "0.45"
 NOTE_BAND_PT = 30
 AXES_BOX = {"left": 0.11, "right": 0.95, "bottom": 0.1, "top": 0.86}
 FIGSIZE = (7.5, 5.2)
+#: batching is advised only while doubling the batch still raises the intensity by at least this share
+BATCHING_MIN_GAIN = 0.05
+#: the point's label, set this far from the point or further (pixels), gets a leader line back to it
+LABEL_LEADER_FROM_PX = 30.0
 
 
 def raise_small_text(fig, minimum_pt: float = MIN_FONT_PT) -> None:
@@ -86,20 +91,42 @@ def _overlap(a, b) -> float:
     return w * h if w > 0 and h > 0 else 0.0
 
 
-def place_labels(anchors_px, sizes_px, obstacles, line_px: np.ndarray, frame_px, directions=_DIRECTIONS):
+def leader_end(anchor_px, box) -> tuple[float, float]:
+    """The point of ``box`` (x0, y0, x1, y1 pixels) nearest to ``anchor_px``: where a leader line ends."""
+    ax_, ay = anchor_px
+    return min(max(ax_, box[0]), box[2]), min(max(ay, box[1]), box[3])
+
+
+def _segment_hits_box(p, q, box, samples: int = 12) -> bool:
+    t = np.linspace(0.0, 1.0, samples)
+    xs, ys = p[0] + t * (q[0] - p[0]), p[1] + t * (q[1] - p[1])
+    return bool(np.any((xs > box[0]) & (xs < box[2]) & (ys > box[1]) & (ys < box[3])))
+
+
+def place_labels(anchors_px, sizes_px, obstacles, line_px: np.ndarray, frame_px, directions=_DIRECTIONS,
+                 distances=_DISTANCES_PX, leader_from_px: float | None = None):
     """For each anchor (x, y) with a label of (width, height) pixels, the first candidate place
-    (``directions`` × distance) that overlaps no obstacle box, no roof sample, no label already placed
+    (``directions`` × ``distances``) that overlaps no obstacle box, no roof sample, no label already placed
     and stays inside ``frame_px``; if none is clear, the least-overlapping one.
+
+    With ``leader_from_px``, a label set that far from its anchor or further gets a leader line (drawn
+    by the caller, from the anchor to :func:`leader_end`): such a line must cross no label placed
+    before it, and later labels keep off it.
     Returns ``[(x, y, ha, va, box)]``: text positions and label boxes, in pixels."""
     taken = list(obstacles)
+    labels: list = []  # boxes of the labels placed so far
     out = []
     for (ax_, ay), (w, h) in zip(anchors_px, sizes_px):
         best, best_cost = None, None
-        for dist in _DISTANCES_PX:
+        for dist in distances:
             for dx, dy, ha, va in directions:
                 x, y = ax_ + dx * dist, ay + dy * dist
                 box = _box(x, y, w, h, ha, va)
                 cost = sum(_overlap(box, t) for t in taken)
+                if leader_from_px is not None:
+                    end = leader_end((ax_, ay), box)
+                    if np.hypot(end[0] - ax_, end[1] - ay) >= leader_from_px:
+                        cost += sum(400.0 for b in labels if _segment_hits_box((ax_, ay), end, b))
                 if line_px.size:
                     inside = ((line_px[:, 0] > box[0]) & (line_px[:, 0] < box[2]) & (line_px[:, 1] > box[1])
                               & (line_px[:, 1] < box[3]))
@@ -116,6 +143,12 @@ def place_labels(anchors_px, sizes_px, obstacles, line_px: np.ndarray, frame_px,
                 break
         x, y, ha, va, box = best
         taken.append(box)
+        labels.append(box)
+        if leader_from_px is not None:
+            end = leader_end((ax_, ay), box)
+            if np.hypot(end[0] - ax_, end[1] - ay) >= leader_from_px:  # later labels keep off the leader
+                taken += [(ax_ + f * (end[0] - ax_) - 2, ay + f * (end[1] - ay) - 2,
+                           ax_ + f * (end[0] - ax_) + 2, ay + f * (end[1] - ay) + 2) for f in (0.3, 0.5, 0.7, 0.9)]
         out.append((x, y, ha, va, box))
     return out
 
@@ -278,6 +311,13 @@ def _dtype_effect(p: Placement, dtype: str, model_id: str, part_id: str, phase: 
         twins=tuple(twins))
 
 
+def batching_gain(model_id: str, part_id: str, dtype: str, phase: str, batch: int, tokens: int,
+                  intensity_flop_per_byte: float) -> float:
+    """How much (a share: 0.3 = 30 %) doubling ``batch`` raises the intensity of this step."""
+    doubled = float(_place(model_id, part_id, dtype, phase, 2 * batch, tokens).intensity)
+    return doubled / intensity_flop_per_byte - 1
+
+
 def lesson01_view(model_id: str, part_id: str, dtype: str, phase: str, batch: int, tokens: int) -> Lesson01View:
     """Compute the lesson-1 dashboard for one setting; bad combinations give a view with ``error``.
 
@@ -299,15 +339,25 @@ def lesson01_view(model_id: str, part_id: str, dtype: str, phase: str, batch: in
     frac = float(p.fraction_of_peak)
     ridge = float(p.ridge_point_flop_per_byte)
     if bound == "memory":
+        gain = batching_gain(model_id, part_id, dtype, phase, batch, tokens, intensity)
+        shop = ("batching, smaller weights or KV cache" if gain >= BATCHING_MIN_GAIN else
+                f"smaller weights or KV cache; not batching: twice the batch raises I by only {percent_of(gain)}")
         verdict = (f"Memory-bound: I = {num(intensity)} FLOP/byte is {num(ridge / intensity)}× left of the ridge "
                    f"({num(ridge)} FLOP/byte). The best possible is {percent_of(frac)} of peak: shop for bytes "
-                   f"(batching, smaller weights or KV cache), not FLOPs.")
+                   f"({shop}), not FLOPs.")
     else:
+        part = get_part(part_id)
+        fastest = max(part.peak_flops_per_s(d) for d in part.dtypes)
+        shop = ("a faster format, better tensor-core use" if float(p.peak_flops_per_s) < fastest * (1 - 1e-9)
+                else f"better tensor-core use; {dtype.upper()} is already this part's fastest format")
         verdict = (f"Compute-bound: I = {num(intensity)} FLOP/byte is {num(intensity / ridge)}× right of the ridge "
-                   f"({num(ridge)} FLOP/byte). The compute roof caps it: shop for FLOPs (a faster format, better "
-                   f"tensor-core use).")
+                   f"({num(ridge)} FLOP/byte). The compute roof caps it: shop for FLOPs ({shop}).")
     if effect.sentence():
         verdict += " " + effect.sentence()
+    capacity = usable_capacity_bytes(part_id)
+    if not bool(p.fits_in_memory):
+        verdict += (f" Does not fit: weights and KV cache need {binary(float(p.memory_required_bytes))} of the "
+                    f"{binary(capacity)} on this part; the bound is a what-if.")
     if p.context_beyond_model:
         verdict += (f" Note: {p.model.name} was built for at most {p.model.max_context_tokens:,} tokens "
                     "(config.json max_position_embeddings); this length is a what-if.")
@@ -365,7 +415,7 @@ def _draw_static(ax, key) -> None:
         handles.append(line)
         labels.append(f"{REFERENCE_DTYPE.upper()} roof, for comparison: "
                       f"{num(ref_roof.peak_flops_per_s / TERA)} TFLOP/s, ridge "
-                      f"{num(ref_roof.ridge_point_flop_per_byte)}")
+                      f"{num(ref_roof.ridge_point_flop_per_byte)} FLOP/byte")
     if ghost:
         handles.append(Line2D([], [], marker="o", markersize=10, linestyle="none", markerfacecolor="white",
                               markeredgecolor=REFERENCE_GREY, markeredgewidth=2))
@@ -388,7 +438,8 @@ def _moving_artists(ax) -> dict:
     arrow = ax.annotate("", (1, 1), xytext=(1, 1), animated=True,
                         arrowprops={"arrowstyle": "->", "color": REFERENCE_GREY, "lw": 1.6,
                                     "shrinkA": 7, "shrinkB": 8})
-    return {"ax": ax, "marker": marker, "label": label, "ghost": ghost, "arrow": arrow}
+    leader, = ax.plot([], [], color="0.35", linewidth=0.8, animated=True, zorder=4, transform=None)
+    return {"ax": ax, "marker": marker, "label": label, "ghost": ghost, "arrow": arrow, "leader": leader}
 
 
 def _layout(state, roofs) -> None:
@@ -408,7 +459,10 @@ def _layout(state, roofs) -> None:
 
 #: where the point's label may go: below right first (under a roof, as the course's charts do)
 _LABEL_DIRECTIONS = ((1, -1, "left", "top"), (-1, 1, "right", "bottom"), (-1, -1, "right", "top"),
-                     (1, 1, "left", "bottom"), (0, -1, "center", "top"), (0, 1, "center", "bottom"))
+                     (1, 1, "left", "bottom"), (0, -1, "center", "top"), (0, 1, "center", "bottom"),
+                     # straight below or above, the box ending at the point: near the chart's right edge
+                     (0, -1, "right", "top"), (0, 1, "right", "bottom"), (0, -1, "left", "top"),
+                     (0, 1, "left", "bottom"))
 
 
 def _place_artists(state, view: Lesson01View, roofs=()) -> list:
@@ -421,6 +475,7 @@ def _place_artists(state, view: Lesson01View, roofs=()) -> list:
     x, y = view.point.intensity_flop_per_byte, view.point.flops_per_s / TERA
     px, py = ax.transData.transform((x, y))
     obstacles = list(state["static"]) + [(px - 9, py - 9, px + 9, py + 9)]
+    line_px = state["line_px"]
     e = view.dtype_effect
     if e is not None and e.point_moves:
         g = e.reference_point
@@ -431,11 +486,17 @@ def _place_artists(state, view: Lesson01View, roofs=()) -> list:
         drawn += [ghost, arrow]
         qx, qy = ax.transData.transform((gx, gy))
         obstacles += [(qx - 8, qy - 8, qx + 8, qy + 8)]
-        obstacles += [(qx + f * (px - qx) - 3, qy + f * (py - qy) - 3, qx + f * (px - qx) + 3, qy + f * (py - qy) + 3)
-                      for f in (0.25, 0.5, 0.75)]  # the arrow
+        # the arrow: samples along it count like the roofs' samples, so no label covers it
+        f = np.linspace(0.0, 1.0, 24)[:, None]
+        line_px = np.vstack([line_px, np.hstack([qx + f * (px - qx), qy + f * (py - qy)])])
     place_moving_point(marker, label, view.point, INTENSITY_RANGE)
-    (lx, ly, ha, va, _box), = place_labels([(px, py)], [text_size_px(label, state["renderer"])], obstacles,
-                                           state["line_px"], state["frame"], directions=_LABEL_DIRECTIONS)
+    (lx, ly, ha, va, box), = place_labels([(px, py)], [text_size_px(label, state["renderer"])], obstacles,
+                                          line_px, state["frame"], directions=_LABEL_DIRECTIONS,
+                                          distances=_DISTANCES_PX + (170.0, 230.0))
+    end = leader_end((px, py), box)
+    if np.hypot(end[0] - px, end[1] - py) >= LABEL_LEADER_FROM_PX:  # a far label points back to its point
+        state["leader"].set_data([px, end[0]], [py, end[1]])
+        drawn.append(state["leader"])
     to_pt = 72 / ax.figure.dpi
     label.set_position(((lx - px) * to_pt, (ly - py) * to_pt))
     label.set_horizontalalignment(ha)

@@ -3,8 +3,10 @@ intensity on each.
 
 Each part keeps its course-wide colour, marker and line style (:func:`part_style`). Its ridge is
 marked on its roof with its marker (hollow) and its value is in the legend, where labels cannot
-collide; the parts' points at the chosen intensity use the same marker, filled, and are spread
-sideways where they would overlap.
+collide; the parts' points at the chosen intensity use the same marker, filled, and sit exactly on
+their own roofs. Points that would hide each other are told apart by size: within a group of
+overlapping points the sizes step down and the largest is drawn first, so every one shows as a
+ring around the next (never by moving a point off its roof).
 """
 
 from __future__ import annotations
@@ -18,15 +20,21 @@ from ...core.errors import RooflineInputError
 from ...core.hardware import get_part, list_parts
 from ...core.roofline import attainable_flops_per_s, bound
 from ...core.units import num
+from ...topics.levers import AT_RIDGE_TOLERANCE, regime
 from ..charts import MIN_FONT_PT, Roof, part_style, roofline_chart, set_roof_ylim
 from ..fastfig import CachedFigure, bare_figure, message_png
 from ._panel import Frame, build_dashboard
 from .lesson01 import percent_of, raise_small_text
 
 INTENSITY_RANGE = (0.1, 1e5)
+#: the x-axis reaches this factor beyond the slider's ends, so the dotted line shows at both ends
+X_PAD_FACTOR = 1.6
+AXIS_RANGE = (INTENSITY_RANGE[0] / X_PAD_FACTOR, INTENSITY_RANGE[1] * X_PAD_FACTOR)
 TERA = 1e12
-#: size of the points at the chosen intensity, in points; neighbours closer than this are spread
+#: size of a point at the chosen intensity that overlaps no other, in points
 POINT_SIZE_PT = 10
+#: sizes (points) of the largest and smallest point of a group of overlapping points
+LARGEST_POINT_PT, SMALLEST_POINT_PT = 20.0, 6.0
 RIDGE_SIZE_PT = 9
 DPI = 80
 #: up to this many parts the legend sits inside the axes (lower right); more go beside them
@@ -45,10 +53,27 @@ class PartVerdict:
     def line(self, intensity: float) -> str:
         if self.ridge_point_flop_per_byte is None:
             return f"{self.part}: no rate for this dtype in the catalog"
-        side = "left of" if self.bound == "memory" else "at or right of"
+        where = self.regime(intensity)
+        if where == "at the ridge":
+            side, verdict = "at the ridge", "both roofs meet there"
+        else:
+            side = f"{'left' if self.bound == 'memory' else 'right'} of it"
+            verdict = f"{self.bound}-bound"
         return (f"{self.part}: ridge {num(self.ridge_point_flop_per_byte)} FLOP/byte; {num(intensity)} FLOP/byte is "
-                f"{side} it → {self.bound}-bound, {num(self.attainable_flops_per_s / TERA)} TFLOP/s "
-                f"({percent_of(self.fraction_of_peak)} of peak)")
+                f"{side} → {verdict}, {num(self.attainable_flops_per_s / TERA)} TFLOP/s "
+                f"({self.share_of_peak()} of peak)")
+
+    def regime(self, intensity: float) -> str:
+        """``"memory-bound"``, ``"compute-bound"`` or ``"at the ridge"`` (within ``AT_RIDGE_TOLERANCE``)."""
+        return regime(intensity, self.ridge_point_flop_per_byte)
+
+    def share_of_peak(self) -> str:
+        """The share of peak in words; a memory-bound point never reads "100 %" (it is below the peak,
+        by less than the rounding), it reads "just under 100 %"."""
+        text = percent_of(self.fraction_of_peak)
+        if self.bound == "memory" and text == percent_of(1.0):
+            return f"just under {text}"
+        return text
 
 
 @dataclass(frozen=True)
@@ -99,8 +124,8 @@ def _build(key):
     width = fig.get_figwidth()
     fig.subplots_adjust(left=0.11 * AXES_WIDTH_IN / width, right=0.95 * AXES_WIDTH_IN / width, bottom=0.11, top=0.93)
     roofline_chart(list(roofs), [], title=f"Rooflines in {dtype.upper()} (dense datasheet figures)",
-                   intensity_range=INTENSITY_RANGE, ax=ax, fast=True, mark_ridges=False)
-    set_roof_ylim(ax, roofs, INTENSITY_RANGE)
+                   intensity_range=AXIS_RANGE, ax=ax, fast=True, mark_ridges=False)
+    set_roof_ylim(ax, roofs, AXIS_RANGE)
     handles = []
     for roof in roofs:
         look = part_style(roof.part_id)
@@ -128,39 +153,41 @@ def _build(key):
     return fig, (ax, vline, markers)
 
 
-def dodge_offsets_px(points_px, size_px: float, x_bounds: tuple[float, float] | None = None) -> list[float]:
-    """Sideways offsets (pixels) so no two markers of ``size_px`` at ``points_px`` (x, y) overlap.
+def marker_sizes_pt(points_px, overlap_px: float) -> list[float]:
+    """Marker size (points) for each point (pixels, x y): ``POINT_SIZE_PT`` for a point that
+    overlaps no other; within a group of points closer than ``overlap_px`` to one another, sizes
+    step down evenly from ``LARGEST_POINT_PT`` to ``SMALLEST_POINT_PT`` in the given order, so that
+    drawn largest first, each shows as a ring around the next. Nothing is moved."""
+    pts = np.asarray(points_px, dtype=float).reshape(-1, 2)
+    n = len(pts)
+    parent = list(range(n))
 
-    Markers are placed in the given order (the catalog's); each takes the smallest offset of
-    0, -s, +s, -2s, +2s, ... that keeps it clear of the ones placed before it (and, with
-    ``x_bounds``, whole inside them: at the chart's edge the spread goes inwards), so a marker with
-    no neighbour stays exactly on its roof."""
-    lo, hi = x_bounds if x_bounds is not None else (-np.inf, np.inf)
-    placed: list[tuple[float, float]] = []
-    offsets = []
-    for x, y in points_px:
-        dx = 0.0
-        for k in range(2 * len(placed) + 2):
-            choices = (0.0,) if k == 0 else (-k * size_px, k * size_px)
-            fits = [d for d in choices if lo + size_px / 2 <= x + d <= hi - size_px / 2
-                    and all(abs(x + d - px) >= size_px or abs(y - py) >= size_px for px, py in placed)]
-            if fits:
-                dx = fits[0]
-                break
-        placed.append((x + dx, y))
-        offsets.append(dx)
-    return offsets
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for i in range(n):
+        for j in range(i + 1, n):
+            if abs(pts[i, 0] - pts[j, 0]) < overlap_px and abs(pts[i, 1] - pts[j, 1]) < overlap_px:
+                parent[root(j)] = root(i)
+    groups: dict[int, list[int]] = {}
+    for i in range(n):
+        groups.setdefault(root(i), []).append(i)
+    sizes = [float(POINT_SIZE_PT)] * n
+    for members in groups.values():
+        if len(members) > 1:
+            for size, i in zip(np.linspace(LARGEST_POINT_PT, SMALLEST_POINT_PT, len(members)), members):
+                sizes[i] = float(size)
+    return sizes
 
 
-def point_positions(ax, view: Lesson02View) -> list[tuple[float, float]]:
-    """Data coordinates of each part's marker at the chosen intensity, spread where they would overlap."""
+def point_positions(view: Lesson02View) -> list[tuple[float, float]]:
+    """Data coordinates (FLOP/byte, TFLOP/s) of each drawn part's marker: on its own roof at the
+    chosen intensity."""
     x = view.intensity_flop_per_byte
-    ys = [float(attainable_flops_per_s(x, r.peak_flops_per_s, r.bandwidth_bytes_per_s)) / TERA for r in view.roofs]
-    disp = ax.transData.transform(np.column_stack([np.full(len(ys), x), ys]))
-    size_px = POINT_SIZE_PT * DPI / 72 + 2
-    disp[:, 0] += dodge_offsets_px(disp.tolist(), size_px, (ax.bbox.x0, ax.bbox.x1))
-    data = ax.transData.inverted().transform(disp)
-    return [(float(px), y) for (px, _), y in zip(data, ys)]
+    return [(x, float(attainable_flops_per_s(x, r.peak_flops_per_s, r.bandwidth_bytes_per_s)) / TERA)
+            for r in view.roofs]
 
 
 class Lesson02Chart:
@@ -177,9 +204,13 @@ class Lesson02Chart:
             ax, vline, markers = state
             x = view.intensity_flop_per_byte
             vline.set_xdata([x, x])
-            for marker, (px, py) in zip(markers, point_positions(ax, view)):
+            xy = point_positions(view)
+            sizes = marker_sizes_pt(ax.transData.transform(xy), POINT_SIZE_PT * DPI / 72 + 2)
+            for marker, (px, py), size in zip(markers, xy, sizes):
                 marker.set_data([px], [py])
-            return [vline, *markers]
+                marker.set_markersize(size)
+            order = sorted(range(len(markers)), key=lambda i: -sizes[i])  # largest first: all show
+            return [vline, *(markers[i] for i in order)]
 
         return self.figures.render((view.roofs, view.dtype), update)
 
@@ -194,23 +225,35 @@ def lesson02_alt(view: Lesson02View) -> str:
             said.append(f"{v.part} is not drawn: no {view.dtype.upper()} rate.")
         else:
             said.append(f"{v.part}: ridge {num(v.ridge_point_flop_per_byte)} FLOP/byte; at the line "
-                        f"{num(v.attainable_flops_per_s / TERA)} TFLOP/s, {v.bound}-bound.")
+                        f"{num(v.attainable_flops_per_s / TERA)} TFLOP/s, {v.regime(view.intensity_flop_per_byte)}.")
+    if len(view.roofs) > 1:
+        said.append("Each filled marker sits on its own roof at the line; where markers overlap, they step down "
+                    "in size, the largest drawn first.")
     return " ".join(said)
+
+
+def _a(word: str) -> str:
+    """The article for ``word`` read aloud: "an FP4", "an INT8", "an FP8", "a BF16"."""
+    return "an" if word[:1].upper() in "AEFHILMNORSX" else "a"
 
 
 def _summary(view: Lesson02View) -> str:
     drawn = [v for v in view.verdicts if v.ridge_point_flop_per_byte is not None]
     if not drawn:
-        return (f"None of the chosen parts has a {view.dtype.upper()} rate in the catalog: choose another dtype "
+        return (f"None of the chosen parts has {_a(view.dtype.upper())} {view.dtype.upper()} rate in the catalog: choose another dtype "
                 "or other parts.")
-    memory = [v.part for v in drawn if v.bound == "memory"]
-    compute = [v.part for v in drawn if v.bound == "compute"]
+    x = view.intensity_flop_per_byte
+    memory = [v.part for v in drawn if v.regime(x) == "memory-bound"]
+    compute = [v.part for v in drawn if v.regime(x) == "compute-bound"]
+    ridge = [v.part for v in drawn if v.regime(x) == "at the ridge"]
     best = max(drawn, key=lambda v: v.attainable_flops_per_s)
     sides = []
     if memory:
         sides.append(f"memory-bound on {', '.join(memory)}")
     if compute:
         sides.append(f"compute-bound on {', '.join(compute)}")
+    if ridge:
+        sides.append(f"at the ridge (within {percent_of(AT_RIDGE_TOLERANCE)}) on {', '.join(ridge)}")
     return (f"At {num(view.intensity_flop_per_byte)} FLOP/byte in {view.dtype.upper()}, a kernel is "
             f"{' and '.join(sides)}; {best.part} gives the most, {num(best.attainable_flops_per_s / TERA)} TFLOP/s.")
 
@@ -222,10 +265,7 @@ def lesson02_frame(view: Lesson02View, chart: Lesson02Chart) -> Frame:
     lines = tuple(v.line(view.intensity_flop_per_byte) for v in view.verdicts)
     if not view.roofs:
         return Frame(verdict=_summary(view), png=None, alt="", notes=lines, error=True)
-    note = ("Markers that would overlap are spread sideways around the dotted line; each part's marker "
-            "is at the same intensity.") if len(view.roofs) > 1 else ""
-    return Frame(verdict=_summary(view), png=chart.png(view), alt=lesson02_alt(view),
-                 notes=lines + ((note,) if note else ()))
+    return Frame(verdict=_summary(view), png=chart.png(view), alt=lesson02_alt(view), notes=lines)
 
 
 def lesson02_dashboard(parts=("h100-sxm", "h200", "b200", "mi300x"), dtype: str = "bf16"):

@@ -16,7 +16,7 @@ from ...core.errors import RooflineInputError
 from ...core.hardware import get_part, list_parts
 from ...core.models import list_models
 from ...core.placement import Placement, place
-from ...core.roofline import attainable_flops_per_s
+from ...core.roofline import attainable_flops_per_s, time_lower_bound_s
 from ...core.units import duration, num, si
 from ...topics.reports import OP_HEADERS, op_rows
 from ..charts import (
@@ -34,7 +34,7 @@ from ..charts import (
 from ..display import html_table
 from ..fastfig import CachedFigure, bare_figure, message_png
 from ._panel import Frame, build_dashboard
-from .lesson01 import percent_of, place_labels, raise_small_text, text_size_px
+from .lesson01 import leader_end, percent_of, place_labels, raise_small_text, text_size_px
 
 INTENSITY_RANGE = (0.01, 1e5)
 TOKEN_CHOICES = (128, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
@@ -70,6 +70,7 @@ class Lesson03View:
     numbered_rows: tuple[tuple[str, ...], ...] = ()  #: every operator, ``TABLE_HEADERS`` (``#`` first)
     top: int | None = 10
     phase: str | None = None
+    op_times_s: tuple[float, ...] = ()  #: each op point's time bound (seconds), aligned with ``op_points``
 
 
 def _summary(p: Placement) -> str:
@@ -77,13 +78,26 @@ def _summary(p: Placement) -> str:
     t = float(p.time_lower_bound_s)
     lenses = (f"FLOP per weight byte {num(float(p.intensity_per_weight_byte))}; "
               f"FLOP per byte of all traffic {num(float(p.intensity))} (ridge {num(p.ridge_point_flop_per_byte)})")
+    binding = binding_term(p)
     if w.phase == "prefill":
-        return (f"Prefill of {int(w.prompt_tokens):,} tokens: {p.bound}-bound. Time to first token ≥ {duration(t)} "
-                f"({si(float(p.cost.flops), 'FLOP')} at {si(p.peak_flops_per_s, 'FLOP/s')}). {lenses}.")
-    return (f"Decode with {int(w.context_tokens):,} tokens cached: {p.bound}-bound. Time per output token ≥ "
-            f"{duration(t)}, so ≤ {num(float(p.tokens_per_s_upper_bound))} tokens/s per sequence "
-            f"({si(float(p.cost.bytes), 'B')} at {si(p.bandwidth_bytes_per_s, 'B/s')}); "
-            f"{percent_of(float(p.fraction_of_peak))} of peak. {lenses}.")
+        said = (f"Prefill of {int(w.prompt_tokens):,} tokens: {p.bound}-bound. Time to first token ≥ {duration(t)} "
+                f"({binding}). {lenses}.")
+    else:
+        said = (f"Decode with {int(w.context_tokens):,} tokens cached: {p.bound}-bound. Time per output token ≥ "
+                f"{duration(t)}, so ≤ {num(float(p.tokens_per_s_upper_bound))} tokens/s per sequence "
+                f"({binding}); {percent_of(float(p.fraction_of_peak))} of peak. {lenses}.")
+    if p.context_beyond_model:
+        said += (f" Note: {p.model.name} was built for at most {p.model.max_context_tokens:,} tokens "
+                 "(config.json max_position_embeddings); this length is a what-if.")
+    return said
+
+
+def binding_term(p: Placement) -> str:
+    """The term of the time bound that binds: ``"51.6 GB at 3.35 TB/s"`` when the bytes take longer,
+    ``"415 TFLOP at 989 TFLOP/s"`` when the FLOPs do."""
+    if p.bound == "memory":
+        return f"{si(float(p.cost.bytes), 'B')} at {si(p.bandwidth_bytes_per_s, 'B/s')}"
+    return f"{si(float(p.cost.flops), 'FLOP')} at {si(float(p.peak_flops_per_s), 'FLOP/s')}"
 
 
 def lesson03_view(model_id: str, part_id: str, phase: str, tokens: int, batch: int = 1,
@@ -96,13 +110,14 @@ def lesson03_view(model_id: str, part_id: str, phase: str, tokens: int, batch: i
         return Lesson03View("", None, (), None, None, None, None, None, None, (), str(exc), error=str(exc))
     part = get_part(part_id)
     roof = Roof(f"{part.id} bf16", p.peak_flops_per_s, p.bandwidth_bytes_per_s, part.id)
-    points = []
+    points, times = [], []
     for op in p.cost.ops:
         total = op.scaled_to_all_layers()
         flops, nbytes = float(total.flops), float(total.bytes)
         if flops <= 0 or nbytes <= 0:
             continue  # pure data movement (KV write, embedding gather) has no intensity to plot
         x = flops / nbytes
+        times.append(float(time_lower_bound_s(flops, nbytes, p.peak_flops_per_s, p.bandwidth_bytes_per_s)))
         points.append((f"{op.block}.{op.name}", x, float(attainable_flops_per_s(x, roof.peak_flops_per_s,
                                                                                roof.bandwidth_bytes_per_s))))
     # number the plotted operators in table order (largest time bound first): the chart's labels
@@ -133,6 +148,7 @@ def lesson03_view(model_id: str, part_id: str, phase: str, tokens: int, batch: i
         numbered_rows=tuple(numbered),
         top=top,
         phase=phase,
+        op_times_s=tuple(times),
     )
 
 
@@ -213,7 +229,9 @@ def _build(key):
     marker, label = moving_point_artists(ax)
     texts: list = []  # number labels, made as needed (see _labels)
     raise_small_text(fig)
-    return fig, {"ax": ax, "ops": ops, "marker": marker, "label": label, "texts": texts, "leaders": [], "roof": roof}
+    step_leader, = ax.plot([], [], color="0.35", linewidth=0.8, animated=True, zorder=5, transform=None)
+    return fig, {"ax": ax, "ops": ops, "marker": marker, "label": label, "texts": texts, "leaders": [], "roof": roof,
+                 "step_leader": step_leader}
 
 
 def _layout(state, fig) -> None:
@@ -268,8 +286,12 @@ def _update(state, view: Lesson03View) -> list:
         anchors.append(pts[g].mean(axis=0))
         sizes.append(text_size_px(text, renderer))
     drawn = []
-    placed = place_labels(anchors, sizes, obstacles, state["line_px"], state["frame"])
-    (x, y, ha, va, _), placed = placed[0], placed[1:]
+    placed = place_labels(anchors, sizes, obstacles, state["line_px"], state["frame"], leader_from_px=LEADER_FROM_PX)
+    (x, y, ha, va, step_box), placed = placed[0], placed[1:]
+    ex, ey = leader_end((sx, sy), step_box)
+    if np.hypot(ex - sx, ey - sy) >= LEADER_FROM_PX:  # a far step label points back to its marker
+        state["step_leader"].set_data([sx, ex], [sy, ey])
+        drawn.append(state["step_leader"])
     to_pt = 72 / DPI
     step_label.set_position(((x - sx) * to_pt, (y - sy) * to_pt))
     step_label.set_horizontalalignment(ha)
@@ -279,7 +301,7 @@ def _update(state, view: Lesson03View) -> list:
         text.set_horizontalalignment(ha)
         text.set_verticalalignment(va)
         # a far label points back to its squares: a line from the squares to the box's nearest edge
-        ex, ey = min(max(ax_, box[0]), box[2]), min(max(ay, box[1]), box[3])
+        ex, ey = leader_end((ax_, ay), box)
         if np.hypot(ex - ax_, ey - ay) >= LEADER_FROM_PX:
             leader.set_data([ax_, ex], [ay, ey])
             drawn.append(leader)
@@ -315,6 +337,22 @@ def lesson03_table_html(view: Lesson03View) -> str:
     return html
 
 
+#: time bounds this close (relative) are tied
+TIE_RTOL = 1e-6
+
+
+def largest_words(view: Lesson03View) -> str:
+    """``"the largest time bound"``, or ``"the largest (tied with 2–3)"`` when others have the same."""
+    if not view.op_times_s:
+        return "the largest time bound"
+    by_number = dict(zip(view.op_numbers, view.op_times_s))
+    top = by_number.get(1)
+    tied = [n for n, t in by_number.items() if n != 1 and np.isclose(t, top, rtol=TIE_RTOL, atol=0.0)]
+    if not tied:
+        return "the largest time bound"
+    return f"the largest (tied with {'number' if len(tied) == 1 else 'numbers'} {number_ranges(tied)})"
+
+
 def lesson03_alt(view: Lesson03View) -> str:
     """The chart's message in words, with the live numbers."""
     r = view.roof
@@ -329,7 +367,7 @@ def lesson03_alt(view: Lesson03View) -> str:
              f"{num(view.step_attainable_flops_per_s / TERA)} TFLOP/s, {view.bound}-bound; its time bound is "
              f"{duration(view.time_lower_bound_s)}.")]
     if first is not None:
-        said.append(f"Number 1, the largest time bound, is {first[1]} at {first[8]} FLOP/byte, {first[10]}.")
+        said.append(f"Number 1, {largest_words(view)}, is {first[1]} at {first[8]} FLOP/byte, {first[10]}.")
     return " ".join(said)
 
 

@@ -19,7 +19,8 @@ import numpy as np
 
 from ...core.errors import RooflineInputError
 from ...core.hardware import get_part, list_parts
-from ...core.memory import max_batch_that_fits
+from ...core.memory import (kv_cache_bytes_per_sequence, max_batch_that_fits, state_bytes_per_sequence,
+                            weight_bytes)
 from ...core.models import get_model, list_models
 from ...core.units import binary, count, duration, num, percent, si
 from ...topics.batching import decode_sweep
@@ -38,6 +39,12 @@ SHARE_LOOK = {"weights": (PALETTE[0], ""), "KV cache": (PALETTE[1], "//"), "stat
 #: batches labelled on the throughput–latency curve
 MARKED_BATCHES = (1, 8, 64, 512)
 FIGSIZE = (11.0, 4.9)
+#: the weights-only point's size (points): larger than the all-traffic point (11) so a hollow
+#: square frames it where they coincide
+WEIGHT_LENS_SIZE = 16
+#: the batch axis runs this factor past batch 1 and 1,024 (a quarter of a slider step, which
+#: doubles the batch), so the line marking the batch never lies on the axis frame
+EDGE_PAD = 2 ** 0.25
 
 
 @dataclass(frozen=True)
@@ -65,15 +72,49 @@ class Lesson04View:
     latency_axis_s: tuple[float, float] | None = None
     tokens_per_s_axis: tuple[float, float] | None = None  #: the same for tokens/s (the y range)
     kinds_present: tuple[str, ...] = ()  #: kinds of bytes this model moves at some context (legend)
+    memory_needed_bytes: float | None = None  #: weights + KV cache + state resident at this batch, bytes
+    memory_needed_batch1_bytes: float | None = None  #: the same for one sequence, bytes
+    capacity_bytes: float | None = None  #: the part's memory capacity, bytes
+    max_context_tokens: int | None = None  #: the model's config.json max_position_embeddings
 
 
 def share_text(fraction: float) -> str:
-    """A share for a person to read: whole percents, one decimal under 1 %, never a bare "0 %"."""
+    """A share for a person to read: whole percents from 1 % (as rounded), one decimal below,
+    "under 0.1 %" below that, never a bare "0 %" for a share that is not zero; so "1 %" and
+    "1.0 %" never appear side by side."""
     if fraction <= 0:
         return "0 %"
     if fraction < 0.001:
         return "under 0.1 %"
-    return percent(fraction, 0 if fraction >= 0.01 else 1)
+    return percent(fraction, 0 if round(fraction * 100, 1) >= 1 else 1)  # 0.996 % is "1 %", not "1.0 %"
+
+
+def capacity_text(fits: bool, batch: int, cap: int, needed_bytes: float, needed_batch1_bytes: float,
+                  capacity_bytes: float, largest_shown: int = BATCH_CHOICES[-1]) -> str:
+    """Whether weights + KV cache + state fit in the part's memory (binary GiB), in a sentence.
+
+    Says the GiB needed so it is not read as the bytes moved per step; the largest batch that fits
+    is capped at ``largest_shown`` (the slider's end: "more than 1,024 fit"), and where not even one
+    sequence fits, says what batch 1 needs instead of "the largest batch is 0"."""
+    capacity = binary(capacity_bytes)
+    largest = (f"more than {count(largest_shown)} fit" if cap > largest_shown
+               else f"the largest batch that fits is {count(cap)}")
+    if fits:
+        return f"Fits in {capacity} ({binary(needed_bytes)} needed for weights, KV cache and state; {largest})."
+    if cap < 1:
+        return (f"Does NOT fit: even batch 1 needs {binary(needed_batch1_bytes)} of the part's {capacity} "
+                f"(weights, KV cache and state).")
+    return (f"Does NOT fit in {capacity} ({binary(needed_bytes)} needed for weights, KV cache and state): "
+            f"{largest}.")
+
+
+def beyond_context_text(model_name: str, context_tokens: int, max_context_tokens: int) -> str:
+    """The what-if note when a sequence (its cached tokens plus the new one) holds more tokens than
+    the model was built for; "" when it does not."""
+    if context_tokens + 1 <= max_context_tokens:
+        return ""
+    return (f" Note: {model_name} was built for at most {count(max_context_tokens)} tokens (config.json "
+            f"max_position_embeddings); {count(context_tokens)} cached plus the new one is a what-if.")
 
 
 @lru_cache(maxsize=64)
@@ -110,18 +151,20 @@ def lesson04_view(model_id: str, part_id: str, batch: int, context_tokens: int) 
     shares = np.vstack([sweep.weight_bytes, sweep.kv_bytes, sweep.state_bytes, sweep.activation_bytes])
     shares = shares / shares.sum(axis=0)
     fits = bool(batch <= cap)
+    per_seq = float(kv_cache_bytes_per_sequence(model, context_tokens + 1)) + float(state_bytes_per_sequence(model))
+    needed = weight_bytes(model) + int(batch) * per_seq
+    needed_1 = weight_bytes(model) + per_seq
     intensity, per_weight = float(one.intensity), float(one.intensity_per_weight_byte)
     ridge = float(one.ridge_point_flop_per_byte)
     step_s, tokens_per_s = float(one.step_time_s), float(one.tokens_per_s)
     bound = "memory-bound" if intensity < ridge else "compute-bound"
     split = ", ".join(f"{k} {share_text(v / total)}" for k, v in kinds.items() if v > 0)
-    capacity = binary(part.memory_capacity_bytes)
     text = (f"Batch {count(batch)}, {count(context_tokens)} tokens cached: {num(intensity)} FLOP per byte of all "
             f"traffic ({num(per_weight)} per weight byte; the ridge is at {num(ridge)}), so the step is {bound}. "
             f"Each step takes at least {duration(step_s)}, so at most {count(tokens_per_s)} tokens/s in all. "
-            f"Bytes per step: {si(total, 'B')} ({split}). "
-            + (f"Fits in {capacity} (largest batch that fits: {count(cap)})." if fits
-               else f"Does NOT fit in {capacity}: the largest batch that fits is {count(cap)}."))
+            f"Memory traffic per step: {si(total, 'B')} moved ({split}). "
+            + capacity_text(fits, int(batch), int(cap), needed, needed_1, part.memory_capacity_bytes)
+            + beyond_context_text(model.name, int(context_tokens), model.max_context_tokens))
     return Lesson04View(
         title=f"{model.name} decode on {part.name}",
         roof=roof, batch=int(batch), context_tokens=int(context_tokens), intensity=intensity,
@@ -132,7 +175,8 @@ def lesson04_view(model_id: str, part_id: str, batch: int, context_tokens: int) 
         latency_axis_s=(min(float(sweep.step_time_s.min()), step_s), max(float(sweep.step_time_s.max()), step_s)),
         tokens_per_s_axis=(min(float(sweep.tokens_per_s.min()), tokens_per_s),
                            max(float(sweep.tokens_per_s.max()), tokens_per_s)),
-        kinds_present=present)
+        kinds_present=present, memory_needed_bytes=needed, memory_needed_batch1_bytes=needed_1,
+        capacity_bytes=float(part.memory_capacity_bytes), max_context_tokens=int(model.max_context_tokens))
 
 
 def lesson04_alt(view: Lesson04View) -> str:
@@ -141,15 +185,15 @@ def lesson04_alt(view: Lesson04View) -> str:
     bound = "memory-bound" if view.intensity < view.ridge_flop_per_byte else "compute-bound"
     side = "left of" if view.intensity < view.ridge_flop_per_byte else "at or right of"
     split = ", ".join(f"{k} {share_text(v / total)}" for k, v in view.bytes_by_kind.items() if k in view.kinds_present)
-    fit = (f"batch {count(view.batch)} fits in memory (up to {count(view.max_batch_that_fits)})" if view.fits
-           else f"batch {count(view.batch)} does not fit in memory (at most {count(view.max_batch_that_fits)})")
+    fit = capacity_text(view.fits, view.batch, view.max_batch_that_fits, view.memory_needed_bytes,
+                        view.memory_needed_batch1_bytes, view.capacity_bytes)
     return (f"{view.title}, {count(view.context_tokens)} tokens cached, batch {count(view.batch)}. "
             f"Left, the roofline: the step is at {num(view.intensity)} FLOP per byte of all traffic, {side} the "
             f"ridge at {num(view.ridge_flop_per_byte)}, so {bound}; per weight byte it is at "
             f"{num(view.intensity_per_weight_byte)}. Middle, the share of bytes moved per step against batch 1 to "
             f"{count(BATCH_GRID[-1])}: at this batch {split}. Right, throughput against time per token, both on log "
             f"scales: this step takes at least {duration(view.step_time_s)} and gives at most "
-            f"{count(view.tokens_per_s)} tokens/s; {fit}.")
+            f"{count(view.tokens_per_s)} tokens/s. Memory for batch {count(view.batch)}: {fit}")
 
 
 def lesson04_frame(view: Lesson04View, chart: Lesson04Chart) -> Frame:
@@ -242,7 +286,7 @@ def _skeleton() -> dict:
     ax1, ax2, ax3 = fig.subplots(1, 3)
 
     ax2.set_xscale("log", base=2)
-    ax2.set_xlim(1, BATCH_GRID[-1])
+    ax2.set_xlim(BATCH_GRID[0] / EDGE_PAD, BATCH_GRID[-1] * EDGE_PAD)
     ax2.xaxis.set_major_locator(FixedLocator([1, 4, 16, 64, 256, 1024]))
     ax2.xaxis.set_minor_locator(FixedLocator([2, 8, 32, 128, 512]))
     ax2.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: count(v)))
@@ -265,14 +309,17 @@ def _skeleton() -> dict:
     ax3.grid(True, alpha=0.4)
 
     heading = fig.suptitle("", fontsize=12, animated=True)
-    weight_lens, = ax1.plot([], [], marker=MARKERS[1], markersize=9, linestyle="none", color="black",
-                            markerfacecolor="white", animated=True)
     marker, = ax1.plot([], [], marker=MARKERS[0], markersize=11, linestyle="none", color="black",
                        markerfacecolor=PALETTE[3], animated=True)
+    # hollow, larger and drawn after the filled point: where the two lenses coincide (a small KV
+    # cache), the square frames the circle and both stay visible
+    weight_lens, = ax1.plot([], [], marker=MARKERS[1], markersize=WEIGHT_LENS_SIZE, linestyle="none",
+                            color="black", markerfacecolor="none", markeredgewidth=1.8, animated=True)
     vline = ax2.axvline(1, color="black", linewidth=1.5, animated=True)
     now, = ax3.plot([], [], marker=MARKERS[0], markersize=10, linestyle="none", color="black",
                     markerfacecolor=PALETTE[3], animated=True)
-    return {"fig": fig, "axes": (ax1, ax2, ax3), "heading": heading, "moving": (weight_lens, marker, vline, now)}
+    return {"fig": fig, "axes": (ax1, ax2, ax3), "heading": heading, "moving": (weight_lens, marker, vline, now),
+            "draw_order": (marker, weight_lens, vline, now)}
 
 
 def _draw_part(shared: dict, key) -> dict:
@@ -299,8 +346,8 @@ def _draw_part(shared: dict, key) -> dict:
         Line2D([], [], color=style.colour, linestyle=style.linestyle, linewidth=2, label=f"{roof.label} roof"),
         Line2D([], [], marker=MARKERS[0], linestyle="none", color="black", markerfacecolor=PALETTE[3],
                markersize=8, label="all traffic"),
-        Line2D([], [], marker=MARKERS[1], linestyle="none", color="black", markerfacecolor="white",
-               markersize=8, label="weight bytes only"),
+        Line2D([], [], marker=MARKERS[1], linestyle="none", color="black", markerfacecolor="none",
+               markeredgewidth=1.5, markersize=10, label="weight bytes only"),
     ], fontsize=MIN_FONT_PT, loc="lower right", framealpha=0.9)
     # outside the axes: the stack fills the whole panel, so no corner inside is free
     ax2.legend(handles=[Patch(facecolor=SHARE_LOOK[k][0], hatch=SHARE_LOOK[k][1], edgecolor="white", label=k)
@@ -445,7 +492,7 @@ class Lesson04Chart(SkeletonChart):
             marker.set_data([step.intensity_flop_per_byte], [step.flops_per_s / 1e12])
             vline.set_xdata([view.batch, view.batch])
             now.set_data([view.step_time_s * 1e3], [view.tokens_per_s])
-            return [weight_lens, marker, vline, now]
+            return list(state["shared"]["draw_order"])
 
         return self.figures.render(key, update)
 

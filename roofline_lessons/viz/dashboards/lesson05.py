@@ -32,6 +32,11 @@ BATCH_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 KV_DTYPES = ("bf16", "fp8")
 INTENSITY_RANGE = (0.1, 1e3)
 FIGSIZE = (11.0, 4.9)
+#: the context axis runs this factor past 1 K and 256 K tokens (a quarter of a slider step, which
+#: doubles the context), so the line marking the context never lies on the axis frame
+EDGE_PAD = 2 ** 0.25
+#: marker sizes (points) of the full-attention circle and the Gated DeltaNet square behind it
+ATTN_MARKER_SIZE, GDN_MARKER_SIZE = 10, 15
 #: the stacked chart's bands: each groups the kinds of :data:`BREAKDOWN` that belong together
 GROUPS = (("weights", ("weights",)), ("KV cache", ("KV read", "KV written")),
           ("state", ("state read", "state written")), ("activations", ("activations",)))
@@ -125,7 +130,8 @@ def lesson05_view(part_id: str, batch: int, context_tokens: int, kv_dtype: str =
     text = (f"Batch {count(batch)}, {count(context_tokens)} tokens cached, KV cache in {kv_dtype}: each step takes at "
             f"least {duration(step)}. Share of the step's time: weights {share_text(share['weights'])}, KV cache "
             f"{share_text((kv / p.bandwidth_bytes_per_s) / step)}, state "
-            f"{share_text((state / p.bandwidth_bytes_per_s) / step)}. The full-attention layers sit at "
+            f"{share_text((state / p.bandwidth_bytes_per_s) / step)}, activations "
+            f"{share_text(share['activations'])}. The full-attention layers sit at "
             f"{num(dots[FULL_ATTENTION][0])} FLOP/byte, the Gated DeltaNet layers at "
             f"{num(dots[GATED_DELTANET][0])}. " + ("Fits" if fits else "Does NOT fit")
             + f" in {capacity} ({needed} needed).")
@@ -171,7 +177,7 @@ def _skeleton() -> dict:
     fig.subplots_adjust(left=0.07, right=0.975, bottom=0.3, top=0.85, wspace=0.3)
     ax1, ax2 = fig.subplots(1, 2)
     ax1.set_xscale("log", base=2)
-    ax1.set_xlim(CONTEXT_GRID[0], CONTEXT_GRID[-1])
+    ax1.set_xlim(CONTEXT_GRID[0] / EDGE_PAD, CONTEXT_GRID[-1] * EDGE_PAD)
     ax1.xaxis.set_major_locator(FixedLocator([2.0 ** k for k in range(10, 19)]))
     ax1.xaxis.set_minor_locator(NullLocator())
     ax1.xaxis.set_major_formatter(FuncFormatter(_context_tick))
@@ -184,9 +190,11 @@ def _skeleton() -> dict:
     ax1.grid(True, alpha=0.3)
     heading = fig.suptitle("", fontsize=12)
     vline = ax1.axvline(CONTEXT_GRID[0], color="black", linewidth=1.5, animated=True)
-    attn, = ax2.plot([], [], marker=MARKERS[0], markersize=11, linestyle="none", color="black",
+    attn, = ax2.plot([], [], marker=MARKERS[0], markersize=ATTN_MARKER_SIZE, linestyle="none", color="black",
                      markerfacecolor=PALETTE[3], animated=True)
-    gdn, = ax2.plot([], [], marker=MARKERS[1], markersize=10, linestyle="none", color="black",
+    # larger than the circle and drawn before it: where the two kinds coincide (short contexts) the
+    # square frames the circle and both stay visible
+    gdn, = ax2.plot([], [], marker=MARKERS[1], markersize=GDN_MARKER_SIZE, linestyle="none", color="black",
                     markerfacecolor=PALETTE[2], animated=True)
     return {"fig": fig, "axes": (ax1, ax2), "heading": heading, "moving": (vline, attn, gdn)}
 
@@ -281,7 +289,7 @@ class Lesson05Chart(SkeletonChart):
             (xa, ya), (xg, yg) = view.dots[FULL_ATTENTION], view.dots[GATED_DELTANET]
             attn.set_data([xa], [ya / 1e12])
             gdn.set_data([xg], [yg / 1e12])
-            return [vline, attn, gdn]
+            return [vline, gdn, attn]  # the square behind the circle
 
         return self.figures.render(key, update)
 

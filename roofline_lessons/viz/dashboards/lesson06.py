@@ -61,6 +61,9 @@ class Lesson06View:
     tile_grid: tuple[int, int] = (0, 0)  #: (query blocks, key blocks) of the full tile grid
     tiles_visited: int = 0  #: tiles the kernel computes (all of them unless causal)
     tiles_per_cell: tuple[int, int] = (1, 1)  #: (query blocks, key blocks) one map cell stands for
+    #: FLOPs an eager (unfused) standard kernel computes: all N² scores, masked afterwards when causal (the cost
+    #: model's count for eager attention); ``flops`` is the unmasked work every dot is placed with
+    standard_computed_flops: float = 0.0
 
 
 def _grid(n: int, rows: int, cols: int, max_cells: int):
@@ -146,10 +149,16 @@ def lesson06_view(n: int, head_dim: int, sram_kib: int, causal: bool, part_id: s
               for k, i in intensity.items()}
     tr, tc, sr, sc, *_ = _grid(n, sizes.rows, sizes.cols, MAX_MAP_CELLS)
     ridge = roof.ridge_point_flop_per_byte
+    eager = float(attention_flops(n, head_dim, False))
+    counted = (f"one head does {si(flops, 'FLOP')} of unmasked work, the count every dot and intensity here uses "
+               f"(the same useful work for all four). Standard attention, an eager kernel, computes all N² scores and "
+               f"masks them afterwards: {si(eager, 'FLOP')} computed (what the course's cost model charges eager "
+               f"attention), so its own FLOP rate would read {num(eager / flops)}× higher at the same time"
+               if causal else f"one head does {si(flops, 'FLOP')}")
     said = "; ".join(f"{name}: {si(nbytes[k], 'B')} (I = {num(intensity[k])} FLOP/byte, "
                      f"{regime(intensity[k], ridge)})" for name, k in zip(SHORT, KINDS))
     text = (f"N = {count(n)} tokens, head dim {head_dim}, {binary(sram)} of SRAM, "
-            f"{'causal' if causal else 'full (not causal)'}: one head does {si(flops, 'FLOP')}. "
+            f"{'causal' if causal else 'full (not causal)'}: {counted}. "
             f"HBM traffic: {said}. The {roof.label} ridge is at {num(ridge)} FLOP/byte. "
             f"Tiles of {sizes.rows} query × {sizes.cols} key rows (FlashAttention-1's rule, B_r ≤ d, borrowed for "
             f"both orders: {sizes.paper_rows} × {sizes.paper_cols} before shrinking to fit).")
@@ -160,7 +169,8 @@ def lesson06_view(n: int, head_dim: int, sram_kib: int, causal: bool, part_id: s
              "Tiled byte counts assume every tile comes from HBM (no reuse through the L2 cache).")
     return Lesson06View(n, head_dim, sram, causal, roof, flops, nbytes, intensity, attain, sizes.rows, sizes.cols,
                         _cached_map(n, sizes.rows, sizes.cols, bool(causal), order, MAX_MAP_CELLS), text,
-                        order=order, notes=notes, tile_grid=(tr, tc), tiles_visited=visited, tiles_per_cell=(sr, sc))
+                        order=order, notes=notes, tile_grid=(tr, tc), tiles_visited=visited, tiles_per_cell=(sr, sc),
+                        standard_computed_flops=eager)
 
 
 def _at_least_min_font(fig) -> None:
@@ -172,14 +182,26 @@ def _at_least_min_font(fig) -> None:
             t.set_fontsize(MIN_FONT_PT)
 
 
+#: the kind drawn hollow (a thick coloured outline, on top of the others): Algorithm 1's triangle, which often
+#: sits within a few pixels of the FlashAttention-2 diamond; through it the diamond stays visible
+HOLLOW_KIND = 1
+
+
 def _dot_style(i: int, roof_colour: str) -> dict:
-    """Marker and fill of kind ``i``: a marker per kind, fill colours that skip the roof's own colour."""
+    """Marker and fill of kind ``i``: a marker per kind, colours that skip the roof's own colour; kind
+    :data:`HOLLOW_KIND` is an outline only, in its colour, so a dot under it shows through."""
     fills = [c for c in PALETTE[1:6] if c.lower() != roof_colour.lower()]
+    if i == HOLLOW_KIND:
+        return {"marker": MARKERS[i + 1], "linestyle": "none", "color": fills[i], "markerfacecolor": "none",
+                "markeredgecolor": fills[i], "markeredgewidth": 2.6}
     return {"marker": MARKERS[i + 1], "linestyle": "none", "color": "black", "markerfacecolor": fills[i]}
 
 
-#: marker sizes, largest first: a dot drawn later (smaller) stays inside an earlier one it covers
-DOT_SIZES = (13, 11.5, 10, 10)
+#: marker sizes (points); the hollow triangle is the largest and drawn last, so it frames what it covers
+DOT_SIZES = (13, 16, 10, 10)
+DOT_ZORDER = (3, 5, 4, 4)
+#: two dots whose centres are closer than this (pixels of the 80 dpi PNG) overlap: the alt text says they coincide
+COINCIDE_PX = 8.0
 
 
 def _build(roof):
@@ -199,11 +221,11 @@ def _build(roof):
     ax1.legend(handles=[Line2D([], [], color=look.colour, linestyle=look.linestyle, linewidth=2.2, label=roof.label)]
                + [Line2D([], [], markersize=8, label=k, **_dot_style(i, look.colour)) for i, k in enumerate(KINDS)],
                fontsize=MIN_FONT_PT, loc="lower right", framealpha=0.9)
-    dots = [ax1.plot([], [], markersize=DOT_SIZES[i], animated=True, **_dot_style(i, look.colour))[0]
-            for i in range(len(KINDS))]
+    dots = [ax1.plot([], [], markersize=DOT_SIZES[i], animated=True, zorder=DOT_ZORDER[i],
+                     **_dot_style(i, look.colour))[0] for i in range(len(KINDS))]
     ax2.set_title("Tiles the kernel computes\n(dark: visited first, light: last; white: skipped)", fontsize=10)
     ax2.set_xlabel("key/value block j →")
-    ax2.set_ylabel("query block i →")
+    ax2.set_ylabel("← query block i")  # rotated 90°: the arrow points down, the way i grows (origin="upper")
     image = ax2.imshow(np.zeros((2, 2)), cmap="cividis", origin="upper", aspect="auto", interpolation="nearest",
                        extent=(0, 1, 1, 0), animated=True)
     ax2.set_xticks([])
@@ -218,6 +240,15 @@ def _build(roof):
 class Lesson06Chart:
     def __init__(self) -> None:
         self.figures = CachedFigure(_build)
+        #: kind -> (x, y) pixel centre of its dot in the last PNG drawn
+        self.dot_pixels: dict[str, tuple[float, float]] = {}
+
+    def coinciding(self) -> list[tuple[str, str, float]]:
+        """Pairs of kinds whose dots in the last PNG lie within :data:`COINCIDE_PX` pixels, with the distance."""
+        items = list(self.dot_pixels.items())
+        return [(a, b, float(np.hypot(pa[0] - pb[0], pa[1] - pb[1])))
+                for n, (a, pa) in enumerate(items) for b, pb in items[n + 1:]
+                if np.hypot(pa[0] - pb[0], pa[1] - pb[1]) < COINCIDE_PX]
 
     def png(self, view: Lesson06View) -> bytes:
         if view.roof is None:
@@ -225,8 +256,11 @@ class Lesson06Chart:
 
         def update(state):
             dots, image, grid = state
+            self.dot_pixels = {}
             for dot, kind in zip(dots, KINDS):
-                dot.set_data([view.intensity_by_kind[kind]], [view.attainable_by_kind[kind] / 1e12])
+                xy = (view.intensity_by_kind[kind], view.attainable_by_kind[kind] / 1e12)
+                dot.set_data([xy[0]], [xy[1]])
+                self.dot_pixels[kind] = tuple(float(v) for v in dot.axes.transData.transform(xy))
             image.set_data(np.ma.masked_invalid(view.tile_map))
             image.set_clim(0, max(float(np.nanmax(view.tile_map)), 1.0))
             tr, tc = view.tile_grid
@@ -238,8 +272,9 @@ class Lesson06Chart:
         return self.figures.render(view.roof, update)
 
 
-def lesson06_alt(view: Lesson06View) -> str:
-    """The chart's message in words, with the live numbers."""
+def lesson06_alt(view: Lesson06View, coinciding=()) -> str:
+    """The chart's message in words, with the live numbers; ``coinciding`` (from
+    :meth:`Lesson06Chart.coinciding`) names dots that overlap on the chart."""
     roof = view.roof
     where = "; ".join(f"{name} at {num(view.intensity_by_kind[k])} FLOP/byte, "
                       f"{num(view.attainable_by_kind[k] / 1e12)} TFLOP/s" for name, k in zip(SHORT, KINDS))
@@ -248,9 +283,15 @@ def lesson06_alt(view: Lesson06View) -> str:
             else "row by row (query blocks outer, FlashAttention-2)")
     shape = ("a lower triangle: tiles above the diagonal, whose keys all come after their queries, are skipped"
              if view.causal else "the full square: every tile is visited")
+    names = dict(zip(KINDS, SHORT))
+    overlap = "".join(f" The dots of {names[a]} and {names[b]} coincide on the chart ({num(d, 2)} pixels apart; "
+                      f"{names[KINDS[HOLLOW_KIND]]} is the hollow triangle around the other)."
+                      if KINDS[HOLLOW_KIND] in (a, b) else
+                      f" The dots of {names[a]} and {names[b]} coincide on the chart ({num(d, 2)} pixels apart)."
+                      for a, b, d in coinciding)
     return (f"Left: log-log roofline of the {roof.label} ({num(roof.peak_flops_per_s / 1e12)} TFLOP/s, "
             f"{num(roof.bandwidth_bytes_per_s / 1e12)} TB/s, ridge {num(roof.ridge_point_flop_per_byte)} FLOP/byte) "
-            f"with one head of attention at N = {count(view.n)}, head dim {view.head_dim}: {where}. "
+            f"with one head of attention at N = {count(view.n)}, head dim {view.head_dim}: {where}.{overlap} "
             f"Right: the {count(tr)} × {count(tc)} grid of query-block × key-block tiles, {count(view.tiles_visited)} "
             f"visited, shaded in visiting order {walk}; the visited region is {shape}.")
 
@@ -260,7 +301,8 @@ def lesson06_frame(view: Lesson06View, chart: Lesson06Chart) -> Frame:
     view shows its message once, with no chart."""
     if view.error is not None or view.roof is None:
         return Frame(verdict=f"This setting cannot be drawn: {view.error or view.text}", png=None, alt="", error=True)
-    return Frame(verdict=view.text, png=chart.png(view), alt=lesson06_alt(view), notes=view.notes)
+    png = chart.png(view)
+    return Frame(verdict=view.text, png=png, alt=lesson06_alt(view, chart.coinciding()), notes=view.notes)
 
 
 def lesson06_dashboard(part_id: str = "h100-sxm"):

@@ -21,14 +21,18 @@ from ...core.errors import RooflineInputError
 from ...core.hardware import get_part, list_parts
 from ...core.placement import place
 from ...core.roofline import attainable_flops_per_s
-from ...core.units import binary, count, duration, num, si
+from ...core.units import binary, count, duration, num
 from ...topics.levers import BASELINE, KV_FORMATS, WEIGHT_RECIPES, recipe_fields, regime
 from ..charts import MARKERS, MIN_FONT_PT, PALETTE, Roof, roofline_chart, set_roof_ylim
 from ..fastfig import CachedFigure, bare_figure, message_png
 from ._panel import Frame
 
 MODEL = "qwen3.8-27b"
-FORMATS = ("bf16", "fp8", "fp4")
+#: every compute format a recipe uses (BF16 first): the chart draws the roof of each one the part has a rate for
+FORMATS = tuple(dict.fromkeys(["bf16"] + [lev.changes["compute_dtype"] for lev in WEIGHT_RECIPES.values()
+                                          if "compute_dtype" in lev.changes]))
+#: integer formats: the catalog stores their peak in the same field as FLOP/s, but they are operations, not FLOPs
+INTEGER_FORMATS = ("int8",)
 INTENSITY_RANGE = (0.1, 1e5)
 RECIPES = tuple(WEIGHT_RECIPES)
 KV_CHOICES = tuple(KV_FORMATS)
@@ -62,6 +66,30 @@ class Lesson07View:
     notes: tuple[str, ...] = ()
 
 
+def rate_unit(formats: str) -> str:
+    """``"TOPS"`` (tera-operations per second) when an integer format is in ``formats`` (a dtype or a
+    description such as ``"int8 matmuls, bf16 rest"``), else ``"TFLOP/s"``."""
+    return "TOPS" if any(f in formats for f in INTEGER_FORMATS) else "TFLOP/s"
+
+
+def rate(flops_per_s: float, formats: str) -> str:
+    """A compute rate in tera units: ``"312 TFLOP/s"``, or ``"624 TOPS"`` for an integer format."""
+    return f"{num(flops_per_s / TERA)} {rate_unit(formats)}"
+
+
+def bandwidth(bytes_per_s: float) -> str:
+    """Bandwidth in TB/s as roofline_chart's alt text gives it: ``"2.04 TB/s"``, ``"0.819 TB/s"``."""
+    return f"{num(bytes_per_s / TERA)} TB/s"
+
+
+def roof_label(roof: Roof) -> str:
+    """A roof's legend entry: ``"a100-80gb int8: 624 TOPS (integer ops/s), 2.04 TB/s, ridge 306"``."""
+    fmt = roof.label.split()[-1]
+    unit = " (integer ops/s)" if rate_unit(fmt) == "TOPS" else ""
+    return (f"{roof.label}: {rate(roof.peak_flops_per_s, fmt)}{unit}, {bandwidth(roof.bandwidth_bytes_per_s)}, "
+            f"ridge {num(roof.ridge_point_flop_per_byte)}")
+
+
 def _roofs(part) -> tuple[Roof, ...]:
     return tuple(Roof(f"{part.id} {dt}", part.peak_flops_per_s(dt), part.memory_bandwidth_bytes_per_s, part.id)
                  for dt in FORMATS if dt in part.dense_flops_per_s)
@@ -80,28 +108,31 @@ def _why(new, base, ceiling: float, base_ceiling: float) -> str:
                   and np.isclose(float(new.attainable_flops_per_s), float(base.attainable_flops_per_s), rtol=1e-9))
     raised = ceiling > base_ceiling * (1 + 1e-9)
     compute_t, memory_t = float(new.compute_time_s), float(new.memory_time_s)
+    w = new.workload
+    formats = f"{w.compute_dtype} {w.other_compute_dtype}"
+    unit = rate_unit(formats)
     if not raised and same_place:
         return "This is the all-BF16 step itself: the filled dot sits on the open square."
     if raised and str(new.bound) == "memory":
-        dot = (f"it runs at intensity × bandwidth = {num(float(new.attainable_flops_per_s) / TERA)} TFLOP/s under "
+        dot = (f"it runs at intensity × bandwidth = {rate(float(new.attainable_flops_per_s), formats)} under "
                "either ceiling")
         moved = ("so the dot did not move: it sits on the open square" if same_place else
                  "so the faster ceiling alone would not move the dot; what moved it from the open square is the "
                  f"bytes ({duration(float(base.memory_time_s))} of memory traffic all-BF16, {duration(memory_t)} now)")
-        return (f"Your recipe raises the compute ceiling from {num(base_ceiling / TERA)} to {num(ceiling / TERA)} "
-                f"TFLOP/s, but the step is memory-bound: its FLOPs need {duration(compute_t)} at that ceiling "
+        return (f"Your recipe raises the compute ceiling from {num(base_ceiling / TERA)} TFLOP/s to "
+                f"{rate(ceiling, formats)}, but the step is memory-bound: its FLOPs need {duration(compute_t)} at that ceiling "
                 f"({duration(float(base.compute_time_s))} at BF16's), its bytes {duration(memory_t)} at "
-                f"{si(float(new.bandwidth_bytes_per_s), 'B/s')}. A faster compute roof does not help a step the bytes "
+                f"{bandwidth(float(new.bandwidth_bytes_per_s))}. A faster compute roof does not help a step the bytes "
                 f"hold back: {dot}, {moved}.")
     if raised:
         return (f"The step is compute-bound, so the higher ceiling lifts it: its FLOPs need {duration(compute_t)} at "
-                f"{num(ceiling / TERA)} TFLOP/s against {duration(float(base.compute_time_s))} at BF16's "
+                f"{rate(ceiling, formats)} against {duration(float(base.compute_time_s))} at BF16's "
                 f"{num(base_ceiling / TERA)} TFLOP/s.")
     if str(new.bound) == "memory":
-        return (f"The compute ceiling stays at {num(ceiling / TERA)} TFLOP/s; fewer bytes moved the dot right along "
+        return (f"The compute ceiling stays at {rate(ceiling, formats)}; fewer bytes moved the dot right along "
                 f"the bandwidth slope ({duration(float(base.memory_time_s))} of memory traffic all-BF16, "
                 f"{duration(memory_t)} now).")
-    return (f"The compute ceiling stays at {num(ceiling / TERA)} TFLOP/s and the step is compute-bound there: its "
+    return (f"The compute ceiling stays at {rate(ceiling, formats)} and the step is compute-bound there: its "
             f"FLOPs need {duration(compute_t)}, its bytes only {duration(memory_t)}, so fewer bytes do not shorten it.")
 
 
@@ -145,8 +176,11 @@ def lesson07_view(part_id: str, phase: str, recipe: str = BASELINE, kv: str = "B
     else:
         timing = (f"Step ≥ {duration(float(new.time_lower_bound_s))} against {duration(float(base.time_lower_bound_s))} "
                   f"all-BF16: {_speed_words(speedup)}{caveat}. ")
+    integer = rate_unit(formats) == "TOPS"
+    unit_said = (" (tera-operations per second: the INT8 ops/s of the weight matmuls and the BF16 FLOP/s of the "
+                 "rest, counted alike)" if integer else "")
     text = (f"{what} on the {part.id}: {recipe}, {kv}. Compute ceiling for this FLOP mix ({formats_said}): "
-            f"{num(ceiling / TERA)} TFLOP/s, ridge {num(float(new.ridge_point_flop_per_byte))} FLOP/byte. "
+            f"{rate(ceiling, formats)}{unit_said}, ridge {num(float(new.ridge_point_flop_per_byte))} FLOP/byte. "
             f"Intensity {num(float(new.intensity))} FLOP/byte (all BF16: {num(float(base.intensity))}): "
             f"{regime(new.intensity, new.ridge_point_flop_per_byte)}. "
             + timing + _why(new, base, ceiling, base_ceiling))
@@ -176,8 +210,11 @@ def _build(roofs):
     fig.subplots_adjust(left=0.1, right=0.95, bottom=0.1, top=0.93)
     roofline_chart(list(roofs), [], title=f"Qwen3.8-27B on the {roofs[0].label.split()[0]}: one compute ceiling "
                                           "per format", intensity_range=INTENSITY_RANGE, ax=ax, fast=True)
-    set_roof_ylim(ax, roofs, INTENSITY_RANGE)
-    ax.set_ylabel("Attainable (TFLOP/s)")
+    set_roof_ylim(ax, roofs, INTENSITY_RANGE)  # the top is 2.5 × the highest roof: every recipe's ceiling is inside
+    integer = any(rate_unit(r.label.split()[-1]) == "TOPS" for r in roofs)
+    ax.set_ylabel("Attainable (TFLOP/s; TOPS for INT8)" if integer else "Attainable (TFLOP/s)")
+    for line, roof in zip([ln for ln in ax.get_lines() if not ln.get_label().startswith("_")], roofs):
+        line.set_label(roof_label(roof))  # num()-formatted, as in every other chart's alt text
     band, = ax.plot([], [], color=BAND_COLOUR, linewidth=10, alpha=0.35, solid_capstyle="butt", animated=True,
                     zorder=1.5)
     base, = ax.plot([], [], marker=MARKERS[1], markersize=15, linestyle="none", color="black",
@@ -211,7 +248,7 @@ class Lesson07Chart:
             band.set_data([view.ridge_point_flop_per_byte, INTENSITY_RANGE[1]], [view.ceiling_flops_per_s / TERA] * 2)
             base.set_data([view.baseline[0]], [view.baseline[1] / TERA])
             chosen.set_data([view.chosen[0]], [view.chosen[1] / TERA])
-            ceiling_label.set_text(f"your recipe's ceiling: {num(view.ceiling_flops_per_s / TERA)} TFLOP/s\n"
+            ceiling_label.set_text(f"your recipe's ceiling: {rate(view.ceiling_flops_per_s, view.ceiling_formats)}\n"
                                    f"({view.ceiling_formats}; ridge {num(view.ridge_point_flop_per_byte)})")
             return [band, base, chosen, ceiling_label]
 
@@ -220,14 +257,14 @@ class Lesson07Chart:
 
 def lesson07_alt(view: Lesson07View) -> str:
     """The chart's message in words, with the live numbers."""
-    ceilings = ", ".join(f"{r.label} {num(r.peak_flops_per_s / TERA)} TFLOP/s" for r in view.roofs)
+    ceilings = ", ".join(f"{r.label} {rate(r.peak_flops_per_s, r.label.split()[-1])}" for r in view.roofs)
     same = (view.chosen == view.baseline)
-    return (f"Log-log roofline of the {view.part} (bandwidth {si(view.bandwidth_bytes_per_s, 'B/s')}) with one "
-            f"compute ceiling per format: {ceilings}. The ceiling in force for {view.recipe} with {view.kv} is marked "
-            f"by a band at {num(view.ceiling_flops_per_s / TERA)} TFLOP/s (ridge {num(view.ridge_point_flop_per_byte)} "
+    return (f"Log-log roofline of the {view.part} (bandwidth {bandwidth(view.bandwidth_bytes_per_s)}) with one "
+            f"compute ceiling per format its recipes use: {ceilings}. The ceiling in force for {view.recipe} with "
+            f"{view.kv} is marked by a band at {rate(view.ceiling_flops_per_s, view.ceiling_formats)} (ridge {num(view.ridge_point_flop_per_byte)} "
             f"FLOP/byte). The all-BF16 {view.phase} step (open square) is at {num(view.baseline[0])} FLOP/byte, "
             f"{num(view.baseline[1] / TERA)} TFLOP/s; the chosen step (filled dot) is at {num(view.chosen[0])} "
-            f"FLOP/byte, {num(view.chosen[1] / TERA)} TFLOP/s, "
+            f"FLOP/byte, {rate(view.chosen[1], view.ceiling_formats)}, "
             f"{regime(view.chosen[0], view.ridge_point_flop_per_byte)}"
             + (", on top of the open square" if same else "") + f"; {_speed_words(view.speedup)}.")
 
