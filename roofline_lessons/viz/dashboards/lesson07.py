@@ -110,7 +110,6 @@ def _why(new, base, ceiling: float, base_ceiling: float) -> str:
     compute_t, memory_t = float(new.compute_time_s), float(new.memory_time_s)
     w = new.workload
     formats = f"{w.compute_dtype} {w.other_compute_dtype}"
-    unit = rate_unit(formats)
     if not raised and same_place:
         return "This is the all-BF16 step itself: the filled dot sits on the open square."
     if raised and str(new.bound) == "memory":
