@@ -1,0 +1,203 @@
+"""A real transformer decode loop to hold against the roofline (lesson 9, groundwork).
+
+A Llama-architecture decoder written in numpy: token embedding, RMSNorm, rotary position embedding
+(RoPE), grouped-query attention with a KV cache, a SwiGLU MLP, a final norm and the lm_head. The
+weights are seeded random numbers: a step's time does not depend on trained values, and nothing is
+downloaded. Its shape is an ordinary catalog :class:`~roofline_lessons.core.models.Model`, so the
+cost model prices the very loop that runs (:func:`llama_like`, :func:`sized_for_cache`).
+
+Arrays are float32 (numpy's fast path on a CPU). Shapes: ``batch`` sequences, ``t`` new tokens,
+``T`` cached tokens; ``nq`` query heads and ``nkv`` key/value heads of ``d`` elements each.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.errors import RooflineInputError
+from ..core.models import Model
+
+#: RoPE base frequency (Llama 2 and many others use 10,000; Llama 3 uses 500,000)
+ROPE_THETA = 10_000.0
+RMS_EPS = 1e-5
+#: a decode loop on a CPU streams its weights from DRAM only if they dwarf the last-level cache
+CACHE_MULTIPLE = 8
+
+
+def llama_like(name: str, *, hidden_size: int, num_hidden_layers: int, num_attention_heads: int,
+               num_key_value_heads: int, head_dim: int, intermediate_size: int, vocab_size: int,
+               max_context_tokens: int = 4096) -> Model:
+    """A Llama-architecture :class:`Model` (no tied embeddings, no biases) for the numpy decoder."""
+    for field, value in (("hidden_size", hidden_size), ("num_hidden_layers", num_hidden_layers),
+                         ("num_attention_heads", num_attention_heads), ("num_key_value_heads", num_key_value_heads),
+                         ("head_dim", head_dim), ("intermediate_size", intermediate_size),
+                         ("vocab_size", vocab_size), ("max_context_tokens", max_context_tokens)):
+        if not isinstance(value, (int, np.integer)) or value < 1:
+            raise RooflineInputError(f"{field} must be a positive whole number, got {value!r}")
+    if num_attention_heads % num_key_value_heads:
+        raise RooflineInputError(f"num_attention_heads ({num_attention_heads}) must be a multiple of "
+                                 f"num_key_value_heads ({num_key_value_heads}) for grouped-query attention")
+    if head_dim % 2:
+        raise RooflineInputError(f"head_dim must be even for rotary embeddings, got {head_dim}")
+    return Model(id=name, name=name, source="roofline_lessons.measure.decoder (seeded random weights)",
+                 hidden_size=hidden_size, num_hidden_layers=num_hidden_layers,
+                 num_attention_heads=num_attention_heads, num_key_value_heads=num_key_value_heads,
+                 head_dim=head_dim, intermediate_size=intermediate_size, vocab_size=vocab_size,
+                 max_context_tokens=max_context_tokens)
+
+
+def sized_for_cache(last_level_cache_bytes: int, multiple: int = CACHE_MULTIPLE, element_bytes: int = 4) -> Model:
+    """The smallest model of a fixed Llama-like shape family whose weights are at least ``multiple``
+    times the last-level cache (so each decode step streams them from DRAM, not from cache).
+    Layers grow in steps of one; width is fixed (hidden 1,024, 8 query and 2 KV heads of 128)."""
+    if last_level_cache_bytes <= 0:
+        raise RooflineInputError(f"last_level_cache_bytes must be positive, got {last_level_cache_bytes!r}")
+    target = multiple * last_level_cache_bytes
+    for layers in range(1, 257):
+        model = llama_like(f"numpy-llama-{layers}L", hidden_size=1024, num_hidden_layers=layers,
+                           num_attention_heads=8, num_key_value_heads=2, head_dim=128, intermediate_size=2816,
+                           vocab_size=8192)
+        if model.parameter_count() * element_bytes >= target:
+            return model
+    raise RooflineInputError(f"no model up to 256 layers reaches {multiple}× a {last_level_cache_bytes:,}-byte cache")
+
+
+@dataclass
+class KVCache:
+    """Keys and values of every layer for ``batch`` sequences: ``k[layer]`` has shape
+    ``(batch, nkv, capacity, d)``; the first ``length`` positions are filled."""
+
+    k: list[np.ndarray]
+    v: list[np.ndarray]
+    length: int = 0
+
+    @property
+    def capacity(self) -> int:
+        return self.k[0].shape[2]
+
+    @property
+    def batch(self) -> int:
+        return self.k[0].shape[0]
+
+
+def _rms_norm(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    return x * (1.0 / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + RMS_EPS)) * weight
+
+
+def _silu(x: np.ndarray) -> np.ndarray:
+    return x / (1.0 + np.exp(-x))
+
+
+class NumpyDecoder:
+    """A Llama-architecture decoder with seeded random weights; see the module docstring."""
+
+    def __init__(self, model: Model, seed: int = 0, dtype=np.float32) -> None:
+        if model.is_hybrid or model.is_moe or model.tie_word_embeddings or model.qk_norm or model.attn_output_gate:
+            raise RooflineInputError(f"{model.id}: the numpy decoder runs dense Llama-architecture models only "
+                                     "(no Gated DeltaNet, MoE, tied embeddings, QK-norm or output gate)")
+        self.model, self.dtype = model, np.dtype(dtype)
+        h, d = model.hidden_size, model.head_dim
+        nq, nkv, inter = model.num_attention_heads, model.num_key_value_heads, model.intermediate_size
+        rng = np.random.default_rng(seed)
+
+        def weight(fan_in: int, fan_out: int) -> np.ndarray:
+            return (rng.standard_normal((fan_in, fan_out), dtype=np.float32) / math.sqrt(fan_in)).astype(self.dtype)
+
+        self.embed = rng.standard_normal((model.vocab_size, h), dtype=np.float32).astype(self.dtype)
+        self.layers = [{
+            "attn_norm": np.ones(h, self.dtype), "wq": weight(h, nq * d), "wk": weight(h, nkv * d),
+            "wv": weight(h, nkv * d), "wo": weight(nq * d, h), "mlp_norm": np.ones(h, self.dtype),
+            "w_gate": weight(h, inter), "w_up": weight(h, inter), "w_down": weight(inter, h),
+        } for _ in range(model.num_hidden_layers)]
+        self.final_norm = np.ones(h, self.dtype)
+        self.lm_head = weight(h, model.vocab_size)
+        self.inv_freq = 1.0 / ROPE_THETA ** (np.arange(0, d, 2, dtype=np.float64) / d)
+
+    # --- bookkeeping -------------------------------------------------------------------------
+    def parameter_count(self) -> int:
+        """Elements in every weight array: equals ``model.parameter_count()`` (tested)."""
+        arrays = [self.embed, self.final_norm, self.lm_head] + [a for layer in self.layers for a in layer.values()]
+        return int(sum(a.size for a in arrays))
+
+    def weight_bytes(self) -> int:
+        return self.parameter_count() * self.dtype.itemsize
+
+    def new_cache(self, batch: int, capacity_tokens: int) -> KVCache:
+        """An empty KV cache for ``batch`` sequences of up to ``capacity_tokens`` tokens."""
+        if batch < 1 or capacity_tokens < 1:
+            raise RooflineInputError(f"batch and capacity_tokens must be ≥ 1, got {batch} and {capacity_tokens}")
+        m = self.model
+        shape = (batch, m.num_key_value_heads, capacity_tokens, m.head_dim)
+        return KVCache([np.zeros(shape, self.dtype) for _ in self.layers],
+                       [np.zeros(shape, self.dtype) for _ in self.layers])
+
+    # --- the layers --------------------------------------------------------------------------
+    def _rope(self, x: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """Rotate ``x`` (batch, heads, t, d) by its positions (t,), halves convention (as HF Llama)."""
+        angles = positions[:, None].astype(np.float64) * self.inv_freq[None, :]  # (t, d/2)
+        cos = np.cos(angles).astype(self.dtype)
+        sin = np.sin(angles).astype(self.dtype)
+        half = x.shape[-1] // 2
+        x1, x2 = x[..., :half], x[..., half:]
+        return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+
+    def _attention(self, layer: dict, x: np.ndarray, cache: KVCache, index: int, start: int) -> np.ndarray:
+        m = self.model
+        b, t, _ = x.shape
+        nq, nkv, d = m.num_attention_heads, m.num_key_value_heads, m.head_dim
+        positions = np.arange(start, start + t)
+        q = (x @ layer["wq"]).reshape(b, t, nq, d).transpose(0, 2, 1, 3)
+        k = (x @ layer["wk"]).reshape(b, t, nkv, d).transpose(0, 2, 1, 3)
+        v = (x @ layer["wv"]).reshape(b, t, nkv, d).transpose(0, 2, 1, 3)
+        q, k = self._rope(q, positions), self._rope(k, positions)
+        cache.k[index][:, :, start:start + t] = k
+        cache.v[index][:, :, start:start + t] = v
+        keys, values = cache.k[index][:, :, :start + t], cache.v[index][:, :, :start + t]
+        group = nq // nkv  # query heads that share one key/value head
+        qg = q.reshape(b, nkv, group, t, d)
+        scores = (qg @ keys[:, :, None].swapaxes(-1, -2)) / np.sqrt(np.float32(d))  # (b, nkv, group, t, T)
+        if t > 1:  # causal: position start + i sees keys 0 … start + i
+            allowed = np.arange(start + t)[None, :] <= positions[:, None]
+            scores = np.where(allowed, scores, -np.inf)
+        scores = scores - scores.max(axis=-1, keepdims=True)
+        probs = np.exp(scores)
+        probs /= probs.sum(axis=-1, keepdims=True)
+        out = (probs @ values[:, :, None]).reshape(b, nq, t, d).transpose(0, 2, 1, 3).reshape(b, t, nq * d)
+        return out @ layer["wo"]
+
+    def _forward(self, tokens: np.ndarray, cache: KVCache, last_only: bool) -> np.ndarray:
+        tokens = np.asarray(tokens)
+        if tokens.ndim != 2 or tokens.shape[0] != cache.batch:
+            raise RooflineInputError(f"tokens must have shape (batch={cache.batch}, t), got {tokens.shape}")
+        if tokens.min() < 0 or tokens.max() >= self.model.vocab_size:
+            raise RooflineInputError(f"token ids must lie in 0 … {self.model.vocab_size - 1}")
+        start, t = cache.length, tokens.shape[1]
+        if start + t > cache.capacity:
+            raise RooflineInputError(f"the cache holds {cache.capacity:,} tokens; {start + t:,} would not fit")
+        x = self.embed[tokens]
+        for i, layer in enumerate(self.layers):
+            x = x + self._attention(layer, _rms_norm(x, layer["attn_norm"]), cache, i, start)
+            y = _rms_norm(x, layer["mlp_norm"])
+            x = x + (_silu(y @ layer["w_gate"]) * (y @ layer["w_up"])) @ layer["w_down"]
+        cache.length = start + t
+        x = _rms_norm(x[:, -1:] if last_only else x, self.final_norm)
+        return x @ self.lm_head
+
+    # --- what a serving loop calls -----------------------------------------------------------
+    def prefill(self, tokens: np.ndarray, cache: KVCache) -> np.ndarray:
+        """Run a prompt (batch, t) in one pass, filling the cache; logits of the last position (batch, vocab)."""
+        return self._forward(tokens, cache, last_only=True)[:, 0]
+
+    def decode(self, tokens: np.ndarray, cache: KVCache) -> np.ndarray:
+        """One new token per sequence (batch,), reading the cache; its logits (batch, vocab)."""
+        tokens = np.asarray(tokens)
+        return self._forward(tokens.reshape(-1, 1), cache, last_only=True)[:, 0]
+
+    def logits_without_cache(self, tokens: np.ndarray) -> np.ndarray:
+        """Every position's logits (batch, t, vocab), recomputed from scratch: the reference."""
+        tokens = np.asarray(tokens)
+        cache = self.new_cache(tokens.shape[0], tokens.shape[1])
+        return self._forward(tokens, cache, last_only=False)
