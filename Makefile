@@ -53,6 +53,7 @@ exercises: $(VENV)/.installed
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/widget_update.py
 	$(BIN)/python benchmarks/browser_latency.py
+	$(BIN)/python benchmarks/decode_vs_bound.py
 	$(BIN)/python benchmarks/notebook_times.py
 	$(BIN)/python benchmarks/bandwidth_vs_c.py
 
