@@ -1,0 +1,279 @@
+"""Lesson 9's reality check: run the numpy decoder here and hold every measured step against the
+bound the cost model gives from this machine's measured roofs (lesson 8's probes).
+
+For each step the bound is ``max(FLOPs / measured matmul rate, bytes / measured DRAM bandwidth)``
+(seconds) from :func:`roofline_lessons.core.costs.model_cost` of the very model that ran, in
+float32. The **achieved fraction** is bound / measured (1 = on the roof). **MBU** (model bandwidth
+utilisation) = bytes the step must move / measured time / bandwidth; **MFU** (model FLOP
+utilisation) = the step's FLOPs / measured time / peak. A third term, a fixed **overhead** per step
+(Python dispatching ~10 numpy calls per layer here; kernel launches and CPU scheduling on a GPU), is
+fitted from the measurements: time ≈ max(compute, memory) + overhead.
+
+Results are saved as JSON next to lesson 8's measurements (``reality-*.json``), atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from ..core.costs import model_cost
+from ..core.errors import RooflineInputError
+from ..core.files import atomic_write_text
+from ..core.models import Model
+from .decoder import KVCache, NumpyDecoder, sized_for_cache
+from .probes import Measurement, measure
+from .results import data_dir
+
+#: what each mode runs: decode batches (at ``context``), decode contexts (batch 1), prefill prompts
+MODES = {
+    "quick": {"batches": (1, 2, 4, 8, 16), "context": 128, "contexts": (64, 512), "prompts": (32, 128, 256),
+              "steps": 3},
+    "full": {"batches": (1, 2, 4, 8, 16, 32, 64), "context": 256, "contexts": (64, 512, 2048),
+             "prompts": (32, 128, 512, 1024), "steps": 7},
+}
+FP32 = {"weights_dtype": "fp32", "activations_dtype": "fp32", "kv_dtype": "fp32", "compute_dtype": "fp32",
+        "attention_compute_dtype": "fp32"}
+
+
+@dataclass(frozen=True)
+class StepSample:
+    """One measured step and its bound. ``tokens`` is the context already cached (decode) or the
+    prompt length (prefill). Times in seconds; FLOPs and bytes from the cost model."""
+
+    phase: str
+    batch: int
+    tokens: int
+    measured_s: float
+    best_s: float
+    flops: float
+    bytes: float
+    compute_s: float
+    memory_s: float
+
+    @property
+    def bound_s(self) -> float:
+        return max(self.compute_s, self.memory_s)
+
+    @property
+    def binds(self) -> str:
+        return "memory" if self.memory_s >= self.compute_s else "compute"
+
+    @property
+    def achieved(self) -> float:
+        """bound / measured: 1 is on the roof; below 1 is the gap the lesson explains."""
+        return self.bound_s / self.measured_s
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Output tokens per second (decode) or prompt tokens per second (prefill)."""
+        return self.batch * (1 if self.phase == "decode" else self.tokens) / self.measured_s
+
+
+def mbu(bytes_moved: float, step_s: float, bandwidth_bytes_per_s: float) -> float:
+    """Model bandwidth utilisation: the bytes a step must move, over its time, over the bandwidth.
+    Its numerator is the model's byte count, not a measured bandwidth."""
+    return bytes_moved / step_s / bandwidth_bytes_per_s
+
+
+def mfu(flops: float, step_s: float, peak_flops_per_s: float) -> float:
+    """Model FLOP utilisation: the step's FLOPs over its time, over the peak FLOP/s."""
+    return flops / step_s / peak_flops_per_s
+
+
+def fit_overhead_s(samples) -> float:
+    """The fixed cost per step that best explains ``measured ≈ bound + overhead`` (least squares for
+    a constant: the mean of measured − bound), clamped at zero. Seconds."""
+    gaps = [s.measured_s - s.bound_s for s in samples]
+    if not gaps:
+        raise RooflineInputError("fit_overhead_s needs at least one sample")
+    return max(0.0, float(np.mean(gaps)))
+
+
+def predicted_time_s(sample: StepSample, overhead_s: float) -> float:
+    """The three-term model of a step: max(compute, memory) + overhead (seconds)."""
+    return sample.bound_s + overhead_s
+
+
+def critical_batch_for(model: Model, bandwidth_bytes_per_s: float, peak_flops_per_s: float, context_tokens: int,
+                       largest: int = 4096) -> int | None:
+    """The smallest decode batch whose compute time reaches its memory time on these roofs (the
+    cost model's knee); ``None`` if none up to ``largest``."""
+    for batch in range(1, largest + 1):
+        cost = model_cost(model, phase="decode", batch=batch, context_tokens=context_tokens, **FP32)
+        if float(cost.flops) / peak_flops_per_s >= float(cost.bytes) / bandwidth_bytes_per_s:
+            return batch
+    return None
+
+
+def measured_knee(samples, flat_below: float = 1.5) -> int | None:
+    """Where measured decode throughput stops growing almost linearly with batch: the first batch
+    whose tokens/s is less than ``flat_below`` times the previous one's (batches doubling)."""
+    decode = sorted((s for s in samples if s.phase == "decode"), key=lambda s: s.batch)
+    for prev, cur in zip(decode, decode[1:]):
+        if cur.tokens_per_s < flat_below * prev.tokens_per_s * (cur.batch / prev.batch) / 2:
+            return cur.batch
+    return None
+
+
+@dataclass
+class RealityCheck:
+    """Everything one run measured: the roofs it used, the model that ran, every step."""
+
+    mode: str
+    created: str
+    model: dict
+    bandwidth_bytes_per_s: float
+    peak_flops_per_s: float
+    last_level_cache_bytes: int
+    weight_bytes: int
+    machine: dict = field(default_factory=dict)
+    decode_by_batch: list[StepSample] = field(default_factory=list)
+    decode_by_context: list[StepSample] = field(default_factory=list)
+    prefill: list[StepSample] = field(default_factory=list)
+
+    @property
+    def samples(self) -> list[StepSample]:
+        return self.decode_by_batch + self.decode_by_context + self.prefill
+
+    def model_config(self) -> Model:
+        """The :class:`Model` that ran (its shape is all the cost model needs)."""
+        return Model(**self.model)
+
+    def critical_batch(self) -> int | None:
+        """The cost model's knee on these measured roofs, at the batch sweep's context."""
+        context = self.decode_by_batch[0].tokens if self.decode_by_batch else 0
+        return critical_batch_for(self.model_config(), self.bandwidth_bytes_per_s, self.peak_flops_per_s, context)
+
+    def overhead_s(self) -> float:
+        """The fixed cost per decode step fitted from the batch-1 steps (seconds): at batch 1 the
+        bound barely moves with context, so what is left over is the cost of running the step at
+        all. (At larger batches the gap grows with the batch: a further term, see the lesson.)"""
+        return fit_overhead_s([s for s in self.decode_by_batch + self.decode_by_context if s.batch == 1])
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RealityCheck":
+        if not isinstance(data, dict) or "decode_by_batch" not in data:
+            raise RooflineInputError("not a reality-check file (no decode_by_batch)")
+        lists = {k: [StepSample(**s) for s in data.get(k, [])] for k in ("decode_by_batch", "decode_by_context",
+                                                                             "prefill")}
+        rest = {k: v for k, v in data.items() if k not in lists}
+        return cls(**rest, **lists)
+
+
+def _time_steps(fn, steps: int) -> tuple[float, float]:
+    fn()  # warm-up
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), min(times)
+
+
+def _sample(model: Model, phase: str, batch: int, tokens: int, timing: tuple[float, float],
+            bandwidth: float, peak: float) -> StepSample:
+    fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
+    cost = model_cost(model, phase=phase, batch=batch, **fields, **FP32)
+    flops, moved = float(cost.flops), float(cost.bytes)
+    return StepSample(phase, batch, tokens, timing[0], timing[1], flops, moved, flops / peak, moved / bandwidth)
+
+
+def _tiled(one: KVCache, batch: int) -> KVCache:
+    """``batch`` copies of one prefilled sequence (prefill once, not ``batch`` times)."""
+    return KVCache([np.repeat(k, batch, axis=0) for k in one.k], [np.repeat(v, batch, axis=0) for v in one.v],
+                   one.length)
+
+
+def _decode_timing(dec: NumpyDecoder, cache: KVCache, steps: int) -> tuple[float, float]:
+    token = np.zeros(cache.batch, dtype=np.int64)
+    start = cache.length
+
+    def step():
+        cache.length = start  # every timed step sees the same context (it rewrites one slot)
+        dec.decode(token, cache)
+
+    try:
+        return _time_steps(step, steps)
+    finally:
+        cache.length = start
+
+
+def run(mode: str = "quick", roofs: Measurement | None = None, model: Model | None = None,
+        seed: int = 0) -> RealityCheck:
+    """Measure the roofs (or take lesson 8's ``roofs``: anything with ``dram_bytes_per_s()``,
+    ``peak_flops_per_s("float32")`` and a ``machine`` dict), build a decoder whose float32 weights are
+    at least 8× the last-level cache (or run ``model``), and time decode (by batch and by context)
+    and prefill."""
+    if mode not in MODES:
+        raise RooflineInputError(f"mode must be one of {sorted(MODES)}, got {mode!r}")
+    plan = MODES[mode]
+    roofs = roofs if roofs is not None else measure(mode, gpu=False)
+    bandwidth, peak = roofs.dram_bytes_per_s(), roofs.peak_flops_per_s("float32")
+    caches = {k: int(v) for k, v in roofs.machine.get("caches", {}).items()}
+    llc = max(caches.values()) if caches else 32 * 2**20
+    model = model if model is not None else sized_for_cache(llc)
+    dec = NumpyDecoder(model, seed=seed)
+    steps = plan["steps"]
+    capacity = max(plan["contexts"] + (plan["context"],)) + 1
+    check = RealityCheck(mode, datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                         {k: v for k, v in asdict(model).items() if v not in (None, 0, 0.0, False, "")},
+                         bandwidth, peak, llc, dec.weight_bytes(), dict(roofs.machine))
+    zeros = np.zeros((1, capacity), dtype=np.int64)
+    for tokens in sorted(set(plan["contexts"]) | {plan["context"]}):
+        one = dec.new_cache(1, capacity)
+        dec.prefill(zeros[:, :tokens], one)
+        if tokens in plan["contexts"]:
+            check.decode_by_context.append(_sample(model, "decode", 1, tokens, _decode_timing(dec, one, steps),
+                                                   bandwidth, peak))
+        if tokens == plan["context"]:
+            for batch in plan["batches"]:
+                cache = one if batch == 1 else _tiled(one, batch)
+                check.decode_by_batch.append(_sample(model, "decode", batch, tokens,
+                                                     _decode_timing(dec, cache, steps), bandwidth, peak))
+    for prompt in plan["prompts"]:
+        def prefill(prompt=prompt):
+            dec.prefill(zeros[:, :prompt], dec.new_cache(1, prompt))
+        check.prefill.append(_sample(model, "prefill", 1, prompt, _time_steps(prefill, max(1, steps - 1)),
+                                     bandwidth, peak))
+    return check
+
+
+def save(check: RealityCheck, path: Path | str | None = None) -> Path:
+    """Write ``check`` as JSON (atomically) into the learner's data folder; returns the path."""
+    if path is None:
+        stamp = check.created.replace(":", "").replace("-", "")[:15]
+        path = data_dir() / f"reality-{check.mode}-{stamp}.json"
+    path = Path(path)
+    atomic_write_text(path, json.dumps(check.to_dict(), indent=1) + "\n")
+    return path
+
+
+def load(path: Path | str) -> RealityCheck:
+    """Read a saved reality check; a file that is not one gets a clear error naming it."""
+    path = Path(path)
+    try:
+        return RealityCheck.from_dict(json.loads(path.read_text("utf-8")))
+    except (OSError, ValueError, TypeError) as exc:
+        raise RooflineInputError(f"{path} is not a readable reality-check file: {exc}") from None
+
+
+def gpu_status() -> dict:
+    """Whether the GPU path can run here: ``{"available": bool, "why": str}`` (PyTorch is never a
+    dependency of the course; without it or without CUDA the lesson says so and runs on the CPU)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return {"available": False, "why": "PyTorch is not installed (the GPU path needs it; the CPU path does not)"}
+    if not torch.cuda.is_available():
+        return {"available": False, "why": "PyTorch sees no CUDA device"}
+    return {"available": True, "why": f"CUDA device: {torch.cuda.get_device_name(0)}"}
