@@ -1,4 +1,4 @@
-"""Lesson 9 and the workshop kit: the deck, scheduling, persistence (corrupt files included), the
+"""Lesson 13 (the interview drill) and the workshop kit: the deck, scheduling, persistence (corrupt files included), the
 drill session, the cheat sheet, export and doctor."""
 
 import json
@@ -275,3 +275,12 @@ def test_paging_is_not_called_a_byte_lever():
     for card in deck():
         for text in (card.short, card.detailed):
             assert "FP8 KV, paging" not in text, card.id
+
+
+def test_drill_progress_does_not_depend_on_where_the_drill_notebook_lives(monkeypatch, tmp_path):
+    """The drill moved from lesson 9 to lesson 13: progress lives in the learner's data folder under
+    a fixed name, so what was saved before the move is found after it."""
+    from roofline_lessons.course.drill import data_file
+
+    monkeypatch.setenv("ROOFLINE_LESSONS_DATA", str(tmp_path))
+    assert data_file() == tmp_path / "drill-progress.json"

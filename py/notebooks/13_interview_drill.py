@@ -13,7 +13,7 @@
 # ---
 
 # %% [markdown]
-# # Lesson 9 — Interview drill
+# # Lesson 13 — Interview drill
 #
 # Forty-odd cards covering every lesson: a question, a 30-second answer, a longer one, the
 # follow-ups an interviewer asks next, and the things not to say. Numeric cards ("the ridge of an
