@@ -270,10 +270,71 @@ def load(path: Path | str) -> RealityCheck:
 def gpu_status() -> dict:
     """Whether the GPU path can run here: ``{"available": bool, "why": str}`` (PyTorch is never a
     dependency of the course; without it or without CUDA the lesson says so and runs on the CPU)."""
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        return {"available": False, "why": "PyTorch is not installed (the GPU path needs it; the CPU path does not)"}
-    if not torch.cuda.is_available():
-        return {"available": False, "why": "PyTorch sees no CUDA device"}
-    return {"available": True, "why": f"CUDA device: {torch.cuda.get_device_name(0)}"}
+    from .gpu import gpu_status as probe_status
+
+    available, why = probe_status()
+    return {"available": available, "why": why}
+
+
+def run_gpu(mode: str = "quick", seed: int = 0) -> RealityCheck | dict:
+    """The same reality check on a CUDA GPU in BF16 (PyTorch), against roofs measured by lesson 8's
+    GPU probes (device copy bandwidth, BF16 matmul rate). Without PyTorch or CUDA returns
+    :func:`gpu_status`'s dict, which says why. The model's BF16 weights are at least 8× the L2."""
+    status = gpu_status()
+    if not status["available"]:
+        return status
+    if mode not in MODES:
+        raise RooflineInputError(f"mode must be one of {sorted(MODES)}, got {mode!r}")
+    import torch
+
+    from .gpu import gpu_probes
+    from .torch_decoder import TorchDecoder
+
+    probes = gpu_probes(mode)
+    copy = next(p for p in probes["probes"] if p["kind"] == "bandwidth")
+    matmul = next(p for p in probes["probes"] if p["kind"] == "matmul" and p["dtype"] == "bf16")
+    bandwidth, peak = copy["bytes"] / copy["best_s"], matmul["flops"] / matmul["best_s"]
+    model = sized_for_cache(int(probes["l2_bytes"]), element_bytes=2)
+    dec = TorchDecoder(NumpyDecoder(model, seed=seed), device="cuda", dtype="bfloat16")
+    bf16 = {k: "bf16" for k in FP32}
+    plan, steps = MODES[mode], MODES[mode]["steps"] * 3
+    check = RealityCheck(mode, datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                         {k: v for k, v in asdict(model).items() if v not in (None, 0, 0.0, False, "")},
+                         bandwidth, peak, int(probes["l2_bytes"]), dec.weight_bytes(),
+                         {"device": probes.get("device", "cuda"), "catalog_part": probes.get("catalog_part")})
+
+    def timed(fn) -> tuple[float, float]:
+        fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            fn()
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times), min(times)
+
+    def sample(phase, batch, tokens, timing):
+        fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
+        cost = model_cost(model, phase=phase, batch=batch, **fields, **bf16)
+        flops, moved = float(cost.flops), float(cost.bytes)
+        return StepSample(phase, batch, tokens, timing[0], timing[1], flops, moved, flops / peak, moved / bandwidth)
+
+    with torch.inference_mode():
+        context = plan["context"]
+        for batch in plan["batches"]:
+            cache = dec.new_cache(batch, context + 1)
+            dec.forward(torch.zeros((batch, context), dtype=torch.long, device="cuda"), cache)
+            token = torch.zeros((batch, 1), dtype=torch.long, device="cuda")
+
+            def step(cache=cache, token=token):
+                cache["length"] = context
+                dec.forward(token, cache)
+
+            check.decode_by_batch.append(sample("decode", batch, context, timed(step)))
+        for prompt in plan["prompts"]:
+            tokens = torch.zeros((1, prompt), dtype=torch.long, device="cuda")
+            check.prefill.append(sample("prefill", 1, prompt,
+                                        timed(lambda tokens=tokens, prompt=prompt: dec.forward(
+                                            tokens, dec.new_cache(1, prompt)))))
+    return check
