@@ -53,7 +53,29 @@ CASES = {
     "operators_on_roofline": (
         lambda m: plots.operators_on_roofline(_prefill(), "Qwen3.8-27B prefill: every operator"),
         lambda m: [num(float(_prefill().intensity)), num(_prefill().ridge_point_flop_per_byte)]),
+    "decode_vs_bound_chart": (
+        lambda m: plots.decode_vs_bound_chart(_reality()),
+        lambda m: [duration(s.measured_s) for s in _reality().decode_by_batch[::4]]
+        + [duration(_reality().decode_by_batch[0].bound_s), count(_reality().critical_batch())]),
 }
+
+
+def _reality():
+    """A RealityCheck built by hand (no measurement): five decode batches on made-up roofs."""
+    from roofline_lessons.measure.decoder import sized_for_cache
+    from roofline_lessons.measure.reality import RealityCheck, StepSample
+
+    model = sized_for_cache(32 * 2**20)
+    bw, peak = 30e9, 150e9
+    steps = []
+    for b in (1, 2, 4, 8, 16):
+        flops, moved = 2.6e8 * b, 2.6e8 + 2e6 * b
+        bound = max(flops / peak, moved / bw)
+        steps.append(StepSample("decode", b, 128, bound * (2 + 0.3 * b), bound * 2, flops, moved, flops / peak,
+                                moved / bw))
+    fields = {k: v for k, v in model.__dict__.items() if v not in (None, 0, 0.0, False, "")}
+    return RealityCheck("quick", "2026-01-01T00:00:00+00:00", fields, bw, peak, 32 * 2**20,
+                        int(model.parameter_count() * 4), decode_by_batch=steps)
 
 
 def _public_functions(module):

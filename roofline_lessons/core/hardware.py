@@ -34,6 +34,7 @@ class Measurement:
     conditions: str = ""  #: everything else a like-with-like comparison needs
     shape: str = ""  #: matmul benchmarks: the M×N×K the figure was measured at
     software: str = ""  #: the software build the figure was measured with
+    date: str = ""  #: when the source was published (ISO date), where the catalog records it
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,7 @@ def _part_from_entry(part_id: str, entry: dict) -> Part:
             conditions=m.get("conditions", ""),
             shape=m.get("shape", ""),
             software=m.get("software", ""),
+            date=str(m.get("date", "")),
         )
         for m in entry.get("measured", [])
     )

@@ -125,6 +125,13 @@ def _gpt_fast_percent():
     return 100 * m.tokens_per_s / _tokens_per_s(m.model, "a100-80gb", 256)
 
 
+def _measured_value(part, quantity, scale=1.0):
+    """A catalog measurement's value (the highest of ``quantity`` for ``part``), times ``scale``."""
+    from ..topics.datasheets import best_measurement
+
+    return float(scale) * best_measurement(part, quantity).value
+
+
 def _moe_bytes_ratio(model, small, large):
     from ..topics.batching import moe_weight_bytes_per_token
 
@@ -294,6 +301,7 @@ NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
     "state_mib": _state_mib, "kv_crossing": _kv_crossing, "decode_attention": _decode_attention, "lever": _lever,
     "params_b": _params_b, "step_gb": _step_gb, "measured_percent": _measured_percent,
     "gpt_fast_percent": _gpt_fast_percent, "measured_ridge": _measured_ridge, "moe_bytes_ratio": _moe_bytes_ratio,
+    "measured_value": _measured_value,
 }
 
 

@@ -267,6 +267,21 @@ def load(path: Path | str) -> RealityCheck:
         raise RooflineInputError(f"{path} is not a readable reality-check file: {exc}") from None
 
 
+def example() -> RealityCheck:
+    """A reality check shipped with the course (quick mode, on the machine named inside it), for the
+    exercises and the tests when you have not run lesson 9 yet."""
+    from importlib import resources
+
+    text = resources.files("roofline_lessons").joinpath("data", "example_reality.json").read_text("utf-8")
+    return RealityCheck.from_dict(json.loads(text))
+
+
+def latest_saved(directory: Path | str | None = None) -> Path | None:
+    """The newest reality check saved in your data folder (``reality-*.json``), if any."""
+    found = sorted(Path(directory or data_dir()).glob("reality-*.json"), key=lambda p: p.stat().st_mtime)
+    return found[-1] if found else None
+
+
 def gpu_status() -> dict:
     """Whether the GPU path can run here: ``{"available": bool, "why": str}`` (PyTorch is never a
     dependency of the course; without it or without CUDA the lesson says so and runs on the CPU)."""

@@ -14,7 +14,7 @@ from matplotlib.transforms import Bbox
 from ..core.hardware import get_part
 from ..core.models import get_model
 from ..core.placement import Placement
-from ..core.units import binary, count, duration, num, si
+from ..core.units import binary, count, duration, num, percent, si
 from ..measure.probes import cache_capacity_bytes
 from ..topics.batching import decode_sweep
 from .charts import (LINE_COLOURS, LINESTYLES, MIN_FONT_PT, PALETTE, Roof, part_style, plain_log_ticks, point_on_roof,
@@ -429,4 +429,47 @@ def bandwidth_sweep_chart(measurement):
                  + (f"Triad plateaus, the cache roofs: {plateaus}. " if plateaus else "")
                  + f"{where}; the DRAM roof is {si(dram[3], 'B/s')}, measured {sizes_text}. "
                    f"Bandwidth peaks at {si(top * 1e9, 'B/s')}.")
+    return fig
+
+
+def decode_vs_bound_chart(check):
+    """Lesson 9: measured decode step time against the roofline bound over batch (log-log), from a
+    :class:`~roofline_lessons.measure.reality.RealityCheck`. The alt text states the gap at the
+    smallest and largest batch and the cost model's knee."""
+    steps = sorted(check.decode_by_batch, key=lambda s: s.batch)
+    if not steps:
+        raise ValueError("decode_vs_bound_chart needs a reality check with decode_by_batch steps, got none")
+    batches = [s.batch for s in steps]
+    fig = bare_figure((10.5, 4.8), dpi=100)
+    ax = fig.add_subplot()
+    fig.subplots_adjust(left=0.08, right=0.66, bottom=0.12, top=0.9)
+    ax.plot(batches, [s.measured_s * 1e3 for s in steps], color=LINE_COLOURS[1], marker="o", linestyle="-",
+            linewidth=2.2, markersize=6, label="measured (median step)")
+    ax.plot(batches, [s.bound_s * 1e3 for s in steps], color=LINE_COLOURS[0], marker="s", linestyle="--",
+            linewidth=2, markersize=6, label="roofline bound: max(compute, memory)")
+    ax.plot(batches, [s.memory_s * 1e3 for s in steps], color=LINE_COLOURS[2], linestyle=":", linewidth=1.5,
+            label="memory time\n(bytes ÷ measured DRAM bandwidth)")
+    ax.plot(batches, [s.compute_s * 1e3 for s in steps], color=LINE_COLOURS[3], linestyle="-.", linewidth=1.5,
+            label="compute time\n(FLOPs ÷ measured matmul rate)")
+    knee = check.critical_batch()
+    if knee is not None and batches[0] <= knee <= batches[-1]:
+        ax.axvline(knee, color="0.45", linestyle=(0, (1, 3)), linewidth=1.2, label=f"cost model's knee (batch {knee})")
+    context = steps[0].tokens
+    ax.set(xscale="log", yscale="log", xlabel="Batch (sequences decoded together)", ylabel="Step time (ms)",
+           title=f"{check.model.get('name', 'numpy decoder')} decode, {count(context)} tokens cached:\n"
+                 "measured step time against the roofline bound")
+    ax.tick_params(labelsize=LABEL_PT)
+    ax.grid(True, which="both", alpha=0.3)
+    plain_log_ticks(ax)
+    ax.set_xticks(batches, [count(b) for b in batches])
+    ax.legend(fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, framealpha=0.9)
+    first, last = steps[0], steps[-1]
+    set_alt(fig, f"{ax.get_title().replace(chr(10), ' ')}. Step time (ms, log axis) against batch (log axis) for batches "
+                 f"{', '.join(count(b) for b in batches)}. At batch {count(first.batch)} the step took "
+                 f"{duration(first.measured_s)} against a bound of {duration(first.bound_s)} ({first.binds}-bound), "
+                 f"{percent(first.achieved, 0)} of the roof; at batch {count(last.batch)} it took "
+                 f"{duration(last.measured_s)} against {duration(last.bound_s)} ({last.binds}-bound), "
+                 f"{percent(last.achieved, 0)} of the roof. "
+                 + (f"The cost model's knee, where compute time reaches memory time, is at batch {count(knee)}."
+                    if knee is not None else "The cost model puts no knee within 4,096 sequences."))
     return fig
