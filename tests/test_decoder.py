@@ -79,12 +79,15 @@ def test_its_weights_are_the_models_parameters_and_the_cost_model_prices_it():
 
 
 def test_sized_for_cache_streams_from_dram():
+    from roofline_lessons.measure.decoder import streamed_weight_bytes
+
     llc = 32 * 2**20
     model = sized_for_cache(llc)
-    assert model.parameter_count() * 4 >= 8 * llc
+    assert streamed_weight_bytes(model) >= 8 * llc  # the bytes a step reads, not the embedding table
     smaller = llama_like("x", hidden_size=1024, num_hidden_layers=model.num_hidden_layers - 1, num_attention_heads=8,
                          num_key_value_heads=2, head_dim=128, intermediate_size=2816, vocab_size=8192)
-    assert smaller.parameter_count() * 4 < 8 * llc  # the smallest such model, not a larger one
+    assert streamed_weight_bytes(smaller) < 8 * llc  # the smallest such model, not a larger one
+    assert streamed_weight_bytes(model) < model.parameter_count() * 4  # one embedding row, not the table
 
 
 @pytest.mark.parametrize("bad", [dict(num_attention_heads=3, num_key_value_heads=2), dict(head_dim=7),

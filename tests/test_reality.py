@@ -91,3 +91,32 @@ def test_without_a_gpu_the_gpu_path_returns_the_reason_instead_of_failing():
     if status["available"]:
         pytest.skip("a CUDA device is present; the GPU path runs for real in the lesson")
     assert reality.run_gpu() == status
+
+
+def test_a_disturbed_timing_is_flagged():
+    steady = StepSample("decode", 1, 8, 0.0102, 0.0100, 1e6, 1e8, 0.001, 0.005)
+    disturbed = StepSample("decode", 1, 8, 0.0150, 0.0100, 1e6, 1e8, 0.001, 0.005)
+    assert not steady.noisy and disturbed.noisy and disturbed.spread == pytest.approx(1.5)
+
+
+def test_the_fixed_cost_is_measured_and_the_rest_of_the_gap_is_slower_streaming(monkeypatch):
+    monkeypatch.setitem(reality.MODES, "tiny", {"batches": (1,), "context": 8, "contexts": (8,),
+                                                "prompts": (4,), "steps": 1})
+    check = reality.run("tiny", roofs=Roofs(), model=TINY)
+    assert check.dispatch_s > 0 and check.overhead_s() == check.dispatch_s
+    s = check.decode_by_batch[0]
+    assert check.effective_bandwidth_bytes_per_s(s) == pytest.approx(s.bytes / (s.measured_s - check.dispatch_s))
+    assert check.dtypes["flash_attention"] is False  # the numpy decoder is eager: priced that way
+
+
+def test_latest_saved_skips_gpu_runs(tmp_path):
+    import os
+    import time
+
+    cpu = tmp_path / "reality-quick-1.json"
+    cpu.write_text("{}")
+    time.sleep(0.01)
+    gpu = tmp_path / "reality-gpu-2.json"
+    gpu.write_text("{}")
+    os.utime(gpu, (time.time() + 5, time.time() + 5))
+    assert reality.latest_saved(tmp_path) == cpu

@@ -50,8 +50,9 @@ def llama_like(name: str, *, hidden_size: int, num_hidden_layers: int, num_atten
 
 
 def sized_for_cache(last_level_cache_bytes: int, multiple: int = CACHE_MULTIPLE, element_bytes: int = 4) -> Model:
-    """The smallest model of a fixed Llama-like shape family whose weights are at least ``multiple``
-    times the last-level cache (so each decode step streams them from DRAM, not from cache).
+    """The smallest model of a fixed Llama-like shape family whose *streamed* weights are at least
+    ``multiple`` times the last-level cache, so each decode step reads them from DRAM, not from
+    cache. Streamed: every weight but the embedding table, of which a step reads one row per token.
     Layers grow in steps of one; width is fixed (hidden 1,024, 8 query and 2 KV heads of 128)."""
     if last_level_cache_bytes <= 0:
         raise RooflineInputError(f"last_level_cache_bytes must be positive, got {last_level_cache_bytes!r}")
@@ -60,9 +61,14 @@ def sized_for_cache(last_level_cache_bytes: int, multiple: int = CACHE_MULTIPLE,
         model = llama_like(f"numpy-llama-{layers}L", hidden_size=1024, num_hidden_layers=layers,
                            num_attention_heads=8, num_key_value_heads=2, head_dim=128, intermediate_size=2816,
                            vocab_size=8192)
-        if model.parameter_count() * element_bytes >= target:
+        if streamed_weight_bytes(model, element_bytes) >= target:
             return model
     raise RooflineInputError(f"no model up to 256 layers reaches {multiple}× a {last_level_cache_bytes:,}-byte cache")
+
+
+def streamed_weight_bytes(model: Model, element_bytes: int = 4) -> int:
+    """Bytes of weights one batch-1 decode step reads: all but the embedding table, plus one row of it."""
+    return (model.parameter_count() - (model.vocab_size - 1) * model.hidden_size) * element_bytes
 
 
 @dataclass

@@ -27,19 +27,23 @@ from ..core.costs import model_cost
 from ..core.errors import RooflineInputError
 from ..core.files import atomic_write_text
 from ..core.models import Model
-from .decoder import KVCache, NumpyDecoder, sized_for_cache
+from .decoder import KVCache, NumpyDecoder, llama_like, sized_for_cache
 from .probes import Measurement, measure
 from .results import data_dir
 
 #: what each mode runs: decode batches (at ``context``), decode contexts (batch 1), prefill prompts
 MODES = {
     "quick": {"batches": (1, 2, 4, 8, 16), "context": 128, "contexts": (64, 512), "prompts": (32, 128, 256),
-              "steps": 3},
+              "steps": 5},
     "full": {"batches": (1, 2, 4, 8, 16, 32, 64), "context": 256, "contexts": (64, 512, 2048),
              "prompts": (32, 128, 512, 1024), "steps": 7},
 }
+#: how the numpy decoder runs, as cost-model workload fields: float32 throughout, and eager attention
+#: (prefill computes the whole score square, then masks it: no FlashAttention fusion)
 FP32 = {"weights_dtype": "fp32", "activations_dtype": "fp32", "kv_dtype": "fp32", "compute_dtype": "fp32",
-        "attention_compute_dtype": "fp32"}
+        "attention_compute_dtype": "fp32", "flash_attention": False}
+#: a timing whose median is this much above its best run was disturbed (another process, a frequency change)
+NOISY_SPREAD = 1.2
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,15 @@ class StepSample:
     def achieved(self) -> float:
         """bound / measured: 1 is on the roof; below 1 is the gap the lesson explains."""
         return self.bound_s / self.measured_s
+
+    @property
+    def spread(self) -> float:
+        """median ÷ best of the timed runs: near 1 for a steady measurement."""
+        return self.measured_s / self.best_s
+
+    @property
+    def noisy(self) -> bool:
+        return self.spread > NOISY_SPREAD
 
     @property
     def tokens_per_s(self) -> float:
@@ -113,8 +126,10 @@ def critical_batch_for(model: Model, bandwidth_bytes_per_s: float, peak_flops_pe
 
 
 def measured_knee(samples, flat_below: float = 1.5) -> int | None:
-    """Where measured decode throughput stops growing almost linearly with batch: the first batch
-    whose tokens/s is less than ``flat_below`` times the previous one's (batches doubling)."""
+    """The first sub-linear step of measured decode throughput: the first batch whose tokens/s is
+    less than ``flat_below`` times the previous one's (batches doubling). Where compute meets memory
+    it bends; but anything else that grows with the batch (a slower kernel for more rows) bends it
+    too — the lesson compares it with the cost model's knee and says which."""
     decode = sorted((s for s in samples if s.phase == "decode"), key=lambda s: s.batch)
     for prev, cur in zip(decode, decode[1:]):
         if cur.tokens_per_s < flat_below * prev.tokens_per_s * (cur.batch / prev.batch) / 2:
@@ -134,6 +149,8 @@ class RealityCheck:
     last_level_cache_bytes: int
     weight_bytes: int
     machine: dict = field(default_factory=dict)
+    dtypes: dict = field(default_factory=lambda: dict(FP32))
+    dispatch_s: float = 0.0
     decode_by_batch: list[StepSample] = field(default_factory=list)
     decode_by_context: list[StepSample] = field(default_factory=list)
     prefill: list[StepSample] = field(default_factory=list)
@@ -152,10 +169,21 @@ class RealityCheck:
         return critical_batch_for(self.model_config(), self.bandwidth_bytes_per_s, self.peak_flops_per_s, context)
 
     def overhead_s(self) -> float:
-        """The fixed cost per decode step fitted from the batch-1 steps (seconds): at batch 1 the
-        bound barely moves with context, so what is left over is the cost of running the step at
-        all. (At larger batches the gap grows with the batch: a further term, see the lesson.)"""
+        """The fixed cost of a decode step (seconds): measured directly as the step time of a tiny
+        model with the same layers and calls (``dispatch_s``: Python dispatching numpy calls), or,
+        for a check without that measurement, fitted from the batch-1 steps as the mean gap."""
+        if self.dispatch_s > 0:
+            return self.dispatch_s
         return fit_overhead_s([s for s in self.decode_by_batch + self.decode_by_context if s.batch == 1])
+
+    def effective_bandwidth_bytes_per_s(self, sample: StepSample) -> float:
+        """The bandwidth the step's kernels actually reached once the fixed cost is taken out:
+        bytes ÷ (measured − overhead). Below the triad roof, it is the second part of the gap."""
+        return sample.bytes / max(sample.measured_s - self.overhead_s(), 1e-12)
+
+    def noisy_samples(self) -> list[StepSample]:
+        """Steps whose timings spread too much to trust (median ÷ best above ``NOISY_SPREAD``)."""
+        return [s for s in self.samples if s.noisy]
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -224,10 +252,17 @@ def run(mode: str = "quick", roofs: Measurement | None = None, model: Model | No
     model = model if model is not None else sized_for_cache(llc)
     dec = NumpyDecoder(model, seed=seed)
     steps = plan["steps"]
+    # the fixed cost per step: the same layers and calls on arrays too small to cost anything else
+    tiny = NumpyDecoder(llama_like("dispatch-probe", hidden_size=32, num_hidden_layers=model.num_hidden_layers,
+                                   num_attention_heads=4, num_key_value_heads=2, head_dim=8, intermediate_size=64,
+                                   vocab_size=64), seed=seed)
+    tiny_cache = tiny.new_cache(1, 9)
+    tiny.prefill(np.zeros((1, 8), dtype=np.int64), tiny_cache)
+    dispatch_s = _decode_timing(tiny, tiny_cache, max(steps, 5) * 4)[0]
     capacity = max(plan["contexts"] + (plan["context"],)) + 1
     check = RealityCheck(mode, datetime.now(timezone.utc).isoformat(timespec="seconds"),
                          {k: v for k, v in asdict(model).items() if v not in (None, 0, 0.0, False, "")},
-                         bandwidth, peak, llc, dec.weight_bytes(), dict(roofs.machine))
+                         bandwidth, peak, llc, dec.weight_bytes(), dict(roofs.machine), dict(FP32), dispatch_s)
     zeros = np.zeros((1, capacity), dtype=np.int64)
     for tokens in sorted(set(plan["contexts"]) | {plan["context"]}):
         one = dec.new_cache(1, capacity)
@@ -243,8 +278,7 @@ def run(mode: str = "quick", roofs: Measurement | None = None, model: Model | No
     for prompt in plan["prompts"]:
         def prefill(prompt=prompt):
             dec.prefill(zeros[:, :prompt], dec.new_cache(1, prompt))
-        check.prefill.append(_sample(model, "prefill", 1, prompt, _time_steps(prefill, max(1, steps - 1)),
-                                     bandwidth, peak))
+        check.prefill.append(_sample(model, "prefill", 1, prompt, _time_steps(prefill, steps), bandwidth, peak))
     return check
 
 
@@ -277,8 +311,10 @@ def example() -> RealityCheck:
 
 
 def latest_saved(directory: Path | str | None = None) -> Path | None:
-    """The newest reality check saved in your data folder (``reality-*.json``), if any."""
-    found = sorted(Path(directory or data_dir()).glob("reality-*.json"), key=lambda p: p.stat().st_mtime)
+    """The newest CPU reality check saved in your data folder (``reality-*.json``), if any (a GPU
+    run, ``reality-gpu-*.json``, is priced in BF16 and kept apart)."""
+    found = sorted((p for p in Path(directory or data_dir()).glob("reality-*.json")
+                    if not p.name.startswith("reality-gpu")), key=lambda p: p.stat().st_mtime)
     return found[-1] if found else None
 
 
@@ -311,12 +347,12 @@ def run_gpu(mode: str = "quick", seed: int = 0) -> RealityCheck | dict:
     bandwidth, peak = copy["bytes"] / copy["best_s"], matmul["flops"] / matmul["best_s"]
     model = sized_for_cache(int(probes["l2_bytes"]), element_bytes=2)
     dec = TorchDecoder(NumpyDecoder(model, seed=seed), device="cuda", dtype="bfloat16")
-    bf16 = {k: "bf16" for k in FP32}
+    bf16 = {**{k: "bf16" for k in FP32 if k.endswith("_dtype")}, "flash_attention": False}
     plan, steps = MODES[mode], MODES[mode]["steps"] * 3
     check = RealityCheck(mode, datetime.now(timezone.utc).isoformat(timespec="seconds"),
                          {k: v for k, v in asdict(model).items() if v not in (None, 0, 0.0, False, "")},
                          bandwidth, peak, int(probes["l2_bytes"]), dec.weight_bytes(),
-                         {"device": probes.get("device", "cuda"), "catalog_part": probes.get("catalog_part")})
+                         {"device": probes.get("device", "cuda"), "catalog_part": probes.get("catalog_part")}, bf16)
 
     def timed(fn) -> tuple[float, float]:
         fn()
