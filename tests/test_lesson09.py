@@ -17,12 +17,22 @@ def check():
     return lesson09.example_check()
 
 
+def _as_bf16(dtypes):
+    return {k: ("bf16" if k.endswith("_dtype") else v) for k, v in dtypes.items()}
+
+
+def _copy(check):
+    return reality.RealityCheck.from_dict(check.to_dict())
+
+
 def _solution(check):
     step = min(check.decode_by_batch, key=lambda s: s.batch)
     big = max(check.decode_by_batch, key=lambda s: s.batch)
-    cost = model_cost(check.model_config(), phase="decode", batch=1, context_tokens=step.tokens, **FP32)
+    dtypes = getattr(check, "dtypes", None) or FP32
+    cost = model_cost(check.model_config(), phase="decode", batch=1, context_tokens=step.tokens, **dtypes)
     bound = max(float(cost.flops) / check.peak_flops_per_s, float(cost.bytes) / check.bandwidth_bytes_per_s)
-    bf16 = model_cost(check.model_config(), phase="decode", batch=1, context_tokens=step.tokens)
+    bf16 = model_cost(check.model_config(), phase="decode", batch=1, context_tokens=step.tokens,
+                      **_as_bf16(dtypes))
     return {"9.1": bound, "9.2": bound / step.measured_s,
             "9.3": big.bytes / big.measured_s / check.bandwidth_bytes_per_s,
             "9.4": 1 / max(float(bf16.flops) / check.peak_flops_per_s,
@@ -87,3 +97,79 @@ def test_date_is_optional_for_older_entries():
     gpt = best_measurement("a100-80gb", "decode_model_bytes_per_s")
     assert gpt.source and gpt.date == ""
     assert all(isinstance(m.date, str) for p in ("h100-sxm", "l4") for m in get_part(p).measured)
+
+
+def test_achieved_fraction_at_a_compute_bound_largest_batch_is_named_as_such(check):
+    """When compute binds the largest batch, its achieved fraction is its MFU: the learner who gives
+    it is told it is the achieved fraction (equal to MFU there), not MBU — and the hint says so."""
+    big = max(check.decode_by_batch, key=lambda s: s.batch)
+    assert big.binds == "compute"  # the example's batch 16; the test is about this case
+    result = lesson09.largest_batch_mbu(big.achieved, check)
+    assert not result.passed
+    assert "achieved fraction" in result.message and "MFU" in result.message and "not MBU" in result.message
+    assert "compute binds" in result.message
+
+
+def test_mbu_hint_follows_the_roof_that_binds(check):
+    """Drop the compute-bound batch: memory binds the largest batch left, MBU is its achieved fraction
+    (accepted) and MFU is the mistake the checker names."""
+    memory_only = _copy(check)
+    memory_only.decode_by_batch = [s for s in check.decode_by_batch if s.binds == "memory"]
+    big = max(memory_only.decode_by_batch, key=lambda s: s.batch)
+    assert lesson09.largest_batch_mbu(big.achieved, memory_only).passed
+    wrong = lesson09.largest_batch_mbu(reality.mfu(big.flops, big.measured_s, check.peak_flops_per_s), memory_only)
+    assert not wrong.passed and "compute MFU" in wrong.message and "memory binds" in wrong.message
+
+
+def test_all_the_weight_bytes_over_bandwidth_is_rejected_by_name(check):
+    """A decode step reads one embedding row per token; the whole table is the classic over-count."""
+    all_weights_s = check.model_config().parameter_count() * 4 / check.bandwidth_bytes_per_s
+    result = lesson09.batch1_bound_s(all_weights_s, check)
+    assert not result.passed and "all the weight bytes" in result.message
+
+
+def test_no_mistake_label_claims_a_share_of_the_gap():
+    """Labels state what is computed; none attributes the gap to overhead."""
+    for make in lesson09.MISTAKES.values():
+        for m in make():
+            assert "overhead" not in m.label.lower(), m.label
+
+
+def test_bounds_are_priced_in_the_dtypes_the_check_records(check):
+    """A check that ran in BF16 (a GPU run) is priced in BF16, and the float32 price is a named mistake."""
+    gpu_like = _copy(check)
+    gpu_like.dtypes = _as_bf16(getattr(check, "dtypes", None) or FP32)
+    solution = _solution(gpu_like)
+    assert lesson09.batch1_bound_s(solution["9.1"], gpu_like).passed
+    fp32 = lesson09.batch1_bound_s(_solution(check)["9.1"], gpu_like)
+    assert not fp32.passed and "price the model in fp32" in fp32.message
+    assert lesson09.bf16_tokens_per_s(solution["9.4"], gpu_like).passed
+    # already BF16: "keep this run's byte count" gives the right answer, so it is never named
+    assert not any("keep this run" in m.label for m in lesson09._bf16_mistakes(gpu_like))
+
+
+def test_a_check_without_dtypes_is_priced_in_float32(check):
+    """Files saved before checks recorded their dtypes are the numpy decoder's: float32."""
+    old = _copy(check)
+    if hasattr(old, "dtypes"):
+        del old.dtypes
+    assert lesson09.run_dtypes(old) == FP32
+    cost = model_cost(check.model_config(), phase="decode", batch=1,
+                      context_tokens=min(check.decode_by_batch, key=lambda s: s.batch).tokens, **FP32)
+    bound = max(float(cost.flops) / check.peak_flops_per_s, float(cost.bytes) / check.bandwidth_bytes_per_s)
+    assert lesson09.batch1_bound_s(bound, old).passed
+
+
+def test_solution_notes_and_cards_do_not_call_the_gap_overhead():
+    """The batch-1 gap is part fixed cost per step, part kernels streaming below the triad roof: the
+    notes and the lesson-9 cards name the gap (measured − bound) and no overhead share."""
+    from pathlib import Path
+
+    from roofline_lessons.course import flashcards
+
+    notes = (Path(__file__).resolve().parents[1] / "py" / "solutions" / "09_reality_check.py").read_text("utf-8")
+    assert "overhead" not in notes.lower()
+    assert "measured − bound" in notes
+    gap = flashcards.get_card("reality-batch1-gap")
+    assert "measured − bound" in gap.short and "triad" in gap.short and "fixed cost" in gap.short
+    assert "dominat" not in (gap.short + gap.detailed).lower()

@@ -22,7 +22,6 @@ from roofline_lessons.core.costs import model_cost
 from roofline_lessons.core.units import duration, si
 from roofline_lessons.course.checks import lesson09 as grade
 from roofline_lessons.measure import reality
-from roofline_lessons.measure.reality import FP32
 
 saved = reality.latest_saved()
 check = reality.load(saved) if saved else reality.example()
@@ -35,8 +34,9 @@ print(f"{'your run, ' + saved.name if saved else 'the example'}: {check.model['n
 # ## Exercise 9.1 — the batch-1 bound
 #
 # From the measured roofs in `check` and the cost model of the model that ran
-# (`check.model_config()`, float32: pass `**FP32`), compute the roofline bound of the batch-1 decode
-# step at `step.tokens` tokens cached, in **seconds**.
+# (`check.model_config()`, in the number formats it ran in: pass `**check.dtypes` — float32 for the
+# numpy decoder), compute the roofline bound of the batch-1 decode step at `step.tokens` tokens
+# cached, in **seconds**.
 
 # %%
 cost = ...  # your answer here
@@ -66,10 +66,12 @@ grade.largest_batch_mbu(big_mbu, check)
 # %% [markdown]
 # ## Exercise 9.4 — the same step in BF16
 #
-# If weights, KV cache and activations were BF16 (`model_cost`'s defaults), what would the batch-1
-# bound be in **tokens per second**, on the same measured roofs?
+# If weights, KV cache and activations were BF16 (every `*_dtype` in `check.dtypes` set to
+# `"bf16"`, the other settings kept), what would the batch-1 bound be in **tokens per second**, on
+# the same measured roofs?
 
 # %%
+as_bf16 = ...  # your answer here
 bf16 = ...  # your answer here
 bf16_tokens_per_s = ...  # your answer here
 grade.bf16_tokens_per_s(bf16_tokens_per_s, check)

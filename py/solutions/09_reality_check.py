@@ -29,7 +29,6 @@ from roofline_lessons.core.costs import model_cost
 from roofline_lessons.core.units import duration, si
 from roofline_lessons.course.checks import lesson09 as grade
 from roofline_lessons.measure import reality
-from roofline_lessons.measure.reality import FP32
 
 saved = reality.latest_saved()
 check = reality.load(saved) if saved else reality.example()
@@ -42,18 +41,21 @@ print(f"{'your run, ' + saved.name if saved else 'the example'}: {check.model['n
 # ## Exercise 9.1 — the batch-1 bound
 #
 # From the measured roofs in `check` and the cost model of the model that ran
-# (`check.model_config()`, float32: pass `**FP32`), compute the roofline bound of the batch-1 decode
-# step at `step.tokens` tokens cached, in **seconds**.
+# (`check.model_config()`, in the number formats it ran in: pass `**check.dtypes` — float32 for the
+# numpy decoder), compute the roofline bound of the batch-1 decode step at `step.tokens` tokens
+# cached, in **seconds**.
 
 # %%
 # BEGIN SOLUTION
-cost = model_cost(check.model_config(), phase="decode", batch=1, context_tokens=step.tokens, **FP32)
+cost = model_cost(check.model_config(), phase="decode", batch=1, context_tokens=step.tokens, **check.dtypes)
 bound_s = max(float(cost.flops) / check.peak_flops_per_s, float(cost.bytes) / check.bandwidth_bytes_per_s)
 # END SOLUTION
 grade.batch1_bound_s(bound_s, check)
 
 # %% [markdown] tags=["solution"]
-# Memory binds at batch 1: about two FLOPs per four-byte weight is far below this CPU's ridge.
+# Memory binds at batch 1: about two FLOPs per weight read is far below this machine's ridge. A
+# decode step reads one row of the embedding table per token, not the whole table, so "all the
+# weight bytes ÷ bandwidth" overstates the bound.
 
 # %% [markdown]
 # ## Exercise 9.2 — how close to the roof?
@@ -67,7 +69,8 @@ achieved = bound_s / step.measured_s
 grade.batch1_achieved(achieved, check)
 
 # %% [markdown] tags=["solution"]
-# Below 1: the step pays something the roofline does not count — the fixed overhead of lesson 9.
+# Below 1: the gap (measured − bound) is time the roofline does not count — part fixed cost per
+# step, part kernels streaming below the triad roof; lesson 9 separates the two.
 
 # %% [markdown]
 # ## Exercise 9.3 — MBU at the largest batch
@@ -83,22 +86,25 @@ big_mbu = big.bytes / big.measured_s / check.bandwidth_bytes_per_s
 grade.largest_batch_mbu(big_mbu, check)
 
 # %% [markdown] tags=["solution"]
-# They are equal only when memory binds. When compute binds, MBU is lower than the achieved
-# fraction: the step is limited by FLOPs, so its bytes need not stream at full speed.
+# They are equal only when memory binds. When compute binds, the achieved fraction is the step's
+# MFU and MBU is lower: the step is limited by FLOPs, so its bytes need not stream at full speed.
 
 # %% [markdown]
 # ## Exercise 9.4 — the same step in BF16
 #
-# If weights, KV cache and activations were BF16 (`model_cost`'s defaults), what would the batch-1
-# bound be in **tokens per second**, on the same measured roofs?
+# If weights, KV cache and activations were BF16 (every `*_dtype` in `check.dtypes` set to
+# `"bf16"`, the other settings kept), what would the batch-1 bound be in **tokens per second**, on
+# the same measured roofs?
 
 # %%
 # BEGIN SOLUTION
-bf16 = model_cost(check.model_config(), phase="decode", batch=1, context_tokens=step.tokens)
+as_bf16 = {k: ("bf16" if k.endswith("_dtype") else v) for k, v in check.dtypes.items()}
+bf16 = model_cost(check.model_config(), phase="decode", batch=1, context_tokens=step.tokens, **as_bf16)
 bf16_tokens_per_s = 1 / max(float(bf16.flops) / check.peak_flops_per_s, float(bf16.bytes) / check.bandwidth_bytes_per_s)
 # END SOLUTION
 grade.bf16_tokens_per_s(bf16_tokens_per_s, check)
 
 # %% [markdown] tags=["solution"]
-# Half the bytes, about twice the bound. The measured rate would not double: the overhead per step
-# does not shrink with the bytes.
+# Half the bytes, about twice the bound in tokens/s. That is the bound, not a prediction of the
+# measured rate: the gap (measured − bound) is part fixed cost per step, which does not shrink with
+# the bytes, part kernels streaming below the triad roof — lesson 9 separates the two.

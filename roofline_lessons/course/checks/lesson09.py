@@ -1,13 +1,27 @@
 """Checkers for the lesson-9 exercises (reality check: a real decode loop against the roofline).
 Every expected value is computed from the reality check you pass in — your own run, or the example
-that ships with the course — so the checks hold for any machine."""
+that ships with the course — so the checks hold for any machine. Bounds are priced in the number
+formats the check records (``check.dtypes``; float32 for a check that records none: the numpy
+decoder's)."""
 
 from __future__ import annotations
 
+import math
+
 from ...core.costs import model_cost
+from ...core.dtypes import bytes_per_element
 from ...measure.reality import FP32, RealityCheck, mbu, mfu
 from ...measure.reality import example as example_check
-from ..checkers import CheckResult, Mistake, _not_attempted, _wrong, check_number, is_unanswered
+from ..checkers import (
+    CheckResult,
+    Mistake,
+    _not_attempted,
+    _wrong,
+    check_number,
+    is_unanswered,
+)
+
+_REL_TOL = 0.02  #: every lesson-9 checker's tolerance (relative)
 
 
 def _need_check(exercise: str, check, answer) -> CheckResult | None:
@@ -31,42 +45,81 @@ def _last(check: RealityCheck):
     return max(check.decode_by_batch, key=lambda s: s.batch)
 
 
-def _bound_s(check: RealityCheck, **dtypes) -> float:
-    s = _first(check)
-    cost = model_cost(check.model_config(), phase="decode", batch=1, context_tokens=s.tokens, **dtypes)
+def run_dtypes(check: RealityCheck) -> dict:
+    """The ``model_cost`` number formats (and flags) the run was priced in: the check's own
+    ``dtypes`` where it records them (a GPU run: BF16), else float32 (the numpy decoder's)."""
+    return dict(getattr(check, "dtypes", None) or FP32)
+
+
+def _bf16(dtypes: dict) -> dict:
+    """``dtypes`` with every number format BF16 (other flags, e.g. ``flash_attention``, kept)."""
+    return {k: ("bf16" if k.endswith("_dtype") else v) for k, v in dtypes.items()}
+
+
+def _fp32(dtypes: dict) -> dict:
+    """``dtypes`` with every number format float32 (other flags kept)."""
+    return {k: ("fp32" if k.endswith("_dtype") else v) for k, v in dtypes.items()}
+
+
+def _formats(dtypes: dict) -> str:
+    """The distinct number formats named in ``dtypes``, e.g. ``'fp32'`` or ``'bf16'``."""
+    return "/".join(sorted({str(v) for k, v in dtypes.items() if k.endswith("_dtype") and v}))
+
+
+def _cost(check: RealityCheck, dtypes: dict):
+    """The cost model of the batch-1 decode step of ``check``'s batch sweep, priced in ``dtypes``."""
+    return model_cost(check.model_config(), phase="decode", batch=1, context_tokens=_first(check).tokens, **dtypes)
+
+
+def _bound_s(check: RealityCheck, dtypes: dict) -> float:
+    """max(FLOPs ÷ peak, bytes ÷ bandwidth) of the batch-1 decode step priced in ``dtypes`` (seconds)."""
+    cost = _cost(check, dtypes)
     return max(float(cost.flops) / check.peak_flops_per_s, float(cost.bytes) / check.bandwidth_bytes_per_s)
 
 
+def _distinct(expected: float, mistakes) -> tuple[Mistake, ...]:
+    """The mistakes whose value is not (within twice the tolerance) the right answer on this check:
+    a 'mistake' that gives the right number must never be named."""
+    return tuple(m for m in mistakes if not math.isclose(m.value, expected, rel_tol=2 * _REL_TOL))
+
+
 def _bound_mistakes(check: RealityCheck) -> tuple[Mistake, ...]:
-    s = _first(check)
-    cost = model_cost(check.model_config(), phase="decode", batch=1, context_tokens=s.tokens, **FP32)
-    return (
-        Mistake("give milliseconds where seconds were asked", 1e3 * _bound_s(check, **FP32)),
+    dtypes = run_dtypes(check)
+    cost = _cost(check, dtypes)
+    all_weight_bytes = float(check.model_config().parameter_count()) * bytes_per_element(dtypes["weights_dtype"])
+    other = _bf16(dtypes) if _formats(dtypes) == "fp32" else _fp32(dtypes)
+    return _distinct(_bound_s(check, dtypes), (
+        Mistake("give milliseconds where seconds were asked", 1e3 * _bound_s(check, dtypes)),
         Mistake("take the compute time (FLOPs ÷ peak) instead of the larger of compute and memory",
                 float(cost.flops) / check.peak_flops_per_s),
-        Mistake("price the model in BF16 (the numpy decoder runs float32: 4 bytes a weight)", _bound_s(check)),
-    )
+        Mistake("divide all the weight bytes by the bandwidth (a decode step reads one row of the embedding "
+                "table per token, not the whole table)", all_weight_bytes / check.bandwidth_bytes_per_s),
+        Mistake(f"price the model in {_formats(other)} (this run's weights, KV cache and activations are "
+                f"{_formats(dtypes)})", _bound_s(check, other)),
+    ))
 
 
 def batch1_bound_s(answer, check=None) -> CheckResult:
     """9.1 — the roofline bound (seconds) of the batch-1 decode step, from the measured roofs and the
-    cost model of the model that ran (float32)."""
+    cost model of the model that ran, in the number formats it ran in."""
     problem = _need_check("9.1", check, answer)
     if problem is not None:  # (a CheckResult is falsy unless it passed)
         return problem
-    return check_number("9.1", answer, _bound_s(check, **FP32), rel_tol=0.02, unit="s",
+    dtypes = run_dtypes(check)
+    return check_number("9.1", answer, _bound_s(check, dtypes), rel_tol=_REL_TOL, unit="s",
                         mistakes=_bound_mistakes(check),
-                        hint="model_cost(check.model_config(), phase='decode', batch=1, context_tokens=…, **FP32); "
-                             "max(FLOPs ÷ check.peak_flops_per_s, bytes ÷ check.bandwidth_bytes_per_s).")
+                        hint=f"model_cost(check.model_config(), phase='decode', batch=1, context_tokens=…, "
+                             f"**dtypes) with this run's dtypes ({_formats(dtypes)}); max(FLOPs ÷ "
+                             f"check.peak_flops_per_s, bytes ÷ check.bandwidth_bytes_per_s).")
 
 
 def _achieved_mistakes(check: RealityCheck) -> tuple[Mistake, ...]:
     s = _first(check)
-    return (
+    return _distinct(s.achieved, (
         Mistake("invert it (measured ÷ bound is how many times slower, not the fraction of the roof)",
                 s.measured_s / s.bound_s),
         Mistake("mix milliseconds and seconds (bound in s over measured in ms)", s.bound_s / (1e3 * s.measured_s)),
-    )
+    ))
 
 
 def batch1_achieved(answer, check=None) -> CheckResult:
@@ -74,19 +127,39 @@ def batch1_achieved(answer, check=None) -> CheckResult:
     problem = _need_check("9.2", check, answer)
     if problem is not None:
         return problem
-    return check_number("9.2", answer, _first(check).achieved, rel_tol=0.02, mistakes=_achieved_mistakes(check),
+    return check_number("9.2", answer, _first(check).achieved, rel_tol=_REL_TOL, mistakes=_achieved_mistakes(check),
                         hint="bound_s ÷ measured_s of the batch-1 step: a fraction between 0 and 1.")
+
+
+def _largest_mbu(check: RealityCheck) -> float:
+    s = _last(check)
+    return mbu(s.bytes, s.measured_s, check.bandwidth_bytes_per_s)
 
 
 def _mbu_mistakes(check: RealityCheck) -> tuple[Mistake, ...]:
     s = _last(check)
-    return (
-        Mistake("compute MFU (FLOPs over the peak) instead of MBU",
-                mfu(s.flops, s.measured_s, check.peak_flops_per_s)),
-        Mistake("invert it (time × bandwidth ÷ bytes)", 1 / mbu(s.bytes, s.measured_s, check.bandwidth_bytes_per_s)),
+    step_mfu = mfu(s.flops, s.measured_s, check.peak_flops_per_s)
+    if s.binds == "compute":  # MFU is then bound ÷ measured: the achieved fraction itself
+        wrong_roof = Mistake("give the achieved fraction (bound ÷ measured) — equal to MFU when compute binds — "
+                             "not MBU", step_mfu)
+    else:  # memory binds: MBU is the achieved fraction, MFU is a different number
+        wrong_roof = Mistake("compute MFU (FLOPs over the peak) instead of MBU", step_mfu)
+    return _distinct(_largest_mbu(check), (
+        wrong_roof,
+        Mistake("invert it (time × bandwidth ÷ bytes)", 1 / _largest_mbu(check)),
         Mistake("mix milliseconds and seconds (a step time in ms)",
                 mbu(s.bytes, 1e3 * s.measured_s, check.bandwidth_bytes_per_s)),
-    )
+    ))
+
+
+def _mbu_hint(check: RealityCheck) -> str:
+    s = _last(check)
+    where = ("memory binds this step, so MBU equals its achieved fraction (bound ÷ measured)"
+             if s.binds == "memory" else
+             "compute binds this step, so its achieved fraction (bound ÷ measured) is its MFU, and MBU is "
+             "smaller")
+    return (f"step.bytes ÷ step.measured_s ÷ check.bandwidth_bytes_per_s (MBU's numerator is the model's byte "
+            f"count). At batch {s.batch} {where}.")
 
 
 def largest_batch_mbu(answer, check=None) -> CheckResult:
@@ -94,22 +167,21 @@ def largest_batch_mbu(answer, check=None) -> CheckResult:
     problem = _need_check("9.3", check, answer)
     if problem is not None:
         return problem
-    s = _last(check)
-    return check_number("9.3", answer, mbu(s.bytes, s.measured_s, check.bandwidth_bytes_per_s), rel_tol=0.02,
-                        mistakes=_mbu_mistakes(check),
-                        hint="step.bytes ÷ step.measured_s ÷ check.bandwidth_bytes_per_s (MBU's numerator is the "
-                             "model's byte count).")
+    return check_number("9.3", answer, _largest_mbu(check), rel_tol=_REL_TOL, mistakes=_mbu_mistakes(check),
+                        hint=_mbu_hint(check))
 
 
 def _bf16_tokens_per_s(check: RealityCheck) -> float:
-    return 1 / _bound_s(check)  # model_cost's default dtypes: BF16 weights, KV and activations
+    return 1 / _bound_s(check, _bf16(run_dtypes(check)))
 
 
 def _bf16_mistakes(check: RealityCheck) -> tuple[Mistake, ...]:
-    return (
-        Mistake("keep the float32 byte count", 1 / _bound_s(check, **FP32)),
-        Mistake("double the measured rate (overhead, not bytes, set most of that)", 2 * _first(check).tokens_per_s),
-    )
+    dtypes = run_dtypes(check)
+    return _distinct(_bf16_tokens_per_s(check), (
+        Mistake(f"keep this run's {_formats(dtypes)} byte count", 1 / _bound_s(check, dtypes)),
+        Mistake("double the measured batch-1 rate (the question asks for the bound, 1 ÷ max(compute, memory) "
+                "with BF16 bytes, not a measured rate)", 2 * _first(check).tokens_per_s),
+    ))
 
 
 def bf16_tokens_per_s(answer, check=None) -> CheckResult:
@@ -118,9 +190,10 @@ def bf16_tokens_per_s(answer, check=None) -> CheckResult:
     problem = _need_check("9.4", check, answer)
     if problem is not None:
         return problem
-    return check_number("9.4", answer, _bf16_tokens_per_s(check), rel_tol=0.02, unit="tokens/s",
+    return check_number("9.4", answer, _bf16_tokens_per_s(check), rel_tol=_REL_TOL, unit="tokens/s",
                         mistakes=_bf16_mistakes(check),
-                        hint="model_cost(...) with its default (BF16) dtypes; 1 ÷ max(compute time, memory time).")
+                        hint="model_cost(...) with every *_dtype 'bf16' (model_cost's defaults); "
+                             "1 ÷ max(compute time, memory time).")
 
 
 EXERCISES = {
