@@ -195,6 +195,56 @@ def cmd_place(args) -> int:
     return 0
 
 
+def cmd_serve(args) -> int:
+    from .topics.serving import cost_per_million_output_tokens, request_timeline
+
+    dtypes = dict(weights_dtype=args.weights, activations_dtype=args.activations, kv_dtype=args.kv,
+                  state_dtype=args.state, compute_dtype=args.compute, flash_attention=not args.no_flash_attention,
+                  attention_compute_dtype=args.attention_compute)
+    if args.price_per_hour is not None and not args.price_per_hour >= 0:
+        raise RooflineInputError(f"--price-per-hour must be a price in US dollars >= 0, got {args.price_per_hour!r}")
+    t = request_timeline(args.model, args.hardware, prompt_tokens=args.prompt, output_tokens=args.output,
+                         batch=args.batch, prefix_cached_tokens=args.prefix_cached,
+                         speculative_tokens=args.speculative_tokens, acceptance=args.acceptance,
+                         draft_model=args.draft_model, chunk_tokens=args.chunk, **dtypes)
+    d = t.to_dict()
+    cost = (None if args.price_per_hour is None
+            else float(cost_per_million_output_tokens(args.price_per_hour, t.output_tokens_per_s)))
+    d["price_per_hour_usd"] = args.price_per_hour
+    d["cost_per_million_output_tokens"] = cost
+    for warning in t.warnings:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    if args.json:
+        _print_json(d)
+        return 0
+    m, p = get_model(t.model_id), get_part(t.part_id)
+    print(f"{m.name} on {p.name}: batch {count(t.batch)}, prompt {count(t.prompt_tokens)} tokens"
+          f"{f' ({count(t.prefix_cached_tokens)} cached)' if t.prefix_cached_tokens else ''}, "
+          f"output {count(t.output_tokens)} tokens")
+    if t.speculative_tokens:
+        draft = t.draft_model_id or "an MTP-style draft layer"
+        print(f"  speculation          {count(t.speculative_tokens)} drafted tokens by {draft}, acceptance "
+              f"{num(t.acceptance)} -> {num(t.tokens_per_verify_step)} tokens per verify step")
+    print(f"  time to first token  {duration(t.ttft_s)}")
+    tpot = "—" if d["tpot_s"] is None else duration(t.tpot_s)
+    print(f"  time per out. token  {tpot}  over {count(t.decode_steps)} decode steps"
+          + ("" if d["mean_step_s"] is None else f" (mean step {duration(t.mean_step_s)})"))
+    print(f"  end to end           {duration(t.e2e_s)}")
+    print(f"  output tokens/s      {num(t.output_tokens_per_s)} for the batch, "
+          f"{num(t.output_tokens_per_s_per_sequence)} per sequence")
+    if cost is not None:
+        print(f"  cost                 {num(cost)} US dollars per million output tokens at "
+              f"{num(args.price_per_hour)} US dollars per hour")
+    fits = "fits" if t.fits_in_memory else "does NOT fit"
+    print(f"  memory               {binary(t.memory_required_bytes)} of {binary(t.memory_capacity_bytes)} at the "
+          f"final context -> {fits}")
+    note = "Times are lower bounds and rates upper bounds (the roofline of each step, perfect overlap)"
+    if t.batch > 1:
+        note += f"; figures are per chip: all {count(t.batch)} sequences on a single chip"
+    print(f"\n{note}.")
+    return 0
+
+
 def cmd_exercises(args) -> int:
     from .course.exercisegen import ExerciseGenerationError, generate, stale_files
 
@@ -270,6 +320,29 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--no-flash-attention", action="store_true")
     pl.add_argument("--json", action="store_true", help="print one JSON object")
     pl.set_defaults(func=cmd_place)
+    sv = sub.add_parser("serve", help="one batch of requests: TTFT, TPOT, end to end, tokens/s, cost")
+    sv.add_argument("--hardware", required=True, help=f"part id ({', '.join(list_parts())})")
+    sv.add_argument("--model", required=True, help=f"model id ({', '.join(list_models())})")
+    sv.add_argument("--prompt", type=_count("prompt", 1), required=True, help="prompt length in tokens")
+    sv.add_argument("--output", type=_count("output", 1), required=True, help="output tokens per sequence")
+    sv.add_argument("--batch", type=_count("batch", 1), default=1, help="sequences served together (default 1)")
+    sv.add_argument("--speculative-tokens", type=_count("speculative-tokens", 0), default=0,
+                    help="tokens drafted per verify step (default 0: no speculation)")
+    sv.add_argument("--acceptance", type=float, default=0.0, help="chance a drafted token is accepted, in [0, 1)")
+    sv.add_argument("--draft-model", default=None,
+                    help="draft model id (smaller than --model); default: an MTP-style draft layer")
+    sv.add_argument("--prefix-cached", type=_count("prefix-cached", 0), default=0,
+                    help="prompt tokens whose KV is already cached (default 0)")
+    sv.add_argument("--chunk", type=_count("chunk", 1), default=None, help="prefill chunk length in tokens")
+    sv.add_argument("--price-per-hour", type=float, default=None, help="US dollars per chip-hour, for the cost")
+    for flag, default in (("weights", "bf16"), ("activations", "bf16"), ("kv", "bf16"), ("compute", "bf16")):
+        sv.add_argument(f"--{flag}", type=_dtype, default=default, help=f"dtype ({', '.join(DTYPES)})")
+    sv.add_argument("--state", type=_dtype, default=None, help="recurrent-state dtype (default: the model's)")
+    sv.add_argument("--attention-compute", type=_dtype, default=None,
+                    help="rate for attention, softmax and norms (default: as place)")
+    sv.add_argument("--no-flash-attention", action="store_true")
+    sv.add_argument("--json", action="store_true", help="print one JSON object")
+    sv.set_defaults(func=cmd_serve)
     ex = sub.add_parser("exercises", help="generate exercises/ from solutions/ (or --check that it is current)")
     ex.add_argument("--root", default=".", help="the course checkout (default: .)")
     ex.add_argument("--check", action="store_true", help="only list stale exercise files; exit 1 if any")

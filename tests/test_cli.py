@@ -118,3 +118,42 @@ def test_text_output_shows_both_time_bounds(capsys):
     code, out, _ = run(capsys, "place", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--phase", "prefill",
                        "--no-flash-attention")
     assert "perfect overlap" in out and "summed operator by operator" in out
+
+
+SERVE = ("serve", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--prompt", "1024", "--output", "256")
+
+
+def test_serve_text_has_no_scientific_notation(capsys):
+    import re
+
+    code, out, _ = run(capsys, *SERVE, "--batch", "32", "--speculative-tokens", "3", "--acceptance", "0.6",
+                       "--price-per-hour", "2.5")
+    assert code == 0 and "time to first token" in out and "per chip" in out and "US dollars per million" in out
+    assert not re.search(r"\d[eE][+-]?\d", out)
+
+
+def test_serve_json(capsys):
+    from roofline_lessons.topics.serving import request_timeline
+
+    code, out, _ = run(capsys, *SERVE, "--batch", "32", "--price-per-hour", "3.6", "--json")
+    d = json.loads(out)
+    assert code == 0
+    for k in ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "output_tokens_per_s_per_sequence",
+              "tokens_per_verify_step", "fits_in_memory", "memory_required_bytes"):
+        assert k in d, k
+    for k in ("decode_steps", "batch", "prompt_tokens", "output_tokens", "memory_required_bytes"):
+        assert type(d[k]) is int, k
+    t = request_timeline("llama-3.1-8b", "h100-sxm", prompt_tokens=1024, output_tokens=256, batch=32)
+    assert d["decode_steps"] == 255 and d["tpot_s"] == pytest.approx(t.tpot_s)
+    assert d["cost_per_million_output_tokens"] == pytest.approx(1e3 / t.output_tokens_per_s)
+    code, out, _ = run(capsys, *SERVE, "--json")
+    assert json.loads(out)["cost_per_million_output_tokens"] is None
+
+
+@pytest.mark.parametrize("extra", [("--speculative-tokens", "2", "--acceptance", "1"), ("--acceptance", "-0.5"),
+                                   ("--output", "0"), ("--prefix-cached", "-1"), ("--prefix-cached", "1024"),
+                                   ("--speculative-tokens", "2", "--acceptance", "0.5", "--draft-model",
+                                    "llama-3.1-70b"), ("--chunk", "0"), ("--price-per-hour", "-1")])
+def test_serve_bad_input_exits_2(capsys, extra):
+    code, out, err = run(capsys, *SERVE, *extra)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "error" in err

@@ -85,3 +85,30 @@ def test_device_memory_is_binary():
     for pid in list_parts():
         cap = get_part(pid).memory_capacity_bytes
         assert cap % 2**30 == 0, pid  # whole GiB, never an SI count of bytes
+
+
+def test_board_power_is_sourced_or_absent():
+    with_power = [pid for pid in list_parts() if get_part(pid).board_power_w is not None]
+    assert {"b200", "gb200", "h100-pcie"} <= set(with_power)
+    for pid in list_parts():
+        p = get_part(pid)
+        if p.board_power_w is None:
+            assert p.board_power_source == "" and p.board_power_as_of == ""
+        else:
+            assert p.board_power_w > 0 and p.board_power_source
+            assert re.fullmatch(r"\d{4}-\d{2}(-\d{2})?", p.board_power_as_of)
+    # the B200 and GB200 figures are the ones their catalog names carry
+    assert str(int(get_part("b200").board_power_w)) + " W" in get_part("b200").name
+    assert str(int(get_part("gb200").board_power_w)) + " W" in get_part("gb200").name
+
+
+def test_a_board_power_without_source_is_refused():
+    from roofline_lessons.core.hardware import _part_from_entry
+
+    entry = {"name": "x", "vendor": "v", "memory_type": "HBM", "memory_bandwidth_bytes_per_s": 1e12,
+             "memory_capacity_gib": 16, "dense_flops_per_s": {"bf16": 1e14}, "source": "s", "as_of": "2026-01",
+             "board_power_w": 500}
+    with pytest.raises(ValueError, match="board_power_source"):
+        _part_from_entry("x", entry)
+    entry.update(board_power_source="a datasheet", board_power_as_of="2026-01-01")
+    assert _part_from_entry("x", entry).board_power_w == 500.0

@@ -56,6 +56,9 @@ class Part:
     last_level_cache_name: str | None = None
     shared_memory_per_sm_bytes: int | None = None  #: binary: 228 KiB = 233,472 bytes
     measured: tuple[Measurement, ...] = field(default=())
+    board_power_w: float | None = None  #: rated board power (TDP), watts, of the configuration whose rates these are
+    board_power_source: str = ""  #: where ``board_power_w`` comes from
+    board_power_as_of: str = ""  #: date of that source (ISO)
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -135,7 +138,20 @@ def _part_from_entry(part_id: str, entry: dict) -> Part:
         last_level_cache_name=entry.get("last_level_cache_name"),
         shared_memory_per_sm_bytes=entry.get("shared_memory_per_sm_bytes"),
         measured=measured,
+        board_power_w=_board_power_w(part_id, entry),
+        board_power_source=entry.get("board_power_source", ""),
+        board_power_as_of=str(entry.get("board_power_as_of", "")),
     )
+
+
+def _board_power_w(part_id: str, entry: dict) -> float | None:
+    """The rated board power in watts, or None; a figure without its source and date is refused."""
+    if "board_power_w" not in entry:
+        return None
+    if not entry.get("board_power_source") or not entry.get("board_power_as_of"):
+        raise ValueError(f"hardware.toml: part {part_id!r} gives board_power_w without board_power_source "
+                         "and board_power_as_of")
+    return float(entry["board_power_w"])
 
 
 def _parts() -> dict[str, Part]:

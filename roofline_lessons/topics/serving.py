@@ -1,0 +1,508 @@
+"""Serving a request: time to first token, time per output token, speculation, prefix caching,
+continuous batching, the throughput–latency frontier, goodput, Little's law, cost and energy.
+
+Every time here is a **lower bound** (each step at max(FLOPs / peak, bytes / bandwidth), perfect
+overlap, one chip, no scheduler or kernel-launch overhead) and every rate an **upper bound**.
+
+The request model (what a lesson can quote):
+
+- The prefill step yields the first output token: TTFT = the prefill step's time bound (seconds).
+  With ``prefix_cached_tokens`` = p the first p prompt tokens' KV is already cached: their prefill
+  is skipped, but the new tokens' attention still reads the cached prefix's KV (priced as a prefill
+  of the whole prompt minus the per-token work of a prefill of the prefix: exact for the FLOPs of
+  causal attention, the weight matmuls and the KV writes; the weights are read once).
+- Each decode step then yields one more token per sequence, with the context one token longer
+  each step: step i reads a cache of prompt + i tokens. ``decode_steps`` = output − 1.
+- E2E = TTFT + Σ decode steps.
+  TPOT (time per output token, the inter-token latency) = (E2E − TTFT) / (output − 1): the mean
+  gap between tokens after the first. The other common definition, the mean decode-step time, is
+  ``mean_step_s``; the two agree without speculation and differ with it (a verify step yields
+  more than one token).
+- Throughput counts generated tokens of all sequences: output_tokens_per_s = batch × output / E2E
+  (the first token included, time from the request's arrival to its last token); per sequence it is
+  output / E2E. All figures are for one chip.
+- Speculative decoding (Leviathan et al. 2023; Chen et al. 2023): k drafted tokens, i.i.d.
+  acceptance α, give (1 − α^(k+1)) / (1 − α) tokens per verify step on average. One verify step of
+  the target is priced as a decode step of batch × (k+1) query tokens at the current context, with
+  the KV cache and recurrent state read once per sequence (not once per query position): the
+  weights are read once for all k+1 positions. The k draft steps are decode steps of the draft
+  model (a catalog id) at the growing context, or, with no draft model, an MTP-style draft (one
+  extra layer on the target, as DeepSeek-V3's multi-token-prediction module): each draft step
+  costs 1 / num_hidden_layers of the target's decode step (it ignores the shared lm_head read, so
+  it flatters the draft somewhat). The context grows by the expected tokens per verify step,
+  rounded down to whole tokens, and there are ceil((output − 1) / tokens per verify) verify steps.
+- ``chunk_tokens`` splits the (uncached) prompt into chunks of that many tokens, each a separate
+  step over the chunks before it (each reads the weights again): TTFT is their sum.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.errors import RooflineInputError
+from ..core.hardware import Part, get_part
+from ..core.models import Model, get_model
+from ..core.placement import Placement, place
+
+#: the workload fields a caller may pass through (number formats and kernels); the rest are set here
+DTYPE_FIELDS = ("weights_dtype", "activations_dtype", "kv_dtype", "state_dtype", "compute_dtype",
+                "flash_attention", "attention_compute_dtype", "deltanet_chunk_tokens")
+
+
+# ---- validation ------------------------------------------------------------------------------
+
+
+def _whole(name: str, value, minimum: int) -> int:
+    """One whole number >= ``minimum`` (an int), or a RooflineInputError naming the value."""
+    bad = RooflineInputError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    if isinstance(value, (bool, str, bytes)) or value is None:
+        raise bad
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise bad from None
+    if not math.isfinite(v) or v != math.floor(v) or v < minimum:
+        raise bad
+    return int(v)
+
+
+def _number(name: str, value, allowed: str, ok) -> float:
+    bad = RooflineInputError(f"{name} must be {allowed}, got {value!r}")
+    if isinstance(value, (bool, str, bytes)) or value is None:
+        raise bad
+    try:
+        v = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise bad from None
+    if v.size == 0 or not np.all(np.isfinite(v)) or not np.all(ok(v)):
+        raise bad
+    return float(v) if v.ndim == 0 else v
+
+
+def _dtypes(fields: dict) -> dict:
+    unknown = sorted(set(fields) - set(DTYPE_FIELDS))
+    if unknown:
+        raise RooflineInputError(f"unknown workload field(s) {', '.join(unknown)}; allowed here: "
+                                 f"{', '.join(DTYPE_FIELDS)} (phase, batch and lengths are set by the request)")
+    return dict(fields)
+
+
+def check_acceptance(alpha):
+    """The acceptance rate α: a number (or array) in [0, 1)."""
+    return _number("acceptance", alpha, "a number in [0, 1) (the chance a drafted token is accepted)",
+                   lambda v: (v >= 0) & (v < 1))
+
+
+# ---- speculation -----------------------------------------------------------------------------
+
+
+def expected_tokens_per_verify(k, alpha):
+    """Expected tokens one verify step yields with ``k`` drafted tokens and acceptance ``alpha``.
+
+    (1 − α^(k+1)) / (1 − α), i.e. 1 + α + … + α^k (tokens): 1 at α = 0 or k = 0, tending to k + 1
+    as α → 1. ``k`` a whole number >= 0, ``alpha`` in [0, 1); arrays broadcast.
+    """
+    if isinstance(k, (bool, str, bytes)) or k is None:
+        raise RooflineInputError(f"speculative tokens k must be a whole number >= 0, got {k!r}")
+    try:
+        kk = np.asarray(k, dtype=float)
+    except (TypeError, ValueError):
+        raise RooflineInputError(f"speculative tokens k must be a whole number >= 0, got {k!r}") from None
+    if kk.size == 0 or not np.all(np.isfinite(kk)) or not np.all(kk == np.floor(kk)) or not np.all(kk >= 0):
+        raise RooflineInputError(f"speculative tokens k must be a whole number >= 0, got {k!r}")
+    a = np.asarray(check_acceptance(alpha), dtype=float)
+    out = (1.0 - a ** (kk + 1.0)) / (1.0 - a)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+# ---- step prices ---------------------------------------------------------------------------
+
+
+def _bound(p: Placement, weight_matmul_flops, other_flops, nbytes):
+    """Seconds of a step with these FLOPs and bytes under ``p``'s roofs (formats from ``p``)."""
+    compute = (np.divide(weight_matmul_flops, p.matmul_peak_flops_per_s)
+               + np.divide(other_flops, p.other_peak_flops_per_s))
+    return np.maximum(compute, np.divide(nbytes, p.bandwidth_bytes_per_s))
+
+
+def _op(p: Placement, name: str):
+    return next(op for op in p.cost.ops if op.name == name)
+
+
+@dataclass(frozen=True)
+class _Step:
+    """FLOPs and bytes of one step (arrays allowed) and its time bound, seconds."""
+
+    weight_matmul_flops: object
+    flops: object
+    bytes: object
+    time_s: object
+
+
+def _extend(model, part, batch, new_tokens, cached_tokens, fields) -> _Step:
+    """A prefill of ``new_tokens`` per sequence over ``cached_tokens`` already cached (arrays ok).
+
+    = prefill(cached + new) − the per-token work of prefill(cached): its FLOPs, activations and
+    KV writes; the weights and the lm_head stay once, the KV read covers cached + new tokens.
+    """
+    new = np.asarray(new_tokens, dtype=float)
+    cached = np.asarray(cached_tokens, dtype=float)
+    full = place(model, part, phase="prefill", batch=batch, prompt_tokens=new + cached, **fields)
+    has = cached > 0
+    if not np.any(has):
+        c = full.cost
+        return _Step(c.weight_matmul_flops, c.flops, c.bytes, full.time_lower_bound_s)
+    pre = place(model, part, phase="prefill", batch=batch, prompt_tokens=np.maximum(cached, 1.0), **fields)
+    lm = _op(pre, "lm_head")
+    sub_flops = np.where(has, pre.cost.flops - lm.flops, 0.0)
+    sub_wmf = np.where(has, pre.cost.weight_matmul_flops - lm.weight_matmul_flops, 0.0)
+    sub_bytes = np.where(has, pre.cost.activation_bytes - lm.activation_bytes + pre.cost.kv_write_bytes, 0.0)
+    wmf = full.cost.weight_matmul_flops - sub_wmf
+    flops = full.cost.flops - sub_flops
+    nbytes = full.cost.bytes - sub_bytes
+    return _Step(wmf, flops, nbytes, _bound(full, wmf, flops - wmf, nbytes))
+
+
+def _verify(model, part, batch, positions, context, fields) -> _Step:
+    """One target step of ``positions`` query tokens per sequence at ``context`` (an array).
+
+    A decode step of batch × positions tokens, with the KV cache and the recurrent state read once
+    per sequence rather than once per query position.
+    """
+    many = place(model, part, phase="decode", batch=batch * positions, context_tokens=context, **fields)
+    if positions == 1:
+        c = many.cost
+        return _Step(c.weight_matmul_flops, c.flops, c.bytes, many.time_lower_bound_s)
+    one = place(model, part, phase="decode", batch=batch, context_tokens=context, **fields)
+    m, o = many.cost, one.cost
+    nbytes = m.bytes - m.kv_read_bytes - m.state_bytes + o.kv_read_bytes + o.state_bytes
+    return _Step(m.weight_matmul_flops, m.flops, nbytes,
+                 _bound(many, m.weight_matmul_flops, m.flops - m.weight_matmul_flops, nbytes))
+
+
+# ---- one request ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class RequestTimeline:
+    """One batch of identical requests from arrival to last token, on one chip. Seconds, tokens,
+    bytes; every time a lower bound, every rate an upper bound (see the module docstring)."""
+
+    model_id: str
+    part_id: str
+    prompt_tokens: int
+    output_tokens: int
+    batch: int
+    prefix_cached_tokens: int
+    speculative_tokens: int
+    acceptance: float
+    draft_model_id: str | None  #: None with speculation: an MTP-style draft (see module docstring)
+    chunk_tokens: int | None
+    ttft_s: float  #: time to first token: the prefill step(s) of the uncached prompt, seconds
+    decode_steps: int  #: decode (or verify) steps after the prefill
+    step_s: np.ndarray  #: each decode/verify step's bound (draft steps included), seconds
+    step_context_tokens: np.ndarray  #: tokens cached per sequence before each step
+    e2e_s: float  #: TTFT + Σ step_s, seconds
+    tokens_per_verify_step: float  #: tokens a step yields per sequence (1 without speculation)
+    memory_required_bytes: float  #: weights + KV + state at the final context (prompt + output)
+    memory_capacity_bytes: float
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def tpot_s(self) -> float:
+        """(E2E − TTFT) / (output − 1), seconds per token after the first; nan when output is 1."""
+        n = self.output_tokens - 1
+        return (self.e2e_s - self.ttft_s) / n if n > 0 else float("nan")
+
+    @property
+    def mean_step_s(self) -> float:
+        """The other TPOT: mean decode (verify) step time, seconds; nan with no decode step."""
+        return float(np.mean(self.step_s)) if self.decode_steps else float("nan")
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        """All sequences: batch × output tokens / E2E (tokens/s, first token included)."""
+        return self.batch * self.output_tokens / self.e2e_s
+
+    @property
+    def output_tokens_per_s_per_sequence(self) -> float:
+        """One sequence: output tokens / E2E (tokens/s), what one user sees on average."""
+        return self.output_tokens / self.e2e_s
+
+    @property
+    def fits_in_memory(self) -> bool:
+        return bool(self.memory_required_bytes <= self.memory_capacity_bytes)
+
+    def to_dict(self) -> dict:
+        """JSON-ready numbers; counts as ints, nan as None, ``step_s`` left out (use the array)."""
+
+        def f(x):
+            x = float(x)
+            return x if math.isfinite(x) else None
+
+        return {
+            "hardware": self.part_id, "model": self.model_id, "prompt_tokens": self.prompt_tokens,
+            "output_tokens": self.output_tokens, "batch": self.batch,
+            "prefix_cached_tokens": self.prefix_cached_tokens, "speculative_tokens": self.speculative_tokens,
+            "acceptance": self.acceptance, "draft_model": self.draft_model_id, "chunk_tokens": self.chunk_tokens,
+            "ttft_s": f(self.ttft_s), "tpot_s": f(self.tpot_s), "mean_step_s": f(self.mean_step_s),
+            "e2e_s": f(self.e2e_s), "decode_steps": int(self.decode_steps),
+            "output_tokens_per_s": f(self.output_tokens_per_s),
+            "output_tokens_per_s_per_sequence": f(self.output_tokens_per_s_per_sequence),
+            "tokens_per_verify_step": f(self.tokens_per_verify_step),
+            "fits_in_memory": self.fits_in_memory, "memory_required_bytes": int(round(self.memory_required_bytes)),
+            "memory_capacity_bytes": int(round(self.memory_capacity_bytes)), "warnings": list(self.warnings),
+        }
+
+
+def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int, output_tokens: int,
+                     batch: int = 1, prefix_cached_tokens: int = 0, speculative_tokens: int = 0,
+                     acceptance: float = 0.0, draft_model: Model | str | None = None,
+                     chunk_tokens: int | None = None, **workload_dtypes) -> RequestTimeline:
+    """The timeline of ``batch`` identical requests of ``prompt_tokens`` in and ``output_tokens`` out.
+
+    Every decode step is priced at once (numpy arrays of contexts, no Python loop per token).
+    ``prefix_cached_tokens`` (0 ≤ p < prompt) skips that prefix's prefill; ``speculative_tokens`` k
+    with ``acceptance`` α in [0, 1) and an optional ``draft_model`` (a catalog id no larger than
+    the target; None = MTP-style draft) turns decode into verify steps; ``chunk_tokens`` chunks the
+    prefill. ``workload_dtypes``: any of :data:`DTYPE_FIELDS`.
+    """
+    m, p = get_model(model), get_part(part)
+    fields = _dtypes(workload_dtypes)
+    prompt = _whole("prompt_tokens", prompt_tokens, 1)
+    output = _whole("output_tokens", output_tokens, 1)
+    b = _whole("batch", batch, 1)
+    prefix = _whole("prefix_cached_tokens", prefix_cached_tokens, 0)
+    if prefix >= prompt:
+        raise RooflineInputError(f"prefix_cached_tokens must be below prompt_tokens ({prompt:,}): at least one "
+                                 f"prompt token must be prefilled to produce the first output, got {prefix_cached_tokens!r}")
+    k = _whole("speculative_tokens", speculative_tokens, 0)
+    alpha = float(check_acceptance(acceptance))
+    chunk = None if chunk_tokens is None else _whole("chunk_tokens", chunk_tokens, 1)
+    draft = None
+    if draft_model is not None:
+        if k == 0:
+            raise RooflineInputError(f"draft_model {draft_model!r} needs speculative_tokens >= 1 (got 0)")
+        draft = get_model(draft_model)
+        if draft.parameter_count() > m.parameter_count():
+            raise RooflineInputError(
+                f"draft_model {draft.id!r} ({draft.parameter_count():,} parameters) is larger than the target "
+                f"{m.id!r} ({m.parameter_count():,}); a draft must be smaller than the model it drafts for")
+
+    # prefill → TTFT
+    uncached = prompt - prefix
+    if chunk is None or chunk >= uncached:
+        ttft = float(_extend(m, p, b, uncached, prefix, fields).time_s)
+    else:
+        starts = np.arange(0, uncached, chunk, dtype=float)
+        sizes = np.minimum(chunk, uncached - starts)
+        ttft = float(np.sum(_extend(m, p, b, sizes, prefix + starts, fields).time_s))
+
+    # decode / verify steps
+    per_step = expected_tokens_per_verify(k, alpha) if k else 1.0
+    steps = int(math.ceil((output - 1) / per_step - 1e-12)) if output > 1 else 0
+    contexts = prompt + np.floor(np.arange(steps) * per_step)
+    if steps:
+        step = np.asarray(_verify(m, p, b, k + 1, contexts, fields).time_s, dtype=float)
+        if k:
+            if draft is None:
+                base = place(m, p, phase="decode", batch=b, context_tokens=contexts, **fields).time_lower_bound_s
+                step = step + k * np.asarray(base) / m.num_hidden_layers
+            else:
+                ctx = contexts[:, None] + np.arange(k, dtype=float)[None, :]
+                dp = place(draft, p, phase="decode", batch=b, context_tokens=ctx, **fields)
+                step = step + np.asarray(dp.time_lower_bound_s).sum(axis=1)
+    else:
+        step = np.zeros(0)
+    step = np.broadcast_to(step, (steps,)).copy()
+    step.setflags(write=False)
+    contexts.setflags(write=False)
+
+    final = place(m, p, phase="decode", batch=b, context_tokens=prompt + output - 1, **fields)
+    return RequestTimeline(
+        model_id=m.id, part_id=p.id, prompt_tokens=prompt, output_tokens=output, batch=b,
+        prefix_cached_tokens=prefix, speculative_tokens=k, acceptance=alpha,
+        draft_model_id=draft.id if draft is not None else None, chunk_tokens=chunk,
+        ttft_s=ttft, decode_steps=steps, step_s=step, step_context_tokens=contexts,
+        e2e_s=ttft + float(np.sum(step)), tokens_per_verify_step=float(per_step),
+        memory_required_bytes=float(final.memory_required_bytes),
+        memory_capacity_bytes=float(p.memory_capacity_bytes), warnings=final.warnings)
+
+
+# ---- continuous batching -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MixedStep:
+    """One continuous-batching step (a prefill chunk + the running batch's decode tokens) and the
+    decode-only step beside it. FLOPs, bytes, FLOP/byte, seconds."""
+
+    flops: float
+    bytes: float
+    intensity: float
+    time_s: float
+    tokens: int  #: tokens through the layers: decode batch + chunk
+    decode_only_flops: float
+    decode_only_bytes: float
+    decode_only_intensity: float
+    decode_only_time_s: float
+
+
+def mixed_step(model: Model | str, part: Part | str, *, decode_batch: int, decode_context_tokens: int,
+               prefill_chunk_tokens: int, **workload_dtypes) -> MixedStep:
+    """A step carrying ``prefill_chunk_tokens`` of a fresh prompt plus ``decode_batch`` decode tokens
+    at ``decode_context_tokens`` cached each: the weights are read once for both (for an MoE, the
+    experts touched by all of the step's tokens)."""
+    fields = _dtypes(workload_dtypes)
+    bd = _whole("decode_batch", decode_batch, 1)
+    cd = _whole("decode_context_tokens", decode_context_tokens, 0)
+    ch = _whole("prefill_chunk_tokens", prefill_chunk_tokens, 1)
+    d = place(model, part, phase="decode", batch=bd, context_tokens=cd, **fields)
+    pf = place(model, part, phase="prefill", batch=1, prompt_tokens=ch, **fields)
+    shared = place(model, part, phase="decode", batch=bd + ch, context_tokens=0, **fields).cost.weight_bytes
+    wmf = d.cost.weight_matmul_flops + pf.cost.weight_matmul_flops
+    flops = d.cost.flops + pf.cost.flops
+    nbytes = d.cost.bytes - d.cost.weight_bytes + pf.cost.bytes - pf.cost.weight_bytes + shared
+    return MixedStep(
+        flops=float(flops), bytes=float(nbytes), intensity=float(flops / nbytes),
+        time_s=float(_bound(d, wmf, flops - wmf, nbytes)), tokens=bd + ch,
+        decode_only_flops=float(d.cost.flops), decode_only_bytes=float(d.cost.bytes),
+        decode_only_intensity=float(d.intensity), decode_only_time_s=float(d.time_lower_bound_s))
+
+
+# ---- sweeps over batch -----------------------------------------------------------------------
+
+
+def _batches(batches) -> np.ndarray:
+    b = np.atleast_1d(np.asarray(_number("batches", batches, "whole numbers >= 1",
+                                         lambda v: (v >= 1) & (v == np.floor(v))), dtype=float))
+    return b.astype(np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class Pareto:
+    """The throughput–latency frontier over batch (arrays like ``batch``)."""
+
+    batch: np.ndarray
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray
+    e2e_s: np.ndarray
+    output_tokens_per_s_per_sequence: np.ndarray  #: the latency side: what one user sees, tokens/s
+    output_tokens_per_s: np.ndarray  #: all sequences, tokens/s
+    fits_in_memory: np.ndarray  #: weights + KV + state at prompt + output tokens ≤ capacity
+    critical_batch: int | None  #: decode batch reaching the ridge at the mid-decode context
+
+
+def pareto(model: Model | str, part: Part | str, *, prompt_tokens: int, output_tokens: int, batches,
+           **workload_dtypes) -> Pareto:
+    """Per batch: per-sequence and total output tokens/s, fit, and the critical batch.
+
+    The critical batch is :func:`roofline_lessons.topics.batching.critical_batch` at the context
+    halfway through decode (prompt + output // 2), all traffic counted.
+    """
+    from .batching import critical_batch
+
+    b = _batches(batches)
+    tl = [request_timeline(model, part, prompt_tokens=prompt_tokens, output_tokens=output_tokens, batch=int(x),
+                           **workload_dtypes) for x in b]
+    arr = lambda name: np.array([getattr(t, name) for t in tl], dtype=float)  # noqa: E731
+    crit = critical_batch(model, part, context_tokens=int(prompt_tokens) + int(output_tokens) // 2,
+                          **_dtypes(workload_dtypes))
+    return Pareto(batch=b, ttft_s=arr("ttft_s"), tpot_s=arr("tpot_s"), e2e_s=arr("e2e_s"),
+                  output_tokens_per_s_per_sequence=arr("output_tokens_per_s_per_sequence"),
+                  output_tokens_per_s=arr("output_tokens_per_s"),
+                  fits_in_memory=np.array([t.fits_in_memory for t in tl]), critical_batch=crit)
+
+
+def littles_law(*, concurrency=None, throughput_per_s=None, latency_s=None):
+    """Little's law, L = λ·W: give any two of concurrency L (requests in the system), throughput λ
+    (requests/s) and latency W (seconds in the system); get the third."""
+    given = {"concurrency": concurrency, "throughput_per_s": throughput_per_s, "latency_s": latency_s}
+    missing = [k for k, v in given.items() if v is None]
+    if len(missing) != 1:
+        raise RooflineInputError(f"littles_law needs exactly two of concurrency, throughput_per_s, latency_s; "
+                                 f"got {', '.join(k for k, v in given.items() if v is not None) or 'none'}")
+    vals = {k: _number(k, v, "a number >= 0", lambda a: a >= 0) for k, v in given.items() if v is not None}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if missing[0] == "concurrency":
+            return vals["throughput_per_s"] * vals["latency_s"]
+        if missing[0] == "throughput_per_s":
+            return np.divide(vals["concurrency"], vals["latency_s"])
+        return np.divide(vals["concurrency"], vals["throughput_per_s"])
+
+
+@dataclass(frozen=True, eq=False)
+class Goodput:
+    """Requests/s that meet both SLOs, per batch (arrays like ``batch``)."""
+
+    batch: np.ndarray
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray
+    requests_per_s: np.ndarray  #: batch / E2E (Little's law with concurrency = batch)
+    meets_slo: np.ndarray  #: TTFT ≤ its SLO, TPOT ≤ its SLO, and the batch fits in memory
+    goodput_requests_per_s: np.ndarray  #: requests/s where meets_slo, else 0
+    best_batch: int | None
+    best_goodput_requests_per_s: float
+
+
+def goodput_requests_per_s(model: Model | str, part: Part | str, *, prompt_tokens: int, output_tokens: int,
+                           batches, ttft_slo_s: float, tpot_slo_s: float, **workload_dtypes) -> Goodput:
+    """Requests/s that meet a TTFT and a TPOT service-level objective, over a batch sweep.
+
+    The model: at batch B every request sees the timeline of batch B (B requests arrive together,
+    prefill together, decode together; no mixing of phases). Requests/s = B / E2E (Little's law);
+    goodput counts only batches whose TTFT and TPOT meet the SLOs (seconds) and that fit in memory.
+    """
+    ttft_slo = _number("ttft_slo_s", ttft_slo_s, "a number of seconds > 0", lambda v: v > 0)
+    tpot_slo = _number("tpot_slo_s", tpot_slo_s, "a number of seconds > 0", lambda v: v > 0)
+    pa = pareto(model, part, prompt_tokens=prompt_tokens, output_tokens=output_tokens, batches=batches,
+                **workload_dtypes)
+    rps = pa.batch / pa.e2e_s
+    tpot_ok = np.where(np.isnan(pa.tpot_s), True, pa.tpot_s <= tpot_slo)
+    meets = (pa.ttft_s <= ttft_slo) & tpot_ok & pa.fits_in_memory
+    good = np.where(meets, rps, 0.0)
+    best = int(np.argmax(good))
+    return Goodput(batch=pa.batch, ttft_s=pa.ttft_s, tpot_s=pa.tpot_s, requests_per_s=rps, meets_slo=meets,
+                   goodput_requests_per_s=good, best_batch=int(pa.batch[best]) if meets[best] else None,
+                   best_goodput_requests_per_s=float(good[best]))
+
+
+# ---- money and energy ----------------------------------------------------------------------
+
+
+def cost_per_million_output_tokens(price_per_hour_usd, output_tokens_per_s):
+    """US dollars per 10^6 output tokens: price per hour / 3,600 / tokens per second × 10^6.
+
+    The price is the learner's input (a rental or amortised price per chip-hour); the catalog holds
+    none. With the tokens/s upper bound this is a lower bound on cost.
+    """
+    price = _number("price_per_hour_usd", price_per_hour_usd, "a price in US dollars per hour >= 0",
+                    lambda v: v >= 0)
+    tps = _number("output_tokens_per_s", output_tokens_per_s, "a rate in tokens/s > 0", lambda v: v > 0)
+    return np.divide(price, tps) / 3600.0 * 1e6
+
+
+def energy_per_token_upper_bound_j(board_power_w, output_tokens_per_s):
+    """Joules per output token if the board draws its full rated power: board power (W) ÷ tokens/s.
+
+    ``board_power_w`` is watts, or a part (id or :class:`Part`) whose catalog entry has a sourced
+    ``board_power_w``; a part without one is an error. The rated power is the most the board may
+    draw, so for a given tokens/s this is an upper bound on energy per token; pairing it with the
+    roofline's tokens/s upper bound is an estimate, not a bound either way.
+    """
+    if isinstance(board_power_w, (str, Part)):
+        p = get_part(board_power_w)
+        if p.board_power_w is None:
+            from ..core.hardware import list_parts
+
+            have = [pid for pid in list_parts() if get_part(pid).board_power_w is not None]
+            raise RooflineInputError(f"{p.id} has no sourced board power in the catalog; give the watts yourself "
+                                     f"(parts with one: {', '.join(have) or 'none'})")
+        watts = p.board_power_w
+    else:
+        watts = _number("board_power_w", board_power_w, "a power in watts > 0", lambda v: v > 0)
+    tps = _number("output_tokens_per_s", output_tokens_per_s, "a rate in tokens/s > 0", lambda v: v > 0)
+    return np.divide(watts, tps)

@@ -1,0 +1,171 @@
+"""Lesson 10's package layer: one request's timeline, speculation, prefix caching, continuous
+batching, the frontier, Little's law, goodput, cost and energy."""
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+from roofline_lessons.core.errors import RooflineInputError
+from roofline_lessons.core.hardware import get_part
+from roofline_lessons.core.models import get_model
+from roofline_lessons.core.placement import place
+from roofline_lessons.topics import serving as s
+
+M, P = "llama-3.1-8b", "h100-sxm"
+
+
+def tl(**kw):
+    args = dict(prompt_tokens=1024, output_tokens=64, batch=4)
+    args.update(kw)
+    return s.request_timeline(M, P, **args)
+
+
+def test_ttft_is_the_prefill_bound():
+    t = tl()
+    assert t.ttft_s == pytest.approx(float(place(M, P, phase="prefill", batch=4, prompt_tokens=1024).time_lower_bound_s))
+
+
+def test_steps_equal_a_loop_over_place_and_e2e_is_their_sum():
+    t = tl(output_tokens=40)
+    loop = [float(place(M, P, phase="decode", batch=4, context_tokens=1024 + i).time_lower_bound_s) for i in range(39)]
+    assert t.decode_steps == 39 and isinstance(t.decode_steps, int)
+    np.testing.assert_allclose(t.step_s, loop, rtol=1e-12)
+    assert t.e2e_s == pytest.approx(t.ttft_s + sum(loop))
+    assert t.tpot_s == pytest.approx((t.e2e_s - t.ttft_s) / 39)
+    assert t.mean_step_s == pytest.approx(np.mean(loop))  # the two TPOTs agree without speculation
+    assert t.output_tokens_per_s == pytest.approx(4 * 40 / t.e2e_s)
+    assert t.output_tokens_per_s_per_sequence == pytest.approx(40 / t.e2e_s)
+    assert t.tokens_per_verify_step == 1
+
+
+def test_memory_is_counted_at_the_final_context():
+    t = tl(output_tokens=100)
+    fp = place(M, P, phase="prefill", batch=4, prompt_tokens=1124)
+    assert t.memory_required_bytes == pytest.approx(float(fp.memory_required_bytes))
+    assert t.fits_in_memory
+    assert not s.request_timeline("llama-3.1-70b", P, prompt_tokens=16, output_tokens=2).fits_in_memory
+
+
+def test_one_output_token_has_no_decode_step():
+    t = tl(output_tokens=1)
+    assert t.decode_steps == 0 and t.e2e_s == t.ttft_s and math.isnan(t.tpot_s)
+
+
+def test_expected_tokens_per_verify():
+    assert s.expected_tokens_per_verify(4, 0.0) == 1
+    assert s.expected_tokens_per_verify(0, 0.9) == pytest.approx(1)
+    assert s.expected_tokens_per_verify(3, 0.5) == pytest.approx(1 + 0.5 + 0.25 + 0.125)
+    assert s.expected_tokens_per_verify(5, 0.999999) == pytest.approx(6, rel=1e-4)
+    np.testing.assert_allclose(s.expected_tokens_per_verify(np.array([1, 2]), 0.5), [1.5, 1.75])
+
+
+def test_speculation_helps_small_batches_and_not_compute_bound_ones():
+    kw = dict(speculative_tokens=4, acceptance=0.7)
+    small, small_spec = tl(batch=1), tl(batch=1, **kw)
+    assert small_spec.tpot_s < small.tpot_s
+    assert small_spec.tokens_per_verify_step == pytest.approx(s.expected_tokens_per_verify(4, 0.7))
+    assert small_spec.decode_steps == math.ceil(63 / small_spec.tokens_per_verify_step)
+    assert small_spec.mean_step_s > small_spec.tpot_s  # a verify step yields more than one token
+    big, big_spec = tl(batch=1024, prompt_tokens=64), tl(batch=1024, prompt_tokens=64, **kw)
+    assert place(M, P, phase="decode", batch=1024 * 5, context_tokens=64).bound == "compute"
+    assert big_spec.tpot_s > big.tpot_s
+
+
+def test_a_draft_model_adds_its_steps_and_must_be_smaller():
+    mtp = s.request_timeline("llama-3.1-70b", "h200", prompt_tokens=512, output_tokens=32, speculative_tokens=3,
+                             acceptance=0.6)
+    drafted = s.request_timeline("llama-3.1-70b", "h200", prompt_tokens=512, output_tokens=32, speculative_tokens=3,
+                                 acceptance=0.6, draft_model="llama-3.1-8b")
+    assert drafted.step_s[0] > mtp.step_s[0] and drafted.draft_model_id == "llama-3.1-8b"
+    draft = place("llama-3.1-8b", "h200", phase="decode", context_tokens=np.arange(512, 515)).time_lower_bound_s
+    assert drafted.step_s[0] - mtp.step_s[0] == pytest.approx(
+        float(np.sum(draft)) - 3 * float(place("llama-3.1-70b", "h200", phase="decode", context_tokens=512)
+                                         .time_lower_bound_s) / 80)
+    with pytest.raises(RooflineInputError, match="llama-3.1-70b.*larger"):
+        tl(speculative_tokens=2, acceptance=0.5, draft_model="llama-3.1-70b")
+
+
+def test_prefix_caching_lowers_ttft_but_still_reads_the_prefix():
+    full, cached = tl(), tl(prefix_cached_tokens=768)
+    assert cached.ttft_s < full.ttft_s
+    fresh = float(place(M, P, phase="prefill", batch=4, prompt_tokens=256).time_lower_bound_s)
+    assert cached.ttft_s > fresh  # 256 new tokens attend over 1,024, not 256
+    np.testing.assert_allclose(cached.step_s, full.step_s)
+
+
+def test_chunking_costs_a_weight_read_per_chunk():
+    one, chunked = tl(batch=1, prompt_tokens=512), tl(batch=1, prompt_tokens=512, chunk_tokens=64)
+    assert chunked.ttft_s > one.ttft_s
+    assert tl(chunk_tokens=4096).ttft_s == pytest.approx(tl().ttft_s)
+
+
+def test_mixed_step_is_more_intense_than_decode_alone():
+    mx = s.mixed_step(M, P, decode_batch=32, decode_context_tokens=2048, prefill_chunk_tokens=512)
+    d = place(M, P, phase="decode", batch=32, context_tokens=2048)
+    assert mx.decode_only_time_s == pytest.approx(float(d.time_lower_bound_s))
+    assert mx.intensity > mx.decode_only_intensity
+    assert mx.tokens == 544 and mx.intensity == pytest.approx(mx.flops / mx.bytes)
+    pf = place(M, P, phase="prefill", prompt_tokens=512)
+    assert mx.bytes < float(d.cost.bytes + pf.cost.bytes)  # weights read once for both
+    assert mx.time_s < float(d.time_lower_bound_s + pf.time_lower_bound_s)
+
+
+def test_pareto_and_goodput():
+    pa = s.pareto(M, P, prompt_tokens=512, output_tokens=64, batches=[1, 16, 256, 4096])
+    assert np.all(np.diff(pa.output_tokens_per_s) > 0)
+    assert np.all(np.diff(pa.output_tokens_per_s_per_sequence) < 0)
+    assert pa.fits_in_memory.tolist() == [True, True, True, False]
+    g = s.goodput_requests_per_s(M, P, prompt_tokens=512, output_tokens=64, batches=[1, 16, 256, 4096],
+                                 ttft_slo_s=float(pa.ttft_s[1]) * 1.01, tpot_slo_s=1.0)
+    assert g.meets_slo.tolist() == [True, True, False, False] and g.best_batch == 16
+    assert g.best_goodput_requests_per_s == pytest.approx(16 / pa.e2e_s[1])
+
+
+def test_littles_law_round_trips():
+    assert s.littles_law(throughput_per_s=10, latency_s=2.5) == pytest.approx(25)
+    assert s.littles_law(concurrency=25, latency_s=2.5) == pytest.approx(10)
+    assert s.littles_law(concurrency=25, throughput_per_s=10) == pytest.approx(2.5)
+    with pytest.raises(RooflineInputError, match="exactly two"):
+        s.littles_law(concurrency=1)
+
+
+def test_cost_and_energy():
+    assert s.cost_per_million_output_tokens(3.6, 1000) == pytest.approx(1.0)
+    assert s.energy_per_token_upper_bound_j(700, 350) == pytest.approx(2.0)
+    assert s.energy_per_token_upper_bound_j("b200", 1000) == pytest.approx(get_part("b200").board_power_w / 1000)
+    with pytest.raises(RooflineInputError, match="h100-sxm has no sourced board power"):
+        s.energy_per_token_upper_bound_j("h100-sxm", 100)
+
+
+@pytest.mark.parametrize("kw, named", [
+    (dict(acceptance=1.0, speculative_tokens=2), "1.0"), (dict(acceptance=-0.1), "-0.1"),
+    (dict(output_tokens=0), "output_tokens.*0"), (dict(prefix_cached_tokens=-1), "-1"),
+    (dict(prefix_cached_tokens=1024), "1024"), (dict(chunk_tokens=0), "chunk_tokens.*0"),
+    (dict(batch=1.5), "1.5"), (dict(speculative_tokens=-1), "-1"),
+    (dict(draft_model="llama-3.1-8b"), "speculative_tokens"), (dict(phase="prefill"), "phase"),
+])
+def test_bad_input_names_the_value(kw, named):
+    with pytest.raises(RooflineInputError, match=named):
+        tl(**kw)
+
+
+def test_other_bad_inputs():
+    for call, named in [(lambda: s.expected_tokens_per_verify(1.5, 0.5), "1.5"),
+                        (lambda: s.cost_per_million_output_tokens(-1, 10), "-1"),
+                        (lambda: s.cost_per_million_output_tokens(1, 0), "output_tokens_per_s.*0"),
+                        (lambda: s.energy_per_token_upper_bound_j(0, 10), "board_power_w.*0"),
+                        (lambda: s.mixed_step(M, P, decode_batch=0, decode_context_tokens=1,
+                                              prefill_chunk_tokens=1), "decode_batch"),
+                        (lambda: s.pareto(M, P, prompt_tokens=8, output_tokens=8, batches=[0]), "batches")]:
+        with pytest.raises(RooflineInputError, match=named):
+            call()
+
+
+def test_a_long_request_is_priced_at_once():
+    s.request_timeline(M, P, prompt_tokens=1024, output_tokens=4096, batch=8)
+    t0 = time.perf_counter()
+    t = s.request_timeline(M, P, prompt_tokens=1024, output_tokens=4096, batch=8, speculative_tokens=4,
+                           acceptance=0.8, draft_model="llama-2-7b")
+    assert time.perf_counter() - t0 < 0.5 and t.step_s.shape == (t.decode_steps,)
