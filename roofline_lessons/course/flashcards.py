@@ -289,6 +289,30 @@ def _embedding_params_b(model):
     return tables * m.vocab_size * m.hidden_size / 1e9
 
 
+def _serving(model, part, quantity, prompt, output, batch=1, k=0, alpha=0.0, draft="", scale=1.0):
+    """One figure of a request's timeline (:func:`~roofline_lessons.topics.serving.request_timeline`):
+    ``quantity`` names a :class:`RequestTimeline` attribute (``ttft_s``, ``tpot_s``, ``e2e_s``,
+    ``output_tokens_per_s``, …), times ``scale`` (1000 gives milliseconds). ``draft=""`` with ``k`` > 0
+    is an MTP-style draft."""
+    from ..topics.serving import request_timeline
+
+    t = request_timeline(model, part, prompt_tokens=prompt, output_tokens=output, batch=batch,
+                         speculative_tokens=k, acceptance=alpha, draft_model=draft or None)
+    return float(scale) * float(getattr(t, quantity))
+
+
+def _spec_speedup(model, part, prompt, output, k, alpha, batch=1, draft=""):
+    """TPOT without speculation ÷ TPOT with ``k`` drafted tokens at acceptance ``alpha`` (×)."""
+    plain = _serving(model, part, "tpot_s", prompt, output, batch)
+    return plain / _serving(model, part, "tpot_s", prompt, output, batch, k, alpha, draft)
+
+
+def _tokens_per_verify(k, alpha):
+    from ..topics.serving import expected_tokens_per_verify
+
+    return float(expected_tokens_per_verify(k, alpha))
+
+
 NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
     "peak_tflops": _peak_tflops, "bandwidth_tbs": _bandwidth_tbs, "capacity_gib": _capacity_gib,
     "weights_gib": _weights_gib, "free_gib": _free_gib, "kv_gib": _kv_gib, "state_gib": _state_gib,
@@ -302,6 +326,7 @@ NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
     "params_b": _params_b, "step_gb": _step_gb, "measured_percent": _measured_percent,
     "gpt_fast_percent": _gpt_fast_percent, "measured_ridge": _measured_ridge, "moe_bytes_ratio": _moe_bytes_ratio,
     "measured_value": _measured_value,
+    "serving": _serving, "spec_speedup": _spec_speedup, "tokens_per_verify": _tokens_per_verify,
 }
 
 

@@ -1,0 +1,463 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lesson 10 — Serving a request: TTFT, TPOT, continuous batching, speculative decoding, cost
+#
+# Lessons 1–9 priced one step. A user sends a *request*: a prompt in, a stream of tokens out. Here
+# the steps are strung together into the request's timeline, and the serving tricks — batching,
+# chunked prefill, speculative decoding, prefix caching — are priced with the same roofs.
+#
+# **By the end of this lesson you can**
+#
+# 1. build a request's timeline from its steps and compute TTFT, TPOT and end-to-end latency, and say
+#    why two tools can report different TPOTs for the same run;
+# 2. read the throughput–latency trade over batch, find the capacity wall, and compute goodput under a
+#    latency objective with Little's law;
+# 3. say what a mixed (chunked-prefill) step does to intensity and to the running sequences' TPOT;
+# 4. compute speculative decoding's expected tokens per verify step, and say where its speed-up goes;
+# 5. turn a throughput into dollars and joules per token, with the assumptions named.
+#
+# Every time below is a **lower bound** (each step at max(FLOPs ÷ peak, bytes ÷ bandwidth), one chip,
+# no scheduler or launch overhead: lesson 9 showed what that leaves out) and every rate an **upper
+# bound**.
+
+# %%
+import math
+
+import numpy as np
+
+from roofline_lessons import get_model, get_part, place
+from roofline_lessons.core.hardware import list_parts
+from roofline_lessons.core.memory import max_batch_that_fits
+from roofline_lessons.core.units import binary, count, duration, num, percent, si
+from roofline_lessons.topics.serving import (cost_per_million_output_tokens, energy_per_token_upper_bound_j,
+                                             expected_tokens_per_verify, goodput_requests_per_s, littles_law,
+                                             mixed_step, pareto, request_timeline)
+from roofline_lessons.viz.display import md, show_table
+
+MODEL, PART = "llama-3.1-8b", "h100-sxm"
+PROMPT_TOKENS, OUTPUT_TOKENS = 2048, 256  # one chat turn: a long system prompt and history, a short answer
+part = get_part(PART)
+
+# %% [markdown]
+# ## 1. A request's timeline
+#
+# A request runs in two phases (lesson 3). **Prefill** pushes the whole prompt through the model in
+# one step and produces the first output token: the **time to first token (TTFT)** is that step's
+# time. Then **decode** produces one token per step, each step reading the weights and a KV cache one
+# token longer than the step before. The **end-to-end latency (E2E)** is TTFT plus every decode step.
+# A request of n output tokens has n − 1 decode steps: the first token came from the prefill.
+
+# %% jupyter={"source_hidden": true}
+request = request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS)
+prefill = place(MODEL, PART, phase="prefill", prompt_tokens=PROMPT_TOKENS)
+md(f"**{get_model(MODEL).name} on the {part.name}, batch 1, {count(PROMPT_TOKENS)} tokens in, "
+   f"{count(OUTPUT_TOKENS)} out.** TTFT = **{duration(request.ttft_s)}**: the prefill is "
+   f"**{prefill.bound}-bound** — its FLOPs need {duration(float(prefill.compute_time_s))} at the BF16 peak, its "
+   f"bytes {duration(float(prefill.memory_time_s))} at {si(part.memory_bandwidth_bytes_per_s, 'B/s')}. Then "
+   f"{count(request.decode_steps)} decode steps; E2E = **{duration(request.e2e_s)}**.")
+
+# %% [markdown]
+# Each decode step is memory-bound (lesson 3): it reads all the weights for one token. The KV cache
+# it also reads grows by one token per step, so the steps get slowly longer:
+
+# %%
+picks = [0, request.decode_steps // 2, request.decode_steps - 1]
+show_table(["decode step", "tokens cached", "step time (bound)"],
+           [[count(i + 1), count(request.step_context_tokens[i]), duration(request.step_s[i])] for i in picks])
+
+# %% [markdown]
+# **TPOT** (time per output token, or inter-token latency) is the mean gap between tokens *after the
+# first*: TPOT = (E2E − TTFT) ÷ (output − 1). This is what vLLM's benchmark reports. Other tools
+# divide E2E by *all* the output tokens, which folds the prefill into every token; others average
+# the gaps between streamed chunks, which is the mean step time. Same run, different numbers: always
+# ask which definition a TPOT uses.
+
+# %%
+show_table(["definition", "value"],
+           [["TPOT = (E2E − TTFT) ÷ (output − 1)", duration(request.tpot_s)],
+            ["mean decode-step time", duration(request.mean_step_s)],
+            ["E2E ÷ output tokens (prefill folded in)", duration(request.e2e_s / request.output_tokens)]])
+
+# %% [markdown]
+# The first two agree here because every step yields one token; section 4 pulls them apart. The
+# third is larger by TTFT spread over the tokens — small for this short prompt, large for a
+# long-document request with a short answer.
+#
+# **Question.** Double the prompt to 4,096 tokens. Which of TTFT and TPOT roughly doubles, and why
+# does the other barely move?
+
+# %% jupyter={"source_hidden": true}
+longer = request_timeline(MODEL, PART, prompt_tokens=2 * PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS)
+md(f"<details><summary>Answer</summary>\n\nTTFT grows {num(longer.ttft_s / request.ttft_s)}× (to "
+   f"{duration(longer.ttft_s)}): a compute-bound prefill's FLOPs grow with the prompt (a little faster than "
+   f"linearly: attention is quadratic). TPOT grows only {num(longer.tpot_s / request.tpot_s)}× (to "
+   f"{duration(longer.tpot_s)}): a decode step is dominated by the {binary(prefill.footprint.weight_bytes)} of "
+   f"weights it reads whatever the context; the KV cache it adds is "
+   f"{binary(get_model(MODEL).kv_bytes_per_token('bf16'))} per token.\n\n</details>")
+
+# %% [markdown]
+# ## 2. Throughput against latency: the batch
+#
+# Batch B requests together (lesson 4): each decode step reads the weights once for B tokens. Total
+# throughput climbs; each user's own rate falls, because the step carries more work. Here B requests
+# arrive together and prefill together, so TTFT grows with B too (section 3 fixes that). Throughput
+# counts every output token, the first included, over E2E.
+
+# %%
+BATCHES = [1, 4, 16, 32, 64, 128, 256, 512]
+frontier = pareto(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS, batches=BATCHES)
+show_table(["batch", "TTFT", "TPOT", "tokens/s per user", "tokens/s, all users", "fits in memory"],
+           [[count(b), duration(t), duration(p), num(u), num(a), "yes" if f else "**no**"]
+            for b, t, p, u, a, f in zip(frontier.batch, frontier.ttft_s, frontier.tpot_s,
+                                        frontier.output_tokens_per_s_per_sequence, frontier.output_tokens_per_s,
+                                        frontier.fits_in_memory)])
+
+# %% jupyter={"source_hidden": true}
+wall = max_batch_that_fits(MODEL, PART, PROMPT_TOKENS + OUTPUT_TOKENS)
+at_wall = request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS, batch=wall)
+mid_context = PROMPT_TOKENS + OUTPUT_TOKENS // 2
+knee = (f"The **critical batch** — where a decode step would reach the ridge — is "
+        f"**{count(frontier.critical_batch)}**" if frontier.critical_batch else
+        f"There is **no critical batch**: at {count(mid_context)} tokens cached a decode step never reaches the "
+        f"ridge ({num(part.ridge_point_flop_per_byte('bf16'))} FLOP/byte), because every sequence added brings its "
+        "own KV cache to read (lesson 4); throughput flattens without a knee")
+md(f"{knee}. The **capacity wall** comes first in practice: weights plus {count(PROMPT_TOKENS + OUTPUT_TOKENS)} "
+   f"tokens of KV cache per sequence fit **{count(wall)} sequences** in {binary(part.memory_capacity_bytes)}. "
+   f"There the chip gives {num(at_wall.output_tokens_per_s)} tokens/s in all, "
+   f"{num(at_wall.output_tokens_per_s / request.output_tokens_per_s)}× batch 1, while each user gets "
+   f"{num(at_wall.output_tokens_per_s_per_sequence)} tokens/s instead of "
+   f"{num(request.output_tokens_per_s_per_sequence)}.")
+
+# %% [markdown]
+# ### Little's law and goodput
+#
+# **Little's law** ties three averages of any stable queue: requests in the system = arrival rate ×
+# time each spends there (L = λ·W). A chip holding B requests for E2E seconds serves B ÷ E2E requests
+# per second.
+#
+# Users do not want throughput; they want each request fast enough. A **service-level objective
+# (SLO)** bounds TTFT and TPOT, and **goodput** counts only the requests served within it. The two
+# limits below are a product decision, not a property of the chip — change them and run again.
+
+# %%
+TTFT_SLO_S, TPOT_SLO_S = 1.0, 0.050  # ASSUMPTION: an interactive chat's objectives (our choice, not a standard)
+good = goodput_requests_per_s(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
+                              batches=BATCHES, ttft_slo_s=TTFT_SLO_S, tpot_slo_s=TPOT_SLO_S)
+show_table(["batch", "TTFT", "TPOT", "requests/s (B ÷ E2E)", "meets the SLO and fits", "goodput, requests/s"],
+           [[count(b), duration(t), duration(p), num(r), "yes" if ok else "no", num(g)]
+            for b, t, p, r, ok, g in zip(good.batch, good.ttft_s, good.tpot_s, good.requests_per_s, good.meets_slo,
+                                         good.goodput_requests_per_s)])
+
+# %% jupyter={"source_hidden": true}
+TARGET_REQUESTS_PER_S = 100  # a traffic level to plan for
+best_e2e = request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
+                            batch=good.best_batch).e2e_s
+in_flight = littles_law(throughput_per_s=TARGET_REQUESTS_PER_S, latency_s=best_e2e)
+md(f"Best batch within TTFT ≤ {duration(TTFT_SLO_S)} and TPOT ≤ {duration(TPOT_SLO_S)}: **{count(good.best_batch)}**, "
+   f"for a goodput of **{num(good.best_goodput_requests_per_s)} requests/s** per chip. To serve "
+   f"{count(TARGET_REQUESTS_PER_S)} requests/s at that batch's E2E of {duration(best_e2e)}, Little's law puts "
+   f"{num(in_flight)} requests in flight: **{count(math.ceil(in_flight / good.best_batch))} chips** at "
+   f"{count(good.best_batch)} each — at the very least, since every figure here is a bound.")
+
+# %% [markdown]
+# **Question.** Loosen the TPOT objective from 50 ms to 100 ms. Does goodput rise? What limits it
+# now?
+
+# %% jupyter={"source_hidden": true}
+loose = goodput_requests_per_s(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
+                               batches=BATCHES, ttft_slo_s=TTFT_SLO_S, tpot_slo_s=2 * TPOT_SLO_S)
+miss = int(np.argmin(loose.meets_slo))  # the first batch that misses the looser objectives
+change = ("does not move" if math.isclose(loose.best_goodput_requests_per_s, good.best_goodput_requests_per_s)
+          else f"rises from {num(good.best_goodput_requests_per_s)}")
+ttft_binds = loose.ttft_s[miss] > TTFT_SLO_S
+md(f"<details><summary>Answer</summary>\n\nGoodput {change}: {num(loose.best_goodput_requests_per_s)} requests/s "
+   f"at batch {count(loose.best_batch)}. The next batch, {count(loose.batch[miss])}, has a TPOT of "
+   f"{duration(loose.tpot_s[miss])} and a TTFT of {duration(loose.ttft_s[miss])}: "
+   + ("when the whole batch prefills at once, TTFT is the wall, not TPOT. Chunked prefill (next section) is how "
+      "servers move it." if ttft_binds else "TPOT (or memory) still binds.") + "\n\n</details>")
+
+# %% [markdown]
+# ## 3. Continuous batching and chunked prefill
+#
+# A real server does not wait for a whole batch to arrive. **Continuous batching** admits a new
+# request at any step, and **chunked prefill** cuts its prompt into chunks that ride along with the
+# running sequences' decode tokens in one **mixed step**. The weights are read once for both: the
+# decode tokens, starved for FLOPs, lend the chunk their weight reads, and the chunk lends the step
+# intensity. The server's knob is the **token budget**: how many tokens one step may carry.
+
+# %%
+DECODE_BATCH = 64  # sequences already decoding, each at the prompt length
+ridge = part.ridge_point_flop_per_byte("bf16")
+rows = []
+for chunk in (128, 256, 512, 1024, 2048):
+    s = mixed_step(MODEL, PART, decode_batch=DECODE_BATCH, decode_context_tokens=PROMPT_TOKENS,
+                   prefill_chunk_tokens=chunk)
+    rows.append([count(s.tokens), count(chunk), num(s.intensity), duration(s.time_s),
+                 f"+{percent(s.time_s / s.decode_only_time_s - 1, 0)}"])
+show_table(["token budget", "prefill chunk", "FLOP/byte", "mixed step", "slows the running sequences by"], rows)
+
+# %% jupyter={"source_hidden": true}
+alone = mixed_step(MODEL, PART, decode_batch=DECODE_BATCH, decode_context_tokens=PROMPT_TOKENS,
+                   prefill_chunk_tokens=1)
+at_ridge = next(c for c in range(64, 8193, 64)
+                if mixed_step(MODEL, PART, decode_batch=DECODE_BATCH, decode_context_tokens=PROMPT_TOKENS,
+                              prefill_chunk_tokens=c).intensity >= ridge)
+md(f"A decode-only step of {count(DECODE_BATCH)} sequences sits at {num(alone.decode_only_intensity)} FLOP/byte, "
+   f"far below the ridge ({num(ridge)}), and takes {duration(alone.decode_only_time_s)}. A chunk of about "
+   f"**{count(at_ridge)} prompt tokens** lifts the mixed step to the ridge. Below that, the chunk rides on bytes the "
+   "step reads anyway and costs the running sequences little; above it the step is compute-bound and every extra "
+   "prompt token lengthens their TPOT. So the budget trades the newcomer's TTFT (fewer, larger chunks) against "
+   "everyone else's TPOT (smaller chunks); a budget near the ridge is where both are cheap.")
+
+# %% [markdown]
+# Chunking has a price of its own: every chunk reads the weights again. That is hidden while a chunk
+# is large enough to be compute-bound, and shows once chunks fall below the ridge. A prompt
+# prefilled alone, in chunks:
+
+# %%
+show_table(["prefill chunk", "TTFT, prompt alone"],
+           [[count(c) if c else "whole prompt", duration(request_timeline(
+               MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS, chunk_tokens=c).ttft_s)]
+            for c in (None, 1024, 512, 128)])
+
+# %% [markdown]
+# **Question.** A 2,048-token prompt arrives while the 64 sequences decode. With a budget that
+# fits it all in one step, what happens to the running sequences' TPOT for that step? And with a
+# chunk of 512?
+
+# %% jupyter={"source_hidden": true}
+whole = mixed_step(MODEL, PART, decode_batch=DECODE_BATCH, decode_context_tokens=PROMPT_TOKENS,
+                   prefill_chunk_tokens=PROMPT_TOKENS)
+QUARTER = 512
+n_chunks = math.ceil(PROMPT_TOKENS / QUARTER)
+quarter = mixed_step(MODEL, PART, decode_batch=DECODE_BATCH, decode_context_tokens=PROMPT_TOKENS,
+                     prefill_chunk_tokens=QUARTER)
+md(f"<details><summary>Answer</summary>\n\nIn one step: a {duration(whole.time_s)} step instead of "
+   f"{duration(whole.decode_only_time_s)}, {num(whole.time_s / whole.decode_only_time_s)}× — a visible stall in "
+   f"{count(DECODE_BATCH)} streams. In chunks of {count(QUARTER)}: {count(n_chunks)} steps of {duration(quarter.time_s)} "
+   f"({num(quarter.time_s / quarter.decode_only_time_s)}× each), and the newcomer's first token comes after "
+   f"{duration(n_chunks * quarter.time_s)} of steps instead of {duration(whole.time_s)}.\n\n</details>")
+
+# %% [markdown]
+# ## 4. Speculative decoding
+#
+# Decode at small batch leaves the compute idle while the weights stream. **Speculative decoding**
+# spends that idle compute: a cheap **draft** proposes k tokens, and the target model checks all of
+# them in one **verify step** — one read of the weights for k + 1 positions. Each drafted token is
+# accepted with probability α (assumed independent); the first rejection ends the run, and the target
+# supplies one token of its own. The expected tokens per verify step are
+# 1 + α + α² + … + α^k = (1 − α^(k+1)) ÷ (1 − α).
+
+# %%
+ALPHAS, KS = (0.5, 0.7, 0.9), (1, 2, 4, 8)
+show_table(["drafted tokens k"] + [f"α = {a}" for a in ALPHAS],
+           [[count(k)] + [num(expected_tokens_per_verify(k, a)) for a in ALPHAS] for k in KS])
+
+# %% [markdown]
+# The gain saturates: at α = 0.7 a run of more than a few accepted drafts is rare, however many you
+# propose. The draft is not free either. Here it is an **MTP-style** head (DeepSeek-V3's
+# multi-token prediction: one extra layer on the target, priced as one layer's share of a decode
+# step). With k = 4 and α = 0.7:
+
+# %%
+K, ALPHA = 4, 0.7
+spec = request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
+                        speculative_tokens=K, acceptance=ALPHA)
+show_table(["", "plain decode", f"speculative, k = {K}, α = {ALPHA}"],
+           [["tokens per step", "1", num(spec.tokens_per_verify_step)],
+            ["steps after the first token", count(request.decode_steps), count(spec.decode_steps)],
+            ["mean step time", duration(request.mean_step_s), duration(spec.mean_step_s)],
+            ["TPOT = (E2E − TTFT) ÷ (output − 1)", duration(request.tpot_s), duration(spec.tpot_s)],
+            ["E2E", duration(request.e2e_s), duration(spec.e2e_s)]])
+
+# %% [markdown]
+# Now the two TPOT definitions of section 1 part ways: the mean step time is a verify step, which
+# yields several tokens, while (E2E − TTFT) ÷ (output − 1) is the gap a user sees between tokens.
+# E2E improves less than TPOT: speculation does nothing for the prefill.
+#
+# ### Where the speed-up goes
+#
+# The verify step of a batch B carries B × (k + 1) tokens. At batch 1 that is free — the step was
+# memory-bound. As B grows the verify step's weight matmuls become compute-bound, and then every
+# rejected draft is FLOPs paid for nothing. The KV cache, though, is read once per sequence, not per
+# drafted position, so a long context keeps the verify step memory-bound longer. TPOT speed-up
+# (plain ÷ speculative) at two prompt lengths:
+
+# %%
+def speedup(prompt, batch):
+    plain = request_timeline(MODEL, PART, prompt_tokens=prompt, output_tokens=OUTPUT_TOKENS, batch=batch)
+    fast = request_timeline(MODEL, PART, prompt_tokens=prompt, output_tokens=OUTPUT_TOKENS, batch=batch,
+                            speculative_tokens=K, acceptance=ALPHA)
+    return plain.tpot_s / fast.tpot_s, plain.fits_in_memory
+
+
+SHORT_PROMPT = 256
+SPEC_BATCHES = (1, 16, 64, 128, 256, 512)
+short_runs = [speedup(SHORT_PROMPT, b) for b in SPEC_BATCHES]
+long_runs = [speedup(PROMPT_TOKENS, b) for b in SPEC_BATCHES]
+show_table(["batch", f"{count(SHORT_PROMPT)}-token prompt", f"{count(PROMPT_TOKENS)}-token prompt"],
+           [[count(b)] + [f"{num(x)}×" + ("" if fits else " (does not fit)") for x, fits in (s, l)]
+            for b, s, l in zip(SPEC_BATCHES, short_runs, long_runs)])
+
+# %% jupyter={"source_hidden": true}
+low_batch, (low, _) = min(zip(SPEC_BATCHES, short_runs), key=lambda x: x[1][0])
+md(f"With {count(SHORT_PROMPT)}-token prompts the speed-up falls from {num(short_runs[0][0])}× at batch 1 to "
+   f"**{num(low)}× at batch {count(low_batch)}**"
+   + (": below 1, speculation slows the server down. " if low < 1 else ". ")
+   + f"With {count(PROMPT_TOKENS)}-token prompts the KV reads keep the verify step memory-bound and the speed-up "
+   f"holds ({num(long_runs[-1][0])}× at batch {count(SPEC_BATCHES[-1])})"
+   + (" — but that batch does not fit in memory. " if not long_runs[-1][1] else ". ")
+   + "These are bounds: a real verify step also pays the draft's kernel launches and the work of accepting and rejecting "
+   "tokens, so measured speed-ups at large batch are smaller still, and servers often switch speculation off "
+   "under heavy load.")
+
+# %% [markdown]
+# ### A draft model of its own
+#
+# An MTP head costs about one layer. A separate **draft model** costs k of its own decode steps per
+# verify step. Llama-3.1-70B on an H200, drafted by Llama-3.1-8B (same tokenizer) or by an MTP head,
+# at batch 1:
+
+# %%
+TARGET, DRAFT, BIG_PART = "llama-3.1-70b", "llama-3.1-8b", "h200"
+base70 = request_timeline(TARGET, BIG_PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS)
+mtp70 = request_timeline(TARGET, BIG_PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
+                         speculative_tokens=K, acceptance=ALPHA)
+draft70 = request_timeline(TARGET, BIG_PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
+                           speculative_tokens=K, acceptance=ALPHA, draft_model=DRAFT)
+draft_step = place(DRAFT, BIG_PART, phase="decode", context_tokens=PROMPT_TOKENS)
+target_step = place(TARGET, BIG_PART, phase="decode", context_tokens=PROMPT_TOKENS)
+show_table(["draft", "TPOT", "speed-up"],
+           [["none", duration(base70.tpot_s), "1×"],
+            ["MTP-style head", duration(mtp70.tpot_s), f"{num(base70.tpot_s / mtp70.tpot_s)}×"],
+            [get_model(DRAFT).name, duration(draft70.tpot_s), f"{num(base70.tpot_s / draft70.tpot_s)}×"]])
+
+# %% [markdown]
+# **Question.** One decode step of the 8B draft costs what fraction of the 70B target's? Why is
+# forgetting that cost the classic mistake in a speculative-decoding estimate?
+
+# %% jupyter={"source_hidden": true}
+md(f"<details><summary>Answer</summary>\n\n{duration(float(draft_step.time_lower_bound_s))} against "
+   f"{duration(float(target_step.time_lower_bound_s))}: "
+   f"{percent(float(draft_step.time_lower_bound_s / target_step.time_lower_bound_s), 0)} — both memory-bound, so "
+   f"about their weight ratio. k = {K} draft steps add {percent(K * float(draft_step.time_lower_bound_s / target_step.time_lower_bound_s), 0)} "
+   f"of a target step to every verify step: the speed-up falls from {num(base70.tpot_s / mtp70.tpot_s)}× to "
+   f"{num(base70.tpot_s / draft70.tpot_s)}×. Tokens per verify step alone "
+   f"({num(expected_tokens_per_verify(K, ALPHA))}) overstate the gain.\n\n</details>")
+
+# %% [markdown]
+# ## 5. Prefix caching
+#
+# Many requests share a beginning: a system prompt, a few-shot template, a document discussed over
+# several turns. A server that keeps that prefix's KV cache (vLLM's automatic prefix caching,
+# SGLang's RadixAttention) skips its prefill: only the new tokens go through the model, attending to
+# the cached keys and values.
+
+# %%
+show_table(["prompt tokens already cached", "TTFT", "of the uncached TTFT"],
+           [[f"{count(p)} of {count(PROMPT_TOKENS)}", duration(t), percent(t / request.ttft_s, 0)]
+            for p, t in ((p, request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
+                                              prefix_cached_tokens=p).ttft_s) for p in (0, 1024, 1536, 1984, 2040))])
+
+# %% [markdown]
+# **Question.** Why does TTFT not fall in proportion as the cached share nears 100 %?
+
+# %% jupyter={"source_hidden": true}
+almost = request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
+                          prefix_cached_tokens=PROMPT_TOKENS - 8)
+md(f"<details><summary>Answer</summary>\n\nWith 8 tokens left the prefill is a short, memory-bound step: it still "
+   f"reads all {binary(prefill.footprint.weight_bytes)} of weights "
+   f"({duration(prefill.footprint.weight_bytes / part.memory_bandwidth_bytes_per_s)} at the bandwidth) and the "
+   f"cached prefix's KV cache. TTFT bottoms out at {duration(almost.ttft_s)}, about one decode step, not "
+   "zero.\n\n</details>")
+
+# %% [markdown]
+# ## 6. Cost and energy
+#
+# A chip-hour has a price; divide it by the tokens the hour produces. The catalog holds no prices —
+# they change weekly and differ by contract — so the price below is **an assumption you set**, not a
+# fact. With the throughput upper bound, the cost is a lower bound.
+
+# %%
+PRICE_PER_HOUR_USD = 2.50  # ASSUMPTION: an example rental price for one H100 SXM, US dollars per hour; set your own
+cases = [("batch 1", request), (f"batch {count(good.best_batch)} (best within the SLO)",
+                                request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS,
+                                                 output_tokens=OUTPUT_TOKENS, batch=good.best_batch)),
+         (f"batch {count(wall)} (the capacity wall)", at_wall)]
+show_table(["batch", "tokens/s, all users", "US$ per million output tokens"],
+           [[name, num(t.output_tokens_per_s),
+             f"${num(cost_per_million_output_tokens(PRICE_PER_HOUR_USD, t.output_tokens_per_s))}"]
+            for name, t in cases])
+
+# %% [markdown]
+# Use the **total** throughput: the chip-hour is paid once for every user on it. Dividing by one
+# user's tokens/s charges the whole chip to each of them.
+#
+# **Energy.** A board's rated power (its TDP) is the most it may draw, so board power ÷ tokens/s is
+# an **upper bound on the energy per token at that rate**. Fed the roofline's rate — itself an upper
+# bound — it is an estimate, not a bound either way: a real run is slower, and draws less than the
+# rating. The catalog lists board power only where a source states it:
+
+# %%
+powered = [p for p in list_parts() if get_part(p).board_power_w is not None]
+energy_rows = []
+for pid in powered:
+    for b in (1, 64):
+        t = request_timeline(MODEL, pid, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS, batch=b)
+        if t.fits_in_memory:
+            energy_rows.append([get_part(pid).name, f"{num(get_part(pid).board_power_w)} W", count(b),
+                                num(t.output_tokens_per_s),
+                                f"{num(energy_per_token_upper_bound_j(pid, t.output_tokens_per_s))} J"])
+show_table(["part", "board power (rated)", "batch", "tokens/s (upper bound)",
+            "energy per token at that rate (upper bound)"], energy_rows)
+
+# %% [markdown]
+# **Question.** The price doubles, but you move from batch 1 to the best batch within the SLO. What
+# happens to the cost per million tokens?
+
+# %% jupyter={"source_hidden": true}
+best = cases[1][1]
+md(f"<details><summary>Answer</summary>\n\n"
+   f"${num(cost_per_million_output_tokens(PRICE_PER_HOUR_USD, request.output_tokens_per_s))} at batch 1 becomes "
+   f"${num(cost_per_million_output_tokens(2 * PRICE_PER_HOUR_USD, best.output_tokens_per_s))}: the batch multiplies "
+   f"throughput by {num(best.output_tokens_per_s / request.output_tokens_per_s)}, far more than the price's 2×. "
+   "Batching, not the rental price, sets the cost of a token.\n\n</details>")
+
+# %% [markdown]
+# ## Summary
+#
+# - TTFT is the prefill step (compute-bound for a long prompt); each decode step reads the weights
+#   and a growing KV cache; E2E is their sum. TPOT = (E2E − TTFT) ÷ (output − 1); the mean step time
+#   and E2E ÷ output are different numbers under the same name.
+# - Batching trades each user's rate for total throughput until the capacity wall; goodput counts
+#   only requests within the SLO, and Little's law turns it into chips.
+# - A mixed step lends the decode tokens' weight reads to a prefill chunk; the token budget trades
+#   the newcomer's TTFT against everyone's TPOT, and is cheapest near the ridge.
+# - Speculative decoding yields (1 − α^(k+1)) ÷ (1 − α) tokens per verify step, minus the draft's
+#   cost; it buys most at batch 1 and fades once the verify step is compute-bound.
+# - Prefix caching skips the cached prompt's prefill; TTFT bottoms out at about one weight read.
+# - Cost per token = price per hour ÷ total tokens per hour (the price is yours to set); board power
+#   ÷ tokens/s bounds the energy per token at that rate from above.
+#
+# **Interview questions this lesson prepares you for**
+#
+# - "Define TTFT and TPOT. Why might two benchmarks disagree on TPOT for the same run?"
+# - "Speculative decoding gives 2.5× at batch 1 but nothing at batch 512 on short prompts. Why?"
+# - "What does chunked prefill do to the TPOT of the requests already running, and how would you
+#   choose the token budget?"
+# - "How many GPUs do you need for 100 requests/s under a 1 s TTFT objective?"
+#
+# The exercises for this lesson are in `exercises/10_serving_a_request.ipynb`.

@@ -1,0 +1,219 @@
+"""Lesson 10 (serving a request): its checkers accept the solution's values, reject stubs, wrong types
+and each classic mistake by name, and follow the package; its cards compute their figures; the lesson
+labels its price as an assumption and prints no scientific notation."""
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from roofline_lessons.core.costs import model_cost
+from roofline_lessons.core.hardware import get_part
+from roofline_lessons.course import flashcards
+from roofline_lessons.course.checks import lesson10
+from roofline_lessons.topics.serving import expected_tokens_per_verify, request_timeline
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSON = ROOT / "py" / "notebooks" / "10_serving_a_request.py"
+SOLUTIONS = ROOT / "py" / "solutions" / "10_serving_a_request.py"
+
+
+def _solution():
+    """The solutions, computed independently of the checkers (by hand where the exercise says so)."""
+    h100 = get_part("h100-sxm")
+    prefill = model_cost("llama-3.1-8b", phase="prefill", prompt_tokens=2048)
+    ttft = max(float(prefill.flops) / h100.peak_flops_per_s("bf16"),
+               float(prefill.bytes) / h100.memory_bandwidth_bytes_per_s)
+    short = request_timeline("llama-3.1-8b", "h100-sxm", prompt_tokens=2048, output_tokens=16, batch=8)
+    plain = request_timeline("llama-3.1-70b", "h200", prompt_tokens=2048, output_tokens=256)
+    drafted = request_timeline("llama-3.1-70b", "h200", prompt_tokens=2048, output_tokens=256,
+                               speculative_tokens=4, acceptance=0.7, draft_model="llama-3.1-8b")
+    b32 = request_timeline("llama-3.1-8b", "h100-sxm", prompt_tokens=2048, output_tokens=256, batch=32)
+    return {"10.1": ttft, "10.2": (short.e2e_s - short.ttft_s) / 15, "10.3": 1 + 0.8 + 0.8**2 + 0.8**3,
+            "10.4": plain.tpot_s / drafted.tpot_s, "10.5": 2.50 / 3600 / b32.output_tokens_per_s * 1e6}
+
+
+def _args(ex):
+    return lesson10.MISTAKE_ARGS.get(ex, lambda: ())()
+
+
+def test_every_exercise_has_mistakes_or_a_reason():
+    assert set(lesson10.MISTAKES) | set(lesson10.NO_NUMERIC_MISTAKES) == set(lesson10.EXERCISES)
+    assert len(lesson10.EXERCISES) >= 4
+
+
+@pytest.mark.parametrize("ex", sorted(lesson10.EXERCISES))
+def test_solution_accepted_stub_rejected(ex):
+    assert lesson10.EXERCISES[ex](_solution()[ex], *_args(ex)).passed
+    stub = lesson10.EXERCISES[ex](..., *_args(ex))
+    assert not stub.passed and stub.status == "not attempted"
+
+
+@pytest.mark.parametrize("ex,mistake", [(ex, m) for ex, make in lesson10.MISTAKES.items() for m in make()],
+                         ids=lambda v: v if isinstance(v, str) else v.label[:30])
+def test_classic_mistakes_rejected_by_name(ex, mistake):
+    result = lesson10.EXERCISES[ex](mistake.value, *_args(ex))
+    assert not result.passed and mistake.label in result.message
+
+
+@pytest.mark.parametrize("ex", sorted(lesson10.EXERCISES))
+@pytest.mark.parametrize("answer", ["0.03", [1], True, float("nan"), np.array([1.0, 2.0]), {"a": 1}, object()],
+                         ids=["text", "list", "bool", "nan", "array", "dict", "object"])
+def test_wrong_types_never_crash(ex, answer):
+    result = lesson10.EXERCISES[ex](answer, *_args(ex))
+    assert not result.passed and result.status == "incorrect" and result.message
+
+
+@pytest.mark.parametrize("label,value", [
+    ("output − 1", lambda: (lambda t: (t.e2e_s - t.ttft_s) / t.output_tokens)(lesson10._short())),
+    ("α^k instead of α^(k+1)", lambda: (1 - 0.8**3) / 0.2),
+    ("bandwidth", lambda: float(model_cost("llama-3.1-8b", phase="prefill", prompt_tokens=2048).bytes)
+     / get_part("h100-sxm").memory_bandwidth_bytes_per_s),
+    ("draft's cost", lambda: lesson10._speedup_mistakes()[0].value),
+    ("one user's tokens/s", lambda: lesson10._cost_mistakes(2.5)[0].value),
+])
+def test_the_briefs_classic_mistakes_are_named(label, value):
+    """TPOT over output (not output − 1), α^k, TTFT from bandwidth when compute binds, the draft's
+    cost forgotten, per-sequence throughput for total: each is in its checker's list and named."""
+    named = [(ex, m) for ex, make in lesson10.MISTAKES.items() for m in make() if label in m.label]
+    assert named, label
+    ex, m = named[0]
+    assert m.value == pytest.approx(value())
+    result = lesson10.EXERCISES[ex](value(), *_args(ex))
+    assert not result.passed and label in result.message
+
+
+def test_prefill_is_compute_bound_so_the_bandwidth_mistake_is_distinct():
+    from roofline_lessons import place
+
+    p = place("llama-3.1-8b", "h100-sxm", phase="prefill", prompt_tokens=2048)
+    assert p.bound == "compute"
+    assert not lesson10.ttft_by_hand_s(float(p.memory_time_s)).passed
+
+
+def test_tokens_per_verify_matches_the_closed_form():
+    for k in range(0, 9):
+        for a in (0.0, 0.3, 0.7, 0.95):
+            assert expected_tokens_per_verify(k, a) == pytest.approx(sum(a**i for i in range(k + 1)))
+    assert lesson10.tokens_per_verify_step(sum(0.8**i for i in range(4))).passed
+
+
+def test_cost_checker_follows_the_learners_price():
+    """The price is the learner's assumption: a doubled price doubles the expected answer."""
+    base = _solution()["10.5"]
+    assert lesson10.usd_per_million_tokens(2 * base, 5.0).passed
+    assert not lesson10.usd_per_million_tokens(base, 5.0).passed
+
+
+@pytest.mark.parametrize("price", ["two", None, -1.0, 0, [2.5], True])
+def test_a_bad_price_is_explained_not_crashed(price):
+    result = lesson10.usd_per_million_tokens(0.2, price)
+    assert not result.passed and "price" in result.message
+
+
+def test_checkers_compute_from_the_package(monkeypatch):
+    """Expected values are computed when the checker runs: a faster part moves the TTFT answer."""
+    from roofline_lessons.topics import serving
+
+    real = serving.request_timeline
+    calls = []
+
+    def spy(*a, **kw):
+        calls.append((a, kw))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(lesson10, "request_timeline", spy)
+    lesson10.ttft_by_hand_s(_solution()["10.1"])
+    assert calls and calls[0][0][:2] == ("llama-3.1-8b", "h100-sxm")
+
+
+# ---- the cards ------------------------------------------------------------------------------------
+
+
+def test_lesson10_has_serving_cards():
+    cards = flashcards.filter_cards(lesson=10)
+    assert 3 <= len(cards) <= 4
+    assert all(c.id.startswith("serving-") for c in cards)
+
+
+def test_serving_value_functions_follow_the_package():
+    ttft = flashcards.get_card("serving-ttft-tpot")
+    t = request_timeline("llama-3.1-8b", "h100-sxm", prompt_tokens=2048, output_tokens=256)
+    assert ttft.answer_value() == pytest.approx(1e3 * t.ttft_s)
+    assert f"{1e3 * t.tpot_s:.1f} ms" in ttft.short_answer()
+    verify = flashcards.get_card("serving-tokens-per-verify")
+    assert verify.answer_value() == pytest.approx(float(expected_tokens_per_verify(4, 0.7)))
+    draft = flashcards.get_card("serving-draft-cost")
+    plain = request_timeline("llama-3.1-70b", "h200", prompt_tokens=2048, output_tokens=256)
+    drafted = request_timeline("llama-3.1-70b", "h200", prompt_tokens=2048, output_tokens=256,
+                               speculative_tokens=4, acceptance=0.7, draft_model="llama-3.1-8b")
+    assert f"{plain.tpot_s / drafted.tpot_s:.2f}×" in draft.short_answer()
+    assert flashcards.NUMERIC_FUNCTIONS["spec_speedup"]("llama-3.1-70b", "h200", 2048, 256, 4, 0.7) > \
+        flashcards.NUMERIC_FUNCTIONS["spec_speedup"]("llama-3.1-70b", "h200", 2048, 256, 4, 0.7,
+                                                     draft="llama-3.1-8b") > 1
+
+
+# ---- the lesson's text ----------------------------------------------------------------------------
+
+
+def _lesson_output(path):
+    """Everything the lesson's cells display, as text (md and tables printed outside a notebook)."""
+    import contextlib
+    import io
+
+    import IPython.display
+
+    shown = io.StringIO()
+    real = IPython.display.display
+    IPython.display.display = lambda obj, *a, **k: shown.write(str(getattr(obj, "data", obj)) + "\n")
+    try:
+        with contextlib.redirect_stdout(shown):
+            exec(compile(path.read_text("utf-8"), str(path), "exec"), {"__name__": "__main__"})
+    finally:
+        IPython.display.display = real
+    return shown.getvalue()
+
+
+@pytest.fixture(scope="module")
+def lesson_text():
+    return _lesson_output(LESSON)
+
+
+def test_lesson_prints_no_scientific_notation(lesson_text):
+    assert not re.search(r"\d(\.\d+)?e[+-]?\d", lesson_text)
+    assert "TTFT" in lesson_text and "goodput" in lesson_text
+
+
+def test_the_price_is_an_assumption_and_energy_an_upper_bound():
+    for path in (LESSON, SOLUTIONS):
+        line = next(ln for ln in path.read_text("utf-8").splitlines() if ln.startswith("PRICE_PER_HOUR_USD"))
+        assert "ASSUMPTION" in line
+    text = LESSON.read_text("utf-8")
+    assert "upper bound on the energy per token at that rate" in text
+    assert "exercises/10_serving_a_request.ipynb" in text
+
+
+def test_lesson_shows_both_tpot_definitions_disagreeing(lesson_text):
+    """Without speculation the two TPOTs agree; with it the mean step time is larger than the gap."""
+    spec = request_timeline("llama-3.1-8b", "h100-sxm", prompt_tokens=2048, output_tokens=256,
+                            speculative_tokens=4, acceptance=0.7)
+    assert spec.mean_step_s > 1.5 * spec.tpot_s
+    assert "(E2E − TTFT) ÷ (output − 1)" in lesson_text and "mean step time" in lesson_text
+
+
+def test_every_section_is_there():
+    text = LESSON.read_text("utf-8")
+    for heading in ("## 1. A request's timeline", "## 2. Throughput against latency", "Little's law",
+                    "## 3. Continuous batching and chunked prefill", "## 4. Speculative decoding",
+                    "## 5. Prefix caching", "## 6. Cost and energy", "## Summary"):
+        assert heading in text, heading
+    assert text.count("**Question.**") >= 5
+
+
+def test_no_figure_without_alt_text():
+    """The lesson draws no matplotlib figure; if one is added it must carry alt text (set_alt)."""
+    text = LESSON.read_text("utf-8")
+    assert "plt." not in text or "set_alt(" in text
+    assert not math.isnan(_solution()["10.4"])
