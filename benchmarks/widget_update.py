@@ -34,6 +34,11 @@ from roofline_lessons.viz.dashboards.lesson06 import SRAM_CHOICES_KIB as L6_SRAM
 from roofline_lessons.viz.dashboards.lesson07 import BATCH_CHOICES as L7_BATCHES  # noqa: E402
 from roofline_lessons.viz.dashboards.lesson07 import KV_CHOICES as L7_KV  # noqa: E402
 from roofline_lessons.viz.dashboards.lesson07 import RECIPES as L7_RECIPES  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson10 import BATCH_CHOICES as L10_BATCHES  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson10 import Lesson10Chart, lesson10_frame, lesson10_view  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson10 import PROMPT_CHOICES as L10_PROMPTS  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson10 import TPOT_SLO_CHOICES_S as L10_TPOT  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson10 import TTFT_SLO_CHOICES_S as L10_TTFT  # noqa: E402
 
 TARGET_MEDIAN_S, TARGET_P95_S, TARGET_COLD_S = 0.050, 0.100, 0.150
 
@@ -79,6 +84,14 @@ def lesson07(chart):
             for r in L7_RECIPES for k in L7_KV for b in L7_BATCHES[::2]]
 
 
+def lesson10(chart):
+    # every batch, both SLOs at both ends, the shortest and longest prompt (a new frontier layer each)
+    return [lambda b=b, p=p, slo=slo: panel(lesson10_frame, lesson10_view("llama-3.1-8b", "h100-sxm", b, p, 256, *slo),
+                                            chart)
+            for p in (L10_PROMPTS[0], L10_PROMPTS[-1]) for slo in ((L10_TTFT[0], L10_TPOT[0]), (L10_TTFT[-1], L10_TPOT[-1]))
+            for b in L10_BATCHES]
+
+
 #: the first update after a part (or model) change, on a chart already warm: a new static figure
 COLD = {
     "lesson 1": lambda chart: panel(lesson01_frame, lesson01_view("llama-3.1-8b", "b200", "bf16", "decode", 1, 8192), chart),
@@ -89,6 +102,8 @@ COLD = {
     "lesson 6": lambda chart: panel(lesson06_frame, lesson06_view(8192, 128, 228, True, "b200"), chart),
     "lesson 7": lambda chart: panel(lesson07_frame, lesson07_view("b200", "decode", L7_RECIPES[0], L7_KV[0], 8192, 1),
                                     chart),
+    "lesson 10": lambda chart: panel(lesson10_frame, lesson10_view("qwen3.8-27b", "b200", 32, 1024, 256, 1.0, 0.05),
+                                     chart),
 }
 
 
@@ -125,6 +140,7 @@ def main() -> None:
     measure("lesson 5 (batch, context)", lesson05, Lesson05Chart)
     measure("lesson 6 (N, SRAM, head dim)", lesson06, Lesson06Chart)
     measure("lesson 7 (recipe, KV, batch)", lesson07, Lesson07Chart)
+    measure("lesson 10 (batch, SLOs)", lesson10, Lesson10Chart)
 
 
 if __name__ == "__main__":

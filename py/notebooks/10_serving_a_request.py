@@ -437,6 +437,21 @@ md(f"<details><summary>Answer</summary>\n\n"
    "Batching, not the rental price, sets the cost of a token.\n\n</details>")
 
 # %% [markdown]
+# ## Explore: the serving dashboard
+#
+# Pick a model and a part; slide the batch, the prompt and the output; set the two SLOs. The chart
+# is the latency–throughput curve over batch (TPOT across, total output tokens/s up; dotted where the
+# batch no longer fits), your operating point on it, the TPOT SLO's region, and the batches that meet
+# both SLOs; the bar beneath splits your request's E2E into TTFT and decode. Try: batch 1 → 64 for
+# Llama-3.1-8B on an H100 (what happens to TPOT, and to the total?); a 32,768-token prompt (which SLO
+# breaks first?); Llama-3.1-70B on an L4.
+
+# %%
+from roofline_lessons.viz.dashboards import lesson10_dashboard
+
+dashboard = lesson10_dashboard()
+
+# %% [markdown]
 # ## Summary
 #
 # - TTFT is the prefill step (compute-bound for a long prompt); each decode step reads the weights
