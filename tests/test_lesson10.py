@@ -182,7 +182,8 @@ def lesson_text():
 
 
 def test_lesson_prints_no_scientific_notation(lesson_text):
-    assert not re.search(r"\d(\.\d+)?e[+-]?\d", lesson_text)
+    readable = re.sub(r"base64,[A-Za-z0-9+/=]+", "base64,…", lesson_text)  # image data is not text
+    assert not re.search(r"\d(\.\d+)?e[+-]?\d", readable)
     assert "TTFT" in lesson_text and "goodput" in lesson_text
 
 

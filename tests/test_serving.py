@@ -73,6 +73,12 @@ def test_speculation_helps_small_batches_and_not_compute_bound_ones():
     assert big_spec.tpot_s > big.tpot_s
 
 
+def _lm_head_s(pl):
+    lm = next(op for op in pl.cost.ops if op.name == "lm_head")
+    compute = lm.weight_matmul_flops / pl.matmul_peak_flops_per_s + (lm.flops - lm.weight_matmul_flops) / pl.other_peak_flops_per_s
+    return float(max(compute, lm.bytes / pl.bandwidth_bytes_per_s)) * lm.layers
+
+
 def test_a_draft_model_adds_its_steps_and_must_be_smaller():
     mtp = s.request_timeline("llama-3.1-70b", "h200", prompt_tokens=512, output_tokens=32, speculative_tokens=3,
                              acceptance=0.6)
@@ -80,11 +86,46 @@ def test_a_draft_model_adds_its_steps_and_must_be_smaller():
                                  acceptance=0.6, draft_model="llama-3.1-8b")
     assert drafted.step_s[0] > mtp.step_s[0] and drafted.draft_model_id == "llama-3.1-8b"
     draft = place("llama-3.1-8b", "h200", phase="decode", context_tokens=np.arange(512, 515)).time_lower_bound_s
-    assert drafted.step_s[0] - mtp.step_s[0] == pytest.approx(
-        float(np.sum(draft)) - 3 * float(place("llama-3.1-70b", "h200", phase="decode", context_tokens=512)
-                                         .time_lower_bound_s) / 80)
+    base = place("llama-3.1-70b", "h200", phase="decode", context_tokens=512)
+    mtp_draft_step = float(base.time_lower_bound_s) / 80 + _lm_head_s(base)
+    assert drafted.step_s[0] - mtp.step_s[0] == pytest.approx(float(np.sum(draft)) - 3 * mtp_draft_step)
     with pytest.raises(RooflineInputError, match="llama-3.1-70b.*larger"):
         tl(speculative_tokens=2, acceptance=0.5, draft_model="llama-3.1-70b")
+
+
+def test_an_mtp_draft_step_pays_for_the_lm_head():
+    """The old price (1 / layers of a decode step) left out the shared lm_head read (~1.05 GB for Llama-3.1-8B
+    against ~0.44 GB per layer)."""
+    k = 2
+    spec = tl(batch=1, output_tokens=8, speculative_tokens=k, acceptance=0.5)
+    verify_s = float(s._verify(get_model(M), get_part(P), 1, k + 1, np.array([1024.0]), {}).time_s[0])
+    draft_s = spec.step_s[0] - verify_s
+    base = place(M, P, phase="decode", batch=1, context_tokens=1024)
+    lm = next(op for op in base.cost.ops if op.name == "lm_head")
+    assert lm.bytes > 2 * base.cost.bytes / 32  # the head outweighs a layer for this model
+    assert draft_s == pytest.approx(k * (float(base.time_lower_bound_s) / 32 + _lm_head_s(base)))
+    assert draft_s > 3 * k * float(base.time_lower_bound_s) / 32  # ~3× the old price
+
+
+def test_a_draft_model_prefills_the_prompt_too():
+    kw = dict(prompt_tokens=2048, output_tokens=16, batch=2, speculative_tokens=3, acceptance=0.6)
+    drafted = s.request_timeline("llama-3.1-70b", "h200", draft_model="llama-3.1-8b", **kw)
+    target = place("llama-3.1-70b", "h200", phase="prefill", batch=2, prompt_tokens=2048).time_lower_bound_s
+    draft = place("llama-3.1-8b", "h200", phase="prefill", batch=2, prompt_tokens=2048).time_lower_bound_s
+    assert drafted.ttft_s == pytest.approx(float(target) + float(draft))
+    mtp = s.request_timeline("llama-3.1-70b", "h200", **kw)
+    assert mtp.ttft_s == pytest.approx(float(target))  # no separate draft model to prefill
+
+
+def test_a_draft_model_needs_memory_for_its_weights_and_kv():
+    kw = dict(prompt_tokens=8000, output_tokens=192, batch=16, speculative_tokens=3, acceptance=0.6)
+    drafted = s.request_timeline("llama-3.1-70b", "b200", draft_model="llama-3.1-8b", **kw)
+    target = place("llama-3.1-70b", "b200", phase="decode", batch=16, context_tokens=8191).memory_required_bytes
+    draft = place("llama-3.1-8b", "b200", phase="decode", batch=16, context_tokens=8191).memory_required_bytes
+    assert drafted.memory_required_bytes == pytest.approx(float(target) + float(draft))
+    assert s.request_timeline("llama-3.1-70b", "b200", **kw).fits_in_memory  # the target alone fits
+    assert not drafted.fits_in_memory  # the draft's weights and KV push it over
+    assert drafted.to_dict()["memory_required_bytes"] == round(float(target) + float(draft))
 
 
 def test_prefix_caching_lowers_ttft_but_still_reads_the_prefix():
@@ -99,6 +140,18 @@ def test_chunking_costs_a_weight_read_per_chunk():
     one, chunked = tl(batch=1, prompt_tokens=512), tl(batch=1, prompt_tokens=512, chunk_tokens=64)
     assert chunked.ttft_s > one.ttft_s
     assert tl(chunk_tokens=4096).ttft_s == pytest.approx(tl().ttft_s)
+
+
+def test_each_chunk_attends_over_the_chunks_before_it():
+    t = s.request_timeline(M, P, prompt_tokens=4096, output_tokens=8, chunk_tokens=512)
+    fresh = 8 * float(place(M, P, phase="prefill", prompt_tokens=512).time_lower_bound_s)
+    assert t.ttft_s > fresh * 1.02  # later chunks read and attend the earlier chunks' KV
+    # chunk i = prefill(512 (i+1)) − per-token work of prefill(512 i): the FLOPs telescope to one whole prefill
+    whole = place(M, P, phase="prefill", prompt_tokens=4096)
+    lm = next(op for op in whole.cost.ops if op.name == "lm_head")
+    chunks = s._extend(get_model(M), get_part(P), 1, np.full(8, 512.0), 512.0 * np.arange(8), {})
+    assert float(np.sum(chunks.flops)) == pytest.approx(float(whole.cost.flops) + 7 * float(lm.flops))
+    assert t.ttft_s == pytest.approx(float(np.sum(chunks.time_s)))
 
 
 def test_mixed_step_is_more_intense_than_decode_alone():
@@ -121,6 +174,11 @@ def test_pareto_and_goodput():
                                  ttft_slo_s=float(pa.ttft_s[1]) * 1.01, tpot_slo_s=1.0)
     assert g.meets_slo.tolist() == [True, True, False, False] and g.best_batch == 16
     assert g.best_goodput_requests_per_s == pytest.approx(16 / pa.e2e_s[1])
+
+
+def test_goodput_says_it_ignores_queueing():
+    doc = " ".join(s.goodput_requests_per_s.__doc__.split())
+    assert "ignores queueing" in doc and "optimistic" in doc and "not a lower bound on the chips" in doc
 
 
 def test_littles_law_round_trips():

@@ -80,7 +80,8 @@ grade.draft_model_speedup(speedup)
 #
 # Llama-3.1-8B on an H100 SXM at batch 32, 2,048 tokens in, 256 out. The chip-hour price below is an
 # **assumption** (set your own; the checker follows it). What do a million output tokens cost, in
-# **US dollars**, at the throughput bound?
+# **US dollars**, at the throughput bound? (A blended figure: the prefill's time is included, where API
+# prices split input and output tokens.)
 
 # %%
 PRICE_PER_HOUR_USD = 2.50  # ASSUMPTION: an example rental price, US dollars per chip-hour

@@ -40,7 +40,8 @@ import numpy as np
 
 from roofline_lessons import get_model, get_part, place
 from roofline_lessons.core.hardware import list_parts
-from roofline_lessons.core.memory import max_batch_that_fits
+from roofline_lessons.core.costs import model_cost
+from roofline_lessons.core.memory import VLLM_DEFAULT_MEMORY_UTILIZATION, max_batch_that_fits
 from roofline_lessons.core.units import binary, count, duration, num, percent, si
 from roofline_lessons.topics.serving import (cost_per_million_output_tokens, energy_per_token_upper_bound_j,
                                              expected_tokens_per_verify, goodput_requests_per_s, littles_law,
@@ -101,12 +102,13 @@ show_table(["definition", "value"],
 
 # %% jupyter={"source_hidden": true}
 longer = request_timeline(MODEL, PART, prompt_tokens=2 * PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS)
+step_weight_bytes = model_cost(MODEL, phase="decode", context_tokens=PROMPT_TOKENS).weight_bytes  # read per step
 md(f"<details><summary>Answer</summary>\n\nTTFT grows {num(longer.ttft_s / request.ttft_s)}× (to "
    f"{duration(longer.ttft_s)}): a compute-bound prefill's FLOPs grow with the prompt (a little faster than "
    f"linearly: attention is quadratic). TPOT grows only {num(longer.tpot_s / request.tpot_s)}× (to "
-   f"{duration(longer.tpot_s)}): a decode step is dominated by the {binary(prefill.footprint.weight_bytes)} of "
-   f"weights it reads whatever the context; the KV cache it adds is "
-   f"{binary(get_model(MODEL).kv_bytes_per_token('bf16'))} per token.\n\n</details>")
+   f"{duration(longer.tpot_s)}): a decode step is dominated by the {binary(step_weight_bytes)} of "
+   f"weights it reads whatever the context (the embedding table is gathered row by row, not streamed); the KV "
+   f"cache it adds is {binary(get_model(MODEL).kv_bytes_per_token('bf16'))} per token.\n\n</details>")
 
 # %% [markdown]
 # ## 2. Throughput against latency: the batch
@@ -127,15 +129,20 @@ show_table(["batch", "TTFT", "TPOT", "tokens/s per user", "tokens/s, all users",
 
 # %% jupyter={"source_hidden": true}
 wall = max_batch_that_fits(MODEL, PART, PROMPT_TOKENS + OUTPUT_TOKENS)
+wall_vllm = max_batch_that_fits(MODEL, PART, PROMPT_TOKENS + OUTPUT_TOKENS,
+                                memory_utilization=VLLM_DEFAULT_MEMORY_UTILIZATION)
 at_wall = request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS, batch=wall)
 mid_context = PROMPT_TOKENS + OUTPUT_TOKENS // 2
 knee = (f"The **critical batch** — where a decode step would reach the ridge — is "
         f"**{count(frontier.critical_batch)}**" if frontier.critical_batch else
         f"There is **no critical batch**: at {count(mid_context)} tokens cached a decode step never reaches the "
         f"ridge ({num(part.ridge_point_flop_per_byte('bf16'))} FLOP/byte), because every sequence added brings its "
-        "own KV cache to read (lesson 4); throughput flattens without a knee")
+        "own KV cache to read (lesson 4); throughput saturates gradually, with no sharp knee")
 md(f"{knee}. The **capacity wall** comes first in practice: weights plus {count(PROMPT_TOKENS + OUTPUT_TOKENS)} "
-   f"tokens of KV cache per sequence fit **{count(wall)} sequences** in {binary(part.memory_capacity_bytes)}. "
+   f"tokens of KV cache per sequence fit at most **{count(wall)} sequences** in "
+   f"{binary(part.memory_capacity_bytes)} — an upper bound on concurrency, with no headroom for activations, "
+   f"workspace or fragmentation; vLLM by default uses {percent(VLLM_DEFAULT_MEMORY_UTILIZATION, 0)} of the memory, "
+   f"which fits {count(wall_vllm)}. "
    f"There the chip gives {num(at_wall.output_tokens_per_s)} tokens/s in all, "
    f"{num(at_wall.output_tokens_per_s / request.output_tokens_per_s)}× batch 1, while each user gets "
    f"{num(at_wall.output_tokens_per_s_per_sequence)} tokens/s instead of "
@@ -148,12 +155,18 @@ md(f"{knee}. The **capacity wall** comes first in practice: weights plus {count(
 # time each spends there (L = λ·W). A chip holding B requests for E2E seconds serves B ÷ E2E requests
 # per second.
 #
+# The table below is a **static-batch** picture: each batch of B requests arrives together, and the
+# next batch starts the moment the last one ends. It **ignores queueing**: a request that arrives
+# mid-batch waits up to one E2E before it even starts, and its TTFT grows by that wait. Real goodput
+# under random arrivals is lower.
+#
 # Users do not want throughput; they want each request fast enough. A **service-level objective
 # (SLO)** bounds TTFT and TPOT, and **goodput** counts only the requests served within it. The two
 # limits below are a product decision, not a property of the chip — change them and run again.
 
 # %%
-TTFT_SLO_S, TPOT_SLO_S = 1.0, 0.050  # ASSUMPTION: an interactive chat's objectives (our choice, not a standard)
+# ASSUMPTION: an interactive chat's objectives (our choice, not a standard); TPOT ≤ 10 ms is 100 tokens/s per user
+TTFT_SLO_S, TPOT_SLO_S = 1.0, 0.010
 good = goodput_requests_per_s(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
                               batches=BATCHES, ttft_slo_s=TTFT_SLO_S, tpot_slo_s=TPOT_SLO_S)
 show_table(["batch", "TTFT", "TPOT", "requests/s (B ÷ E2E)", "meets the SLO and fits", "goodput, requests/s"],
@@ -170,24 +183,35 @@ md(f"Best batch within TTFT ≤ {duration(TTFT_SLO_S)} and TPOT ≤ {duration(TP
    f"for a goodput of **{num(good.best_goodput_requests_per_s)} requests/s** per chip. To serve "
    f"{count(TARGET_REQUESTS_PER_S)} requests/s at that batch's E2E of {duration(best_e2e)}, Little's law puts "
    f"{num(in_flight)} requests in flight: **{count(math.ceil(in_flight / good.best_batch))} chips** at "
-   f"{count(good.best_batch)} each — at the very least, since every figure here is a bound.")
+   f"{count(good.best_batch)} each. That is an **optimistic static-batch estimate**, not a lower bound: it "
+   "ignores the queueing wait and takes every step at its roofline bound, so a real deployment needs more.")
 
 # %% [markdown]
-# **Question.** Loosen the TPOT objective from 50 ms to 100 ms. Does goodput rise? What limits it
-# now?
+# **Question.** What stops the batch from growing past the best one: TTFT, TPOT or memory? Double
+# the TPOT objective: does goodput rise? Double the TTFT objective instead: does it rise then?
 
 # %% jupyter={"source_hidden": true}
-loose = goodput_requests_per_s(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
-                               batches=BATCHES, ttft_slo_s=TTFT_SLO_S, tpot_slo_s=2 * TPOT_SLO_S)
-miss = int(np.argmin(loose.meets_slo))  # the first batch that misses the looser objectives
-change = ("does not move" if math.isclose(loose.best_goodput_requests_per_s, good.best_goodput_requests_per_s)
-          else f"rises from {num(good.best_goodput_requests_per_s)}")
-ttft_binds = loose.ttft_s[miss] > TTFT_SLO_S
-md(f"<details><summary>Answer</summary>\n\nGoodput {change}: {num(loose.best_goodput_requests_per_s)} requests/s "
-   f"at batch {count(loose.best_batch)}. The next batch, {count(loose.batch[miss])}, has a TPOT of "
-   f"{duration(loose.tpot_s[miss])} and a TTFT of {duration(loose.ttft_s[miss])}: "
-   + ("when the whole batch prefills at once, TTFT is the wall, not TPOT. Chunked prefill (next section) is how "
-      "servers move it." if ttft_binds else "TPOT (or memory) still binds.") + "\n\n</details>")
+best_goodput = lambda ttft_slo_s, tpot_slo_s: goodput_requests_per_s(  # noqa: E731
+    MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS, batches=BATCHES,
+    ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s).best_goodput_requests_per_s
+after_loosening = lambda what, loose: (  # noqa: E731
+    f"doubling {what} leaves goodput where it was" if math.isclose(loose, good.best_goodput_requests_per_s)
+    else f"doubling {what} raises it to {num(loose)} requests/s")
+later = [i for i, b in enumerate(good.batch) if b > good.best_batch]
+nxt = later[0] if later else None
+missed = [] if nxt is None else (
+    ([f"TTFT ({duration(good.ttft_s[nxt])})"] if good.ttft_s[nxt] > TTFT_SLO_S else [])
+    + ([f"TPOT ({duration(good.tpot_s[nxt])})"] if good.tpot_s[nxt] > TPOT_SLO_S else [])
+    + (["memory"] if not frontier.fits_in_memory[list(frontier.batch).index(good.batch[nxt])] else []))
+stop = ("Every batch in the list meets both objectives; the list, not the SLO, stops the batch." if nxt is None
+        else f"The next batch, {count(good.batch[nxt])}, misses on {' and '.join(missed)}.")
+md(f"<details><summary>Answer</summary>\n\n{stop} From {num(good.best_goodput_requests_per_s)} requests/s: "
+   f"{after_loosening('the TPOT objective', best_goodput(TTFT_SLO_S, 2 * TPOT_SLO_S))}; "
+   f"{after_loosening('the TTFT objective', best_goodput(2 * TTFT_SLO_S, TPOT_SLO_S))}; "
+   f"{after_loosening('both', best_goodput(2 * TTFT_SLO_S, 2 * TPOT_SLO_S))}. "
+   "An objective only costs goodput where it binds, and a batch that misses two objectives gains nothing from "
+   "loosening one of them. When a whole batch prefills at once TTFT grows with the batch, and chunked prefill (next section) "
+   "is how servers move that wall.\n\n</details>")
 
 # %% [markdown]
 # ## 3. Continuous batching and chunked prefill
@@ -215,12 +239,18 @@ alone = mixed_step(MODEL, PART, decode_batch=DECODE_BATCH, decode_context_tokens
 at_ridge = next(c for c in range(64, 8193, 64)
                 if mixed_step(MODEL, PART, decode_batch=DECODE_BATCH, decode_context_tokens=PROMPT_TOKENS,
                               prefill_chunk_tokens=c).intensity >= ridge)
+ridge_step = mixed_step(MODEL, PART, decode_batch=DECODE_BATCH, decode_context_tokens=PROMPT_TOKENS,
+                        prefill_chunk_tokens=at_ridge)
 md(f"A decode-only step of {count(DECODE_BATCH)} sequences sits at {num(alone.decode_only_intensity)} FLOP/byte, "
    f"far below the ridge ({num(ridge)}), and takes {duration(alone.decode_only_time_s)}. A chunk of about "
-   f"**{count(at_ridge)} prompt tokens** lifts the mixed step to the ridge. Below that, the chunk rides on bytes the "
-   "step reads anyway and costs the running sequences little; above it the step is compute-bound and every extra "
-   "prompt token lengthens their TPOT. So the budget trades the newcomer's TTFT (fewer, larger chunks) against "
-   "everyone else's TPOT (smaller chunks); a budget near the ridge is where both are cheap.")
+   f"**{count(at_ridge)} prompt tokens** lifts the mixed step to the ridge; that step takes "
+   f"{duration(ridge_step.time_s)}, so the running sequences' TPOT for it grows by "
+   f"**{percent(ridge_step.time_s / ridge_step.decode_only_time_s - 1, 0)}**. The chunk does not ride entirely on "
+   "bytes the step reads anyway: the weights are shared, but the chunk's own activations and the KV cache it "
+   "writes (and reads, over earlier chunks) are extra bytes, so the slowdown grows even below the ridge. Above "
+   "the ridge the step is compute-bound and every extra prompt token lengthens their TPOT in proportion. So the "
+   "budget trades the newcomer's TTFT (fewer, larger chunks) against everyone else's TPOT (smaller chunks); no "
+   "budget is free, and past the ridge the price per token climbs fastest.")
 
 # %% [markdown]
 # Chunking has a price of its own: every chunk reads the weights again. That is hidden while a chunk
@@ -269,10 +299,14 @@ show_table(["drafted tokens k"] + [f"α = {a}" for a in ALPHAS],
 # %% [markdown]
 # The gain saturates: at α = 0.7 a run of more than a few accepted drafts is rare, however many you
 # propose. The draft is not free either. Here it is an **MTP-style** head (DeepSeek-V3's
-# multi-token prediction: one extra layer on the target, priced as one layer's share of a decode
-# step). With k = 4 and α = 0.7:
+# multi-token prediction: one extra layer on the target). The package **assumes** each draft step
+# costs one layer's share of the target's decode step plus a read of the lm_head (the head needs
+# it to propose a token). That is a modelling assumption, not a measured cost: a real MTP module
+# also has its own projection and norms, and its kernels' launches. With k = 4 and α = 0.7:
 
 # %%
+# ASSUMPTION: acceptance depends on the draft and on the workload (code and templated text accept more than
+# open-ended chat); the MTP head and the 8B draft below would not share one α in practice.
 K, ALPHA = 4, 0.7
 spec = request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
                         speculative_tokens=K, acceptance=ALPHA)
@@ -327,8 +361,8 @@ md(f"With {count(SHORT_PROMPT)}-token prompts the speed-up falls from {num(short
 # %% [markdown]
 # ### A draft model of its own
 #
-# An MTP head costs about one layer. A separate **draft model** costs k of its own decode steps per
-# verify step. Llama-3.1-70B on an H200, drafted by Llama-3.1-8B (same tokenizer) or by an MTP head,
+# An MTP head costs about one layer plus an lm_head read. A separate **draft model** costs k of its
+# own decode steps per verify step, and its weights and KV cache share the chip's memory. Llama-3.1-70B on an H200, drafted by Llama-3.1-8B (same tokenizer) or by an MTP head,
 # at batch 1:
 
 # %%
@@ -344,6 +378,14 @@ show_table(["draft", "TPOT", "speed-up"],
            [["none", duration(base70.tpot_s), "1×"],
             ["MTP-style head", duration(mtp70.tpot_s), f"{num(base70.tpot_s / mtp70.tpot_s)}×"],
             [get_model(DRAFT).name, duration(draft70.tpot_s), f"{num(base70.tpot_s / draft70.tpot_s)}×"]])
+
+# %% jupyter={"source_hidden": true}
+big = get_part(BIG_PART)
+md(f"Both models live on one {big.name}: the target's and the draft's weights and KV caches need "
+   f"{binary(draft70.memory_required_bytes)} of its {binary(big.memory_capacity_bytes)}, so the pair "
+   + (f"**fits**, with {binary(big.memory_capacity_bytes - draft70.memory_required_bytes)} left for a larger "
+      "batch or context." if draft70.fits_in_memory else
+      "**does not fit** in BF16: it needs FP8 weights or a second chip."))
 
 # %% [markdown]
 # **Question.** One decode step of the 8B draft costs what fraction of the 70B target's? Why is
@@ -379,9 +421,9 @@ show_table(["prompt tokens already cached", "TTFT", "of the uncached TTFT"],
 almost = request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
                           prefix_cached_tokens=PROMPT_TOKENS - 8)
 md(f"<details><summary>Answer</summary>\n\nWith 8 tokens left the prefill is a short, memory-bound step: it still "
-   f"reads all {binary(prefill.footprint.weight_bytes)} of weights "
-   f"({duration(prefill.footprint.weight_bytes / part.memory_bandwidth_bytes_per_s)} at the bandwidth) and the "
-   f"cached prefix's KV cache. TTFT bottoms out at {duration(almost.ttft_s)}, about one decode step, not "
+   f"reads the {binary(step_weight_bytes)} of weights every step reads "
+   f"({duration(step_weight_bytes / part.memory_bandwidth_bytes_per_s)} at the bandwidth; the embedding table is "
+   f"gathered row by row, not streamed) and the cached prefix's KV cache. TTFT bottoms out at {duration(almost.ttft_s)}, about one decode step, not "
    "zero.\n\n</details>")
 
 # %% [markdown]
@@ -397,7 +439,9 @@ cases = [("batch 1", request), (f"batch {count(good.best_batch)} (best within th
                                 request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS,
                                                  output_tokens=OUTPUT_TOKENS, batch=good.best_batch)),
          (f"batch {count(wall)} (the capacity wall)", at_wall)]
-show_table(["batch", "tokens/s, all users", "US$ per million output tokens"],
+show_table(["batch", "tokens/s, all users",
+            "blended US$ per million output tokens (the prefill's time included; API prices split input and "
+            "output tokens)"],
            [[name, num(t.output_tokens_per_s),
              f"${num(cost_per_million_output_tokens(PRICE_PER_HOUR_USD, t.output_tokens_per_s))}"]
             for name, t in cases])
@@ -406,10 +450,12 @@ show_table(["batch", "tokens/s, all users", "US$ per million output tokens"],
 # Use the **total** throughput: the chip-hour is paid once for every user on it. Dividing by one
 # user's tokens/s charges the whole chip to each of them.
 #
-# **Energy.** A board's rated power (its TDP) is the most it may draw, so board power ÷ tokens/s is
-# an **upper bound on the energy per token at that rate**. Fed the roofline's rate — itself an upper
-# bound — it is an estimate, not a bound either way: a real run is slower, and draws less than the
-# rating. The catalog lists board power only where a source states it:
+# **Energy.** The figure below is **GPU-board energy per token**: it excludes the host CPU, the
+# network and the facility's overhead (cooling and power delivery, the PUE). A board's rated power
+# (its TDP, or power limit) caps its *average* draw — short peaks may exceed it — so board power ÷
+# tokens/s is an **upper bound on the energy per token at that rate** (the board's). Fed the roofline's
+# rate — itself an upper bound — it is an estimate, not a bound either way: a real run is slower,
+# and draws less than the rating. The catalog lists board power only where a source states it:
 
 # %%
 powered = [p for p in list_parts() if get_part(p).board_power_w is not None]
@@ -422,7 +468,10 @@ for pid in powered:
                                 num(t.output_tokens_per_s),
                                 f"{num(energy_per_token_upper_bound_j(pid, t.output_tokens_per_s))} J"])
 show_table(["part", "board power (rated)", "batch", "tokens/s (upper bound)",
-            "energy per token at that rate (upper bound)"], energy_rows)
+            "GPU-board energy per token at that rate (upper bound)"], energy_rows)
+if PART not in powered:
+    md(f"The {part.name} this lesson uses is missing: the catalog has no sourced board power for it, and it "
+       "does not guess one.")
 
 # %% [markdown]
 # **Question.** The price doubles, but you move from batch 1 to the best batch within the SLO. What
@@ -434,7 +483,7 @@ md(f"<details><summary>Answer</summary>\n\n"
    f"${num(cost_per_million_output_tokens(PRICE_PER_HOUR_USD, request.output_tokens_per_s))} at batch 1 becomes "
    f"${num(cost_per_million_output_tokens(2 * PRICE_PER_HOUR_USD, best.output_tokens_per_s))}: the batch multiplies "
    f"throughput by {num(best.output_tokens_per_s / request.output_tokens_per_s)}, far more than the price's 2×. "
-   "Batching, not the rental price, sets the cost of a token.\n\n</details>")
+   "Cost = price ÷ throughput: both set it, but batching is the lever you control.\n\n</details>")
 
 # %% [markdown]
 # ## Explore: the serving dashboard
@@ -458,14 +507,16 @@ dashboard = lesson10_dashboard()
 #   and a growing KV cache; E2E is their sum. TPOT = (E2E − TTFT) ÷ (output − 1); the mean step time
 #   and E2E ÷ output are different numbers under the same name.
 # - Batching trades each user's rate for total throughput until the capacity wall; goodput counts
-#   only requests within the SLO, and Little's law turns it into chips.
+#   only requests within the SLO, and Little's law turns it into chips (an optimistic static-batch
+#   estimate: it ignores queueing).
 # - A mixed step lends the decode tokens' weight reads to a prefill chunk; the token budget trades
-#   the newcomer's TTFT against everyone's TPOT, and is cheapest near the ridge.
+#   the newcomer's TTFT against everyone's TPOT — the chunk's own bytes slow the step before the
+#   ridge, and past the ridge every extra token adds compute time.
 # - Speculative decoding yields (1 − α^(k+1)) ÷ (1 − α) tokens per verify step, minus the draft's
 #   cost; it buys most at batch 1 and fades once the verify step is compute-bound.
 # - Prefix caching skips the cached prompt's prefill; TTFT bottoms out at about one weight read.
-# - Cost per token = price per hour ÷ total tokens per hour (the price is yours to set); board power
-#   ÷ tokens/s bounds the energy per token at that rate from above.
+# - Cost per token = price per hour ÷ total tokens per hour (the price is yours to set, batching is
+#   the lever); board power ÷ tokens/s bounds the GPU board's energy per token at that rate.
 #
 # **Interview questions this lesson prepares you for**
 #

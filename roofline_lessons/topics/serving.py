@@ -28,11 +28,22 @@ The request model (what a lesson can quote):
   weights are read once for all k+1 positions. The k draft steps are decode steps of the draft
   model (a catalog id) at the growing context, or, with no draft model, an MTP-style draft (one
   extra layer on the target, as DeepSeek-V3's multi-token-prediction module): each draft step
-  costs 1 / num_hidden_layers of the target's decode step (it ignores the shared lm_head read, so
-  it flatters the draft somewhat). The context grows by the expected tokens per verify step,
-  rounded down to whole tokens, and there are ceil((output − 1) / tokens per verify) verify steps.
+  costs one layer's share of the target's decode step (1 / num_hidden_layers of it) PLUS the
+  target's whole lm_head operator at that step (max of its FLOPs over peak and its bytes over
+  bandwidth): the MTP module produces logits through the shared lm_head, which for a small model
+  outweighs a layer (Llama-3.1-8B: ~1.05 GB against ~0.44 GB per layer). The layer share already
+  holds 1 / num_hidden_layers of the lm_head, so that sliver is counted twice (a slight
+  overestimate of the draft). The context grows by the expected tokens per verify step, rounded
+  down to whole tokens, and there are ceil((output − 1) / tokens per verify) verify steps.
+- A catalog draft model must prefill the prompt too, before its first draft step: its prefill
+  (same prefix caching and chunking as the target) is ADDED to TTFT, one step after the
+  target's. (It could run after the first token instead, moving it into the first decode step;
+  E2E is the same either way.) Its weights, and its KV cache and state at the final context, are
+  added to ``memory_required_bytes``. The MTP-style draft's extra layer is not added to memory.
 - ``chunk_tokens`` splits the (uncached) prompt into chunks of that many tokens, each a separate
-  step over the chunks before it (each reads the weights again): TTFT is their sum.
+  step over the chunks before it: chunk i is priced as an extension over the tokens cached by the
+  prefix and chunks 0..i−1 (it attends to and reads their KV, and reads the weights again):
+  TTFT is their sum.
 """
 
 from __future__ import annotations
@@ -183,6 +194,25 @@ def _verify(model, part, batch, positions, context, fields) -> _Step:
                  _bound(many, m.weight_matmul_flops, m.flops - m.weight_matmul_flops, nbytes))
 
 
+def _prefill_s(model, part, batch, uncached, prefix, chunk, fields) -> float:
+    """Seconds to prefill ``uncached`` tokens after ``prefix`` cached ones, in chunks of ``chunk``
+    (None = one step); chunk i extends over the prefix and chunks 0..i−1 (see :func:`_extend`)."""
+    if chunk is None or chunk >= uncached:
+        return float(_extend(model, part, batch, uncached, prefix, fields).time_s)
+    starts = np.arange(0, uncached, chunk, dtype=float)
+    sizes = np.minimum(chunk, uncached - starts)
+    return float(np.sum(_extend(model, part, batch, sizes, prefix + starts, fields).time_s))
+
+
+def _mtp_draft_step_s(decode: Placement, num_hidden_layers: int):
+    """One MTP-style draft step, seconds: the target decode step ``decode`` ÷ num_hidden_layers (one
+    layer's share) + the bound of its lm_head operator (the logits go through the shared lm_head)."""
+    lm = _op(decode, "lm_head")
+    n = lm.layers
+    lm_s = _bound(decode, lm.weight_matmul_flops * n, (lm.flops - lm.weight_matmul_flops) * n, lm.bytes * n)
+    return np.asarray(decode.time_lower_bound_s) / num_hidden_layers + lm_s
+
+
 # ---- one request ---------------------------------------------------------------------------
 
 
@@ -201,13 +231,15 @@ class RequestTimeline:
     acceptance: float
     draft_model_id: str | None  #: None with speculation: an MTP-style draft (see module docstring)
     chunk_tokens: int | None
-    ttft_s: float  #: time to first token: the prefill step(s) of the uncached prompt, seconds
+    ttft_s: float  #: time to first token: the prefill step(s) of the uncached prompt (target, then a
+    #: catalog draft model's), seconds
     decode_steps: int  #: decode (or verify) steps after the prefill
     step_s: np.ndarray  #: each decode/verify step's bound (draft steps included), seconds
     step_context_tokens: np.ndarray  #: tokens cached per sequence before each step
     e2e_s: float  #: TTFT + Σ step_s, seconds
     tokens_per_verify_step: float  #: tokens a step yields per sequence (1 without speculation)
-    memory_required_bytes: float  #: weights + KV + state at the final context (prompt + output)
+    memory_required_bytes: float  #: weights + KV + state at the final context (prompt + output), bytes;
+    #: with a catalog draft model, the draft's weights + KV + state added
     memory_capacity_bytes: float
     warnings: tuple[str, ...] = ()
 
@@ -268,7 +300,9 @@ def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int
     ``prefix_cached_tokens`` (0 ≤ p < prompt) skips that prefix's prefill; ``speculative_tokens`` k
     with ``acceptance`` α in [0, 1) and an optional ``draft_model`` (a catalog id no larger than
     the target; None = MTP-style draft) turns decode into verify steps; ``chunk_tokens`` chunks the
-    prefill. ``workload_dtypes``: any of :data:`DTYPE_FIELDS`.
+    prefill. A draft model's prefill is added to TTFT and its weights + KV + state to
+    ``memory_required_bytes``; an MTP-style draft step is one target layer's share of a decode step
+    plus the target's lm_head (module docstring). ``workload_dtypes``: any of :data:`DTYPE_FIELDS`.
     """
     m, p = get_model(model), get_part(part)
     fields = _dtypes(workload_dtypes)
@@ -292,14 +326,11 @@ def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int
                 f"draft_model {draft.id!r} ({draft.parameter_count():,} parameters) is larger than the target "
                 f"{m.id!r} ({m.parameter_count():,}); a draft must be smaller than the model it drafts for")
 
-    # prefill → TTFT
+    # prefill → TTFT (a catalog draft model prefills the prompt too, after the target)
     uncached = prompt - prefix
-    if chunk is None or chunk >= uncached:
-        ttft = float(_extend(m, p, b, uncached, prefix, fields).time_s)
-    else:
-        starts = np.arange(0, uncached, chunk, dtype=float)
-        sizes = np.minimum(chunk, uncached - starts)
-        ttft = float(np.sum(_extend(m, p, b, sizes, prefix + starts, fields).time_s))
+    ttft = _prefill_s(m, p, b, uncached, prefix, chunk, fields)
+    if draft is not None:
+        ttft += _prefill_s(draft, p, b, uncached, prefix, chunk, fields)
 
     # decode / verify steps
     per_step = expected_tokens_per_verify(k, alpha) if k else 1.0
@@ -309,8 +340,8 @@ def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int
         step = np.asarray(_verify(m, p, b, k + 1, contexts, fields).time_s, dtype=float)
         if k:
             if draft is None:
-                base = place(m, p, phase="decode", batch=b, context_tokens=contexts, **fields).time_lower_bound_s
-                step = step + k * np.asarray(base) / m.num_hidden_layers
+                base = place(m, p, phase="decode", batch=b, context_tokens=contexts, **fields)
+                step = step + k * np.asarray(_mtp_draft_step_s(base, m.num_hidden_layers))
             else:
                 ctx = contexts[:, None] + np.arange(k, dtype=float)[None, :]
                 dp = place(draft, p, phase="decode", batch=b, context_tokens=ctx, **fields)
@@ -322,14 +353,20 @@ def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int
     contexts.setflags(write=False)
 
     final = place(m, p, phase="decode", batch=b, context_tokens=prompt + output - 1, **fields)
+    memory = float(final.memory_required_bytes)
+    warnings = final.warnings
+    if draft is not None:  # the draft's weights + its KV cache and state at the same final context
+        dfinal = place(draft, p, phase="decode", batch=b, context_tokens=prompt + output - 1, **fields)
+        memory += float(dfinal.memory_required_bytes)
+        warnings = warnings + tuple(w for w in dfinal.warnings if w not in warnings)
     return RequestTimeline(
         model_id=m.id, part_id=p.id, prompt_tokens=prompt, output_tokens=output, batch=b,
         prefix_cached_tokens=prefix, speculative_tokens=k, acceptance=alpha,
         draft_model_id=draft.id if draft is not None else None, chunk_tokens=chunk,
         ttft_s=ttft, decode_steps=steps, step_s=step, step_context_tokens=contexts,
         e2e_s=ttft + float(np.sum(step)), tokens_per_verify_step=float(per_step),
-        memory_required_bytes=float(final.memory_required_bytes),
-        memory_capacity_bytes=float(p.memory_capacity_bytes), warnings=final.warnings)
+        memory_required_bytes=memory,
+        memory_capacity_bytes=float(p.memory_capacity_bytes), warnings=warnings)
 
 
 # ---- continuous batching -------------------------------------------------------------------
@@ -455,6 +492,12 @@ def goodput_requests_per_s(model: Model | str, part: Part | str, *, prompt_token
     The model: at batch B every request sees the timeline of batch B (B requests arrive together,
     prefill together, decode together; no mixing of phases). Requests/s = B / E2E (Little's law);
     goodput counts only batches whose TTFT and TPOT meet the SLOs (seconds) and that fit in memory.
+
+    It ignores queueing: each batch's requests are assumed to arrive exactly when the previous
+    batch ends. A request that arrives mid-batch waits up to one E2E before its prefill starts, so
+    its real TTFT can be up to E2E + TTFT, and random arrivals wait longer still. So this is an
+    optimistic static-batch figure (on top of the roofline's lower-bound times): an upper bound on
+    the goodput of one chip, not a lower bound on the chips a load needs.
     """
     ttft_slo = _number("ttft_slo_s", ttft_slo_s, "a number of seconds > 0", lambda v: v > 0)
     tpot_slo = _number("tpot_slo_s", tpot_slo_s, "a number of seconds > 0", lambda v: v > 0)
