@@ -13,7 +13,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from matplotlib.text import Text  # noqa: E402
+from chart_checks import visible_texts  # noqa: E402
 
 from roofline_lessons.core.memory import max_batch_that_fits  # noqa: E402
 from roofline_lessons.core.units import count, duration, num  # noqa: E402
@@ -34,18 +34,6 @@ EXTREMES = [
                        (l10.TTFT_SLO_CHOICES_S[-1], l10.TPOT_SLO_CHOICES_S[-1]))
 ]
 CRITICAL_ON_CHART = ("llama-3.1-70b", "h100-sxm", 64, 128, 16, 0.5, 0.03)  # critical batch 379 (all traffic)
-
-
-def visible_texts(fig):
-    """Visible, non-empty texts, less the labels of ticks outside the axis range."""
-    hidden = set()
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            lo, hi = sorted(axis.get_view_interval())
-            for tick in [*axis.majorTicks, *axis.minorTicks]:
-                if not lo <= tick.get_loc() <= hi:
-                    hidden.update((id(tick.label1), id(tick.label2)))
-    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip() and id(t) not in hidden]
 
 
 def drawn(setting, chart=None):

@@ -12,7 +12,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from matplotlib.text import Text  # noqa: E402
+from chart_checks import visible_texts  # noqa: E402
 
 from roofline_lessons.core.units import count, num  # noqa: E402
 from roofline_lessons.topics.hybrid import BREAKDOWN  # noqa: E402
@@ -28,19 +28,6 @@ L4_SETTINGS = [(m, p, b, c) for m in ("qwen3.8-27b", "llama-3.1-8b", "llama-3.1-
                for p in ("h100-sxm", "b200", "l4") for b in (1, 1024) for c in (0, 131072)]
 L5_SETTINGS = [(p, b, c, kv) for p in ("h100-sxm", "b200", "l4") for b in (1, 64) for c in (1024, 262144)
                for kv in ("bf16", "fp8")]
-
-
-def visible_texts(fig):
-    """Visible, non-empty texts, less the labels of ticks outside the axis range (matplotlib keeps
-    those Tick objects around but does not draw them)."""
-    hidden = set()
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            lo, hi = sorted(axis.get_view_interval())
-            for tick in [*axis.majorTicks, *axis.minorTicks]:
-                if not lo <= tick.get_loc() <= hi:
-                    hidden.update((id(tick.label1), id(tick.label2)))
-    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip() and id(t) not in hidden]
 
 
 def small_texts(fig):

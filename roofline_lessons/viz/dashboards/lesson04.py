@@ -18,15 +18,14 @@ from typing import Callable, Hashable
 import numpy as np
 
 from ...core.errors import RooflineInputError
-from ...core.hardware import get_part, list_parts
-from ...core.memory import (kv_cache_bytes_per_sequence, max_batch_that_fits, state_bytes_per_sequence,
-                            weight_bytes)
-from ...core.models import get_model, list_models
+from ...core.hardware import get_part
+from ...core.memory import kv_cache_bytes_per_sequence, max_batch_that_fits, state_bytes_per_sequence, weight_bytes
+from ...core.models import get_model
 from ...core.units import binary, count, duration, num, percent, si
 from ...topics.batching import decode_sweep
 from ..charts import MARKERS, MIN_FONT_PT, PALETTE, Roof, part_style, point_on_roof, roofline_chart, set_roof_ylim
 from ..fastfig import CachedFigure, bare_figure, message_png
-from ._panel import Frame, build_dashboard
+from ._panel import Frame, build_dashboard, model_and_part
 
 BATCH_GRID = np.unique(np.round(np.logspace(0, 10, 61, base=2)))  # 1 … 1024
 BATCH_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -503,10 +502,7 @@ def lesson04_dashboard(model_id: str = "qwen3.8-27b", part_id: str = "h100-sxm")
     from IPython.display import display
 
     style = {"description_width": "initial"}
-    model_w = widgets.Dropdown(options=list_models(), value=model_id, description="model", style=style,
-                               layout=widgets.Layout(width="260px"))
-    part_w = widgets.Dropdown(options=list_parts(), value=part_id, description="part", style=style,
-                              layout=widgets.Layout(width="220px"))
+    model_w, part_w = model_and_part(model_id, part_id, style)
     batch_w = widgets.SelectionSlider(options=BATCH_CHOICES, value=32, description="batch", style=style,
                                       layout=widgets.Layout(width="360px"))
     context_w = widgets.SelectionSlider(options=CONTEXT_CHOICES, value=8192, description="context (tokens)",

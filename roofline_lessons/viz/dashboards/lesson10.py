@@ -25,14 +25,14 @@ from functools import lru_cache
 import numpy as np
 
 from ...core.errors import RooflineInputError
-from ...core.hardware import get_part, list_parts
+from ...core.hardware import get_part
 from ...core.memory import max_batch_that_fits
-from ...core.models import get_model, list_models
+from ...core.models import get_model
 from ...core.units import binary, count, duration, num
 from ...topics.serving import pareto, request_timeline
 from ..charts import MARKERS, MIN_FONT_PT, PALETTE
 from ..fastfig import CachedFigure, bare_figure, message_png
-from ._panel import Frame, build_dashboard
+from ._panel import Frame, build_dashboard, model_and_part
 from .lesson04 import Layers, label_placement, padded_log_range, set_log_axis
 
 BATCH_CHOICES = tuple(2 ** k for k in range(10))  # 1 … 512
@@ -483,10 +483,7 @@ def lesson10_dashboard(model_id: str = "llama-3.1-8b", part_id: str = "h100-sxm"
     from IPython.display import display
 
     style = {"description_width": "initial"}
-    model_w = widgets.Dropdown(options=list_models(), value=model_id, description="model", style=style,
-                               layout=widgets.Layout(width="260px"))
-    part_w = widgets.Dropdown(options=list_parts(), value=part_id, description="part", style=style,
-                              layout=widgets.Layout(width="220px"))
+    model_w, part_w = model_and_part(model_id, part_id, style)
     batch_w = widgets.SelectionSlider(options=BATCH_CHOICES, value=32, description="batch", style=style,
                                       layout=widgets.Layout(width="340px"))
     prompt_w = widgets.SelectionSlider(options=[(count(v), v) for v in PROMPT_CHOICES], value=1024,
