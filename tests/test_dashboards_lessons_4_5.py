@@ -16,6 +16,7 @@ from chart_checks import visible_texts  # noqa: E402
 
 from roofline_lessons.core.units import count, num  # noqa: E402
 from roofline_lessons.topics.hybrid import BREAKDOWN  # noqa: E402
+from roofline_lessons.viz import charts  # noqa: E402
 from roofline_lessons.viz.charts import MIN_FONT_PT  # noqa: E402
 from roofline_lessons.viz.dashboards import lesson04 as l4  # noqa: E402
 from roofline_lessons.viz.dashboards import lesson05 as l5  # noqa: E402
@@ -149,15 +150,15 @@ def test_lesson04_label_placement_keeps_the_box_inside():
 @pytest.mark.parametrize("lo, hi", [(70.0, 290.0), (1.5, 10.0), (10.0, 4000.0), (0.3, 1.0), (3.0, 9.5),
                                     (0.001, 1e6), (123.0, 370.0), (7.7, 23.2)])
 def test_log_ticks_give_at_least_two_ticks_in_range(lo, hi):
-    ticks = l4.log_ticks(lo, hi)
+    ticks = charts.log_ticks(lo, hi)
     assert len(ticks) >= 2 and all(lo <= t <= hi for t in ticks) and len(ticks) <= 6
 
 
 def test_log_ticks_and_padding_reject_or_widen_bad_ranges():
     with pytest.raises(ValueError, match="lo=5"):
-        l4.log_ticks(5.0, 5.0)
-    lo, hi = l4.padded_log_range(10.0, 11.0, 1.0, 1.0)
-    assert hi / lo == pytest.approx(4.0) and len(l4.log_ticks(lo, hi)) >= 2
+        charts.log_ticks(5.0, 5.0)
+    lo, hi = charts.padded_log_range(10.0, 11.0, 1.0, 1.0)
+    assert hi / lo == pytest.approx(4.0) and len(charts.log_ticks(lo, hi)) >= 2
 
 
 # ---- lesson 5 -----------------------------------------------------------------------------------

@@ -227,3 +227,15 @@ def test_a_long_request_is_priced_at_once():
     t = s.request_timeline(M, P, prompt_tokens=1024, output_tokens=4096, batch=8, speculative_tokens=4,
                            acceptance=0.8, draft_model="llama-2-7b")
     assert time.perf_counter() - t0 < 0.5 and t.step_s.shape == (t.decode_steps,)
+
+
+def test_goodput_names_what_a_batch_misses():
+    from roofline_lessons.topics.serving import goodput_requests_per_s
+
+    g = goodput_requests_per_s("llama-3.1-8b", "h100-sxm", prompt_tokens=2048, output_tokens=256,
+                               batches=[1, 64, 1024], ttft_slo_s=1.0, tpot_slo_s=0.010)
+    assert g.misses(1) == ()
+    assert "TTFT" in g.misses(64)  # 64 prompts of 2,048 tokens prefill together: far over 1 s
+    assert "memory" in g.misses(1024)
+    with pytest.raises(RooflineInputError, match="not in this sweep"):
+        g.misses(3)

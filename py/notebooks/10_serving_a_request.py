@@ -190,25 +190,26 @@ md(f"Best batch within TTFT ≤ {duration(TTFT_SLO_S)} and TPOT ≤ {duration(TP
 # **Question.** What stops the batch from growing past the best one: TTFT, TPOT or memory? Double
 # the TPOT objective: does goodput rise? Double the TTFT objective instead: does it rise then?
 
-# %% jupyter={"source_hidden": true}
-best_goodput = lambda ttft_slo_s, tpot_slo_s: goodput_requests_per_s(  # noqa: E731
-    MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS, batches=BATCHES,
-    ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s).best_goodput_requests_per_s
-after_loosening = lambda what, loose: (  # noqa: E731
-    f"doubling {what} leaves goodput where it was" if math.isclose(loose, good.best_goodput_requests_per_s)
-    else f"doubling {what} raises it to {num(loose)} requests/s")
-later = [i for i, b in enumerate(good.batch) if b > good.best_batch]
-nxt = later[0] if later else None
-missed = [] if nxt is None else (
-    ([f"TTFT ({duration(good.ttft_s[nxt])})"] if good.ttft_s[nxt] > TTFT_SLO_S else [])
-    + ([f"TPOT ({duration(good.tpot_s[nxt])})"] if good.tpot_s[nxt] > TPOT_SLO_S else [])
-    + (["memory"] if not frontier.fits_in_memory[list(frontier.batch).index(good.batch[nxt])] else []))
-stop = ("Every batch in the list meets both objectives; the list, not the SLO, stops the batch." if nxt is None
-        else f"The next batch, {count(good.batch[nxt])}, misses on {' and '.join(missed)}.")
+# %%
+def loosened(ttft_slo_s, tpot_slo_s):
+    return goodput_requests_per_s(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
+                                  batches=BATCHES, ttft_slo_s=ttft_slo_s,
+                                  tpot_slo_s=tpot_slo_s).best_goodput_requests_per_s
+
+
+def after_loosening(what, goodput):
+    if math.isclose(goodput, good.best_goodput_requests_per_s):
+        return f"doubling {what} leaves goodput where it was"
+    return f"doubling {what} raises it to {num(goodput)} requests/s"
+
+
+later = [b for b in good.batch if b > good.best_batch]
+stop = ("Every batch in the list meets both objectives; the list, not the SLO, stops the batch." if not later
+        else f"The next batch, {count(later[0])}, misses on {' and '.join(good.misses(later[0]))}.")
 md(f"<details><summary>Answer</summary>\n\n{stop} From {num(good.best_goodput_requests_per_s)} requests/s: "
-   f"{after_loosening('the TPOT objective', best_goodput(TTFT_SLO_S, 2 * TPOT_SLO_S))}; "
-   f"{after_loosening('the TTFT objective', best_goodput(2 * TTFT_SLO_S, TPOT_SLO_S))}; "
-   f"{after_loosening('both', best_goodput(2 * TTFT_SLO_S, 2 * TPOT_SLO_S))}. "
+   f"{after_loosening('the TPOT objective', loosened(TTFT_SLO_S, 2 * TPOT_SLO_S))}; "
+   f"{after_loosening('the TTFT objective', loosened(2 * TTFT_SLO_S, TPOT_SLO_S))}; "
+   f"{after_loosening('both', loosened(2 * TTFT_SLO_S, 2 * TPOT_SLO_S))}. "
    "An objective only costs goodput where it binds, and a batch that misses two objectives gains nothing from "
    "loosening one of them. When a whole batch prefills at once TTFT grows with the batch, and chunked prefill (next section) "
    "is how servers move that wall.\n\n</details>")
@@ -521,7 +522,7 @@ dashboard = lesson10_dashboard()
 # **Interview questions this lesson prepares you for**
 #
 # - "Define TTFT and TPOT. Why might two benchmarks disagree on TPOT for the same run?"
-# - "Speculative decoding gives 2.5× at batch 1 but nothing at batch 512 on short prompts. Why?"
+# - "Speculative decoding speeds up batch-1 decode but not batch 512 on short prompts. Why?"
 # - "What does chunked prefill do to the TPOT of the requests already running, and how would you
 #   choose the token budget?"
 # - "How many GPUs do you need for 100 requests/s under a 1 s TTFT objective?"

@@ -48,7 +48,7 @@ check.h100_fp8_ridge(h100_fp8)
 
 # %% [markdown] tags=["solution"]
 # The dense FP8 peak over the same bandwidth: the BF16 ridge times the FP8 ÷ BF16 peak ratio
-# (two on this part), because the bandwidth does not depend on the format.
+# (the bandwidth does not depend on the format, so only the compute ceiling moves).
 
 # %% [markdown]
 # ## Exercise 7.2 — the B200's FP4 ridge, by hand

@@ -109,11 +109,6 @@ def fit_overhead_s(samples) -> float:
     return max(0.0, float(np.mean(gaps)))
 
 
-def predicted_time_s(sample: StepSample, overhead_s: float) -> float:
-    """The three-term model of a step: max(compute, memory) + overhead (seconds)."""
-    return sample.bound_s + overhead_s
-
-
 def critical_batch_for(model: Model, bandwidth_bytes_per_s: float, peak_flops_per_s: float, context_tokens: int,
                        largest: int = 4096) -> int | None:
     """The smallest decode batch whose compute time reaches its memory time on these roofs (the

@@ -483,6 +483,18 @@ class Goodput:
     goodput_requests_per_s: np.ndarray  #: requests/s where meets_slo, else 0
     best_batch: int | None
     best_goodput_requests_per_s: float
+    meets_ttft: np.ndarray  #: TTFT ≤ its SLO
+    meets_tpot: np.ndarray  #: TPOT ≤ its SLO (a one-token answer has no TPOT: met)
+    fits_in_memory: np.ndarray
+
+    def misses(self, batch: int) -> tuple[str, ...]:
+        """What ``batch`` (one of ``self.batch``) fails: any of ``"TTFT"``, ``"TPOT"``, ``"memory"``."""
+        where = np.flatnonzero(self.batch == batch)
+        if where.size == 0:
+            raise RooflineInputError(f"batch {batch!r} is not in this sweep; it has {[int(b) for b in self.batch]}")
+        i = int(where[0])
+        return tuple(name for name, ok in (("TTFT", self.meets_ttft[i]), ("TPOT", self.meets_tpot[i]),
+                                           ("memory", self.fits_in_memory[i])) if not ok)
 
 
 def goodput_requests_per_s(model: Model | str, part: Part | str, *, prompt_tokens: int, output_tokens: int,
@@ -504,13 +516,15 @@ def goodput_requests_per_s(model: Model | str, part: Part | str, *, prompt_token
     pa = pareto(model, part, prompt_tokens=prompt_tokens, output_tokens=output_tokens, batches=batches,
                 **workload_dtypes)
     rps = pa.batch / pa.e2e_s
+    ttft_ok = pa.ttft_s <= ttft_slo
     tpot_ok = np.where(np.isnan(pa.tpot_s), True, pa.tpot_s <= tpot_slo)
-    meets = (pa.ttft_s <= ttft_slo) & tpot_ok & pa.fits_in_memory
+    meets = ttft_ok & tpot_ok & pa.fits_in_memory
     good = np.where(meets, rps, 0.0)
     best = int(np.argmax(good))
     return Goodput(batch=pa.batch, ttft_s=pa.ttft_s, tpot_s=pa.tpot_s, requests_per_s=rps, meets_slo=meets,
                    goodput_requests_per_s=good, best_batch=int(pa.batch[best]) if meets[best] else None,
-                   best_goodput_requests_per_s=float(good[best]))
+                   best_goodput_requests_per_s=float(good[best]), meets_ttft=ttft_ok, meets_tpot=tpot_ok,
+                   fits_in_memory=pa.fits_in_memory)
 
 
 # ---- money and energy ----------------------------------------------------------------------

@@ -6,6 +6,7 @@ so no chart relies on colour alone.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -58,11 +59,6 @@ class Point:
     label: str
     intensity_flop_per_byte: float
     flops_per_s: float
-
-
-def _num(x: float) -> str:
-    """Three significant figures, never scientific notation."""
-    return num(x)
 
 
 def _tick(value: float, _pos=None) -> str:
@@ -151,8 +147,8 @@ def roofline_chart(
         marker = MARKERS[j % len(MARKERS)]
         ax.plot([pt.intensity_flop_per_byte], [pt.flops_per_s / TERA], marker=marker, markersize=9,
                 linestyle="none", color="black", markerfacecolor=PALETTE[(j + 3) % len(PALETTE)],
-                label=f"{pt.label}: I = {_num(pt.intensity_flop_per_byte)} FLOP/byte, "
-                      f"{_num(pt.flops_per_s / TERA)} TFLOP/s")
+                label=f"{pt.label}: I = {num(pt.intensity_flop_per_byte)} FLOP/byte, "
+                      f"{num(pt.flops_per_s / TERA)} TFLOP/s")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(*intensity_range)
@@ -251,8 +247,45 @@ def place_moving_point(marker, label, point: Point, intensity_range: tuple[float
     x, y = point.intensity_flop_per_byte, point.flops_per_s / TERA
     marker.set_data([x], [y])
     label.xy = (x, y)
-    label.set_text(f"{point.label}\nI = {_num(x)} FLOP/byte, {_num(y)} TFLOP/s")
+    label.set_text(f"{point.label}\nI = {num(x)} FLOP/byte, {num(y)} TFLOP/s")
     right_half = x > np.sqrt(intensity_range[0] * intensity_range[1]) * 10
     label.set_horizontalalignment("right" if right_half else "left")
     label.set_position((-10, -24) if right_half else (10, -14))
     return [marker, label]
+
+
+def log_ticks(lo: float, hi: float, max_ticks: int = 6) -> list[float]:
+    """Tick values for a log axis from ``lo`` to ``hi`` (both > 0, ``hi / lo`` ≥ 3): decades when
+    there are three or more, else 1-3, 1-2-5, 1-1.5-2-3-5-7 or every digit, so at least two ticks
+    (three from a range of 3 up) are labelled."""
+    if not (0 < lo < hi):
+        raise ValueError(f"a log axis needs 0 < lo < hi, got lo={lo!r}, hi={hi!r}")
+    k0, k1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    ticks: list[float] = []
+    for mantissas in ((1,), (1, 3), (1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9)):
+        ticks = [float(f"{m}e{k}") for k in range(k0, k1 + 1) for m in mantissas if lo <= float(f"{m}e{k}") <= hi]
+        if len(ticks) >= 3:
+            break
+    if len(ticks) > max_ticks:
+        step = math.ceil(len(ticks) / max_ticks)
+        ticks = ticks[::step]
+    return ticks
+
+
+def padded_log_range(lo: float, hi: float, below: float, above: float, min_ratio: float = 4.0):
+    """``(lo, hi)`` widened by the factors ``below`` and ``above``, then to at least ``min_ratio``."""
+    lo, hi = lo / below, hi * above
+    if hi / lo < min_ratio:
+        mid = math.sqrt(lo * hi)
+        lo, hi = mid / math.sqrt(min_ratio), mid * math.sqrt(min_ratio)
+    return lo, hi
+
+
+def set_log_axis(axis, lo: float, hi: float) -> None:
+    """Fixed range, fixed plain-number ticks (at least two labelled), no minor ticks."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    (axis.axes.set_xlim if axis.axis_name == "x" else axis.axes.set_ylim)(lo, hi)
+    axis.set_major_locator(FixedLocator(log_ticks(lo, hi)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _p: num(v)))
+    axis.set_minor_locator(NullLocator())

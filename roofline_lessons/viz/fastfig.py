@@ -5,6 +5,7 @@ bitmap and redraws only the artists that move (matplotlib "blitting")."""
 from __future__ import annotations
 
 import io
+from collections import OrderedDict
 from typing import Any, Callable, Hashable, Iterable
 
 
@@ -82,3 +83,47 @@ def message_png(text: str, width_in: float = 9.0) -> bytes:
     fig = bare_figure((width_in, 1.0))
     fig.text(0.01, 0.5, textwrap.fill(text, int(width_in * 14)), fontsize=10, va="center")
     return figure_png(fig)
+
+
+class Layers:
+    """Bitmaps of a figure after drawing a layer over its static background, one per key.
+
+    A dashboard whose static part stays while a second control (here the context) changes a middle
+    layer: ``show(fig, key, draw)`` restores the layer's bitmap if it has one, else calls ``draw()``
+    (which draws on the canvas with ``fig.draw_artist``) and keeps the result (the ``bbox`` region).
+    """
+
+    def __init__(self, max_cached: int = 8) -> None:
+        self._saved: OrderedDict = OrderedDict()
+        self.max_cached = max_cached
+        self.misses = 0
+
+    def show(self, fig, key: Hashable, draw: Callable[[], None], bbox=None) -> None:
+        saved = self._saved.get(key)
+        if saved is not None:
+            self._saved.move_to_end(key)
+            fig.canvas.restore_region(saved)
+            return
+        self.misses += 1
+        draw()
+        self._saved[key] = fig.canvas.copy_from_bbox(bbox if bbox is not None else fig.bbox)
+        while len(self._saved) > self.max_cached:
+            self._saved.popitem(last=False)
+
+
+class SkeletonChart:
+    """A figure built once (``skeleton()`` returns a dict holding ``"fig"``) whose static part is
+    drawn per key by ``draw_part(shared, key)`` and kept as a bitmap; the base of the lesson 4 and 5
+    dashboards' charts. ``layer_misses`` counts layers drawn rather than restored."""
+
+    def __init__(self, skeleton, draw_part, max_cached: int = 4) -> None:
+        self._skeleton, self._draw_part = skeleton, draw_part
+        self._shared: dict | None = None
+        self.figures = CachedFigure(self._build, max_cached=max_cached)
+        self.last_figure = None
+        self.layer_misses = 0  #: layers drawn (not restored from a bitmap)
+
+    def _build(self, key):
+        if self._shared is None:
+            self._shared = self._skeleton()
+        return self._shared["fig"], self._draw_part(self._shared, key)

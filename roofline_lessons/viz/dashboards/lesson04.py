@@ -9,11 +9,8 @@ four markers.
 
 from __future__ import annotations
 
-import math
-from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Hashable
 
 import numpy as np
 
@@ -23,8 +20,9 @@ from ...core.memory import kv_cache_bytes_per_sequence, max_batch_that_fits, sta
 from ...core.models import get_model
 from ...core.units import binary, count, duration, num, percent, si
 from ...topics.batching import decode_sweep
-from ..charts import MARKERS, MIN_FONT_PT, PALETTE, Roof, part_style, point_on_roof, roofline_chart, set_roof_ylim
-from ..fastfig import CachedFigure, bare_figure, message_png
+from ..charts import (MARKERS, MIN_FONT_PT, PALETTE, Roof, padded_log_range, part_style, point_on_roof, roofline_chart,
+                      set_log_axis, set_roof_ylim)
+from ..fastfig import Layers, SkeletonChart, bare_figure, message_png
 from ._panel import Frame, build_dashboard, model_and_part
 
 BATCH_GRID = np.unique(np.round(np.logspace(0, 10, 61, base=2)))  # 1 … 1024
@@ -204,69 +202,6 @@ def lesson04_frame(view: Lesson04View, chart: Lesson04Chart) -> Frame:
 
 # ---- drawing ------------------------------------------------------------------------------------
 
-def log_ticks(lo: float, hi: float, max_ticks: int = 6) -> list[float]:
-    """Tick values for a log axis from ``lo`` to ``hi`` (both > 0, ``hi / lo`` ≥ 3): decades when
-    there are three or more, else 1-3, 1-2-5, 1-1.5-2-3-5-7 or every digit, so at least two ticks
-    (three from a range of 3 up) are labelled."""
-    if not (0 < lo < hi):
-        raise ValueError(f"a log axis needs 0 < lo < hi, got lo={lo!r}, hi={hi!r}")
-    k0, k1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-    ticks: list[float] = []
-    for mantissas in ((1,), (1, 3), (1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9)):
-        ticks = [float(f"{m}e{k}") for k in range(k0, k1 + 1) for m in mantissas if lo <= float(f"{m}e{k}") <= hi]
-        if len(ticks) >= 3:
-            break
-    if len(ticks) > max_ticks:
-        step = math.ceil(len(ticks) / max_ticks)
-        ticks = ticks[::step]
-    return ticks
-
-
-def padded_log_range(lo: float, hi: float, below: float, above: float, min_ratio: float = 4.0):
-    """``(lo, hi)`` widened by the factors ``below`` and ``above``, then to at least ``min_ratio``."""
-    lo, hi = lo / below, hi * above
-    if hi / lo < min_ratio:
-        mid = math.sqrt(lo * hi)
-        lo, hi = mid / math.sqrt(min_ratio), mid * math.sqrt(min_ratio)
-    return lo, hi
-
-
-def set_log_axis(axis, lo: float, hi: float) -> None:
-    """Fixed range, fixed plain-number ticks (at least two labelled), no minor ticks."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
-
-    (axis.axes.set_xlim if axis.axis_name == "x" else axis.axes.set_ylim)(lo, hi)
-    axis.set_major_locator(FixedLocator(log_ticks(lo, hi)))
-    axis.set_major_formatter(FuncFormatter(lambda v, _p: num(v)))
-    axis.set_minor_locator(NullLocator())
-
-
-class Layers:
-    """Bitmaps of a figure after drawing a layer over its static background, one per key.
-
-    A dashboard whose static part stays while a second control (here the context) changes a middle
-    layer: ``show(fig, key, draw)`` restores the layer's bitmap if it has one, else calls ``draw()``
-    (which draws on the canvas with ``fig.draw_artist``) and keeps the result (the ``bbox`` region).
-    """
-
-    def __init__(self, max_cached: int = 8) -> None:
-        self._saved: OrderedDict = OrderedDict()
-        self.max_cached = max_cached
-        self.misses = 0
-
-    def show(self, fig, key: Hashable, draw: Callable[[], None], bbox=None) -> None:
-        saved = self._saved.get(key)
-        if saved is not None:
-            self._saved.move_to_end(key)
-            fig.canvas.restore_region(saved)
-            return
-        self.misses += 1
-        draw()
-        self._saved[key] = fig.canvas.copy_from_bbox(bbox if bbox is not None else fig.bbox)
-        while len(self._saved) > self.max_cached:
-            self._saved.popitem(last=False)
-
-
 def _replace_layer(shared: dict, artists: list) -> None:
     """Forget the previous layer's artists (they live on in its bitmap) and keep these."""
     for a in shared.get("layer", ()):
@@ -435,24 +370,6 @@ def _draw_context_layer(state: dict, view: Lesson04View) -> None:
     _replace_layer(shared, [a for a in artists if a not in (ax3.xaxis, ax3.yaxis)])
     for a in [heading, *artists, *ax2.spines.values()]:
         fig.draw_artist(a)
-
-
-class SkeletonChart:
-    """A figure built once (``skeleton()`` returns a dict holding ``"fig"``) whose static part is
-    drawn per key by ``draw_part(shared, key)`` and kept as a bitmap; the base of the lesson 4 and 5
-    charts. ``layer_misses`` counts layers drawn rather than restored."""
-
-    def __init__(self, skeleton, draw_part, max_cached: int = 4) -> None:
-        self._skeleton, self._draw_part = skeleton, draw_part
-        self._shared: dict | None = None
-        self.figures = CachedFigure(self._build, max_cached=max_cached)
-        self.last_figure = None
-        self.layer_misses = 0  #: layers drawn (not restored from a bitmap)
-
-    def _build(self, key):
-        if self._shared is None:
-            self._shared = self._skeleton()
-        return self._shared["fig"], self._draw_part(self._shared, key)
 
 
 class Lesson04Chart(SkeletonChart):

@@ -21,9 +21,9 @@ from ...core.roofline import attainable_flops_per_s
 from ...core.units import binary, count, duration, num, si
 from ...topics.hybrid import BREAKDOWN, layer_kind_points, step_bytes_breakdown
 from ..charts import MARKERS, MIN_FONT_PT, PALETTE, Roof, part_style, roofline_chart, set_roof_ylim
-from ..fastfig import bare_figure, message_png
+from ..fastfig import Layers, SkeletonChart, bare_figure, message_png
 from ._panel import Frame, build_dashboard
-from .lesson04 import SHARE_LOOK, Layers, SkeletonChart, _replace_layer, share_text
+from .lesson04 import SHARE_LOOK, _replace_layer, share_text
 
 MODEL = "qwen3.8-27b"
 CONTEXT_GRID = np.unique(np.round(np.logspace(10, 18, 49, base=2)))  # 1 K … 256 K tokens
