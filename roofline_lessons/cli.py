@@ -16,6 +16,7 @@ from .core.errors import RooflineInputError
 from .core.hardware import get_part, list_parts
 from .core.memory import VLLM_DEFAULT_MEMORY_UTILIZATION, check_memory_utilization
 from .core.models import get_model, list_models
+from .core.parallel import LINK_CHOICES, Parallelism
 from .core.units import binary, count, duration, num, percent, si
 
 PROG = "roofline-lessons"
@@ -152,7 +153,7 @@ def cmd_place(args) -> int:
             raise RooflineInputError("--prompt is for prefill; for decode give the cached history with --context")
         fields["context_tokens"] = args.context if args.context is not None else 0
     util = check_memory_utilization(args.memory_utilization)
-    p = place(args.model, args.hardware, **fields)
+    p = place(args.model, args.hardware, parallelism=_parallelism(args), **fields)
     d = p.to_dict()
     d["memory_utilization"] = util
     d["usable_memory_bytes"] = p.part.memory_capacity_bytes * util
@@ -166,7 +167,12 @@ def cmd_place(args) -> int:
     what = (f"prefill of {count(w.prompt_tokens)} tokens" if w.phase == "prefill"
             else f"one decode step with {count(w.context_tokens)} tokens cached")
     attn = "" if w.other_compute_dtype == w.compute_dtype else f" (attention, softmax, norms {w.other_compute_dtype})"
-    print(f"{p.model.name} on {p.part.name}: {what}, batch {count(w.batch)}, weight matmuls in {w.compute_dtype}{attn}")
+    chips = f"{count(p.chips)} × {p.part.name} ({p.parallelism.label})" if p.per_chip else p.part.name
+    print(f"{p.model.name} on {chips}: {what}, batch {count(w.batch)}, weight matmuls in {w.compute_dtype}{attn}")
+    if p.per_chip:
+        print(f"  every figure below is PER CHIP (the busiest pipeline stage), over {p.link.name} at "
+              f"{si(p.interconnect_bandwidth_bytes_per_s, 'B/s')} per direction "
+              f"({si(p.link.bidirectional_bytes_per_s, 'B/s')} bidirectional headline)")
     print(f"  FLOPs                {si(d['flops'], 'FLOP')}")
     print(f"  bytes moved          {si(d['bytes'], 'B')}  (weights {si(d['weight_bytes'], 'B')}, "
           f"activations {si(d['activation_bytes'], 'B')}, KV {si(d['kv_bytes'], 'B')}, "
@@ -175,17 +181,31 @@ def cmd_place(args) -> int:
           f"{num(d['intensity_per_weight_byte'])} FLOP per weight byte")
     print(f"  ridge point          {num(d['ridge_point'])} FLOP/byte "
           f"({si(d['peak_flops_per_s'], 'FLOP/s')} / {si(d['bandwidth_bytes_per_s'], 'B/s')})")
+    hbm_bound = "memory" if d["memory_time_s"] > d["compute_time_s"] else "compute"
     print(f"  attainable           {si(d['attainable_flops_per_s'], 'FLOP/s')} = {percent(d['fraction_of_peak'])} "
-          f"of peak -> {d['bound']}-bound")
-    print(f"  time lower bound     {duration(d['time_lower_bound_s'])} for the whole step, perfect overlap "
-          f"(≤ {num(d['tokens_per_s_upper_bound'])} tokens/s)")
+          f"of peak -> {hbm_bound}-bound on its own memory and compute")
+    if p.per_chip:
+        overlap = ("overlapped with compute (best case)" if p.parallelism.overlap_comm
+                   else "not overlapped with compute (added)")
+        print(f"  communication        {si(d['comm_bytes'], 'B')} sent in {count(d['collective_calls'])} collective "
+              f"calls -> {duration(d['comm_time_s'])}, {overlap}; latency {duration(p.link.latency_s)} per call "
+              f"({p.link.latency_basis})")
+        if p.parallelism.pipeline > 1:
+            print(f"  pipeline             {count(p.parallelism.pipeline)} stages one after another: stage "
+                  f"{duration(d['stage_time_s'])}, send between stages {duration(d['pipeline_send_s'])}")
+        print(f"  interconnect         {num(d['interconnect_intensity'])} FLOP per byte sent; ridge "
+              f"{num(d['interconnect_ridge_point'])} FLOP/byte")
+    print(f"  time lower bound     {duration(d['time_lower_bound_s'])} for the whole step"
+          f"{'' if p.per_chip else ', perfect overlap'} -> {d['bound']}-bound "
+          f"(≤ {num(d['tokens_per_s_upper_bound'])} tokens/s{' for all chips together' if p.per_chip else ''})")
     print(f"                       {duration(d['time_lower_bound_per_op_sum_s'])} summed operator by operator "
           "(each its own bound, one after another)")
     fits = "fits" if d["fits_in_memory"] else "does NOT fit"
     fits_u = "fits" if d["fits_in_usable_memory"] else "does NOT fit"
-    print(f"  memory               {binary(d['memory_required_bytes'])} of {binary(d['memory_capacity_bytes'])} "
+    print(f"  {'memory per chip' if p.per_chip else 'memory':<21}{binary(d['memory_required_bytes'])} of "
+          f"{binary(d['memory_capacity_bytes'])} "
           f"-> {fits}; in {percent(util, 0)} of it ({binary(d['usable_memory_bytes'])}) -> {fits_u}")
-    print("\n  top operators by time bound:")
+    print(f"\n  top operators by time bound{' (per chip)' if p.per_chip else ''}:")
     ops = sorted(d["ops"], key=lambda o: o["time_lower_bound_s"], reverse=True)[:8]
     rows = [[o["name"], o["block"], si(o["flops"], "FLOP"), si(o["bytes"], "B"),
              num(o["intensity"]) if o["intensity"] is not None else "—", duration(o["time_lower_bound_s"]),
@@ -193,6 +213,25 @@ def cmd_place(args) -> int:
     print("  " + _table(["operator", "block", "FLOPs", "bytes", "FLOP/B", "time bound", "bound"], rows)
           .replace("\n", "\n  "))
     return 0
+
+
+def _parallelism(args) -> Parallelism | None:
+    par = Parallelism(tensor=args.tensor_parallel, expert=args.expert_parallel, pipeline=args.pipeline_parallel,
+                      overlap_comm=args.overlap_comm, link=args.link)
+    return None if par == Parallelism() else par
+
+
+def _parallel_flags(sp) -> None:
+    sp.add_argument("--tensor-parallel", type=_count("tensor-parallel", 1), default=1,
+                    help="chips splitting heads and MLP columns (default 1)")
+    sp.add_argument("--expert-parallel", type=_count("expert-parallel", 1), default=1,
+                    help="groups the experts (and the sequences) are spread over; MoE models only (default 1)")
+    sp.add_argument("--pipeline-parallel", type=_count("pipeline-parallel", 1), default=1,
+                    help="pipeline stages the layers are split into (default 1)")
+    sp.add_argument("--overlap-comm", action="store_true",
+                    help="best case: communication hidden under compute (default: added to it)")
+    sp.add_argument("--link", choices=LINK_CHOICES, default="auto",
+                    help="link between chips (default auto: the scale-up link when the chips fit its domain, else PCIe)")
 
 
 def cmd_serve(args) -> int:
@@ -206,10 +245,11 @@ def cmd_serve(args) -> int:
     t = request_timeline(args.model, args.hardware, prompt_tokens=args.prompt, output_tokens=args.output,
                          batch=args.batch, prefix_cached_tokens=args.prefix_cached,
                          speculative_tokens=args.speculative_tokens, acceptance=args.acceptance,
-                         draft_model=args.draft_model, chunk_tokens=args.chunk, **dtypes)
+                         draft_model=args.draft_model, chunk_tokens=args.chunk,
+                         parallelism=_parallelism(args), **dtypes)
     d = t.to_dict()
     cost = (None if args.price_per_hour is None
-            else float(cost_per_million_output_tokens(args.price_per_hour, t.output_tokens_per_s)))
+            else float(cost_per_million_output_tokens(args.price_per_hour, t.output_tokens_per_s_per_chip)))
     d["price_per_hour_usd"] = args.price_per_hour
     d["cost_per_million_output_tokens"] = cost
     for warning in t.warnings:
@@ -218,9 +258,12 @@ def cmd_serve(args) -> int:
         _print_json(d)
         return 0
     m, p = get_model(t.model_id), get_part(t.part_id)
-    print(f"{m.name} on {p.name}: batch {count(t.batch)}, prompt {count(t.prompt_tokens)} tokens"
+    on = f"{count(t.chips)} × {p.name} ({t.parallelism_label})" if t.chips > 1 else p.name
+    print(f"{m.name} on {on}: batch {count(t.batch)}, prompt {count(t.prompt_tokens)} tokens"
           f"{f' ({count(t.prefix_cached_tokens)} cached)' if t.prefix_cached_tokens else ''}, "
           f"output {count(t.output_tokens)} tokens")
+    if t.chips > 1:
+        print(f"  per chip: every chip waits the same times; rates, cost and memory below are one chip's share")
     if t.speculative_tokens:
         draft = t.draft_model_id or "an MTP-style draft layer"
         print(f"  speculation          {count(t.speculative_tokens)} drafted tokens by {draft}, acceptance "
@@ -230,16 +273,22 @@ def cmd_serve(args) -> int:
     print(f"  time per out. token  {tpot}  over {count(t.decode_steps)} decode steps"
           + ("" if d["mean_step_s"] is None else f" (mean step {duration(t.mean_step_s)})"))
     print(f"  end to end           {duration(t.e2e_s)}")
-    print(f"  output tokens/s      {num(t.output_tokens_per_s)} for the batch, "
-          f"{num(t.output_tokens_per_s_per_sequence)} per sequence")
+    if t.chips > 1:
+        print(f"  output tokens/s      {num(t.output_tokens_per_s_per_chip)} per chip "
+              f"({num(t.output_tokens_per_s)} for the batch over {count(t.chips)} chips), "
+              f"{num(t.output_tokens_per_s_per_sequence)} per sequence")
+    else:
+        print(f"  output tokens/s      {num(t.output_tokens_per_s)} for the batch, "
+              f"{num(t.output_tokens_per_s_per_sequence)} per sequence")
     if cost is not None:
         print(f"  cost                 {num(cost)} US dollars per million output tokens at "
-              f"{num(args.price_per_hour)} US dollars per hour")
+              f"{num(args.price_per_hour)} US dollars per chip-hour")
     fits = "fits" if t.fits_in_memory else "does NOT fit"
-    print(f"  memory               {binary(t.memory_required_bytes)} of {binary(t.memory_capacity_bytes)} at the "
-          f"final context -> {fits}")
-    note = "Times are lower bounds and rates upper bounds (the roofline of each step, perfect overlap)"
-    if t.batch > 1:
+    print(f"  {'memory per chip' if t.chips > 1 else 'memory':<21}{binary(t.memory_required_bytes)} of "
+          f"{binary(t.memory_capacity_bytes)} at the final context -> {fits}")
+    note = "Times are lower bounds and rates upper bounds (the roofline of each step, perfect overlap"
+    note += ")" if t.chips == 1 else "; communication added to each step unless --overlap-comm)"
+    if t.batch > 1 and t.chips == 1:
         note += f"; figures are per chip: all {count(t.batch)} sequences on a single chip"
     print(f"\n{note}.")
     return 0
@@ -318,6 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="share of device memory a serving engine may use, for the second fit check "
                          f"(default {VLLM_DEFAULT_MEMORY_UTILIZATION}, vLLM's gpu_memory_utilization)")
     pl.add_argument("--no-flash-attention", action="store_true")
+    _parallel_flags(pl)
     pl.add_argument("--json", action="store_true", help="print one JSON object")
     pl.set_defaults(func=cmd_place)
     sv = sub.add_parser("serve", help="one batch of requests: TTFT, TPOT, end to end, tokens/s, cost")
@@ -341,6 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--attention-compute", type=_dtype, default=None,
                     help="rate for attention, softmax and norms (default: as place)")
     sv.add_argument("--no-flash-attention", action="store_true")
+    _parallel_flags(sv)
     sv.add_argument("--json", action="store_true", help="print one JSON object")
     sv.set_defaults(func=cmd_serve)
     ex = sub.add_parser("exercises", help="generate exercises/ from solutions/ (or --check that it is current)")

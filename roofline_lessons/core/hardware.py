@@ -37,6 +37,31 @@ class Measurement:
     date: str = ""  #: when the source was published (ISO date), where the catalog records it
 
 
+LINK_KINDS = ("scale-up", "pcie")  #: the links a placement may ask for by name
+LATENCY_BASES = ("assumed", "measured")
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link between chips. Bandwidths are SI bytes/s; every computation uses the per-direction rate.
+
+    Vendors quote the bidirectional total (both directions added); a ring all-reduce, an all-to-all
+    or a pipeline send is limited by one direction, half of it. Both are kept so a lesson can show
+    the trap; the catalog refuses a pair whose per-direction figure is not half the total.
+    """
+
+    kind: str  #: "scale-up" (NVLink, Infinity Fabric, ICI) or "pcie" (the host link)
+    name: str
+    per_direction_bytes_per_s: float
+    bidirectional_bytes_per_s: float  #: the vendor's headline, kept beside the figure we use
+    max_chips: int  #: most chips one domain of this link joins
+    latency_s: float  #: fixed cost of one collective call, seconds
+    latency_basis: str  #: "assumed" (an order of magnitude) or "measured"
+    source: str
+    as_of: str
+    notes: str = ""
+
+
 @dataclass(frozen=True)
 class Part:
     """One accelerator. Rates are per chip (per GPU), dense unless a field says sparse."""
@@ -59,6 +84,8 @@ class Part:
     board_power_w: float | None = None  #: rated board power (TDP), watts, of the configuration whose rates these are
     board_power_source: str = ""  #: where ``board_power_w`` comes from
     board_power_as_of: str = ""  #: date of that source (ISO)
+    scale_up_link: Link | None = None  #: NVLink / Infinity Fabric / ICI; None for PCIe-only parts
+    host_link: Link | None = None  #: PCIe to the host (the only path between PCIe-only parts)
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -85,6 +112,17 @@ class Part:
     def ridge_point_flop_per_byte(self, dtype: str = "bf16") -> float:
         """Intensity where the compute and bandwidth roofs meet: peak / bandwidth (FLOP/byte)."""
         return self.peak_flops_per_s(dtype) / self.memory_bandwidth_bytes_per_s
+
+    def link(self, kind: str = "scale-up") -> Link:
+        """The link of ``kind`` ("scale-up" or "pcie"); a clear error when the part has none."""
+        if kind not in LINK_KINDS:
+            raise RooflineInputError(f"unknown link {kind!r}; links are: {', '.join(LINK_KINDS)}")
+        link = self.scale_up_link if kind == "scale-up" else self.host_link
+        if link is None:
+            has = [k for k in LINK_KINDS if (self.scale_up_link if k == "scale-up" else self.host_link)]
+            what = "no scale-up link (PCIe only)" if kind == "scale-up" else "no PCIe host link in the catalog"
+            raise RooflineInputError(f"{self.id} has {what}; links it has: {', '.join(has) or 'none'}")
+        return link
 
     def measurements(self, quantity: str | None = None) -> tuple[Measurement, ...]:
         """Measured figures, optionally only those of one ``quantity``."""
@@ -141,7 +179,30 @@ def _part_from_entry(part_id: str, entry: dict) -> Part:
         board_power_w=_board_power_w(part_id, entry),
         board_power_source=entry.get("board_power_source", ""),
         board_power_as_of=str(entry.get("board_power_as_of", "")),
+        scale_up_link=_link(part_id, "scale-up", entry.get("scale_up_link")),
+        host_link=_link(part_id, "pcie", entry.get("host_link")),
     )
+
+
+def _link(part_id: str, kind: str, entry: dict | None) -> Link | None:
+    """A catalog link, checked: per direction = half the bidirectional total, source and date given."""
+    if entry is None:
+        return None
+    where = f"hardware.toml: part {part_id!r} {kind} link"
+    for key in ("name", "per_direction_bytes_per_s", "bidirectional_bytes_per_s", "max_chips", "latency_s",
+                "latency_basis", "source", "as_of"):
+        if key not in entry:
+            raise ValueError(f"{where} needs {key}")
+    per, both = float(entry["per_direction_bytes_per_s"]), float(entry["bidirectional_bytes_per_s"])
+    if abs(2 * per - both) > 1e-9 * both:
+        raise ValueError(f"{where}: per_direction_bytes_per_s ({per:g}) must be half of bidirectional_bytes_per_s "
+                         f"({both:g})")
+    if entry["latency_basis"] not in LATENCY_BASES:
+        raise ValueError(f"{where}: latency_basis must be one of {', '.join(LATENCY_BASES)}")
+    return Link(kind=kind, name=entry["name"], per_direction_bytes_per_s=per, bidirectional_bytes_per_s=both,
+                max_chips=int(entry["max_chips"]), latency_s=float(entry["latency_s"]),
+                latency_basis=entry["latency_basis"], source=entry["source"], as_of=str(entry["as_of"]),
+                notes=entry.get("notes", ""))
 
 
 def _board_power_w(part_id: str, entry: dict) -> float | None:

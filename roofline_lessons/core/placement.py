@@ -1,16 +1,26 @@
-"""One model, one part, one workload → one point on the roofline (and one per operator)."""
+"""One model, one part, one workload → one point on the roofline (and one per operator).
+
+With more than one chip (a :class:`~roofline_lessons.core.parallel.Parallelism`), every FLOP, byte
+and second is **per chip**, for the busiest pipeline stage, and the step gains a third term: the
+communication over the link (see :mod:`roofline_lessons.core.parallel`).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from . import roofline
 from .costs import ModelCost, Workload, model_cost
+from .errors import RooflineInputError
 from .hardware import Part, get_part
 from .memory import Footprint, footprint
 from .models import Model
+from .parallel import SINGLE_CHIP, Comm, Parallelism, check_parallelism, chip_shares, choose_link
+from .parallel import interconnect_ridge_flop_per_byte
+
+INTERCONNECT = "interconnect"
 
 
 @dataclass(frozen=True)
@@ -18,8 +28,57 @@ class Placement:
     """Where a whole step sits under a part's roofs, with the numbers behind it."""
 
     part: Part
-    cost: ModelCost
-    footprint: Footprint
+    cost: ModelCost  #: per chip when ``chips`` > 1 (the busiest stage's share)
+    footprint: Footprint  #: per chip when ``chips`` > 1
+    parallelism: Parallelism = SINGLE_CHIP
+    comm: Comm | None = None  #: what one chip sends; None on one chip
+    parallel_warnings: tuple[str, ...] = ()
+
+    @property
+    def chips(self) -> int:
+        return self.parallelism.chips
+
+    @property
+    def per_chip(self) -> bool:
+        """True when the figures are one chip's share of a step split over several."""
+        return self.chips > 1
+
+    @property
+    def link(self):
+        return None if self.comm is None else self.comm.link
+
+    @property
+    def interconnect_bandwidth_bytes_per_s(self):
+        """The link's per-direction bandwidth, bytes/s (None on one chip)."""
+        return None if self.link is None else self.link.per_direction_bytes_per_s
+
+    @property
+    def comm_bytes(self):
+        """Bytes each chip sends in the step: its collectives + its send to the next stage."""
+        if self.comm is None:
+            return 0.0
+        return self.comm.bytes + (self.comm.pipeline_send_bytes if self.parallelism.pipeline > 1 else 0.0)
+
+    @property
+    def comm_time_s(self):
+        """Seconds of the busiest stage's collectives per step (0 on one chip)."""
+        return 0.0 if self.comm is None else self.comm.time_s
+
+    @property
+    def pipeline_send_s(self):
+        """Seconds of one send between pipeline stages (0 without pipeline parallelism)."""
+        return 0.0 if self.comm is None or self.parallelism.pipeline == 1 else self.comm.pipeline_send_s
+
+    @property
+    def interconnect_intensity(self):
+        """FLOPs per byte this chip sends over the link (inf when it sends nothing)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.divide(self.cost.flops, self.comm_bytes)
+
+    @property
+    def interconnect_ridge_point_flop_per_byte(self):
+        """Peak ÷ link bandwidth per direction: the third ridge (None on one chip)."""
+        return None if self.link is None else interconnect_ridge_flop_per_byte(self.peak_flops_per_s, self.link)
 
     @property
     def model(self) -> Model:
@@ -94,13 +153,41 @@ class Placement:
 
     @property
     def bound(self):
-        """``"memory"`` when the bytes take longer than the FLOPs, ``"compute"`` otherwise."""
-        return _which(self.compute_time_s, self.memory_time_s)
+        """``"memory"`` when the bytes take longer than the FLOPs, ``"compute"`` otherwise;
+        ``"interconnect"`` when the link's time is the longest of the three."""
+        if self.comm is None:
+            return _which(self.compute_time_s, self.memory_time_s)
+        return _which3(self.compute_time_s, self.memory_time_s, self.comm_time_s)
+
+    @property
+    def stage_time_s(self):
+        """One chip's (the busiest stage's) step: max(compute, memory) + communication, or with
+        ``overlap_comm`` max of the three. On one chip, max(compute, memory)."""
+        return self.step_time_for_s(self.compute_time_s, self.memory_time_s, self.comm_time_s, stage_only=True)
+
+    def step_time_for_s(self, compute_s, memory_s, comm_s=None, *, stage_only: bool = False):
+        """The step's seconds from one chip's compute, memory and communication seconds, by this
+        placement's rules: overlap or not, then p stages one after another plus p − 1 sends."""
+        if self.comm is None:
+            return np.maximum(compute_s, memory_s)
+        comm_s = self.comm_time_s if comm_s is None else comm_s
+        if self.parallelism.overlap_comm:
+            stage = np.maximum(np.maximum(compute_s, memory_s), comm_s)
+        else:
+            stage = np.maximum(compute_s, memory_s) + comm_s
+        if stage_only:
+            return stage
+        p = self.parallelism.pipeline
+        return p * stage + (p - 1) * self.pipeline_send_s
 
     @property
     def time_lower_bound_s(self):
-        """max(compute time, bytes / bandwidth) for the whole step, perfect overlap assumed."""
-        return np.maximum(self.compute_time_s, self.memory_time_s)
+        """max(compute time, bytes / bandwidth) for the whole step, perfect overlap assumed.
+
+        Several chips: the step through all pipeline stages, each timed as the busiest
+        (:meth:`step_time_for_s`), communication added unless ``overlap_comm``.
+        """
+        return self.step_time_for_s(self.compute_time_s, self.memory_time_s)
 
     def op_compute_time_s(self, op):
         """Seconds one layer of ``op`` needs for its FLOPs at their own peaks."""
@@ -109,11 +196,16 @@ class Placement:
 
     @property
     def time_lower_bound_per_op_sum_s(self):
-        """Σ over operators of each one's own bound: tighter when operators run one after another."""
-        return sum(
+        """Σ over operators of each one's own bound: tighter when operators run one after another
+        (several chips: per stage, plus its communication, times the stages, plus the sends)."""
+        ops = sum(
             np.maximum(self.op_compute_time_s(op), np.divide(op.bytes, self.bandwidth_bytes_per_s)) * op.layers
             for op in self.cost.ops
         )
+        if self.comm is None:
+            return ops
+        p = self.parallelism.pipeline
+        return p * (ops + self.comm_time_s) + (p - 1) * self.pipeline_send_s
 
     @property
     def tokens_per_s_upper_bound(self):
@@ -141,7 +233,7 @@ class Placement:
     @property
     def warnings(self) -> tuple[str, ...]:
         """What a reader should know about this placement (the numbers are still computed)."""
-        out = []
+        out = list(self.parallel_warnings)
         if self.context_beyond_model:
             out.append(
                 f"context of {int(np.max(self.context_tokens_per_sequence)):,} tokens exceeds {self.model.id}'s "
@@ -232,6 +324,27 @@ class Placement:
             "memory_required_bytes": num(self.memory_required_bytes),
             "memory_capacity_bytes": num(self.part.memory_capacity_bytes),
             "fits_in_memory": num(self.fits_in_memory),
+            "chips": self.chips,
+            "per_chip": self.per_chip,
+            "tensor_parallel": self.parallelism.tensor,
+            "expert_parallel": self.parallelism.expert,
+            "pipeline_parallel": self.parallelism.pipeline,
+            "overlap_comm": bool(self.parallelism.overlap_comm),
+            "link": None if self.link is None else self.link.name,
+            "interconnect_bandwidth_bytes_per_s": self.interconnect_bandwidth_bytes_per_s,
+            "interconnect_bidirectional_bytes_per_s": None if self.link is None else self.link.bidirectional_bytes_per_s,
+            "collective_latency_s": None if self.link is None else self.link.latency_s,
+            "collective_calls": 0 if self.comm is None else self.comm.calls,
+            "comm_bytes": num(self.comm_bytes),
+            "comm_time_s": num(self.comm_time_s),
+            "comm": [] if self.comm is None else [
+                {"name": c.name, "calls": c.calls, "bytes": num(c.bytes), "time_s": num(c.time_s)}
+                for c in self.comm.parts],
+            "pipeline_send_bytes": num(0.0 if self.comm is None else self.comm.pipeline_send_bytes),
+            "pipeline_send_s": num(self.pipeline_send_s),
+            "stage_time_s": num(self.stage_time_s),
+            "interconnect_intensity": num(self.interconnect_intensity) if self.comm is not None else None,
+            "interconnect_ridge_point": self.interconnect_ridge_point_flop_per_byte,
             "ops": [
                 {k: (num(v) if k not in ("name", "block", "note", "bound") else
                      (v if isinstance(v, str) else list(v))) for k, v in row.items()}
@@ -246,10 +359,37 @@ def _which(compute_s, memory_s):
     return str(out) if out.ndim == 0 else out
 
 
-def place(model: Model | str, part: Part | str, workload: Workload | None = None, **workload_fields) -> Placement:
-    """Place one step of ``model`` on ``part``: ``place("qwen3.8-27b", "h100-sxm", phase="decode")``."""
+def _which3(compute_s, memory_s, comm_s):
+    c, m, k = np.broadcast_arrays(np.asarray(compute_s, dtype=float), np.asarray(memory_s, dtype=float),
+                                  np.asarray(comm_s, dtype=float))
+    out = np.where((k > m) & (k > c), INTERCONNECT, np.where(m > c, roofline.MEMORY, roofline.COMPUTE))
+    return str(out) if out.ndim == 0 else out
+
+
+def place(model: Model | str, part: Part | str, workload: Workload | None = None, *,
+          parallelism: Parallelism | None = None, **workload_fields) -> Placement:
+    """Place one step of ``model`` on ``part``: ``place("qwen3.8-27b", "h100-sxm", phase="decode")``.
+
+    ``parallelism=Parallelism(tensor=2)`` splits the step over chips; the placement's figures are
+    then one chip's (the busiest pipeline stage's), communication included.
+    """
     p = get_part(part)
     cost = model_cost(model, workload, **workload_fields)
     p.peak_flops_per_s(cost.workload.compute_dtype)  # fail early if the part lacks that rate
     p.peak_flops_per_s(cost.workload.other_compute_dtype)
-    return Placement(part=p, cost=cost, footprint=footprint(cost.model, cost.workload))
+    par = SINGLE_CHIP if parallelism is None else parallelism
+    if not isinstance(par, Parallelism):
+        raise RooflineInputError(f"parallelism must be a Parallelism(tensor=…, expert=…, pipeline=…), got {par!r}")
+    if par.chips == 1 and not par.overlap_comm and par.link == "auto":
+        return Placement(part=p, cost=cost, footprint=footprint(cost.model, cost.workload))
+    warnings = check_parallelism(cost.model, par)
+    link, link_notes = choose_link(p, par)
+    best = None
+    for share in chip_shares(cost.model, cost.workload, par, link):
+        cand = Placement(part=p, cost=share.cost, footprint=share.footprint, parallelism=par, comm=share.comm,
+                         parallel_warnings=warnings + link_notes)
+        if par.chips == 1:
+            return replace(cand, comm=None)
+        if best is None or np.any(np.asarray(cand.stage_time_s) > np.asarray(best.stage_time_s)):
+            best = cand
+    return best

@@ -56,6 +56,7 @@ import numpy as np
 from ..core.errors import RooflineInputError
 from ..core.hardware import Part, get_part
 from ..core.models import Model, get_model
+from ..core.parallel import Parallelism
 from ..core.placement import Placement, place
 
 #: the workload fields a caller may pass through (number formats and kernels); the rest are set here
@@ -133,10 +134,18 @@ def expected_tokens_per_verify(k, alpha):
 
 
 def _bound(p: Placement, weight_matmul_flops, other_flops, nbytes):
-    """Seconds of a step with these FLOPs and bytes under ``p``'s roofs (formats from ``p``)."""
+    """Seconds of these FLOPs and bytes under one chip's roofs (formats from ``p``), no communication."""
     compute = (np.divide(weight_matmul_flops, p.matmul_peak_flops_per_s)
                + np.divide(other_flops, p.other_peak_flops_per_s))
     return np.maximum(compute, np.divide(nbytes, p.bandwidth_bytes_per_s))
+
+
+def _step_s(p: Placement, weight_matmul_flops, other_flops, nbytes, comm_s=None):
+    """Seconds of a whole step with these per-chip FLOPs and bytes: on several chips, the
+    communication and the pipeline stages added by ``p``'s rules (:meth:`Placement.step_time_for_s`)."""
+    compute = (np.divide(weight_matmul_flops, p.matmul_peak_flops_per_s)
+               + np.divide(other_flops, p.other_peak_flops_per_s))
+    return p.step_time_for_s(compute, np.divide(nbytes, p.bandwidth_bytes_per_s), comm_s)
 
 
 def _op(p: Placement, name: str):
@@ -174,7 +183,10 @@ def _extend(model, part, batch, new_tokens, cached_tokens, fields) -> _Step:
     wmf = full.cost.weight_matmul_flops - sub_wmf
     flops = full.cost.flops - sub_flops
     nbytes = full.cost.bytes - sub_bytes
-    return _Step(wmf, flops, nbytes, _bound(full, wmf, flops - wmf, nbytes))
+    comm_s = None
+    if full.comm is not None:  # the collectives carry the new tokens' activations only
+        comm_s = place(model, part, phase="prefill", batch=batch, prompt_tokens=new, **fields).comm_time_s
+    return _Step(wmf, flops, nbytes, _step_s(full, wmf, flops - wmf, nbytes, comm_s))
 
 
 def _verify(model, part, batch, positions, context, fields) -> _Step:
@@ -191,7 +203,7 @@ def _verify(model, part, batch, positions, context, fields) -> _Step:
     m, o = many.cost, one.cost
     nbytes = m.bytes - m.kv_read_bytes - m.state_bytes + o.kv_read_bytes + o.state_bytes
     return _Step(m.weight_matmul_flops, m.flops, nbytes,
-                 _bound(many, m.weight_matmul_flops, m.flops - m.weight_matmul_flops, nbytes))
+                 _step_s(many, m.weight_matmul_flops, m.flops - m.weight_matmul_flops, nbytes))
 
 
 def _prefill_s(model, part, batch, uncached, prefix, chunk, fields) -> float:
@@ -242,6 +254,8 @@ class RequestTimeline:
     #: with a catalog draft model, the draft's weights + KV + state added
     memory_capacity_bytes: float
     warnings: tuple[str, ...] = ()
+    chips: int = 1  #: chips serving the batch; memory figures are then per chip
+    parallelism_label: str = "1 chip"
 
     @property
     def tpot_s(self) -> float:
@@ -258,6 +272,11 @@ class RequestTimeline:
     def output_tokens_per_s(self) -> float:
         """All sequences: batch × output tokens / E2E (tokens/s, first token included)."""
         return self.batch * self.output_tokens / self.e2e_s
+
+    @property
+    def output_tokens_per_s_per_chip(self) -> float:
+        """Output tokens/s of the batch ÷ chips: what one chip's hour buys."""
+        return self.output_tokens_per_s / self.chips
 
     @property
     def output_tokens_per_s_per_sequence(self) -> float:
@@ -287,13 +306,16 @@ class RequestTimeline:
             "tokens_per_verify_step": f(self.tokens_per_verify_step),
             "fits_in_memory": self.fits_in_memory, "memory_required_bytes": int(round(self.memory_required_bytes)),
             "memory_capacity_bytes": int(round(self.memory_capacity_bytes)), "warnings": list(self.warnings),
+            "chips": int(self.chips), "per_chip": self.chips > 1, "parallelism": self.parallelism_label,
+            "output_tokens_per_s_per_chip": f(self.output_tokens_per_s_per_chip),
         }
 
 
 def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int, output_tokens: int,
                      batch: int = 1, prefix_cached_tokens: int = 0, speculative_tokens: int = 0,
                      acceptance: float = 0.0, draft_model: Model | str | None = None,
-                     chunk_tokens: int | None = None, **workload_dtypes) -> RequestTimeline:
+                     chunk_tokens: int | None = None, parallelism: Parallelism | None = None,
+                     **workload_dtypes) -> RequestTimeline:
     """The timeline of ``batch`` identical requests of ``prompt_tokens`` in and ``output_tokens`` out.
 
     Every decode step is priced at once (numpy arrays of contexts, no Python loop per token).
@@ -303,9 +325,13 @@ def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int
     prefill. A draft model's prefill is added to TTFT and its weights + KV + state to
     ``memory_required_bytes``; an MTP-style draft step is one target layer's share of a decode step
     plus the target's lm_head (module docstring). ``workload_dtypes``: any of :data:`DTYPE_FIELDS`.
+    ``parallelism`` splits every step over chips (:mod:`roofline_lessons.core.parallel`): times
+    include the communication, and the memory figures are per chip.
     """
     m, p = get_model(model), get_part(part)
     fields = _dtypes(workload_dtypes)
+    if parallelism is not None:
+        fields["parallelism"] = parallelism
     prompt = _whole("prompt_tokens", prompt_tokens, 1)
     output = _whole("output_tokens", output_tokens, 1)
     b = _whole("batch", batch, 1)
@@ -366,7 +392,8 @@ def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int
         ttft_s=ttft, decode_steps=steps, step_s=step, step_context_tokens=contexts,
         e2e_s=ttft + float(np.sum(step)), tokens_per_verify_step=float(per_step),
         memory_required_bytes=memory,
-        memory_capacity_bytes=float(p.memory_capacity_bytes), warnings=warnings)
+        memory_capacity_bytes=float(p.memory_capacity_bytes), warnings=warnings, chips=final.chips,
+        parallelism_label=final.parallelism.label)
 
 
 # ---- continuous batching -------------------------------------------------------------------
