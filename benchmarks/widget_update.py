@@ -39,6 +39,9 @@ from roofline_lessons.viz.dashboards.lesson10 import Lesson10Chart, lesson10_fra
 from roofline_lessons.viz.dashboards.lesson10 import PROMPT_CHOICES as L10_PROMPTS  # noqa: E402
 from roofline_lessons.viz.dashboards.lesson10 import TPOT_SLO_CHOICES_S as L10_TPOT  # noqa: E402
 from roofline_lessons.viz.dashboards.lesson10 import TTFT_SLO_CHOICES_S as L10_TTFT  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson11 import BATCH_CHOICES as L11_BATCHES  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson11 import CHIP_CHOICES as L11_CHIPS  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson11 import Lesson11Chart, lesson11_frame, lesson11_view  # noqa: E402
 
 TARGET_MEDIAN_S, TARGET_P95_S, TARGET_COLD_S = 0.050, 0.100, 0.150
 
@@ -92,6 +95,13 @@ def lesson10(chart):
             for b in L10_BATCHES]
 
 
+def lesson11(chart):
+    # both phases, every chip count (a new heading and link layer each), overlap off and on, every other batch
+    return [lambda ph=ph, n=n, ov=ov, b=b: panel(lesson11_frame, lesson11_view("llama-3.1-70b", "h100-sxm", n, b, ph,
+                                                                               overlap_comm=ov), chart)
+            for ph in ("decode", "prefill") for n in L11_CHIPS for ov in (False, True) for b in L11_BATCHES[::2]]
+
+
 #: the first update after a part (or model) change, on a chart already warm: a new static figure
 COLD = {
     "lesson 1": lambda chart: panel(lesson01_frame, lesson01_view("llama-3.1-8b", "b200", "bf16", "decode", 1, 8192), chart),
@@ -104,6 +114,8 @@ COLD = {
                                     chart),
     "lesson 10": lambda chart: panel(lesson10_frame, lesson10_view("qwen3.8-27b", "b200", 32, 1024, 256, 1.0, 0.05),
                                      chart),
+    "lesson 11": lambda chart: panel(lesson11_frame, lesson11_view("qwen3-235b-a22b", "h200", 8, 64,
+                                                                   strategy="expert"), chart),
 }
 
 
@@ -141,6 +153,7 @@ def main() -> None:
     measure("lesson 6 (N, SRAM, head dim)", lesson06, Lesson06Chart)
     measure("lesson 7 (recipe, KV, batch)", lesson07, Lesson07Chart)
     measure("lesson 10 (batch, SLOs)", lesson10, Lesson10Chart)
+    measure("lesson 11 (chips, batch, phase)", lesson11, Lesson11Chart)
 
 
 if __name__ == "__main__":

@@ -88,20 +88,37 @@ def cmd_hardware(args) -> int:
                       "dense_flops_per_s": dict(p.dense_flops_per_s),
                       "memory_bandwidth_bytes_per_s": p.memory_bandwidth_bytes_per_s,
                       "memory_capacity_bytes": _whole(float(p.memory_capacity_bytes)),
-                      "ridge_point_bf16": p.ridge_point_flop_per_byte("bf16"), "as_of": p.as_of, "source": p.source}
+                      "ridge_point_bf16": p.ridge_point_flop_per_byte("bf16"), "as_of": p.as_of, "source": p.source,
+                      "scale_up_link": _link_json(p.scale_up_link), "host_link": _link_json(p.host_link)}
                      for pid in list_parts() for p in [get_part(pid)]])
         return 0
-    headers = ["id", "name", "bf16 dense", "fp8 dense", "bandwidth", "memory", "ridge bf16", "as of"]
+    headers = ["id", "name", "bf16 dense", "fp8 dense", "bandwidth", "memory", "ridge bf16", "link per dir.", "as of"]
     rows = []
     for pid in list_parts():
         p = get_part(pid)
         rates = [si(p.dense_flops_per_s[dt], "FLOP/s") if dt in p.dense_flops_per_s else "—" for dt in ("bf16", "fp8")]
         rows.append([pid, p.name, *rates, si(p.memory_bandwidth_bytes_per_s, "B/s"),
-                     binary(p.memory_capacity_bytes), f"{num(p.ridge_point_flop_per_byte('bf16'))} FLOP/B", p.as_of])
+                     binary(p.memory_capacity_bytes), f"{num(p.ridge_point_flop_per_byte('bf16'))} FLOP/B",
+                     _link_text(p), p.as_of])
     print(_table(headers, rows))
     print("\nPeak rates are dense (no sparsity). Rates are SI (1 TB/s = 10^12 bytes/s); memory is binary (a vendor's "
-          "'80 GB' of HBM is 80 GiB = 80 x 2^30 bytes). Sources: roofline_lessons/data/hardware.toml.")
+          "'80 GB' of HBM is 80 GiB = 80 x 2^30 bytes). Links are per direction: half the vendor's bidirectional "
+          "headline. Sources: roofline_lessons/data/hardware.toml.")
     return 0
+
+
+def _link_json(link) -> dict | None:
+    if link is None:
+        return None
+    return {"name": link.name, "per_direction_bytes_per_s": link.per_direction_bytes_per_s,
+            "bidirectional_bytes_per_s": link.bidirectional_bytes_per_s, "max_chips": link.max_chips,
+            "latency_s": link.latency_s, "latency_basis": link.latency_basis, "source": link.source,
+            "as_of": link.as_of}
+
+
+def _link_text(p) -> str:
+    link = p.scale_up_link or p.host_link
+    return f"{si(link.per_direction_bytes_per_s, 'B/s')} {link.name.split(' (')[0]}" if link else "—"
 
 
 def _billions(n: float) -> str:
@@ -170,7 +187,8 @@ def cmd_place(args) -> int:
     chips = f"{count(p.chips)} × {p.part.name} ({p.parallelism.label})" if p.per_chip else p.part.name
     print(f"{p.model.name} on {chips}: {what}, batch {count(w.batch)}, weight matmuls in {w.compute_dtype}{attn}")
     if p.per_chip:
-        print(f"  every figure below is PER CHIP (the busiest pipeline stage), over {p.link.name} at "
+        stage = " (the busiest pipeline stage)" if p.parallelism.pipeline > 1 else ""
+        print(f"  every figure below is PER CHIP{stage}, over {p.link.name} at "
               f"{si(p.interconnect_bandwidth_bytes_per_s, 'B/s')} per direction "
               f"({si(p.link.bidirectional_bytes_per_s, 'B/s')} bidirectional headline)")
     print(f"  FLOPs                {si(d['flops'], 'FLOP')}")
@@ -187,9 +205,11 @@ def cmd_place(args) -> int:
     if p.per_chip:
         overlap = ("overlapped with compute (best case)" if p.parallelism.overlap_comm
                    else "not overlapped with compute (added)")
-        print(f"  communication        {si(d['comm_bytes'], 'B')} sent in {count(d['collective_calls'])} collective "
-              f"calls -> {duration(d['comm_time_s'])}, {overlap}; latency {duration(p.link.latency_s)} per call "
-              f"({p.link.latency_basis})")
+        send = (f" (of it {si(d['pipeline_send_bytes'], 'B')} to the next pipeline stage, timed below)"
+                if p.parallelism.pipeline > 1 else "")
+        print(f"  communication        {si(d['comm_bytes'], 'B')} sent{send}; {count(d['collective_calls'])} "
+              f"collective calls -> {duration(d['comm_time_s'])}, {overlap}; latency {duration(p.link.latency_s)} "
+              f"per call ({p.link.latency_basis})")
         if p.parallelism.pipeline > 1:
             print(f"  pipeline             {count(p.parallelism.pipeline)} stages one after another: stage "
                   f"{duration(d['stage_time_s'])}, send between stages {duration(d['pipeline_send_s'])}")
@@ -202,8 +222,9 @@ def cmd_place(args) -> int:
           "(each its own bound, one after another)")
     fits = "fits" if d["fits_in_memory"] else "does NOT fit"
     fits_u = "fits" if d["fits_in_usable_memory"] else "does NOT fit"
+    fullest = " (the fullest chip's: every pipeline stage must fit)" if p.parallelism.pipeline > 1 else ""
     print(f"  {'memory per chip' if p.per_chip else 'memory':<21}{binary(d['memory_required_bytes'])} of "
-          f"{binary(d['memory_capacity_bytes'])} "
+          f"{binary(d['memory_capacity_bytes'])}{fullest} "
           f"-> {fits}; in {percent(util, 0)} of it ({binary(d['usable_memory_bytes'])}) -> {fits_u}")
     print(f"\n  top operators by time bound{' (per chip)' if p.per_chip else ''}:")
     ops = sorted(d["ops"], key=lambda o: o["time_lower_bound_s"], reverse=True)[:8]

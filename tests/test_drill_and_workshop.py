@@ -284,3 +284,122 @@ def test_drill_progress_does_not_depend_on_where_the_drill_notebook_lives(monkey
 
     monkeypatch.setenv("ROOFLINE_LESSONS_DATA", str(tmp_path))
     assert data_file() == tmp_path / "drill-progress.json"
+
+
+# ---- lesson 11: many chips ----------------------------------------------------------------------------
+
+LESSON11_CARDS = {"many-chips-link-per-direction", "many-chips-ring-all-reduce", "many-chips-tp-batch1-decode",
+                  "many-chips-interconnect-ridge", "many-chips-kv-replication", "many-chips-pipeline-latency",
+                  "many-chips-expert-all-to-all", "many-chips-70b-two-h100-vs-h200"}
+
+
+def _decode70(part="h100-sxm", **par):
+    from roofline_lessons import place
+    from roofline_lessons.core.parallel import Parallelism
+
+    return place("llama-3.1-70b", part, phase="decode", context_tokens=4096, parallelism=Parallelism(**par))
+
+
+def test_lesson11_has_its_cards():
+    ids = {c.id for c in flashcards.filter_cards(lesson=11)}
+    assert ids == LESSON11_CARDS
+    assert sum(flashcards.get_card(i).numeric is not None for i in ids) >= 6
+
+
+def test_lesson11_numeric_answers_are_the_package_s_numbers():
+    """Each numeric card's answer, recomputed here straight from the package (not through the deck's value
+    functions), and shown in the card's short answer as the package gives it."""
+    from roofline_lessons import place
+    from roofline_lessons.core.models import get_model
+    from roofline_lessons.core.parallel import Parallelism, interconnect_ridge_flop_per_byte
+
+    h100 = get_part("h100-sxm")
+    tp2 = _decode70(tensor=2)
+    tp8 = _decode70(tensor=8)
+    ar = next(c for c in tp8.comm.parts if c.name.startswith("tensor all-reduce"))
+    message = get_model("llama-3.1-70b").hidden_size * 2  # one token's BF16 activations
+    qwen = dict(phase="decode", context_tokens=4096, batch=64)
+    kv1 = place("qwen3-235b-a22b", "h200", **qwen).footprint.kv_cache_bytes
+    kv8 = place("qwen3-235b-a22b", "h200", parallelism=Parallelism(tensor=8), **qwen).footprint.kv_cache_bytes
+    ep8 = place("qwen3-235b-a22b", "h200", parallelism=Parallelism(expert=8), **qwen)
+    expected = {
+        "many-chips-link-per-direction": (h100.scale_up_link.per_direction_bytes_per_s / 1e9, "{:,.0f} GB/s"),
+        "many-chips-ring-all-reduce": (float(ar.bytes) / ar.calls / message, "{:.2f} × M"),
+        "many-chips-tp-batch1-decode": (float(tp2.time_lower_bound_s) * 1e3, "{:.1f} ms"),
+        "many-chips-interconnect-ridge": (interconnect_ridge_flop_per_byte(h100.peak_flops_per_s("bf16"),
+                                                                           h100.scale_up_link), "{:,.0f} FLOP/byte"),
+        "many-chips-kv-replication": (kv8 / kv1, "{:.2f}"),
+        "many-chips-expert-all-to-all": (float(ep8.comm_bytes) / 1e6, "{:.0f} MB"),
+        "many-chips-70b-two-h100-vs-h200": (float(_decode70("h200").time_lower_bound_s / tp2.time_lower_bound_s),
+                                            "{:.2f}×"),
+    }
+    for card_id, (value, shown) in expected.items():
+        card = flashcards.get_card(card_id)
+        assert card.answer_value() == pytest.approx(value, rel=1e-9), card_id
+        assert shown.format(value) in card.short_answer(), (card_id, card.short_answer())
+    assert expected["many-chips-ring-all-reduce"][0] == pytest.approx(2 * (8 - 1) / 8)  # the card's formula
+    kv_heads = get_model("qwen3-235b-a22b").num_key_value_heads
+    assert expected["many-chips-kv-replication"][0] == pytest.approx(1 / kv_heads)  # "a quarter, not an eighth"
+    assert f"has {kv_heads} KV heads" in flashcards.get_card("many-chips-kv-replication").question
+
+
+def test_lesson11_card_text_follows_the_link_catalog(monkeypatch):
+    """A faster NVLink in the catalog changes the link and ridge cards' text: nothing in them is typed."""
+    from dataclasses import replace
+
+    from roofline_lessons.core import hardware
+
+    part = get_part("h100-sxm")
+    link = replace(part.scale_up_link, per_direction_bytes_per_s=700e9, bidirectional_bytes_per_s=1400e9)
+    monkeypatch.setattr(hardware, "_PARTS", {**hardware._all(), "h100-sxm": replace(part, scale_up_link=link)})
+    assert "About 700 GB/s" in flashcards.get_card("many-chips-link-per-direction").short_answer()
+    ridge = part.peak_flops_per_s("bf16") / 700e9
+    assert f"{ridge:,.0f} FLOP/byte" in flashcards.get_card("many-chips-interconnect-ridge").short_answer()
+
+
+def test_lesson11_card_claims_hold_in_the_package():
+    """The words around the computed numbers ('latency-bound', 'does not improve', 'more than an H200',
+    'only just', 'assumed') stay true of the package's numbers."""
+    from roofline_lessons import place
+    from roofline_lessons.core.memory import usable_capacity_bytes
+    from roofline_lessons.core.parallel import Parallelism, interconnect_ridge_flop_per_byte
+
+    tp2, one, pp2, h200 = _decode70(tensor=2), _decode70(), _decode70(pipeline=2), _decode70("h200")
+    # TP 2 batch-1 decode: the collectives' per-call latency dwarfs their bytes; the latency is assumed
+    latency_s = tp2.comm.calls * tp2.link.latency_s
+    assert latency_s > 100 * float(tp2.comm_bytes) / tp2.link.per_direction_bytes_per_s
+    assert tp2.link.latency_basis == "assumed" and not tp2.parallelism.overlap_comm
+    assert not one.fits_in_memory and tp2.fits_in_memory and tp2.bound == "memory"
+    # pipeline 2 is no faster than one (big enough) chip; TP 2 is
+    assert pp2.time_lower_bound_s >= one.time_lower_bound_s > tp2.time_lower_bound_s
+    # the pair beats the H200 per step, the H200 beats the pair per chip; the H200 fits, but not within 90 %
+    assert tp2.time_lower_bound_s < h200.time_lower_bound_s
+    assert h200.tokens_per_s_upper_bound > tp2.tokens_per_s_upper_bound / 2
+    assert usable_capacity_bytes("h200", 0.9) < h200.memory_required_bytes <= usable_capacity_bytes("h200")
+    # NVLink's ridge is far above the HBM ridge; TP 8's interconnect intensity is only just above the L4's PCIe ridge
+    h100 = get_part("h100-sxm")
+    assert interconnect_ridge_flop_per_byte(h100.peak_flops_per_s("bf16"), h100.scale_up_link) > \
+        5 * h100.ridge_point_flop_per_byte("bf16")
+    l4 = place("llama-3.1-70b", "l4", phase="prefill", prompt_tokens=4096, parallelism=Parallelism(tensor=8))
+    assert l4.link.kind == "pcie"
+    assert 1.0 < float(l4.interconnect_intensity) / l4.interconnect_ridge_point_flop_per_byte < 1.1
+    assert float(l4.comm_time_s) == pytest.approx(float(l4.compute_time_s), rel=0.1)  # "about as long"
+    tp8_decode = _decode70(tensor=8)  # "near ... in prefill and in decode"
+    assert float(tp8_decode.interconnect_intensity) == pytest.approx(float(l4.interconnect_intensity), rel=0.05)
+    # KV replication: TP 8 of Qwen3-235B-A22B at batch 64, 32K does not fit an H200; EP 8 does
+    long = dict(phase="decode", context_tokens=32768, batch=64)
+    tp8 = place("qwen3-235b-a22b", "h200", parallelism=Parallelism(tensor=8), **long)
+    ep8 = place("qwen3-235b-a22b", "h200", parallelism=Parallelism(expert=8), **long)
+    assert not tp8.fits_in_memory and ep8.fits_in_memory
+    assert any("replicated" in w for w in tp8.warnings)
+
+
+def test_cheat_sheet_has_the_interconnect_ridge_per_direction():
+    md = cheatsheet.markdown()
+    link = get_part("h100-sxm").scale_up_link
+    ridge = get_part("h100-sxm").peak_flops_per_s("bf16") / link.per_direction_bytes_per_s
+    row = next(line for line in md.splitlines() if line.startswith(f"| h100-sxm | {link.name} |"))
+    assert f"| {ridge:,.0f} |" in row and f"{link.per_direction_bytes_per_s / 1e9:,.0f} GB/s" in row
+    assert f"{link.bidirectional_bytes_per_s / 1e9:,.0f} GB/s" in row  # the headline, beside it
+    assert "2(n − 1)/n" in md and "Interconnect ridges" in cheatsheet.html_page()
+    assert any(line.startswith("| l4 | PCIe") for line in md.splitlines())  # a PCIe-only part has its row

@@ -57,6 +57,7 @@ class Link:
     max_chips: int  #: most chips one domain of this link joins
     latency_s: float  #: fixed cost of one collective call, seconds
     latency_basis: str  #: "assumed" (an order of magnitude) or "measured"
+    latency_source: str  #: where ``latency_s`` comes from (for an assumption: what it rests on)
     source: str
     as_of: str
     notes: str = ""
@@ -190,10 +191,20 @@ def _link(part_id: str, kind: str, entry: dict | None) -> Link | None:
         return None
     where = f"hardware.toml: part {part_id!r} {kind} link"
     for key in ("name", "per_direction_bytes_per_s", "bidirectional_bytes_per_s", "max_chips", "latency_s",
-                "latency_basis", "source", "as_of"):
+                "latency_basis", "latency_source", "source", "as_of"):
         if key not in entry:
             raise ValueError(f"{where} needs {key}")
+    for key in ("name", "source", "as_of", "latency_source"):
+        if not str(entry[key]).strip():
+            raise ValueError(f"{where}: {key} must not be empty")
     per, both = float(entry["per_direction_bytes_per_s"]), float(entry["bidirectional_bytes_per_s"])
+    if not per > 0:
+        raise ValueError(f"{where}: per_direction_bytes_per_s must be > 0, got {per:g}")
+    if isinstance(entry["max_chips"], bool) or not isinstance(entry["max_chips"], int) or entry["max_chips"] < 2:
+        raise ValueError(f"{where}: max_chips must be a whole number >= 2 (a link joins chips), "
+                         f"got {entry['max_chips']!r}")
+    if not float(entry["latency_s"]) >= 0:
+        raise ValueError(f"{where}: latency_s must be >= 0 seconds, got {entry['latency_s']!r}")
     if abs(2 * per - both) > 1e-9 * both:
         raise ValueError(f"{where}: per_direction_bytes_per_s ({per:g}) must be half of bidirectional_bytes_per_s "
                          f"({both:g})")
@@ -201,8 +212,8 @@ def _link(part_id: str, kind: str, entry: dict | None) -> Link | None:
         raise ValueError(f"{where}: latency_basis must be one of {', '.join(LATENCY_BASES)}")
     return Link(kind=kind, name=entry["name"], per_direction_bytes_per_s=per, bidirectional_bytes_per_s=both,
                 max_chips=int(entry["max_chips"]), latency_s=float(entry["latency_s"]),
-                latency_basis=entry["latency_basis"], source=entry["source"], as_of=str(entry["as_of"]),
-                notes=entry.get("notes", ""))
+                latency_basis=entry["latency_basis"], latency_source=entry["latency_source"],
+                source=entry["source"], as_of=str(entry["as_of"]), notes=entry.get("notes", ""))
 
 
 def _board_power_w(part_id: str, entry: dict) -> float | None:

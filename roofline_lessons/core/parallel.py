@@ -27,7 +27,10 @@ Conventions (what a lesson can quote):
   differs from the others by at most one layer and the lm_head). Throughput needs p micro-batches
   in flight; with m of them the idle share (the bubble) is (p − 1)/(m + p − 1).
 - **Per chip.** Chips = t × e × p. Every FLOP, byte and second of a multi-chip placement is per
-  chip, for the busiest stage. Communication bytes are what each chip *sends* in the step.
+  chip, for the busiest stage (the one with the longest stage time; with arrays of batch or
+  tokens, element by element). Memory is the fullest chip's, since every chip must fit: with
+  stages of unequal size that is the first stage (most layers, and the embedding), which need not
+  be the busiest. Communication bytes are what each chip *sends* in the step.
 - **Time.** A collective costs latency_s per call + bytes / the link's per-direction bandwidth.
   By default communication is *not* overlapped with compute: a stage takes max(compute, memory)
   + communication. ``overlap_comm=True`` gives the best case, max(compute, memory, communication).
@@ -47,9 +50,9 @@ import numpy as np
 from .costs import ModelCost, OpCost, Workload, model_cost
 from .dtypes import bytes_per_element
 from .errors import RooflineInputError
-from .hardware import LINK_KINDS, Link, Part
+from .hardware import LINK_KINDS, Link, Part, get_part
 from .memory import Footprint, check_memory_utilization, kv_cache_bytes_per_sequence, state_bytes_per_sequence
-from .models import Model
+from .models import Model, get_model
 
 LINK_CHOICES = ("auto",) + LINK_KINDS
 
@@ -94,10 +97,11 @@ class Parallelism:
 SINGLE_CHIP = Parallelism()
 
 
-def check_parallelism(model: Model, par: Parallelism) -> tuple[str, ...]:
+def check_parallelism(model: Model | str, par: Parallelism) -> tuple[str, ...]:
     """Refuse a split the model cannot take (one line naming the numbers); return the warnings."""
+    _check_par(par)
     t, e, p = par.tensor, par.expert, par.pipeline
-    m = model
+    m = get_model(model)
     warnings: list[str] = []
     if m.num_attention_heads % t:
         raise RooflineInputError(
@@ -125,12 +129,19 @@ def check_parallelism(model: Model, par: Parallelism) -> tuple[str, ...]:
     return tuple(warnings)
 
 
+def _check_par(par) -> None:
+    if not isinstance(par, Parallelism):
+        raise RooflineInputError(f"parallelism must be a Parallelism(tensor=…, expert=…, pipeline=…), got {par!r}")
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def choose_link(part: Part, par: Parallelism) -> tuple[Link | None, tuple[str, ...]]:
+def choose_link(part: Part | str, par: Parallelism) -> tuple[Link | None, tuple[str, ...]]:
     """The link the split's traffic uses, and what the reader should know about the choice."""
+    _check_par(par)
+    part = get_part(part)
     if par.chips == 1:
         return None, ()
     n = par.chips
@@ -215,8 +226,9 @@ class Comm:
         return sum((c.time_s for c in self.parts), 0.0)
 
     @property
-    def calls(self) -> float:
-        return float(sum(c.calls for c in self.parts))
+    def calls(self):
+        """Collective calls this chip makes in the step (sends between stages excluded), summed."""
+        return _plain(sum((c.calls for c in self.parts), 0.0))
 
 
 def _collective(link: Link, name: str, calls: float, nbytes) -> CommPart:
@@ -348,7 +360,7 @@ def ceil_div(a: int, b: int) -> int:
     return int(math.ceil(a / b))
 
 
-def max_batch_that_fits_on_chips(model: Model, part: Part, cached_tokens, parallelism: Parallelism, *,
+def max_batch_that_fits_on_chips(model: Model | str, part: Part | str, cached_tokens, parallelism: Parallelism, *,
                                  weights_dtype: str = "bf16", kv_dtype: str = "bf16", state_dtype: str | None = None,
                                  activations_dtype: str = "bf16", memory_utilization: float = 1.0):
     """Largest batch (all sequences, every expert group) whose per-chip weights + KV + state fit every chip.
@@ -357,6 +369,7 @@ def max_batch_that_fits_on_chips(model: Model, part: Part, cached_tokens, parall
     sequences of its expert group, 1/min(t, KV heads) of its stage's KV cache and 1/t of its state.
     """
     util = check_memory_utilization(memory_utilization)
+    model, part = get_model(model), get_part(part)
     check_parallelism(model, parallelism)
     usable = part.memory_capacity_bytes * util
     w = Workload(phase="decode", batch=1, context_tokens=0, weights_dtype=weights_dtype, kv_dtype=kv_dtype,

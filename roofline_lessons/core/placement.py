@@ -1,8 +1,9 @@
 """One model, one part, one workload → one point on the roofline (and one per operator).
 
 With more than one chip (a :class:`~roofline_lessons.core.parallel.Parallelism`), every FLOP, byte
-and second is **per chip**, for the busiest pipeline stage, and the step gains a third term: the
-communication over the link (see :mod:`roofline_lessons.core.parallel`).
+and second is **per chip**, for the busiest pipeline stage (element by element when batch or tokens
+are arrays), and the step gains a third term: the communication over the link (see
+:mod:`roofline_lessons.core.parallel`). Memory (footprint, fit) is the fullest chip's.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .errors import RooflineInputError
 from .hardware import Part, get_part
 from .memory import Footprint, footprint
 from .models import Model
-from .parallel import SINGLE_CHIP, Comm, Parallelism, check_parallelism, chip_shares, choose_link
+from .parallel import SINGLE_CHIP, Comm, CommPart, Parallelism, check_parallelism, chip_shares, choose_link
 from .parallel import interconnect_ridge_flop_per_byte
 
 INTERCONNECT = "interconnect"
@@ -29,7 +30,8 @@ class Placement:
 
     part: Part
     cost: ModelCost  #: per chip when ``chips`` > 1 (the busiest stage's share)
-    footprint: Footprint  #: per chip when ``chips`` > 1
+    footprint: Footprint  #: per chip when ``chips`` > 1: the fullest chip's (every chip must fit), which with
+    #: pipeline stages of unequal size is the first stage's, not necessarily the busiest one's
     parallelism: Parallelism = SINGLE_CHIP
     comm: Comm | None = None  #: what one chip sends; None on one chip
     parallel_warnings: tuple[str, ...] = ()
@@ -197,7 +199,8 @@ class Placement:
     @property
     def time_lower_bound_per_op_sum_s(self):
         """Σ over operators of each one's own bound: tighter when operators run one after another
-        (several chips: per stage, plus its communication, times the stages, plus the sends)."""
+        (several chips: per stage, plus its communication, or with ``overlap_comm`` the larger of the
+        two, times the stages, plus the sends)."""
         ops = sum(
             np.maximum(self.op_compute_time_s(op), np.divide(op.bytes, self.bandwidth_bytes_per_s)) * op.layers
             for op in self.cost.ops
@@ -205,7 +208,8 @@ class Placement:
         if self.comm is None:
             return ops
         p = self.parallelism.pipeline
-        return p * (ops + self.comm_time_s) + (p - 1) * self.pipeline_send_s
+        stage = np.maximum(ops, self.comm_time_s) if self.parallelism.overlap_comm else ops + self.comm_time_s
+        return p * stage + (p - 1) * self.pipeline_send_s
 
     @property
     def tokens_per_s_upper_bound(self):
@@ -334,17 +338,18 @@ class Placement:
             "interconnect_bandwidth_bytes_per_s": self.interconnect_bandwidth_bytes_per_s,
             "interconnect_bidirectional_bytes_per_s": None if self.link is None else self.link.bidirectional_bytes_per_s,
             "collective_latency_s": None if self.link is None else self.link.latency_s,
-            "collective_calls": 0 if self.comm is None else self.comm.calls,
+            "collective_calls": 0 if self.comm is None else num(self.comm.calls),
             "comm_bytes": num(self.comm_bytes),
             "comm_time_s": num(self.comm_time_s),
             "comm": [] if self.comm is None else [
-                {"name": c.name, "calls": c.calls, "bytes": num(c.bytes), "time_s": num(c.time_s)}
+                {"name": c.name, "calls": num(c.calls), "bytes": num(c.bytes), "time_s": num(c.time_s)}
                 for c in self.comm.parts],
             "pipeline_send_bytes": num(0.0 if self.comm is None else self.comm.pipeline_send_bytes),
             "pipeline_send_s": num(self.pipeline_send_s),
             "stage_time_s": num(self.stage_time_s),
             "interconnect_intensity": num(self.interconnect_intensity) if self.comm is not None else None,
-            "interconnect_ridge_point": self.interconnect_ridge_point_flop_per_byte,
+            "interconnect_ridge_point": (None if self.link is None
+                                         else num(self.interconnect_ridge_point_flop_per_byte)),
             "ops": [
                 {k: (num(v) if k not in ("name", "block", "note", "bound") else
                      (v if isinstance(v, str) else list(v))) for k, v in row.items()}
@@ -366,13 +371,11 @@ def _which3(compute_s, memory_s, comm_s):
     return str(out) if out.ndim == 0 else out
 
 
-def place(model: Model | str, part: Part | str, workload: Workload | None = None, *,
-          parallelism: Parallelism | None = None, **workload_fields) -> Placement:
-    """Place one step of ``model`` on ``part``: ``place("qwen3.8-27b", "h100-sxm", phase="decode")``.
-
-    ``parallelism=Parallelism(tensor=2)`` splits the step over chips; the placement's figures are
-    then one chip's (the busiest pipeline stage's), communication included.
-    """
+def stage_placements(model: Model | str, part: Part | str, workload: Workload | None = None, *,
+                     parallelism: Parallelism | None = None, **workload_fields) -> tuple[Placement, ...]:
+    """One placement per distinct pipeline stage, first to last (one entry without pipeline
+    parallelism): each stage's per-chip figures, footprint and communication, every stage timed by
+    :meth:`Placement.step_time_for_s`. :func:`place` returns the busiest (memory: the fullest)."""
     p = get_part(part)
     cost = model_cost(model, workload, **workload_fields)
     p.peak_flops_per_s(cost.workload.compute_dtype)  # fail early if the part lacks that rate
@@ -381,15 +384,75 @@ def place(model: Model | str, part: Part | str, workload: Workload | None = None
     if not isinstance(par, Parallelism):
         raise RooflineInputError(f"parallelism must be a Parallelism(tensor=…, expert=…, pipeline=…), got {par!r}")
     if par.chips == 1 and not par.overlap_comm and par.link == "auto":
-        return Placement(part=p, cost=cost, footprint=footprint(cost.model, cost.workload))
+        return (Placement(part=p, cost=cost, footprint=footprint(cost.model, cost.workload)),)
     warnings = check_parallelism(cost.model, par)
     link, link_notes = choose_link(p, par)
-    best = None
-    for share in chip_shares(cost.model, cost.workload, par, link):
-        cand = Placement(part=p, cost=share.cost, footprint=share.footprint, parallelism=par, comm=share.comm,
-                         parallel_warnings=warnings + link_notes)
-        if par.chips == 1:
-            return replace(cand, comm=None)
-        if best is None or np.any(np.asarray(cand.stage_time_s) > np.asarray(best.stage_time_s)):
-            best = cand
-    return best
+    out = tuple(Placement(part=p, cost=s.cost, footprint=s.footprint, parallelism=par,
+                          comm=None if par.chips == 1 else s.comm, parallel_warnings=warnings + link_notes)
+                for s in chip_shares(cost.model, cost.workload, par, link))
+    return out
+
+
+def place(model: Model | str, part: Part | str, workload: Workload | None = None, *,
+          parallelism: Parallelism | None = None, **workload_fields) -> Placement:
+    """Place one step of ``model`` on ``part``: ``place("qwen3.8-27b", "h100-sxm", phase="decode")``.
+
+    ``parallelism=Parallelism(tensor=2)`` splits the step over chips; the placement's figures are
+    then one chip's (the busiest pipeline stage's, element by element for arrays), communication
+    included; its memory figures are the fullest chip's (every chip must fit).
+    """
+    stages = stage_placements(model, part, workload, parallelism=parallelism, **workload_fields)
+    if len(stages) == 1:
+        return stages[0]
+    # memory: every chip must fit, so the footprint is the fullest stage's (with unequal stages the
+    # first: most layers and the embedding)
+    fullest = max((s.footprint for s in stages), key=lambda f: float(np.max(f.total_bytes)))
+    return replace(_busiest(list(stages)), footprint=fullest)
+
+
+#: OpCost fields that differ between pipeline stages (merged element by element)
+_OP_FIELDS = ("flops", "weight_matmul_flops", "weight_bytes", "activation_bytes", "kv_read_bytes",
+              "kv_write_bytes", "state_read_bytes", "state_write_bytes", "weight_params", "active_weight_params")
+
+
+def _busiest(cands: list[Placement]) -> Placement:
+    """The busiest stage's placement (longest stage time; the first of equals). With arrays of batch
+    or tokens, the busiest stage can change along the array: each element then takes its own busiest
+    stage's figures (an operator a stage lacks counts as 0 there), as a scalar placement would."""
+    if len(cands) == 1:
+        return cands[0]
+    pick = np.argmax(np.stack(np.broadcast_arrays(*[np.asarray(c.stage_time_s, dtype=float) for c in cands])),
+                     axis=0)
+    if pick.ndim == 0 or np.all(pick == pick.flat[0]):
+        return cands[int(pick.flat[0])]
+
+    def choose(values):
+        out = np.choose(pick, [np.asarray(v, dtype=float) for v in values])
+        return float(out) if out.ndim == 0 else out
+
+    keys: list[tuple[str, str]] = []
+    for c in cands:
+        for op in c.cost.ops:
+            if (op.name, op.block) not in keys:
+                keys.append((op.name, op.block))
+    ops = []
+    for key in keys:
+        present = [next((o for o in c.cost.ops if (o.name, o.block) == key), None) for c in cands]
+        template = next(o for o in present if o is not None)
+        ops.append(replace(template, **{f: choose([0.0 if o is None else getattr(o, f) for o in present])
+                                        for f in _OP_FIELDS}))
+    names: list[str] = []
+    for c in cands:
+        names += [part.name for part in c.comm.parts if part.name not in names]
+    parts = []
+    for name in names:
+        present = [next((x for x in c.comm.parts if x.name == name), None) for c in cands]
+        parts.append(CommPart(name=name, calls=choose([0.0 if x is None else x.calls for x in present]),
+                              bytes=choose([0.0 if x is None else x.bytes for x in present]),
+                              time_s=choose([0.0 if x is None else x.time_s for x in present])))
+    first = cands[0]
+    comm = Comm(link=first.comm.link, parts=tuple(parts),
+                pipeline_send_bytes=choose([c.comm.pipeline_send_bytes for c in cands]),
+                pipeline_send_s=choose([c.comm.pipeline_send_s for c in cands]))
+    return replace(first, cost=ModelCost(model=first.cost.model, workload=first.cost.workload, ops=tuple(ops)),
+                   comm=comm)

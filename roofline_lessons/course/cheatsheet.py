@@ -1,6 +1,6 @@
 """The 60-second cheat sheet, generated from the package and the deck: key formulas, the ridge of
-the common parts (computed from the catalog), the levers per regime, and the questions to expect.
-Written as Markdown and as HTML."""
+the common parts and of their links (computed from the catalog), the levers per regime, and the
+questions to expect. Written as Markdown and as HTML."""
 
 from __future__ import annotations
 
@@ -10,9 +10,13 @@ from pathlib import Path
 from ..core.files import atomic_write_text
 from ..core.hardware import get_part
 from ..core.models import get_model
+from ..core.parallel import Parallelism, interconnect_ridge_flop_per_byte
+from ..core.placement import place
 from .flashcards import deck
 
 PARTS = ("a100-80gb", "h100-sxm", "h200", "b200", "mi300x", "tpu-v5e")
+#: parts whose links the interconnect table lists (the L4 has PCIe only)
+LINK_PARTS = PARTS + ("l4",)
 
 FORMULAS = (
     ("Attainable performance", "P = min(P_peak, β · I)"),
@@ -26,6 +30,13 @@ FORMULAS = (
     ("Units", "GB/s and FLOP/s are SI (1 TB/s = 10¹² B/s); a vendor's GB of device memory is GiB (80 GB = 80 · 2³⁰ B)"),
     ("Fits?", "weights + batch · (KV per token · context + state) ≤ capacity · memory utilisation (vLLM default 0.9)"),
     ("MBU", "bytes a token must move · tokens/s ÷ peak bandwidth (a tool's 'bandwidth achieved' from tokens/s is MBU again)"),
+    ("Link bandwidth", "per direction = the vendor's bidirectional headline / 2; every collective is timed per direction"),
+    ("Ring all-reduce", "each chip sends 2(n − 1)/n · message (all-gather: (n − 1)/n); tensor parallel: 2 per layer"),
+    ("Collective time", "calls · latency per call (assumed) + bytes sent / per-direction bandwidth; not overlapped "
+                        "with compute unless you say so"),
+    ("Interconnect ridge", "I*_link = P_peak / per-direction link bandwidth  (FLOPs per byte a chip sends)"),
+    ("Tensor parallel n, per chip", "weights / n; KV cache / min(n, KV heads) (replicated past the KV heads)"),
+    ("Pipeline p stages, m micro-batches", "one step still crosses all p stages; bubble = (p − 1)/(m + p − 1)"),
 )
 
 LEVERS = (
@@ -33,6 +44,10 @@ LEVERS = (
                               "reduction (GQA/MLA, FP8 KV), batching to amortise weights, speculative decoding"),
     ("Compute-bound (prefill)", "faster math: FP8/FP4 tensor cores, better tiling and occupancy, fused kernels "
                                 "(FlashAttention), fewer wasted FLOPs"),
+    ("Interconnect-bound (many chips)", "fewer bytes over the link per FLOP: less tensor parallel (pipeline or "
+                                        "expert parallel across the slow link), a faster link (NVLink, not PCIe), "
+                                        "narrower activations in the collectives, overlap with compute; at batch 1, "
+                                        "fewer collective calls"),
     ("Does not fit", "capacity first: quantize weights and KV, a paged KV cache (less fragmentation, so a larger "
                      "batch fits; the bytes per step stay), prefix sharing, shard across GPUs, shorter context"),
 )
@@ -49,6 +64,30 @@ def _ridge_rows() -> list[list[str]]:
     return rows
 
 
+def _link_rows() -> list[list[str]]:
+    """One row per link of the parts in ``LINK_PARTS``: its per-direction rate (what the course computes
+    with), the vendor's bidirectional headline beside it, and the interconnect ridge in dense BF16."""
+    rows = []
+    for pid in LINK_PARTS:
+        p = get_part(pid)
+        for link in (p.scale_up_link, p.host_link):
+            if link is None:
+                continue
+            rows.append([p.id, link.name, f"{link.per_direction_bytes_per_s / 1e9:,.0f} GB/s",
+                         f"{link.bidirectional_bytes_per_s / 1e9:,.0f} GB/s",
+                         f"{interconnect_ridge_flop_per_byte(p.peak_flops_per_s('bf16'), link):,.0f}",
+                         f"{p.ridge_point_flop_per_byte('bf16'):,.0f}"])
+    return rows
+
+
+def _tp_decode_number() -> tuple[str, str]:
+    """Llama-3.1-70B's batch-1 decode on two H100 SXMs: the step and its communication (latency assumed)."""
+    pl = place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096, parallelism=Parallelism(tensor=2))
+    return ("Llama-3.1-70B decode, batch 1, 4,096 cached, tensor parallel 2 on H100 SXM (per chip)",
+            f"{float(pl.time_lower_bound_s) * 1e3:,.1f} ms, of which {float(pl.comm_time_s) * 1e3:,.2f} ms are "
+            f"{pl.comm.calls:,.0f} collective calls at an assumed {pl.link.latency_s * 1e6:,.0f} µs each")
+
+
 def _numbers() -> list[tuple[str, str]]:
     q = get_model("qwen3.8-27b")
     return [
@@ -59,6 +98,7 @@ def _numbers() -> list[tuple[str, str]]:
                                          f"{get_model('llama-3.1-70b').parameter_count() * 2 / 2**30:,.0f} GiB"),
         ("H100 / H200 / B200 device memory", " / ".join(f"{get_part(p).memory_capacity_bytes / 2**30:,.0f} GiB"
                                                          for p in ("h100-sxm", "h200", "b200"))),
+        _tp_decode_number(),
     ]
 
 
@@ -72,6 +112,9 @@ def markdown() -> str:
     lines += [f"- **{name}**: `{f}`" for name, f in FORMULAS]
     lines += ["", "## Ridge points (FLOP/byte, dense)", "", "| part | bandwidth | BF16 | FP8 | FP4 |", "|---|---|---|---|---|"]
     lines += ["| " + " | ".join(r) + " |" for r in _ridge_rows()]
+    lines += ["", "## Interconnect ridges (BF16 FLOPs per byte sent)", "", "| part | link | per direction | "
+              "bidirectional headline | link ridge | HBM ridge |", "|---|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(r) + " |" for r in _link_rows()]
     lines += ["", "## Numbers worth knowing", ""] + [f"- {k}: **{v}**" for k, v in _numbers()]
     lines += ["", "## Levers per regime", ""] + [f"- **{k}**: {v}" for k, v in LEVERS]
     lines += ["", "## Questions to expect", ""] + [f"- {q}" for q in _questions()]
@@ -82,6 +125,7 @@ def markdown() -> str:
 def html_page() -> str:
     e = html.escape
     ridge = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in _ridge_rows())
+    links = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in _link_rows())
     body = [
         "<h1>The roofline in 60 seconds</h1>",
         "<p><i>Generated from the Roofline Lessons package: numbers are computed from its catalogs (dense, "
@@ -89,6 +133,9 @@ def html_page() -> str:
         "<h2>Formulas</h2><ul>" + "".join(f"<li><b>{e(n)}</b>: <code>{e(f)}</code></li>" for n, f in FORMULAS) + "</ul>",
         "<h2>Ridge points (FLOP/byte, dense)</h2><table><tr><th>part</th><th>bandwidth</th><th>BF16</th><th>FP8</th>"
         f"<th>FP4</th></tr>{ridge}</table>",
+        "<h2>Interconnect ridges (BF16 FLOPs per byte sent)</h2><table><tr><th>part</th><th>link</th>"
+        "<th>per direction</th><th>bidirectional headline</th><th>link ridge</th><th>HBM ridge</th></tr>"
+        f"{links}</table>",
         "<h2>Numbers worth knowing</h2><ul>" + "".join(f"<li>{e(k)}: <b>{e(v)}</b></li>" for k, v in _numbers()) + "</ul>",
         "<h2>Levers per regime</h2><ul>" + "".join(f"<li><b>{e(k)}</b>: {e(v)}</li>" for k, v in LEVERS) + "</ul>",
         "<h2>Questions to expect</h2><ul>" + "".join(f"<li>{e(q)}</li>" for q in _questions()) + "</ul>",

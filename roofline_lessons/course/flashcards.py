@@ -121,7 +121,8 @@ def _measured_ridge(part, dtype):
 def _gpt_fast_percent():
     from ..core.hardware import get_part
 
-    m = next(x for x in get_part("a100-80gb").measured if x.tokens_per_s)
+    # gpt-fast's single-chip Llama-2-7B figure (the catalog also holds its 8-chip 70B one, lesson 11)
+    m = next(x for x in get_part("a100-80gb").measurements("decode_model_bytes_per_s") if x.tokens_per_s)
     return 100 * m.tokens_per_s / _tokens_per_s(m.model, "a100-80gb", 256)
 
 
@@ -313,6 +314,111 @@ def _tokens_per_verify(k, alpha):
     return float(expected_tokens_per_verify(k, alpha))
 
 
+# ---- lesson 11: many chips (see roofline_lessons.core.parallel for every modelling rule) ---------
+
+def _split(model, part, *, phase="decode", tokens=4096, batch=1, tensor=1, expert=1, pipeline=1, overlap=False,
+           link="auto", weights="bf16"):
+    """A placement of one step split over ``tensor`` × ``expert`` × ``pipeline`` chips (figures per chip)."""
+    from ..core.parallel import Parallelism
+    from ..core.placement import place
+
+    fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
+    par = Parallelism(tensor=int(tensor), expert=int(expert), pipeline=int(pipeline), overlap_comm=bool(overlap),
+                      link=link)
+    return place(model, part, phase=phase, batch=batch, weights_dtype=weights, parallelism=par, **fields)
+
+
+def _parallel(model, part, quantity, scale=1.0, **split):
+    """One figure of a split step: ``quantity`` names a :class:`Placement` attribute, dotted paths allowed
+    (``time_lower_bound_s``, ``comm_time_s``, ``memory_required_bytes``, ``cost.weight_bytes``, …), or
+    ``tokens_per_s_per_chip``; times ``scale`` (1000 gives ms, 1e-9 GB, 2**-30 GiB)."""
+    p = _split(model, part, **split)
+    if quantity == "tokens_per_s_per_chip":
+        return float(scale) * float(p.tokens_per_s_upper_bound) / p.chips
+    value = p
+    for name in quantity.split("."):
+        value = getattr(value, name)
+    return float(scale) * float(value)
+
+
+def _comm(model, part, what, collective="", scale=1.0, **split):
+    """One chip's communication in a split step, over the collectives whose name starts with ``collective``
+    ("" = all of them): ``calls``, ``bytes`` (sent), ``bytes_per_call``, ``time_s``, ``latency_s`` (calls ×
+    the link's per-call latency, an assumed figure in the catalog), ``bytes_s`` (bytes ÷ the per-direction
+    bandwidth) or ``bytes_s_per_call``; times ``scale``."""
+    p = _split(model, part, **split)
+    parts = [c for c in p.comm.parts if c.name.startswith(collective)]
+    if not parts:
+        raise ValueError(f"no collective named {collective!r}* in this split: {[c.name for c in p.comm.parts]}")
+    calls = sum(c.calls for c in parts)
+    nbytes = float(sum(float(c.bytes) for c in parts))
+    figures = {"calls": calls, "bytes": nbytes, "bytes_per_call": nbytes / calls,
+               "time_s": float(sum(float(c.time_s) for c in parts)), "latency_s": calls * p.link.latency_s,
+               "bytes_s": nbytes / p.link.per_direction_bytes_per_s,
+               "bytes_s_per_call": nbytes / calls / p.link.per_direction_bytes_per_s}
+    return float(scale) * figures[what]
+
+
+def _all_reduce_multiple(model, part, chips):
+    """Bytes one chip sends per tensor-parallel all-reduce ÷ the message (the step's activations,
+    tokens × hidden × bytes): the ring's 2(n − 1)/n, read back from the package's communication."""
+    from ..core.dtypes import bytes_per_element
+
+    p = _split(model, part, tensor=chips)
+    message = p.workload.batch * p.workload.new_tokens_per_sequence * p.model.hidden_size * bytes_per_element(
+        p.workload.activations_dtype)
+    return _comm(model, part, "bytes_per_call", collective="tensor all-reduce", tensor=chips) / float(message)
+
+
+def _link_gbs(part, kind="scale-up", direction="per direction"):
+    """A link's bandwidth in GB/s (SI): ``per direction`` (what a collective uses) or ``bidirectional``
+    (the vendor's headline)."""
+    from ..core.hardware import get_part
+
+    link = get_part(part).link(kind)
+    rate = link.per_direction_bytes_per_s if direction == "per direction" else link.bidirectional_bytes_per_s
+    return rate / 1e9
+
+
+def _interconnect_ridge(part, dtype="bf16", kind="scale-up", headline=False):
+    """Peak ÷ the link's per-direction bandwidth (FLOP per byte sent); ``headline=True`` gives the
+    mistake of dividing by the bidirectional total instead."""
+    from dataclasses import replace
+
+    from ..core.hardware import get_part
+    from ..core.parallel import interconnect_ridge_flop_per_byte
+
+    p = get_part(part)
+    link = p.link(kind)
+    if headline:
+        link = replace(link, per_direction_bytes_per_s=link.bidirectional_bytes_per_s)
+    return interconnect_ridge_flop_per_byte(p.peak_flops_per_s(dtype), link)
+
+
+def _kv_share_per_chip(model, part, tensor, context=4096, batch=1, copies=False):
+    """The KV cache one tensor-parallel chip holds ÷ the whole cache (``copies=True``: × the chips, the
+    number of chips that store each KV head)."""
+    one = _parallel(model, part, "footprint.kv_cache_bytes", tokens=context, batch=batch)
+    share = _parallel(model, part, "footprint.kv_cache_bytes", tokens=context, batch=batch, tensor=tensor) / one
+    return share * tensor if copies else share
+
+
+def _bubble_percent(pipeline, micro_batches=1):
+    from ..core.parallel import bubble_fraction
+
+    return 100 * bubble_fraction(pipeline, micro_batches)
+
+
+def _split_speedup(model, part, ref_part, tensor=1, pipeline=1, ref_tensor=1, ref_weights="bf16", context=4096,
+                   batch=1):
+    """Step time of ``ref_part`` (``ref_tensor`` chips, ``ref_weights``) ÷ step time of ``part`` split
+    ``tensor`` × ``pipeline`` ways (×; above 1: the split is faster)."""
+    ref = _parallel(model, ref_part, "time_lower_bound_s", tokens=context, batch=batch, tensor=ref_tensor,
+                    weights=ref_weights)
+    return ref / _parallel(model, part, "time_lower_bound_s", tokens=context, batch=batch, tensor=tensor,
+                           pipeline=pipeline)
+
+
 NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
     "peak_tflops": _peak_tflops, "bandwidth_tbs": _bandwidth_tbs, "capacity_gib": _capacity_gib,
     "weights_gib": _weights_gib, "free_gib": _free_gib, "kv_gib": _kv_gib, "state_gib": _state_gib,
@@ -327,6 +433,9 @@ NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
     "gpt_fast_percent": _gpt_fast_percent, "measured_ridge": _measured_ridge, "moe_bytes_ratio": _moe_bytes_ratio,
     "measured_value": _measured_value,
     "serving": _serving, "spec_speedup": _spec_speedup, "tokens_per_verify": _tokens_per_verify,
+    "parallel": _parallel, "comm": _comm, "all_reduce_multiple": _all_reduce_multiple, "link_gbs": _link_gbs,
+    "interconnect_ridge": _interconnect_ridge, "kv_share_per_chip": _kv_share_per_chip,
+    "bubble_percent": _bubble_percent, "split_speedup": _split_speedup,
 }
 
 

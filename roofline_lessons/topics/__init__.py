@@ -6,4 +6,6 @@
 - :mod:`.hybrid`     — per-step bytes by layer kind, the all-attention counterfactual (lesson 5).
 - :mod:`.flash`      — tiled attention with an online softmax, HBM ↔ SRAM byte counts (lesson 6).
 - :mod:`.levers`     — number-format recipes as levers; the FP8 gap hypotheses (lesson 7).
+- :mod:`.serving`    — a request's timeline, continuous batching, speculation, cost (lesson 10).
+- :mod:`.many_chips` — tensor / expert / pipeline splits compared, the all-reduce crossover (lesson 11).
 """

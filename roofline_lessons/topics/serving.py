@@ -20,7 +20,8 @@ The request model (what a lesson can quote):
   more than one token).
 - Throughput counts generated tokens of all sequences: output_tokens_per_s = batch × output / E2E
   (the first token included, time from the request's arrival to its last token); per sequence it is
-  output / E2E. All figures are for one chip.
+  output / E2E. All figures are for one chip, unless ``parallelism`` splits the steps over several
+  (:func:`request_timeline`: times then include the communication, memory is per chip).
 - Speculative decoding (Leviathan et al. 2023; Chen et al. 2023): k drafted tokens, i.i.d.
   acceptance α, give (1 − α^(k+1)) / (1 − α) tokens per verify step on average. One verify step of
   the target is priced as a decode step of batch × (k+1) query tokens at the current context, with
@@ -57,7 +58,8 @@ from ..core.errors import RooflineInputError
 from ..core.hardware import Part, get_part
 from ..core.models import Model, get_model
 from ..core.parallel import Parallelism
-from ..core.placement import Placement, place
+from ..core.costs import OpCost
+from ..core.placement import Placement, place, stage_placements
 
 #: the workload fields a caller may pass through (number formats and kernels); the rest are set here
 DTYPE_FIELDS = ("weights_dtype", "activations_dtype", "kv_dtype", "state_dtype", "compute_dtype",
@@ -149,7 +151,22 @@ def _step_s(p: Placement, weight_matmul_flops, other_flops, nbytes, comm_s=None)
 
 
 def _op(p: Placement, name: str):
-    return next(op for op in p.cost.ops if op.name == name)
+    """Operator ``name`` of ``p``; a zero operator when ``p``'s pipeline stage does not hold it (the
+    lm_head lives on the last stage only)."""
+    return next((op for op in p.cost.ops if op.name == name), OpCost(name=name, block="head", layers=1))
+
+
+def _stages(model, part, **kw) -> tuple[Placement, ...]:
+    """Each distinct pipeline stage's placement (one entry without pipeline parallelism)."""
+    par = kw.get("parallelism")
+    if par is None or par.pipeline == 1:
+        return (place(model, part, **kw),)
+    return stage_placements(model, part, **kw)
+
+
+def _plain(x):
+    a = np.asarray(x, dtype=float)
+    return float(a) if a.ndim == 0 else a
 
 
 @dataclass(frozen=True)
@@ -162,31 +179,48 @@ class _Step:
     time_s: object
 
 
+def _slowest(steps: list[_Step]) -> _Step:
+    """Element by element, the pipeline stage whose step takes longest (each stage is timed as if it
+    were the busiest, p × its time + the sends, so the slowest one's time is the step's)."""
+    if len(steps) == 1:
+        return steps[0]
+    pick = np.argmax(np.stack(np.broadcast_arrays(*[np.asarray(s.time_s, dtype=float) for s in steps])), axis=0)
+
+    def choose(name):
+        return _plain(np.choose(pick, [np.asarray(getattr(s, name), dtype=float) for s in steps]))
+
+    return _Step(choose("weight_matmul_flops"), choose("flops"), choose("bytes"), choose("time_s"))
+
+
 def _extend(model, part, batch, new_tokens, cached_tokens, fields) -> _Step:
     """A prefill of ``new_tokens`` per sequence over ``cached_tokens`` already cached (arrays ok).
 
     = prefill(cached + new) − the per-token work of prefill(cached): its FLOPs, activations and
     KV writes; the weights and the lm_head stay once, the KV read covers cached + new tokens.
+    With pipeline stages, each stage is priced so and the slowest one is the step (:func:`_slowest`).
     """
     new = np.asarray(new_tokens, dtype=float)
     cached = np.asarray(cached_tokens, dtype=float)
-    full = place(model, part, phase="prefill", batch=batch, prompt_tokens=new + cached, **fields)
+    fulls = _stages(model, part, phase="prefill", batch=batch, prompt_tokens=new + cached, **fields)
     has = cached > 0
     if not np.any(has):
-        c = full.cost
-        return _Step(c.weight_matmul_flops, c.flops, c.bytes, full.time_lower_bound_s)
-    pre = place(model, part, phase="prefill", batch=batch, prompt_tokens=np.maximum(cached, 1.0), **fields)
-    lm = _op(pre, "lm_head")
-    sub_flops = np.where(has, pre.cost.flops - lm.flops, 0.0)
-    sub_wmf = np.where(has, pre.cost.weight_matmul_flops - lm.weight_matmul_flops, 0.0)
-    sub_bytes = np.where(has, pre.cost.activation_bytes - lm.activation_bytes + pre.cost.kv_write_bytes, 0.0)
-    wmf = full.cost.weight_matmul_flops - sub_wmf
-    flops = full.cost.flops - sub_flops
-    nbytes = full.cost.bytes - sub_bytes
-    comm_s = None
-    if full.comm is not None:  # the collectives carry the new tokens' activations only
-        comm_s = place(model, part, phase="prefill", batch=batch, prompt_tokens=new, **fields).comm_time_s
-    return _Step(wmf, flops, nbytes, _step_s(full, wmf, flops - wmf, nbytes, comm_s))
+        return _slowest([_Step(f.cost.weight_matmul_flops, f.cost.flops, f.cost.bytes, f.time_lower_bound_s)
+                         for f in fulls])
+    pres = _stages(model, part, phase="prefill", batch=batch, prompt_tokens=np.maximum(cached, 1.0), **fields)
+    news = (_stages(model, part, phase="prefill", batch=batch, prompt_tokens=new, **fields)
+            if fulls[0].comm is not None else (None,) * len(fulls))
+    steps = []
+    for full, pre, nw in zip(fulls, pres, news):
+        lm = _op(pre, "lm_head")
+        sub_flops = np.where(has, pre.cost.flops - lm.flops, 0.0)
+        sub_wmf = np.where(has, pre.cost.weight_matmul_flops - lm.weight_matmul_flops, 0.0)
+        sub_bytes = np.where(has, pre.cost.activation_bytes - lm.activation_bytes + pre.cost.kv_write_bytes, 0.0)
+        wmf = full.cost.weight_matmul_flops - sub_wmf
+        flops = full.cost.flops - sub_flops
+        nbytes = full.cost.bytes - sub_bytes
+        comm_s = None if nw is None else nw.comm_time_s  # the collectives carry the new tokens' activations only
+        steps.append(_Step(wmf, flops, nbytes, _step_s(full, wmf, flops - wmf, nbytes, comm_s)))
+    return _slowest(steps)
 
 
 def _verify(model, part, batch, positions, context, fields) -> _Step:
@@ -195,15 +229,18 @@ def _verify(model, part, batch, positions, context, fields) -> _Step:
     A decode step of batch × positions tokens, with the KV cache and the recurrent state read once
     per sequence rather than once per query position.
     """
-    many = place(model, part, phase="decode", batch=batch * positions, context_tokens=context, **fields)
+    manys = _stages(model, part, phase="decode", batch=batch * positions, context_tokens=context, **fields)
     if positions == 1:
-        c = many.cost
-        return _Step(c.weight_matmul_flops, c.flops, c.bytes, many.time_lower_bound_s)
-    one = place(model, part, phase="decode", batch=batch, context_tokens=context, **fields)
-    m, o = many.cost, one.cost
-    nbytes = m.bytes - m.kv_read_bytes - m.state_bytes + o.kv_read_bytes + o.state_bytes
-    return _Step(m.weight_matmul_flops, m.flops, nbytes,
-                 _step_s(many, m.weight_matmul_flops, m.flops - m.weight_matmul_flops, nbytes))
+        return _slowest([_Step(s.cost.weight_matmul_flops, s.cost.flops, s.cost.bytes, s.time_lower_bound_s)
+                         for s in manys])
+    ones = _stages(model, part, phase="decode", batch=batch, context_tokens=context, **fields)
+    steps = []
+    for many, one in zip(manys, ones):
+        m, o = many.cost, one.cost
+        nbytes = m.bytes - m.kv_read_bytes - m.state_bytes + o.kv_read_bytes + o.state_bytes
+        steps.append(_Step(m.weight_matmul_flops, m.flops, nbytes,
+                           _step_s(many, m.weight_matmul_flops, m.flops - m.weight_matmul_flops, nbytes)))
+    return _slowest(steps)
 
 
 def _prefill_s(model, part, batch, uncached, prefix, chunk, fields) -> float:
@@ -216,12 +253,14 @@ def _prefill_s(model, part, batch, uncached, prefix, chunk, fields) -> float:
     return float(np.sum(_extend(model, part, batch, sizes, prefix + starts, fields).time_s))
 
 
-def _mtp_draft_step_s(decode: Placement, num_hidden_layers: int):
+def _mtp_draft_step_s(decode: Placement, num_hidden_layers: int, head: Placement | None = None):
     """One MTP-style draft step, seconds: the target decode step ``decode`` ÷ num_hidden_layers (one
-    layer's share) + the bound of its lm_head operator (the logits go through the shared lm_head)."""
-    lm = _op(decode, "lm_head")
+    layer's share) + the bound of its lm_head operator (the logits go through the shared lm_head),
+    taken from ``head`` (default ``decode``): with pipeline stages, the last stage's placement."""
+    head = decode if head is None else head
+    lm = _op(head, "lm_head")
     n = lm.layers
-    lm_s = _bound(decode, lm.weight_matmul_flops * n, (lm.flops - lm.weight_matmul_flops) * n, lm.bytes * n)
+    lm_s = _bound(head, lm.weight_matmul_flops * n, (lm.flops - lm.weight_matmul_flops) * n, lm.bytes * n)
     return np.asarray(decode.time_lower_bound_s) / num_hidden_layers + lm_s
 
 
@@ -230,8 +269,9 @@ def _mtp_draft_step_s(decode: Placement, num_hidden_layers: int):
 
 @dataclass(frozen=True, eq=False)
 class RequestTimeline:
-    """One batch of identical requests from arrival to last token, on one chip. Seconds, tokens,
-    bytes; every time a lower bound, every rate an upper bound (see the module docstring)."""
+    """One batch of identical requests from arrival to last token, on one chip or split over
+    ``chips`` (memory then per chip). Seconds, tokens, bytes; every time a lower bound, every rate an
+    upper bound (see the module docstring)."""
 
     model_id: str
     part_id: str
@@ -367,7 +407,9 @@ def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int
         if k:
             if draft is None:
                 base = place(m, p, phase="decode", batch=b, context_tokens=contexts, **fields)
-                step = step + k * np.asarray(_mtp_draft_step_s(base, m.num_hidden_layers))
+                head = (base if parallelism is None or parallelism.pipeline == 1 else  # the lm_head's stage
+                        _stages(m, p, phase="decode", batch=b, context_tokens=contexts, **fields)[-1])
+                step = step + k * np.asarray(_mtp_draft_step_s(base, m.num_hidden_layers, head))
             else:
                 ctx = contexts[:, None] + np.arange(k, dtype=float)[None, :]
                 dp = place(draft, p, phase="decode", batch=b, context_tokens=ctx, **fields)

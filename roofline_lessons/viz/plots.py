@@ -6,6 +6,7 @@ it ends a cell) that carries alt text stating the chart's message with its numbe
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -17,6 +18,7 @@ from ..core.placement import Placement
 from ..core.units import binary, count, duration, num, percent, si
 from ..measure.probes import cache_capacity_bytes
 from ..topics.batching import decode_sweep
+from .charts import TERA
 from .charts import (LINE_COLOURS, LINESTYLES, MIN_FONT_PT, PALETTE, Roof, part_style, plain_log_ticks, point_on_roof,
                      roofline_chart)
 from .display import set_alt
@@ -472,4 +474,401 @@ def decode_vs_bound_chart(check):
                  f"{percent(last.achieved, 0)} of the roof. "
                  + (f"The cost model's knee, where compute time reaches memory time, is at batch {count(knee)}."
                     if knee is not None else "The cost model puts no knee within 4,096 sequences."))
+    return fig
+
+
+# --- lesson 11: many chips -----------------------------------------------------------------------
+
+#: the time breakdown's kinds: (fill colour, hatch, edge colour). Hatches keep them apart in grey too.
+TIME_LOOK = {
+    "compute": (PALETTE[3], "xx", "white"),
+    "memory": (PALETTE[0], "", "white"),
+    "communication": (PALETTE[1], "//", "white"),
+    "pipeline wait": ("#DDDDDD", "..", "0.45"),
+}
+#: what each bound's name means on the three-roof chart
+BOUND_ROOF = {"compute": "the compute roof", "memory": "the HBM roof", "interconnect": "the link"}
+#: the compute roof is dark grey (every part's colour is taken by its HBM roof)
+COMPUTE_ROOF_COLOUR = "0.35"
+#: faces of the placements' points, in order, skipping colours a roof already uses
+POINT_FACES = (PALETTE[5], PALETTE[1], PALETTE[4], PALETTE[2], PALETTE[6], PALETTE[0], PALETTE[3])
+HBM_POINT_MARKER, LINK_POINT_MARKER = "o", "^"
+
+
+def _one_step(placement: Placement) -> None:
+    if not isinstance(placement, Placement):
+        raise TypeError(f"expected a Placement (from roofline_lessons.core.placement.place), got {placement!r}")
+    if np.ndim(placement.cost.flops) != 0:
+        raise ValueError("these charts draw one step per placement; place() was given an array of batches or "
+                         "tokens — place one setting at a time")
+
+
+def _achieved_flops_per_s(placement: Placement) -> float:
+    """What one chip achieves over the step, FLOP/s: its FLOPs (per chip) ÷ the step time (the whole
+    step, communication and pipeline stages included)."""
+    return float(placement.cost.flops) / float(placement.time_lower_bound_s)
+
+
+def _link_intensity(placement: Placement) -> float | None:
+    """FLOPs per byte one chip sends over the link; None on one chip or when it sends nothing."""
+    if placement.link is None:
+        return None
+    value = float(placement.interconnect_intensity)
+    return value if np.isfinite(value) and value > 0 else None
+
+
+def _link_roof_look(part_colour: str, part_linestyle: str) -> tuple[str, str]:
+    """Colour and line style of a link roof drawn beside a part's HBM roof: never the same as it."""
+    colour = next(c for c in (PALETTE[2], PALETTE[4], PALETTE[0]) if c != part_colour)
+    return colour, ("-." if part_linestyle == "--" else "--")
+
+
+def _compute_format(placement: Placement) -> str:
+    """The step's compute format as a reader says it: ``bf16``, or ``fp8 matmuls, bf16 attention``."""
+    w = placement.workload
+    if w.other_compute_dtype == w.compute_dtype:
+        return w.compute_dtype
+    return f"{w.compute_dtype} matmuls, {w.other_compute_dtype} attention"
+
+
+def _time_unit(seconds: float) -> tuple[float, str]:
+    """(factor, unit) to show times up to ``seconds`` on an axis: s, ms, µs or ns."""
+    for factor, unit in ((1.0, "s"), (1e3, "ms"), (1e6, "µs")):
+        if seconds * factor >= 1:
+            return factor, unit
+    return 1e9, "ns"
+
+
+@dataclass(frozen=True)
+class TimeSegment:
+    """One piece of a step's time bar: ``kind`` (a key of :data:`TIME_LOOK`), where it starts and how
+    long it lasts (seconds, per chip), and its height as a fraction of the bar's (thinner bars run
+    at the same time as the wider one they sit on)."""
+
+    kind: str
+    start_s: float
+    width_s: float
+    height: float
+
+
+def _time_segments(placement: Placement) -> tuple[TimeSegment, ...]:
+    """One chip's step as bar pieces, by the placement's own rules (:mod:`~roofline_lessons.core.parallel`).
+
+    Not overlapped: the longer of compute and memory (full height, the shorter as a thin bar inside
+    it: they run together), then the communication after it. Overlapped: all three from zero, the
+    longest full height, the others thinner on top. Pipeline parallel: then the wait while the other
+    stages run, plus the sends between them (grey). The last piece ends at the step time."""
+    _one_step(placement)
+    c, m = float(placement.compute_time_s), float(placement.memory_time_s)
+    k = float(placement.comm_time_s)
+    step, stage = float(placement.time_lower_bound_s), float(placement.stage_time_s)
+    out = []
+    if placement.comm is not None and placement.parallelism.overlap_comm:
+        ranked = sorted((("compute", c), ("memory", m), ("communication", k)), key=lambda kv: -kv[1])
+        for (kind, secs), h in zip(ranked, (1.0, 0.62, 0.3)):
+            if secs > 0:
+                out.append(TimeSegment(kind, 0.0, secs, h))
+        end = max(c, m, k)
+    else:
+        big, small = (("compute", c), ("memory", m)) if c >= m else (("memory", m), ("compute", c))
+        out.append(TimeSegment(big[0], 0.0, big[1], 1.0))
+        if small[1] > 0:
+            out.append(TimeSegment(small[0], 0.0, small[1], 0.4))
+        if k > 0:
+            out.append(TimeSegment("communication", big[1], k, 1.0))
+        end = big[1] + k
+    wait = step - stage
+    if placement.parallelism.pipeline > 1 and wait > 0:
+        out.append(TimeSegment("pipeline wait", end, wait, 1.0))
+    return tuple(out)
+
+
+def _step_rule(placement: Placement) -> str:
+    """How the step time is made, in words (matches :func:`_time_segments`)."""
+    if placement.comm is None:
+        return "max(compute, memory)"
+    rule = ("max(compute, memory, communication): communication overlapped, the best case"
+            if placement.parallelism.overlap_comm else "max(compute, memory) + communication: not overlapped")
+    p = placement.parallelism.pipeline
+    if p > 1:
+        rule += f"; then {p} pipeline stages one after another, plus {p - 1} sends between them"
+    return rule
+
+
+def _comm_latency_s(placement: Placement) -> float:
+    """Seconds of the chip's collectives that are per-call latency (calls × the link's latency)."""
+    if placement.comm is None:
+        return 0.0
+    return float(placement.comm.calls * placement.link.latency_s)
+
+
+def _time_breakdown_text(placement: Placement) -> str:
+    """compute, memory, communication (and pipeline wait) seconds of one chip, in words."""
+    pieces = [f"compute {duration(placement.compute_time_s)}", f"memory {duration(placement.memory_time_s)}"]
+    if placement.comm is not None:
+        pieces.append(f"communication {duration(placement.comm_time_s)}")
+        wait = float(placement.time_lower_bound_s - placement.stage_time_s)
+        if placement.parallelism.pipeline > 1:
+            pieces.append(f"pipeline wait {duration(wait)}")
+    return ", ".join(pieces)
+
+
+def _side(x: float, ridge: float) -> str:
+    return "left of" if x < ridge else "at or right of"
+
+
+def _wrap(text: str, width: int = 50) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.fill(line, width) for line in text.split("\n"))
+
+
+def interconnect_roofline_chart(placements, labels=None, title=None):
+    """The roofline with a third roof: per chip, the compute roof (the step's format), the HBM roof
+    (memory bandwidth × intensity) and the link roof (the link's bandwidth PER DIRECTION × FLOPs per
+    byte sent), each ridge marked. Every placement is two points at the FLOP/s one chip achieves
+    over the step (per-chip FLOPs ÷ step time): a circle at its FLOPs per HBM byte and a triangle
+    at its FLOPs per byte sent (none for one chip), joined by a dotted line and labelled. The roofs
+    are the first placement's part's (and those of any other part, format or link among the
+    placements, thinner); the ridges marked are the first placement's. Alt text states which roof
+    binds each step, its two intensities and the ridges.
+
+    ``placements``: Placements from :func:`~roofline_lessons.core.placement.place` (one step each);
+    ``labels``: one per placement (default: its split, e.g. ``TP 2``)."""
+    from .charts import padded_log_range, set_log_axis
+
+    if isinstance(placements, Placement):
+        placements = [placements]
+    placements = list(placements)
+    if not placements:
+        raise ValueError("interconnect_roofline_chart needs at least one Placement")
+    for pl in placements:
+        _one_step(pl)
+    many_parts = len({pl.part.id for pl in placements}) > 1
+    if labels is None:
+        labels = [pl.parallelism.label + (f" on {pl.part.id}" if many_parts else "") for pl in placements]
+    labels = [str(x) for x in labels]
+    if len(labels) != len(placements):
+        raise ValueError(f"got {len(labels)} labels for {len(placements)} placements; give one label each")
+    first = placements[0]
+    part = first.part
+    title = title or (f"{first.model.name} {first.workload.phase} on {part.name}: three roofs, per chip")
+    parts = {pl.part.id: pl.part for pl in placements}
+    # the roofs: compute per (peak, format), HBM per part, link per (part, link); the first placement's first
+    peaks: dict = {}
+    for pl in placements:
+        peaks.setdefault((float(pl.peak_flops_per_s), _compute_format(pl)), []).append(pl.part.id)
+    hbm = list(dict.fromkeys(pl.part.id for pl in placements))
+    link_of = {(pl.part.id, pl.link.name): pl.link for pl in placements if pl.link is not None}
+    top_peak = {pid: max(float(pl.peak_flops_per_s) for pl in placements if pl.part.id == pid) for pid in hbm}
+    peak0 = float(first.peak_flops_per_s)
+    hbm_ridge0 = peak0 / part.memory_bandwidth_bytes_per_s
+
+    achieved = [_achieved_flops_per_s(pl) for pl in placements]
+    hbm_i = [float(pl.intensity) for pl in placements]
+    link_i = [_link_intensity(pl) for pl in placements]
+    ridges_x = [top_peak[pid] / parts[pid].memory_bandwidth_bytes_per_s for pid in hbm]
+    ridges_x += [top_peak[pid] / lk.per_direction_bytes_per_s for (pid, _), lk in link_of.items()]
+    xs = hbm_i + [x for x in link_i if x is not None] + ridges_x + [hbm_ridge0]
+    x_lo, x_hi = padded_log_range(min(xs), max(xs), 6.0, 6.0, min_ratio=100.0)
+    y_hi = max(pk for pk, _ in peaks) / TERA * 4.0
+    y_lo = min(min(achieved) / TERA / 4.0, y_hi / 3.0e3)
+
+    fig = bare_figure((11.0, 5.4), dpi=100)
+    ax = fig.add_subplot()
+    fig.subplots_adjust(left=0.075, right=0.6, bottom=0.11, top=0.92)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    set_log_axis(ax.xaxis, x_lo, x_hi)
+    set_log_axis(ax.yaxis, y_lo, y_hi)
+    x = np.logspace(np.log10(x_lo), np.log10(x_hi), 300)
+    roof_colours = set()
+    for j, ((pk, fmt), pids) in enumerate(peaks.items()):
+        who = f" {', '.join(pids)}" if many_parts else ""
+        extra = "" if j == 0 else f" (HBM ridge {num(pk / part.memory_bandwidth_bytes_per_s)} FLOP/byte)"
+        ax.axhline(pk / TERA, color=COMPUTE_ROOF_COLOUR, linestyle=LINESTYLES[j % len(LINESTYLES)],
+                   linewidth=2.4 if j == 0 else 1.6, label=_wrap(f"compute roof{who} ({fmt}): {si(pk, 'FLOP/s')}{extra}"))
+    ridge_marks = []  # (x, text, colour) of the first placement's ridges
+    for pid in hbm:
+        p = parts[pid]
+        look = part_style(p)
+        main = pid == part.id
+        roof_colours.add(look.colour)
+        bw, end = p.memory_bandwidth_bytes_per_s, top_peak[pid] / p.memory_bandwidth_bytes_per_s
+        xr = x[x <= end]
+        ridge = (peak0 if main else top_peak[pid]) / bw
+        ax.plot(np.append(xr, end), np.append(xr * bw, top_peak[pid]) / TERA, color=look.colour,
+                linestyle=look.linestyle, linewidth=2.4 if main else 1.4,
+                label=_wrap(f"HBM roof{' ' + pid if many_parts else ''}: {si(bw, 'B/s')}, ridge {num(ridge)} FLOP/byte"))
+        if main:
+            ridge_marks.append((ridge, f"HBM ridge {num(ridge)}", look.colour))
+    for j, ((pid, name), lk) in enumerate(link_of.items()):
+        look = part_style(parts[pid])
+        colour, style = _link_roof_look(look.colour, look.linestyle)
+        if j:
+            colour = next(c for c in (PALETTE[4], PALETTE[0], PALETTE[5], PALETTE[1]) if c not in roof_colours)
+            style = LINESTYLES[(j + 1) % len(LINESTYLES)]
+        roof_colours.add(colour)
+        bw = lk.per_direction_bytes_per_s
+        end = top_peak[pid] / bw
+        xr = x[x <= end]
+        main = pid == part.id
+        ridge = (peak0 if main else top_peak[pid]) / bw
+        ax.plot(np.append(xr, end), np.append(xr * bw, top_peak[pid]) / TERA, color=colour, linestyle=style,
+                linewidth=2.4 if main else 1.4,
+                label=_wrap(f"link roof{' ' + pid if many_parts else ''}: {name}, {si(bw, 'B/s')} per direction, "
+                            f"ridge {num(ridge)} FLOP/byte"))
+        if main:
+            ridge_marks.append((ridge, f"link ridge {num(ridge)}", colour))
+    renderer = fig.canvas.get_renderer()
+    for rx, _text, colour in ridge_marks:
+        ax.plot([rx, rx], [y_lo, peak0 / TERA], color=colour, linestyle=":", linewidth=1.2)
+    # the ridges' labels above the compute roof: the HBM ridge's ends at its line, the links' start at
+    # theirs (an HBM ridge always lies left of a link's); one raised where it would touch another
+    ridge_boxes = []
+    for rx, text, colour in sorted(ridge_marks):
+        hbm_mark = text.startswith("HBM")
+        label = ax.annotate(text, (rx, peak0 / TERA), textcoords="offset points", xytext=(-3 if hbm_mark else 3, 3),
+                            ha="right" if hbm_mark else "left", va="bottom", fontsize=LABEL_PT, color=colour,
+                            fontweight="bold", gid="ridge-label",
+                            bbox={"boxstyle": "square,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
+        box = label.get_window_extent(renderer)
+        while any(box.overlaps(b) for b in ridge_boxes):
+            label.set_position((label.get_position()[0], label.get_position()[1] + 13))
+            box = label.get_window_extent(renderer)
+        ridge_boxes.append(box)
+
+    faces = [c for c in POINT_FACES if c not in roof_colours]
+    anchors, texts, all_points = [], [], []
+    said = []
+    for j, (pl, label) in enumerate(zip(placements, labels)):
+        face = faces[j % len(faces)]
+        y = achieved[j] / TERA
+        xi, xl = hbm_i[j], link_i[j]
+        if xl is not None:
+            ax.plot([xi, xl], [y, y], color="0.3", linestyle=":", linewidth=1.2, zorder=3)
+        ax.plot([xi], [y], marker=HBM_POINT_MARKER, markersize=10, linestyle="none", color="black",
+                markerfacecolor=face, zorder=4, gid="hbm-point")
+        all_points.append((xi, y))
+        if xl is not None:
+            ax.plot([xl], [y], marker=LINK_POINT_MARKER, markersize=11, linestyle="none", color="black",
+                    markerfacecolor=face, zorder=4, gid="link-point")
+            all_points.append((xl, y))
+        anchors.append((xl, y) if xl is not None else (xi, y))  # the label sits by the triangle if any
+        texts.append(label)
+        bound = str(pl.bound)
+        ax.plot([], [], marker="s", markersize=9, linestyle="none", color="black", markerfacecolor=face,
+                label=_wrap(f"{label}: {duration(pl.time_lower_bound_s)} per step, {bound}-bound"))
+        ridge_hbm = float(pl.ridge_point_flop_per_byte)
+        s = (f"{label}: {si(achieved[j], 'FLOP/s')} per chip ({duration(pl.time_lower_bound_s)} per step, "
+             f"{bound}-bound: {BOUND_ROOF[bound]} binds); FLOPs per HBM byte {num(xi)}, {_side(xi, ridge_hbm)} the "
+             f"HBM ridge at {num(ridge_hbm)}")
+        if xl is not None:
+            s += (f"; FLOPs per byte sent {num(xl)}, {_side(xl, float(pl.interconnect_ridge_point_flop_per_byte))} "
+                  f"the {pl.link.name} ridge at {num(pl.interconnect_ridge_point_flop_per_byte)}; " + _comm_text(pl))
+        elif pl.chips > 1:
+            s += "; it sends nothing over the link"
+        else:
+            s += "; one chip, no link"
+        said.append(s)
+    ax.plot([], [], marker=HBM_POINT_MARKER, markersize=9, linestyle="none", color="black", markerfacecolor="white",
+            label="circle: at FLOPs per HBM byte")
+    ax.plot([], [], marker=LINK_POINT_MARKER, markersize=10, linestyle="none", color="black",
+            markerfacecolor="white", label="triangle: at FLOPs per byte sent\n(same height: FLOP/s one chip achieves)")
+    half = 11 * fig.dpi / 72 / 2 + 1
+    obstacles = ridge_boxes + [Bbox.from_extents(cx - half, cy - half, cx + half, cy + half)
+                               for cx, cy in ax.transData.transform(np.asarray(all_points))]
+    _place_labels(ax, anchors, texts, marker_pt=11, obstacles=obstacles, gid="placement-label")
+    ax.set_xlabel("Intensity (FLOP per byte: of HBM traffic for circles, sent over the link for triangles)")
+    ax.set_ylabel("Performance per chip (TFLOP/s, 10¹² FLOP/s)")
+    ax.set_title(title, fontsize=11)
+    ax.grid(True, alpha=0.35)
+    ax.legend(fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, framealpha=0.9)
+    roofs = [f"compute roof ({_compute_format(first)}) {si(peak0, 'FLOP/s')}",
+             f"HBM roof {si(part.memory_bandwidth_bytes_per_s, 'B/s')}, ridge {num(hbm_ridge0)} FLOP/byte"]
+    for (pid, name), lk in link_of.items():
+        if pid == part.id:
+            bw = lk.per_direction_bytes_per_s
+            roofs.append(f"{name} link roof {si(bw, 'B/s')} per direction, ridge {num(peak0 / bw)} FLOP/byte")
+    if not link_of:
+        roofs.append("no link roof: every setup is one chip")
+    set_alt(fig, f"{title}. Log-log roofline per chip of {part.name}, performance against intensity: "
+                 + "; ".join(roofs) + ". Each setup is drawn at the FLOP/s one chip achieves over the step, a circle "
+                 "at its FLOPs per HBM byte and a triangle at its FLOPs per byte sent. " + ". ".join(said) + ".")
+    return fig
+
+
+def _comm_text(placement: Placement) -> str:
+    """What one chip's communication costs, in words: collectives (and how much of them is per-call
+    latency, which a bandwidth roof does not show) and pipeline sends."""
+    pl = placement
+    if pl.comm is None:
+        return "no communication (one chip)"
+    said = []
+    if pl.comm.calls:
+        said.append(f"communication {duration(pl.comm_time_s)} per chip per stage ({count(pl.comm.calls)} collective "
+                    f"calls, {si(pl.comm.bytes, 'B')} sent), of which {duration(_comm_latency_s(pl))} is per-call "
+                    f"latency ({duration(pl.link.latency_s)} each, assumed), which the link roof does not show")
+    if pl.parallelism.pipeline > 1:
+        said.append(f"each stage sends {si(pl.comm.pipeline_send_bytes, 'B')} to the next "
+                    f"({duration(pl.pipeline_send_s)} per send)")
+    return "; ".join(said) or "no communication"
+
+
+def time_breakdown_chart(placements, labels, title=None):
+    """One horizontal bar per setup: one chip's compute, memory and communication seconds in a step,
+    drawn by the placement's rules (:func:`_time_segments`): not overlapped, the longer of compute
+    and memory (the shorter as a thin bar inside it) then the communication; overlapped, all three
+    from zero. The step time is printed at each bar's end. Colours and hatches read in grey too."""
+    from matplotlib.patches import Patch
+
+    if isinstance(placements, Placement):
+        placements = [placements]
+    placements = list(placements)
+    labels = [str(x) for x in labels]
+    if not placements:
+        raise ValueError("time_breakdown_chart needs at least one Placement")
+    if len(labels) != len(placements):
+        raise ValueError(f"got {len(labels)} labels for {len(placements)} placements; give one label each")
+    segs = [_time_segments(pl) for pl in placements]
+    steps = [float(pl.time_lower_bound_s) for pl in placements]
+    factor, unit = _time_unit(max(steps))
+    n = len(placements)
+    fig = bare_figure((10.5, 1.5 + 0.62 * n), dpi=100)
+    ax = fig.add_subplot()
+    height_in = 1.5 + 0.62 * n
+    fig.subplots_adjust(left=0.2, right=0.74, bottom=0.72 / height_in, top=1 - 0.45 / height_in)
+    bar_h = 0.62
+    used = set()
+    for i, pieces in enumerate(segs):
+        y = n - 1 - i
+        for sg in pieces:
+            colour, hatch, edge = TIME_LOOK[sg.kind]
+            used.add(sg.kind)
+            h = bar_h * sg.height
+            ax.barh(y, sg.width_s * factor, left=sg.start_s * factor, height=h, color=colour, hatch=hatch,
+                    edgecolor=edge if sg.height == 1 else "black",  # a thin bar outlined (and hatched) in black
+                    linewidth=0.6 if sg.height == 1 else 0.8, zorder=2 + (1 - sg.height))
+        pl = placements[i]
+        note = "" if pl.comm is None else (" (comm overlapped)" if pl.parallelism.overlap_comm else "")
+        ax.annotate(f"{duration(steps[i])}{note}", (steps[i] * factor, y), textcoords="offset points",
+                    xytext=(5, 0), va="center", ha="left", fontsize=LABEL_PT, gid="step-time")
+    ax.set_yticks(range(n), labels[::-1], fontsize=LABEL_PT)
+    ax.set_ylim(-0.6, n - 0.4)
+    ax.set_xlim(0, max(steps) * factor * 1.22)  # room for the step-time labels
+    ax.tick_params(axis="x", labelsize=LABEL_PT)
+    ax.set_xlabel(f"Time per step, per chip ({unit}; lower bounds)")
+    title = title or "One step per chip: compute, memory and communication"
+    ax.set_title(title, fontsize=11)
+    ax.grid(True, axis="x", alpha=0.35)
+    handles = [Patch(facecolor=TIME_LOOK[k][0], hatch=TIME_LOOK[k][1], edgecolor=TIME_LOOK[k][2], label=k)
+               for k in TIME_LOOK if k in used]
+    ax.legend(handles=handles, fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0,
+              title="thin bar: runs at the same\ntime as the wide one under it", title_fontsize=LEGEND_PT,
+              framealpha=0.9)
+    said = []
+    for pl, label, step in zip(placements, labels, steps):
+        said.append(f"{label}: {_time_breakdown_text(pl)}; step {duration(step)} = {_step_rule(pl)}; "
+                    f"{pl.bound}-bound")
+    set_alt(fig, f"{title}. Horizontal bars, one per setup, seconds per chip for one step: " + ". ".join(said) + ".")
     return fig

@@ -14,6 +14,7 @@ from .lesson05 import Lesson05Chart, Lesson05View, lesson05_dashboard, lesson05_
 from .lesson06 import Lesson06Chart, Lesson06View, lesson06_dashboard, lesson06_frame, lesson06_view
 from .lesson07 import Lesson07Chart, Lesson07View, lesson07_dashboard, lesson07_frame, lesson07_view
 from .lesson10 import Lesson10Chart, Lesson10View, lesson10_dashboard, lesson10_frame, lesson10_view
+from .lesson11 import Lesson11Chart, Lesson11View, lesson11_dashboard, lesson11_frame, lesson11_view
 
 __all__ = ["Frame", "frame_html", "Lesson01Chart", "lesson01_frame", "lesson02_frame", "lesson03_frame",
            "lesson04_frame", "lesson05_frame", "lesson06_frame", "lesson07_frame", "BATCH_CHOICES", "TOKEN_CHOICES", "Lesson01View", "Lesson02Chart", "Lesson02View", "Lesson03Chart",
@@ -22,4 +23,5 @@ __all__ = ["Frame", "frame_html", "Lesson01Chart", "lesson01_frame", "lesson02_f
            "lesson04_dashboard", "lesson04_view", "Lesson05Chart", "Lesson05View", "lesson05_dashboard",
            "lesson05_view", "Lesson06Chart", "Lesson06View", "lesson06_dashboard", "lesson06_view",
            "Lesson07Chart", "Lesson07View", "lesson07_dashboard", "lesson07_view",
-           "Lesson10Chart", "Lesson10View", "lesson10_dashboard", "lesson10_frame", "lesson10_view"]
+           "Lesson10Chart", "Lesson10View", "lesson10_dashboard", "lesson10_frame", "lesson10_view",
+           "Lesson11Chart", "Lesson11View", "lesson11_dashboard", "lesson11_frame", "lesson11_view"]

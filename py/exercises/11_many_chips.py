@@ -1,0 +1,112 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lesson 11 — Exercises: many chips
+#
+# Every checker recomputes its answer from the package when you run it, so a catalog update never
+# leaves an answer stale. With more than one chip every figure is **per chip**. Times in
+# **seconds**, memory in **GiB** (2^30 bytes), intensities in **FLOP/byte**. Communication is not
+# overlapped with compute.
+
+# %%
+from roofline_lessons import get_model, get_part, place
+from roofline_lessons.core.parallel import Parallelism
+from roofline_lessons.course.checks import lesson11 as grade
+
+h100 = get_part("h100-sxm")
+link = h100.scale_up_link  # NVLink: .per_direction_bytes_per_s, .bidirectional_bytes_per_s, .latency_s
+
+# %% [markdown]
+# ## Exercise 11.1 — memory per chip, past the KV heads
+#
+# Qwen3-235B-A22B in BF16 under **tensor parallel 8** on H200s holds 64 sequences of 8,192 tokens
+# each. Tensor parallelism divides the weights by 8 (the norms and the router it replicates are
+# negligible here) and splits the KV cache **by KV head**. From `get_model(...)`
+# (`parameter_count()`, `kv_bytes_per_token("bf16")`, `num_key_value_heads`), how many **GiB** does
+# one chip hold (weights + KV cache)?
+
+# %%
+qwen = get_model("qwen3-235b-a22b")
+weights_per_chip = ...  # your answer here
+kv_whole = ...  # your answer here
+kv_per_chip = ...  # your answer here
+memory_per_chip_gib = ...  # your answer here
+grade.moe_memory_per_chip_gib(memory_per_chip_gib)
+
+# %% [markdown]
+# ## Exercise 11.2 — one all-reduce
+#
+# A 1,024-token prefill of Llama-3.1-70B under tensor parallel 8 on H100 SXMs all-reduces its
+# activations twice per layer: 1,024 tokens × `hidden_size` × 2 bytes each time. In a ring, each
+# chip sends 2(n − 1)/n of the message. How many **seconds** does one such all-reduce take, the
+# call's fixed latency included?
+
+# %%
+llama = get_model("llama-3.1-70b")
+n = ...  # your answer here
+message_bytes = ...  # your answer here
+sent_bytes = ...  # your answer here
+all_reduce_s = ...  # your answer here
+grade.one_all_reduce_s(all_reduce_s)
+
+# %% [markdown]
+# ## Exercise 11.3 — a batch-1 decode step's communication
+#
+# The same model decodes at batch 1 (4,096 tokens cached) under tensor parallel 8. Per step, each
+# chip takes part in **2 all-reduces per layer** of one token's activations (`hidden_size` × 2
+# bytes), **1 all-reduce** after the embedding, and **1 all-gather** of the logits, in which each
+# chip sends (n − 1)/n of `vocab_size` × 2 bytes. Every call costs `link.latency_s` plus its bytes
+# ÷ the per-direction bandwidth. How many **seconds** of communication per chip per step?
+
+# %%
+n = ...  # your answer here
+token_bytes = ...  # your answer here
+all_reduces = ...  # your answer here
+sent = ...  # your answer here
+calls = ...  # your answer here
+decode_comm_s = ...  # your answer here
+grade.decode_comm_s(decode_comm_s)
+
+# %% [markdown]
+# ## Exercise 11.4 — the third ridge
+#
+# Eight L4s have no chip-to-chip link: they talk over PCIe (`l4.host_link`). What is their
+# **interconnect ridge**, in FLOP/byte: the dense BF16 peak ÷ the link's bandwidth? Which bandwidth?
+
+# %%
+l4 = get_part("l4")
+link_ridge = ...  # your answer here
+grade.l4_link_ridge(link_ridge)
+
+# %% [markdown]
+# ## Exercise 11.5 — a pipeline and one sequence
+#
+# Llama-3.1-70B decodes one sequence (batch 1, 4,096 tokens cached) over a **4-stage pipeline** of
+# H100 SXMs. Use `place(..., parallelism=Parallelism(pipeline=4))`: its `stage_time_s` is one
+# stage (the busiest), its `pipeline_send_s` one send between stages. How many **seconds** does one
+# decode step take?
+
+# %%
+pipe = ...  # your answer here
+pipeline_step_s = ...  # your answer here
+grade.pipeline_step_s(pipeline_step_s)
+
+# %% [markdown]
+# ## Exercise 11.6 — the bubble
+#
+# A 4-stage pipeline is fed 8 micro-batches. What **fraction** of the stages' time is idle (the
+# bubble)?
+
+# %%
+p = ...  # your answer here
+m = ...  # your answer here
+bubble = ...  # your answer here
+grade.pipeline_bubble(bubble)

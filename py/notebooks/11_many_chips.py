@@ -1,0 +1,659 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lesson 11 — Many chips: tensor, expert and pipeline parallel, and the interconnect roof
+#
+# A 70B model does not fit one H100, and a 235B mixture-of-experts model does not fit one H200.
+# Everything people run at scale is split across chips, and the roofline gains a third
+# roof: the **interconnect**, the link the chips talk over.
+#
+# **By the end of this lesson you can**
+#
+# 1. say what tensor parallelism splits, what it replicates, and what it sends: two all-reduces per
+#    layer, each chip sending 2(n − 1)/n of the message at the link's **per-direction** bandwidth;
+# 2. compute the interconnect intensity (FLOPs per byte sent) and the third ridge (peak ÷ link
+#    bandwidth), and split a step's communication into its latency and bandwidth terms;
+# 3. find where tensor parallelism stops helping: the batch, prompt or split size at which the
+#    communication takes longer than the compute and the memory traffic;
+# 4. compare 70B on two H100s, one H200 and one H100 with FP8 weights; split an MoE by experts;
+#    say why pipeline parallelism does not cut one sequence's latency;
+# 5. set a published multi-chip measurement against its bound and state hypotheses for the gap.
+#
+# **Conventions.** With more than one chip, every FLOP, byte and second below is **per chip** (the
+# busiest chip's), and the tables say so; tokens per second count all chips together. Communication
+# is **not overlapped** with compute unless a row says "overlapped": a chip's step takes
+# max(compute, memory) + communication. Overlap is the best case, max of the three. Every time is a
+# lower bound, every rate an upper bound. The rules are in the docstring of
+# `roofline_lessons.core.parallel`.
+
+# %%
+# %matplotlib inline
+import math
+
+from roofline_lessons import get_model, get_part, place
+from roofline_lessons.core.parallel import Parallelism, bubble_fraction
+from roofline_lessons.core.units import binary, count, duration, num, percent, si
+from roofline_lessons.topics.many_chips import (activation_message_bytes, comm_crossover, comm_split, compare_setups,
+                                                expert_parallel_compare, gpt_fast_70b, link_ridges, one_all_reduce,
+                                                pipeline_vs_tensor, seventy_b_setups, tensor_parallel_sweep,
+                                                three_roofs)
+from roofline_lessons.viz.display import md, show_table
+from roofline_lessons.viz.plots import interconnect_roofline_chart, time_breakdown_chart
+
+MODEL, PART = "llama-3.1-70b", "h100-sxm"
+CONTEXT = 4096  # tokens cached before each decode step
+PREFILL_TOKENS = 1024  # a prompt for the prefill examples
+model, part = get_model(MODEL), get_part(PART)
+
+# %% [markdown]
+# ## 1. Why split
+#
+# A decode step must hold the weights and the KV cache in the chip's memory (lesson 2). For
+# Llama-3.1-70B in BF16 on one H100 SXM:
+
+# %%
+single = place(MODEL, PART, phase="decode", context_tokens=CONTEXT)
+show_table(["", "bytes"],
+           [["weights (BF16)", binary(single.footprint.weight_bytes)],
+            [f"KV cache, one sequence of {count(CONTEXT + 1)} tokens", binary(single.footprint.kv_cache_bytes)],
+            ["memory required", binary(single.memory_required_bytes)],
+            [f"{part.name} capacity", binary(part.memory_capacity_bytes)]])
+assert not single.fits_in_memory  # the lesson's premise
+
+# %% jupyter={"source_hidden": true}
+chips_for_weights = math.ceil(single.footprint.weight_bytes / part.memory_capacity_bytes)
+md(f"The weights alone are {binary(single.footprint.weight_bytes)}, more than the chip's "
+   f"{binary(part.memory_capacity_bytes)}: at least **{count(chips_for_weights)} chips** must share them, before any "
+   f"KV cache. (Capacity is binary: a vendor's \"{num(part.memory_capacity_bytes / 2**30)} GB\" of HBM is "
+   f"{binary(part.memory_capacity_bytes)}.) Three ways to split: **tensor parallel** "
+   "(every layer split across the chips), **expert parallel** (an MoE's experts spread over them) and **pipeline "
+   "parallel** (the layers cut into consecutive stages).")
+
+# %% jupyter={"source_hidden": true}
+md(f"**Question.** An H200 holds {binary(get_part('h200').memory_capacity_bytes)}. Does {model.name} fit one, and "
+   f"with how many sequences of {count(CONTEXT)} tokens?")
+
+# %% jupyter={"source_hidden": true}
+on_h200 = compare_setups(MODEL, seventy_b_setups(), context_tokens=CONTEXT)[1]
+md("<details><summary>Answer</summary>\n\n"
+   + (f"Yes: one sequence needs {binary(on_h200.memory_per_chip_bytes)} of its "
+      f"{binary(on_h200.capacity_per_chip_bytes)}, and at most **{count(on_h200.max_batch)} sequences** fit (weights "
+      "plus their KV caches, with nothing kept back for activations or fragmentation). Section 6 prices it."
+      if on_h200.fits else
+      f"No: it needs {binary(on_h200.memory_per_chip_bytes)} of {binary(on_h200.capacity_per_chip_bytes)}.")
+   + "\n\n</details>")
+
+# %% [markdown]
+# ## 2. Tensor parallel
+#
+# **Tensor parallelism** (Megatron-LM's scheme) splits every layer n ways. The attention heads are
+# divided among the chips, and so are the MLP's columns: each chip holds and reads **1/n of those
+# weights** and does 1/n of their FLOPs. The embedding and the lm_head are split over the
+# vocabulary. Some things are **replicated**: the norms, the residual adds and (in an MoE) the
+# router run whole on every chip, and the KV cache is split by **KV head**, so past n = the
+# number of KV heads each KV head is stored on several chips.
+#
+# Per chip, Llama-3.1-70B decode at batch 1 with 4,096 tokens cached, on H100 SXMs joined by NVLink:
+
+# %%
+tp = tensor_parallel_sweep(MODEL, PART, context_tokens=CONTEXT)
+show_table(["split", "weights per chip", "KV cache per chip", "memory per chip",
+            f"fits {binary(part.memory_capacity_bytes)}",
+            "largest batch that fits (all chips)"],
+           [[r.parallelism.label, binary(r.placement.footprint.weight_bytes),
+             binary(r.placement.footprint.kv_cache_bytes), binary(r.memory_per_chip_bytes),
+             "yes" if r.fits else "**no**", count(r.max_batch)] for r in tp])
+
+# %% [markdown]
+# Splitting the weights splits the time to read them. Each chip reads its share in parallel, so the
+# memory time per chip falls as 1/n — but the chips must now talk:
+
+# %%
+show_table(["split", "compute, per chip", "memory, per chip", "communication, per chip", "step", "bound",
+            "tokens/s (all chips)"],
+           [[r.parallelism.label, duration(r.compute_s), duration(r.memory_s), duration(r.comm_s), duration(r.step_s),
+             r.bound, num(r.tokens_per_s)] for r in tp])
+one, two, last = tp[0], tp[1], tp[-1]
+assert two.step_s < one.step_s and last.step_s < two.step_s  # more chips, shorter decode step
+assert last.step_s > one.step_s / last.chips  # ... but less than n times shorter
+assert math.isclose(last.comm_s, two.comm_s, rel_tol=0.1)  # the communication barely changes with n
+
+# %% jupyter={"source_hidden": true}
+md(f"From one chip to {count(last.chips)}, the memory time per chip falls {num(one.memory_s / last.memory_s)}× "
+   f"({duration(one.memory_s)} → {duration(last.memory_s)}) but the step only {num(one.step_s / last.step_s)}× "
+   f"({duration(one.step_s)} → {duration(last.step_s)}): the communication, about {duration(last.comm_s)} per chip "
+   "whatever n, is added on top. (The one-chip row is a what-if: it does not fit.)")
+
+# %% [markdown]
+# ### What each chip sends: two all-reduces per layer
+#
+# A column-split matmul followed by a row-split one (attention's Q/K/V then its output projection;
+# the MLP's gate/up then its down projection) leaves every chip with a **partial sum** of the
+# layer's output. Adding them up across chips is an **all-reduce** of the activations (tokens ×
+# hidden × 2 bytes), twice per layer: after the attention block and after the MLP. (Plus one after
+# the vocab-split embedding and an all-gather of the logits.)
+#
+# A **ring all-reduce** does it in 2(n − 1) hops: a reduce-scatter, then an all-gather. Each chip
+# sends — and receives — **2(n − 1)/n of the message**, whatever n. And it sends at the link's
+# **per-direction** bandwidth: vendors quote NVLink and PCIe as the *bidirectional* total (both
+# directions added), twice what one chip can push out in one direction. Using the headline is the classic error —
+# it makes communication look twice as fast. One all-reduce of a 1,024-token prefill's activations
+# on H100 SXMs, both ways:
+
+# %%
+message = activation_message_bytes(MODEL, PREFILL_TOKENS)
+reduces = [one_all_reduce(PART, n, message) for n in (2, 4, 8)]
+show_table(["chips n", "2(n − 1)/n", "bytes each chip sends", "time at the per-direction rate",
+            "time at the bidirectional headline (wrong)"],
+           [[count(a.tensor), num(a.ring_factor), si(a.sent_bytes, "B"), duration(a.time_s),
+             duration(a.headline_time_s)] for a in reduces])
+assert all(a.headline_time_s < a.time_s for a in reduces)  # the headline always flatters
+
+# %% jupyter={"source_hidden": true}
+link = reduces[-1].link
+md(f"The message is {si(message, 'B')} ({count(PREFILL_TOKENS)} tokens × {count(model.hidden_size)} × 2 bytes). The "
+   f"{link.name} moves {si(link.per_direction_bytes_per_s, 'B/s')} per direction; its datasheet says "
+   f"{si(link.bidirectional_bytes_per_s, 'B/s')}, both directions added. Each time also holds one call's fixed "
+   f"cost of {duration(link.latency_s)}.")
+
+# %% [markdown]
+# ### Latency against bandwidth
+#
+# Every collective call also pays a fixed cost — launching it, synchronising the chips, the first
+# hop — whatever its size. The catalog gives each link a per-call latency, and marks it as an
+# **assumption**: an order of magnitude (NCCL's small-message all-reduce inside one 8-GPU node), not
+# a measurement of your system. A step's communication is calls × latency + bytes ÷ per-direction
+# bandwidth:
+
+# %%
+steps = [("decode, batch 1, TP 2", place(MODEL, PART, phase="decode", context_tokens=CONTEXT,
+                                          parallelism=Parallelism(tensor=2))),
+         ("decode, batch 64, TP 8", place(MODEL, PART, phase="decode", batch=64, context_tokens=CONTEXT,
+                                          parallelism=Parallelism(tensor=8))),
+         (f"prefill of {count(PREFILL_TOKENS)} tokens, TP 8", place(MODEL, PART, phase="prefill",
+                                                                    prompt_tokens=PREFILL_TOKENS,
+                                                                    parallelism=Parallelism(tensor=8)))]
+splits = [(name, comm_split(p)) for name, p in steps]
+show_table(["step", "calls", "calls × latency", "bytes sent ÷ bandwidth", "communication, per chip",
+            "latency's share"],
+           [[name, count(s.calls), duration(s.latency_s), duration(s.bandwidth_s), duration(s.total_s),
+             percent(s.latency_share, 1)] for name, s in splits])
+assert splits[0][1].latency_share > 0.5 > splits[-1][1].latency_share  # batch 1: latency; prefill: bandwidth
+
+# %% jupyter={"source_hidden": true}
+b1 = splits[0][1]
+md(f"At batch 1 the {count(b1.calls)} calls cost {duration(b1.latency_s)} at {duration(b1.latency_per_call_s)} "
+   f"each — the catalog's figure, with latency_basis = \"{b1.latency_basis}\" — against "
+   f"{duration(b1.bandwidth_s)} for the bytes. A batch-1 decode's all-reduces are **latency-bound**: the link's "
+   "bandwidth hardly matters, the number of calls and their fixed cost do. Replace the assumed latency with your "
+   "own small-message measurement (nccl-tests) before quoting such a figure.")
+
+# %% jupyter={"source_hidden": true}
+md(f"**Question.** Going from TP 2 to TP 8, each chip's share of every message grows from 2(n − 1)/n = "
+   f"{num(reduces[0].ring_factor)} to {num(reduces[-1].ring_factor)}. Why, then, did the communication per chip in "
+   "the first table barely change?")
+
+# %% jupyter={"source_hidden": true}
+md("<details><summary>Answer</summary>\n\nBecause at batch 1 it is almost all latency: the same "
+   f"{count(b1.calls)} calls at any n. The bytes grow {num(reduces[-1].ring_factor / reduces[0].ring_factor)}×, "
+   f"but at TP 2 they were only {percent(1 - b1.latency_share, 1)} of the time.\n\n</details>")
+
+# %% [markdown]
+# ### What is replicated: the KV cache past the KV heads
+#
+# Grouped-query attention keeps few KV heads. Tensor parallelism splits the KV cache by KV head, so
+# it divides the cache by n only up to the number of KV heads; past that, each KV head is **stored
+# on several chips**.
+
+# %% jupyter={"source_hidden": true}
+MOE = "qwen3-235b-a22b"
+moe = get_model(MOE)
+KV_BATCH, KV_CONTEXT = 16, 8192
+md(f"{model.name} has {count(model.num_key_value_heads)} KV heads, {moe.name} {count(moe.num_key_value_heads)}. "
+   f"{moe.name}, {count(KV_BATCH)} sequences of {count(KV_CONTEXT)} tokens, on H200s:")
+
+# %%
+kv_rows = [place(MOE, "h200", phase="decode", batch=KV_BATCH, context_tokens=KV_CONTEXT,
+                 parallelism=Parallelism(tensor=t)) for t in (1, 2, 4, 8)]
+whole_kv = kv_rows[0].footprint.kv_cache_bytes
+show_table(["split", "KV cache per chip", "whole cache ÷ n (wrong past the KV heads)", "copies of each KV head"],
+           [[p.parallelism.label, binary(p.footprint.kv_cache_bytes), binary(whole_kv / p.chips),
+             count(max(1, p.chips // moe.num_key_value_heads))] for p in kv_rows])
+assert kv_rows[-1].footprint.kv_cache_bytes == kv_rows[-2].footprint.kv_cache_bytes  # TP 8 stores what TP 4 does
+
+# %% jupyter={"source_hidden": true}
+md(f"The package says so when it happens: *{kv_rows[-1].warnings[0]}*. A capacity estimate that divides the cache "
+   "by n past the KV heads overstates how many sequences fit.")
+
+# %% [markdown]
+# ## 3. The interconnect roof: a third ridge
+#
+# Lesson 1's roofline compares FLOPs with bytes from memory. Split over chips, a step also moves
+# bytes over the link, so it gets a second intensity and a third roof:
+#
+# - **interconnect intensity** = FLOPs per chip ÷ bytes that chip sends (FLOP/byte);
+# - **the third ridge** = peak FLOP/s ÷ the link's per-direction bandwidth.
+#
+# Left of that ridge, the link cannot deliver the bytes as fast as the chip does the FLOPs. In
+# tensor parallelism both the FLOPs and the bytes sent grow with the tokens, so the interconnect
+# intensity changes little with the batch or the prompt (attention's FLOPs add a little at long
+# prompts). Per token, a chip does 2 FLOPs per parameter
+# ÷ n and sends 2 all-reduces × layers × 2(n − 1)/n × hidden × 2 bytes: the intensity is about
+# parameters ÷ (4 × layers × hidden × (n − 1)). The ridges, for eight chips of each part:
+
+# %%
+ridges = link_ridges(["h100-sxm", "b200", "a100-80gb", "h100-pcie", "l4"], chips=8)
+show_table(["part (8 chips)", "link used", "per direction", "bidirectional headline", "HBM ridge",
+            "link ridge (per direction)", "link ridge with the headline (wrong)"],
+           [[r.part_id, r.link.name, si(r.link.per_direction_bytes_per_s, "B/s"),
+             si(r.link.bidirectional_bytes_per_s, "B/s"), num(r.hbm_ridge), num(r.link_ridge), num(r.headline_ridge)]
+            for r in ridges])
+
+# %% jupyter={"source_hidden": true}
+prefill8 = steps[-1][1]
+roofs8 = three_roofs(prefill8)
+estimate = model.parameter_count() / (4 * model.num_hidden_layers * model.hidden_size * (8 - 1))
+md(f"{model.name}'s prefill under TP 8 does **{num(roofs8.link_intensity)} FLOPs per byte sent**, per chip (the "
+   f"estimate above gives {num(estimate)}). That is "
+   + ("right of" if not roofs8.link_limits_compute else "left of")
+   + f" the H100 SXM's NVLink ridge ({num(roofs8.link_ridge)})"
+   + (": the link keeps up with the compute. " if not roofs8.link_limits_compute else ". ")
+   + "Eight H100 PCIe cards talk over PCIe past their pairwise bridges, and eight L4s have nothing but PCIe: their "
+   "ridges sit further right. (All ridges here use the dense BF16 peak; the headline column halves the true ridge.)")
+
+# %% [markdown]
+# On the chart, per chip of an H100 SXM under TP 8: each step is a circle at its FLOPs per HBM
+# byte and a triangle at its FLOPs per byte sent, both at the FLOP/s one chip achieves over the
+# whole step (FLOPs ÷ step time).
+
+# %%
+decode8 = place(MODEL, PART, phase="decode", context_tokens=CONTEXT, parallelism=Parallelism(tensor=8))
+interconnect_roofline_chart([decode8, prefill8],
+                            labels=["decode, batch 1", f"prefill, {count(PREFILL_TOKENS)} tokens"],
+                            title=f"{model.name} on 8 × H100 SXM (TP 8): three roofs, per chip")
+
+# %% jupyter={"source_hidden": true}
+dec_roofs = three_roofs(decode8)
+md(f"The decode step's triangle sits at {num(dec_roofs.link_intensity)} FLOP/byte, "
+   + ("right of" if not dec_roofs.link_limits_compute else "left of") + " the link ridge, yet its "
+   f"communication takes {duration(decode8.comm_time_s)} of its {duration(decode8.time_lower_bound_s)}: the roof "
+   "prices bytes, and a batch-1 decode's communication is almost all per-call latency, which no roof shows. Read "
+   "the link roof for bandwidth, and count the calls for latency.")
+
+# %% [markdown]
+# ## 4. Where tensor parallelism helps, and where the all-reduce takes over
+#
+# ### Decode at batch 1: the latency floor
+#
+# Tensor parallelism cuts a batch-1 decode step because the step is memory-bound and each chip
+# reads 1/n of the weights. The communication does not shrink with n.
+
+# %% jupyter={"source_hidden": true}
+rack_link = get_part("gb200").scale_up_link
+md(f"A GB200 NVL72 rack joins {count(rack_link.max_chips)} GPUs in one {rack_link.name} domain, so the split can go "
+   f"as far as {model.name}'s {count(model.num_attention_heads)} attention heads allow:")
+
+# %%
+rack = tensor_parallel_sweep(MODEL, "gb200", context_tokens=CONTEXT)
+show_table(["split", "memory, per chip", "communication, per chip", "step", "bound", "speed-up over 1 chip"],
+           [[r.parallelism.label, duration(r.memory_s), duration(r.comm_s), duration(r.step_s), r.bound,
+             f"{num(rack[0].step_s / r.step_s)}×"] for r in rack])
+takeover = next(r for r in rack if r.bound == "interconnect")
+assert rack[-1].bound == "interconnect" and rack[-1].step_s > rack[-1].comm_s  # the floor: communication
+
+# %% jupyter={"source_hidden": true}
+md(f"From **{takeover.parallelism.label}** on, the communication ({duration(takeover.comm_s)} per chip) outlasts the "
+   f"memory time: the step is interconnect-bound, and each doubling of the chips buys less. At "
+   f"{rack[-1].parallelism.label}, {count(rack[-1].chips)} GPUs give {num(rack[0].step_s / rack[-1].step_s)}× one "
+   f"GPU's speed. Past {count(model.num_key_value_heads)} chips the KV cache is also replicated (section 2). The "
+   "floor is the assumed per-call latency × the calls: measure it before you buy the rack.")
+
+# %% [markdown]
+# ### Prefill and large batches: bandwidth
+#
+# A prefill or a large batch sends many bytes per call, so bandwidth takes over from latency. Since
+# the interconnect intensity changes little with the tokens, what decides is the part: is its link
+# ridge below the step's interconnect intensity (section 3)? The smallest prompt (prefill, batch 1)
+# and batch (decode, 512 tokens cached) at which the communication outlasts max(compute, memory),
+# for TP 8, searched over whole numbers:
+
+# %%
+SHORT_CONTEXT = 512
+
+
+def stretch(c):
+    if not c.found:
+        return f"none up to {count(c.searched_up_to)}"
+    end = " (the end of the search)" if c.last == c.searched_up_to else ""
+    return f"{count(c.first)} to {count(c.last)}{end}" + ("" if c.placement.fits_in_memory else
+                                                           f"; {count(c.first)} does not fit")
+
+
+EIGHT = ("h100-sxm", "h100-pcie", "l4")
+crossings = [(pid, comm_crossover(MODEL, pid, 8, phase="prefill"),
+              comm_crossover(MODEL, pid, 8, phase="decode", context_tokens=SHORT_CONTEXT)) for pid in EIGHT]
+show_table(["8 chips of", "link", "prefill: interconnect-bound for prompts of (tokens)",
+            f"decode, {count(SHORT_CONTEXT)} cached: for batches of"],
+           [[pid, pre.placement.link.name, stretch(pre), stretch(dec)] for pid, pre, dec in crossings])
+for _, pre, dec in crossings:
+    for c in (pre, dec):
+        assert not c.found or c.placement.bound == "interconnect"  # at the crossover the link binds
+assert not crossings[0][1].found  # NVLink: the prefill never becomes interconnect-bound
+l4_pre = crossings[-1][1]
+assert l4_pre.found and l4_pre.last < l4_pre.searched_up_to  # on L4s the stretch ends (the question below)
+
+# %% jupyter={"source_hidden": true}
+pcie_dec = crossings[1][2]
+one_seq = place(MODEL, "h100-pcie", phase="decode", batch=1, context_tokens=SHORT_CONTEXT,
+                parallelism=Parallelism(tensor=8))
+two_seq = place(MODEL, "h100-pcie", phase="decode", batch=2, context_tokens=SHORT_CONTEXT,
+                parallelism=Parallelism(tensor=8))
+md(f"On NVLink the prefill stays compute-bound at every prompt length. Over PCIe — the H100 PCIe past its "
+   "pairwise bridge, and the L4, which has no chip-to-chip link at all — the all-reduce takes over: from "
+   f"{count(crossings[1][1].first)} tokens on the H100 PCIe, and "
+   + (f"from {count(l4_pre.first)} to {count(l4_pre.last)} tokens on the L4. " if l4_pre.found and
+      l4_pre.last < l4_pre.searched_up_to else "on the L4 too. ")
+   + (f"On the H100 PCIe a decode batch with a short context gets there too, from batch {count(pcie_dec.first)}: "
+      f"each sequence adds {duration(two_seq.comm_time_s - one_seq.comm_time_s)} of link time per chip but only "
+      f"{duration(two_seq.memory_time_s - one_seq.memory_time_s)} of HBM time, while the weight reads stay fixed."
+      if pcie_dec.found else ""))
+
+# %% [markdown]
+# Per chip, a 1,024-token prefill on each of the three (not overlapped):
+
+# %%
+pre_steps = [place(MODEL, pid, phase="prefill", prompt_tokens=PREFILL_TOKENS, parallelism=Parallelism(tensor=8))
+             for pid in EIGHT]
+time_breakdown_chart(pre_steps, ["8 × H100 SXM", "8 × H100 PCIe", "8 × L4"],
+                     title=f"{model.name}, prefill of {count(PREFILL_TOKENS)} tokens, TP 8: one step per chip")
+
+# %% [markdown]
+# **Question.** On eight L4s the prefill is interconnect-bound only for a stretch of prompt
+# lengths. Why does it become compute-bound again for long prompts?
+
+# %% jupyter={"source_hidden": true}
+long_l4 = place(MODEL, "l4", phase="prefill", prompt_tokens=8 * PREFILL_TOKENS, parallelism=Parallelism(tensor=8))
+md("<details><summary>Answer</summary>\n\nThe all-reduces grow linearly with the prompt, but attention's FLOPs grow "
+   f"with its square. At {count(long_l4.workload.prompt_tokens)} tokens the compute is "
+   f"{duration(long_l4.compute_time_s)} per chip against {duration(long_l4.comm_time_s)} of communication: "
+   f"{long_l4.bound}-bound. The interconnect intensity rises with the prompt, to {num(long_l4.interconnect_intensity)} "
+   f"FLOP/byte here against the L4's link ridge of {num(long_l4.interconnect_ridge_point_flop_per_byte)}; it "
+   f"started only a little below that ridge ({num(three_roofs(pre_steps[-1]).link_intensity)} at "
+   f"{count(PREFILL_TOKENS)} tokens), so a small rise is enough.\n\n</details>")
+
+# %% [markdown]
+# ## 5. Overlap: the best case
+#
+# By default this course adds the communication to the step: the next layer needs the all-reduced
+# activations, so a plain implementation waits for them. Overlapping the two needs work that does not
+# depend on the result (the next micro-batch, or a matmul cut into chunks that stream while the
+# previous chunk is reduced). `Parallelism(..., overlap_comm=True)` gives the **best case**: the step
+# is the longest of compute, memory and communication. Not overlapped against overlapped:
+
+# %%
+prefill_fields = {"phase": "prefill", "prompt_tokens": PREFILL_TOKENS}
+cases = [("decode, batch 1, 2 × H100 SXM", PART, 2, {"phase": "decode", "context_tokens": CONTEXT}),
+         (f"prefill of {count(PREFILL_TOKENS)}, 8 × H100 PCIe", "h100-pcie", 8, prefill_fields),
+         (f"prefill of {count(PREFILL_TOKENS)}, 8 × L4", "l4", 8, prefill_fields)]
+overlap_rows = []
+for name, pid, n, fields in cases:
+    plain = place(MODEL, pid, parallelism=Parallelism(tensor=n), **fields)
+    best = place(MODEL, pid, parallelism=Parallelism(tensor=n, overlap_comm=True), **fields)
+    assert best.time_lower_bound_s <= plain.time_lower_bound_s
+    overlap_rows.append([name, duration(plain.time_lower_bound_s), duration(best.time_lower_bound_s),
+                         percent(1 - best.time_lower_bound_s / plain.time_lower_bound_s, 0), best.bound])
+show_table(["step", "not overlapped (default)", "overlapped (best case)", "saved", "bound"], overlap_rows)
+
+# %% [markdown]
+# Overlap hides the shorter of the two; it cannot hide a link that is the longest term. When the
+# all-reduce takes over, overlap sets the step to the communication time, and only a faster link or
+# fewer bytes (a smaller n, FP8 activations) goes further.
+
+# %% [markdown]
+# ## 6. Llama-3.1-70B: two H100s, one H200, or FP8 weights on one H100?
+#
+# Three ways to serve the 70B model at batch 1 with 4,096 tokens cached (per chip where there are
+# two):
+
+# %%
+setups = compare_setups(MODEL, seventy_b_setups(), context_tokens=CONTEXT)
+show_table(["setup", "chips", "memory per chip", "fits", "step", "bound", "tokens/s (all chips)",
+            "tokens/s per chip", "largest batch that fits (all chips)"],
+           [[r.label, count(r.chips), binary(r.memory_per_chip_bytes), "yes" if r.fits else "**no**",
+             duration(r.step_s), r.bound, num(r.tokens_per_s), num(r.tokens_per_s / r.chips), count(r.max_batch)]
+            for r in setups])
+tp2, h200, fp8, overlapped = setups
+assert tp2.step_s < h200.step_s and fp8.step_s < h200.step_s  # both beat one H200 at batch 1
+assert overlapped.step_s < tp2.step_s
+
+# %%
+time_breakdown_chart([r.placement for r in setups],
+                     ["2 × H100 SXM, TP 2", "1 × H200", "1 × H100 SXM, FP8 weights", "2 × H100 SXM, overlapped"],
+                     title=f"{model.name} decode, batch 1, {count(CONTEXT)} cached: one step per chip")
+
+# %% jupyter={"source_hidden": true}
+fastest = min(setups[:3], key=lambda r: r.step_s)
+md(f"All three are memory-bound. Two H100s read half the weights each at "
+   f"{si(part.memory_bandwidth_bytes_per_s, 'B/s')} but pay {duration(tp2.comm_s)} of communication per step; the H200 "
+   f"reads them all at {si(get_part('h200').memory_bandwidth_bytes_per_s, 'B/s')} and pays none; FP8 weights halve "
+   "the weight bytes on one chip. "
+   f"Fastest of the three: **{fastest.label}** ({duration(fastest.step_s)}). Per chip, FP8 gives "
+   f"{num(fp8.tokens_per_s / (tp2.tokens_per_s / tp2.chips))}× the tokens/s of the TP 2 pair — but FP8 weights "
+   "change the model's numbers: check its accuracy on your task before you count the saving. Capacity ranks them "
+   f"differently: the pair holds {count(tp2.max_batch)} such sequences, the H200 {count(h200.max_batch)}, the FP8 H100 "
+   f"{count(fp8.max_batch)}.")
+
+# %% [markdown]
+# **Question.** For a throughput service at large batch rather than batch-1 latency, which of the
+# three would you rather own, per chip? What would you compute to decide?
+
+# %% jupyter={"source_hidden": true}
+md("<details><summary>Answer</summary>\n\nTokens/s per chip at the largest batch each can hold (and within your "
+   "latency objective, lesson 10): capacity sets the batch, and the batch sets the throughput. Rerun "
+   "`compare_setups(MODEL, seventy_b_setups(), batch=...)` at each setup's own largest batch, and divide by the chips. "
+   "Then price them: chip-hours differ.\n\n</details>")
+
+# %% [markdown]
+# ## 7. Expert parallel: a mixture of experts across a node
+
+# %% jupyter={"source_hidden": true}
+total_params, active_params = moe.parameter_count(), moe.active_parameter_count()
+md(f"{moe.name} has {count(moe.num_experts)} experts in each of its {count(moe.num_hidden_layers)} layers, and routes "
+   f"each token to {count(moe.num_experts_per_tok)} of them: {num(total_params / 1e9)} billion parameters held, "
+   f"{num(active_params / 1e9)} billion active per token. It does not fit one chip:")
+
+# %%
+moe_one = place(MOE, "h200", phase="decode", context_tokens=CONTEXT)
+show_table(["", "bytes"], [["memory required, one chip", binary(moe_one.memory_required_bytes)],
+                           ["H200 capacity", binary(get_part("h200").memory_capacity_bytes)]])
+assert not moe_one.fits_in_memory
+
+# %% jupyter={"source_hidden": true}
+node = get_part("h200").scale_up_link.max_chips
+md(f"On one {count(node)}-GPU H200 node it can be split three ways. **Tensor parallel** cuts every expert into "
+   f"{count(node)} column slices. **Expert parallel** puts {count(moe.num_experts // node)} whole experts on each chip "
+   "instead: each chip (an \"expert group\") runs attention for its own share of the sequences, then every token is "
+   "sent to the chips holding its experts and the results are sent back — **two all-to-alls per MoE layer** "
+   "(dispatch and combine) instead of two all-reduces. Attention is not split under expert parallelism: every chip "
+   f"holds all of the attention weights. **TP 2 × EP 4** mixes them. Per chip, {count(CONTEXT)} tokens cached:")
+
+# %%
+ep_rows = [(b, e) for b in (1, 256) for e in expert_parallel_compare(MOE, "h200", batch=b, context_tokens=CONTEXT)]
+show_table(["batch", "split", "experts held per chip (a 1/t slice of each under TP t)", "experts touched per chip",
+            "all-reduce bytes per chip",
+            "all-to-all bytes per chip", "communication, per chip", "memory per chip", "step", "bound",
+            "largest batch that fits"],
+           [[count(b), e.row.parallelism.label, count(e.experts_held_per_chip), num(e.experts_touched_per_chip),
+             si(e.all_reduce_bytes, "B"), si(e.all_to_all_bytes, "B"), duration(e.row.comm_s),
+             binary(e.row.memory_per_chip_bytes), duration(e.row.step_s), e.row.bound, count(e.row.max_batch)]
+            for b, e in ep_rows])
+best_small = min((e for b, e in ep_rows if b == 1), key=lambda e: e.row.step_s)
+best_large = min((e for b, e in ep_rows if b == 256), key=lambda e: e.row.step_s)
+assert best_small.row.parallelism.expert == 1 and best_large.row.parallelism.expert > 1  # the claim below
+
+# %% jupyter={"source_hidden": true}
+tp8_large = next(e for b, e in ep_rows if b == 256 and e.row.parallelism.expert == 1)
+md(f"At batch 1, **{best_small.row.parallelism.label}** is fastest ({duration(best_small.row.step_s)}): each chip "
+   "reads a slice of the few experts touched and 1/8 of the attention, while under expert parallelism the chip "
+   "holding a sequence reads all of its attention weights. At batch 256, "
+   f"**{best_large.row.parallelism.label}** is fastest ({duration(best_large.row.step_s)} against "
+   f"{duration(tp8_large.row.step_s)} for TP 8): every expert is touched anyway, the all-to-alls send fewer bytes "
+   "than the all-reduces, and each chip keeps the KV cache of its own sequences only, where TP 8 — past the model's "
+   f"{count(moe.num_key_value_heads)} KV heads — stores each KV head twice. Hence the larger batch that fits. "
+   "DeepSeek-V3 (671B) needs multi-head latent attention, which arrives with lesson 12; its "
+   "split across a node is priced there.")
+
+# %% jupyter={"source_hidden": true}
+held = best_large.experts_held_per_chip
+md(f"**Question.** Under EP {count(node)}, the experts touched per chip level off at {count(held)}. Why, and what "
+   "does that mean for the expert bytes a chip reads per token as the batch grows?")
+
+# %% jupyter={"source_hidden": true}
+md(f"<details><summary>Answer</summary>\n\nA chip holds {count(held)} of the {count(moe.num_experts)} experts; once "
+   f"the batch touches every one of them (at batch {count(best_large.row.placement.workload.batch)}: "
+   f"{num(best_large.experts_touched_per_chip)} of {count(held)} per chip), more tokens read no more expert weights: "
+   "the expert bytes per token fall as 1/batch, as a dense model's weight bytes do (lesson 4), and the KV cache "
+   "becomes what grows.\n\n</details>")
+
+# %% [markdown]
+# ## 8. Pipeline parallel: capacity, not latency
+#
+# **Pipeline parallelism** cuts the layers into p consecutive stages, one per chip, and passes the
+# activations from stage to stage. Each chip holds 1/p of the weights, and a send between stages is
+# cheap (once per stage, not twice per layer). But one step of one batch goes through the stages
+# **one after another**: while stage 2 works, stage 1 waits. Two H100 SXMs, batch 1:
+
+# %%
+pipe = pipeline_vs_tensor(MODEL, PART, 2, context_tokens=CONTEXT)
+show_table(["setup", "memory per chip", "fits", "step", "one stage (per chip)"],
+           [[r.label, binary(r.memory_per_chip_bytes), "yes" if r.fits else "**no**", duration(r.step_s),
+             duration(r.placement.stage_time_s)] for r in pipe])
+alone, tp_pair, pp_pair = pipe
+assert pp_pair.step_s >= alone.step_s  # no faster than one chip would be (if it fitted)
+assert pp_pair.step_s >= pp_pair.chips * pp_pair.placement.stage_time_s  # p stages, one after another
+assert tp_pair.step_s < pp_pair.step_s
+
+# %% [markdown]
+# Pipelining pays off for **throughput**: with m micro-batches in flight, every stage works on a
+# different one. What is left idle is the **bubble**, (p − 1)/(m + p − 1) of the time:
+
+# %%
+MICRO = (1, 4, 16, 64)
+show_table(["stages p"] + [f"m = {count(m)}" for m in MICRO],
+           [[count(p)] + [percent(bubble_fraction(p, m), 0) for m in MICRO] for p in (2, 4, 8)])
+
+# %% [markdown]
+# **Question.** A pipeline of 4 stages serves one user at batch 1. What does the user see, and what
+# does the operator lose?
+
+# %% jupyter={"source_hidden": true}
+pp4 = place(MODEL, PART, phase="decode", context_tokens=CONTEXT, parallelism=Parallelism(pipeline=4))
+md(f"<details><summary>Answer</summary>\n\nThe user sees the whole step: 4 stages one after another, "
+   f"{duration(pp4.time_lower_bound_s)} per token on 4 H100 SXMs, no faster than one chip holding the model "
+   f"({duration(alone.step_s)}; PP 2 above: {duration(pp_pair.step_s)}). The operator leaves "
+   f"{percent(bubble_fraction(4, 1), 0)} of the chips' time idle: one micro-batch cannot fill a 4-stage "
+   "pipe.\n\n</details>")
+
+# %% [markdown]
+# ## 9. Measured against the bound: gpt-fast's 70B on 8 × A100
+#
+# The catalog holds one published multi-chip decode rate. As it records it:
+
+# %%
+gf = gpt_fast_70b()
+ms = gf.measurement
+show_table(["", ""], [["what", ms.what], ["conditions", ms.conditions], ["source", ms.source],
+                      ["measured", f"{num(gf.measured_tokens_per_s)} tokens/s"]])
+
+# %% jupyter={"source_hidden": true}
+md(f"No prompt length is stated, so the bound below **assumes** one: {count(gf.context_tokens)} tokens cached, as "
+   f"lesson 3 did for gpt-fast's 7B figure. At batch 1 the guess matters little: even {count(8 * gf.context_tokens)} "
+   f"tokens of KV cache are {binary(model.kv_bytes_per_token('bf16') * 8 * gf.context_tokens)}, against "
+   f"{binary(gf.placement.footprint.weight_bytes * gf.placement.chips)} of weights.")
+
+# %%
+gp = gf.placement
+show_table(["per chip (TP 8)", "bound"],
+           [["compute", duration(gp.compute_time_s)], ["memory", duration(gp.memory_time_s)],
+            [f"communication: {count(gf.comm.calls)} calls × {duration(gf.comm.latency_per_call_s)} (assumed)",
+             duration(gf.comm.latency_s)],
+            ["communication: bytes ÷ per-direction bandwidth", duration(gf.comm.bandwidth_s)],
+            ["step", duration(gf.bound_step_s)], ["tokens/s, bound", num(gf.bound_tokens_per_s)],
+            ["tokens/s, measured", num(gf.measured_tokens_per_s)],
+            ["measured ÷ bound", percent(gf.fraction_of_bound, 0)]])
+assert gf.measured_tokens_per_s < gf.bound_tokens_per_s  # a bound must not be beaten
+
+# %% jupyter={"source_hidden": true}
+md(f"gpt-fast reaches **{percent(gf.fraction_of_bound, 0)} of the bound**: {duration(gf.measured_step_s)} per token "
+   f"against {duration(gf.bound_step_s)}. Where the rest goes is not measured here; these are **hypotheses**, each "
+   "with the size it would need to explain the whole gap alone:\n\n"
+   f"- *The collectives cost more than the assumed {duration(gf.comm.latency_per_call_s)} per call.* Alone, that "
+   f"would take about {duration(gf.latency_per_call_to_close_gap_s)} per call. Test: time an 8-GPU small-message "
+   "all-reduce with nccl-tests.\n"
+   f"- *The HBM delivers less than its datasheet bandwidth.* Alone, that would mean "
+   f"{percent(gf.hbm_fraction_to_close_gap, 0)} of {si(gp.part.memory_bandwidth_bytes_per_s, 'B/s')}. Test: lesson "
+   "8's bandwidth probe, or a profiler's DRAM byte counters during the decode kernels.\n"
+   "- *Per-step overheads* — kernel launches, synchronisation, sampling — the third term of lesson 9. Test: a "
+   "timeline of kernel time against wall-clock time.\n\n"
+   "Probably each contributes some — itself a hypothesis: only measurements can split the gap.")
+
+# %% [markdown]
+# ## Explore: the many-chips dashboard
+#
+# Pick a model and a part, how to split the step (tensor, pipeline or expert) and over how many
+# chips; set the batch and the phase; tick the overlap box for the best case. The chart is the
+# three-roof roofline per chip, with the step at its FLOPs per HBM byte and at its FLOPs per byte
+# sent, and beneath it one chip's compute, memory and communication. Try: Llama-3.1-70B on H100
+# SXMs, tensor parallel over 1 → 8 chips at batch 1 (what stays constant?); the same on L4s in
+# prefill (which roof binds?); pipeline instead of tensor at batch 1 (what happens to the step?);
+# Qwen3-235B-A22B on eight H200s, expert against tensor parallel at batch 1 and at batch 256.
+
+# %%
+from roofline_lessons.viz.dashboards import lesson11_dashboard
+
+dashboard = lesson11_dashboard()
+
+# %% [markdown]
+# ## Summary
+#
+# - A 70B model in BF16 does not fit one H100's memory; splitting it is the first reason for many
+#   chips. With more than one chip, every figure is per chip.
+# - Tensor parallel: each chip holds and reads 1/n of the split weights; norms and the router are
+#   replicated, and the KV cache divides only up to the KV heads. Two all-reduces per layer; a ring
+#   makes each chip send 2(n − 1)/n of the message at the link's **per-direction** bandwidth, half
+#   the vendor's bidirectional headline.
+# - Communication = calls × latency + bytes ÷ bandwidth. A batch-1 decode's all-reduces are
+#   latency-bound (the latency is an assumption until you measure it); a prefill's are
+#   bandwidth-bound.
+# - The third ridge: peak ÷ link bandwidth. A tensor-parallel step's interconnect intensity changes
+#   little with the tokens, so the part decides: NVLink keeps up with a 70B prefill, PCIe does not.
+# - Tensor parallelism cuts decode latency until the communication floor; past it each doubling of
+#   the chips buys less. Communication is not overlapped by default; overlap is the best case.
+# - Expert parallelism keeps whole experts per chip and swaps all-reduces for all-to-alls; it wins
+#   at large batch. Pipeline parallelism adds capacity, not speed: one sequence crosses every stage,
+#   and m micro-batches leave a bubble of (p − 1)/(m + p − 1).
+# - A published multi-chip figure sits below its bound; the gap's causes are hypotheses until measured.
+#
+# **Interview questions this lesson prepares you for**
+#
+# - "How much data does each GPU send in a ring all-reduce over n GPUs? Why is using NVLink's
+#   headline bandwidth a mistake?"
+# - "Going from 2 to 8 GPUs, a 70B model's batch-1 decode gets faster by less than the ratio of the
+#   chips. Why, and where does it stop getting faster?"
+# - "When is tensor parallelism interconnect-bound? Why is PCIe-only TP 8 a bad idea for prefill?"
+# - "Tensor or expert parallelism for an MoE on one node, and when does the answer flip?"
+# - "Does pipeline parallelism reduce the latency of a single request?"
+#
+# The exercises for this lesson are in `exercises/11_many_chips.ipynb`.

@@ -1,0 +1,248 @@
+"""Checkers for the lesson-11 exercises (many chips: tensor, expert and pipeline parallel, the link).
+Every expected value is computed from :mod:`roofline_lessons.core.placement`, :mod:`roofline_lessons.
+core.parallel`, :mod:`roofline_lessons.topics.many_chips` and the catalog when the checker runs, so a
+catalog update never leaves an answer stale. Every figure is per chip, as in the lesson."""
+
+from __future__ import annotations
+
+import math
+
+from ...core.hardware import get_part
+from ...core.models import get_model
+from ...core.parallel import Parallelism, bubble_fraction
+from ...core.placement import place
+from ...core.units import GiB
+from ...topics.many_chips import activation_message_bytes, link_ridges, one_all_reduce
+from ..checkers import CheckResult, Mistake, check_number
+
+_REL_TOL = 0.02  #: every lesson-11 checker's tolerance (relative)
+
+MOE, MOE_PART, MOE_TP, MOE_BATCH, MOE_TOKENS = "qwen3-235b-a22b", "h200", 8, 64, 8192  #: 11.1
+MODEL, PART, CONTEXT = "llama-3.1-70b", "h100-sxm", 4096
+REDUCE_TP, REDUCE_TOKENS = 8, 1024  #: 11.2
+DECODE_TP = 8  #: 11.3
+RIDGE_PART, RIDGE_CHIPS = "l4", 8  #: 11.4
+PIPELINE = 4  #: 11.5
+BUBBLE_STAGES, BUBBLE_MICRO_BATCHES = 4, 8  #: 11.6
+
+
+def _distinct(expected: float, mistakes) -> tuple[Mistake, ...]:
+    """The mistakes whose value is not (within twice the tolerance) the right answer: a 'mistake'
+    that gives the right number must never be named."""
+    return tuple(m for m in mistakes if not math.isclose(m.value, expected, rel_tol=2 * _REL_TOL))
+
+
+# ---- 11.1 memory per chip, past the KV heads ----------------------------------------------------
+
+
+def _moe_place(tensor: int = MOE_TP):
+    """64 sequences just after an 8,192-token prefill: each holds 8,192 tokens of KV cache."""
+    return place(MOE, MOE_PART, phase="prefill", batch=MOE_BATCH, prompt_tokens=MOE_TOKENS,
+                 parallelism=Parallelism(tensor=tensor))
+
+
+def _memory_per_chip_gib() -> float:
+    return float(_moe_place().memory_required_bytes) / GiB
+
+
+def _memory_mistakes() -> tuple[Mistake, ...]:
+    p = _moe_place()
+    m = get_model(MOE)
+    weights, kv = float(p.footprint.weight_bytes), float(p.footprint.kv_cache_bytes)
+    whole_kv = kv * min(MOE_TP, m.num_key_value_heads)
+    return _distinct(_memory_per_chip_gib(), (
+        Mistake(f"divide the KV cache by {MOE_TP} chips past the model's {m.num_key_value_heads} KV heads (the cache "
+                f"splits by KV head: each chip holds 1/{min(MOE_TP, m.num_key_value_heads)} of it, each head stored "
+                f"on {max(1, MOE_TP // m.num_key_value_heads)} chips)",
+                (weights + whole_kv / MOE_TP) / GiB),
+        Mistake("give GB (10^9 bytes) where GiB (2^30 bytes) were asked", float(p.memory_required_bytes) / 1e9),
+        Mistake("forget to split the KV cache (the whole cache on every chip)", (weights + whole_kv) / GiB),
+        Mistake("forget to split the weights (the whole model on every chip)",
+                (weights * MOE_TP + kv) / GiB),
+    ))
+
+
+def moe_memory_per_chip_gib(answer) -> CheckResult:
+    """11.1 — GiB per chip (weights + KV cache) of Qwen3-235B-A22B under tensor parallel 8 on H200s,
+    64 sequences holding 8,192 tokens each, BF16."""
+    return check_number("11.1", answer, _memory_per_chip_gib(), rel_tol=_REL_TOL, unit="GiB",
+                        mistakes=_memory_mistakes(),
+                        hint="weights ÷ 8 (parameter_count() × 2 bytes) + 64 × 8,192 × kv_bytes_per_token('bf16') "
+                             "÷ min(8, num_key_value_heads), all ÷ 2^30.")
+
+
+# ---- 11.2 one all-reduce --------------------------------------------------------------------------
+
+
+def _reduce():
+    return one_all_reduce(PART, REDUCE_TP, activation_message_bytes(MODEL, REDUCE_TOKENS))
+
+
+def _reduce_s() -> float:
+    return _reduce().time_s
+
+
+def _reduce_mistakes() -> tuple[Mistake, ...]:
+    a = _reduce()
+    bw = a.link.per_direction_bytes_per_s
+    return _distinct(a.time_s, (
+        Mistake(f"use the bidirectional headline ({a.link.bidirectional_bytes_per_s / 1e9:,.0f} GB/s, both directions "
+                f"added) instead of the per-direction bandwidth ({bw / 1e9:,.0f} GB/s): 2× too fast on the bytes",
+                a.headline_time_s),
+        Mistake(f"forget the ring factor 2(n − 1)/n (each chip sends {a.ring_factor:g}× the message, not 1×)",
+                a.latency_s + a.message_bytes / bw),
+        Mistake("forget the latency term (every call pays the link's latency_s, whatever its size)", a.bandwidth_s),
+        Mistake("give microseconds where seconds were asked", 1e6 * a.time_s),
+    ))
+
+
+def one_all_reduce_s(answer) -> CheckResult:
+    """11.2 — seconds of one ring all-reduce of a 1,024-token prefill's activations (Llama-3.1-70B,
+    BF16) over 8 H100 SXMs: latency + 2(n − 1)/n × message ÷ per-direction bandwidth."""
+    return check_number("11.2", answer, _reduce_s(), rel_tol=_REL_TOL, unit="s", mistakes=_reduce_mistakes(),
+                        hint="message = 1,024 × hidden_size × 2 bytes; each chip sends 2(n − 1)/n of it at "
+                             "link.per_direction_bytes_per_s, plus link.latency_s for the call.")
+
+
+# ---- 11.3 a batch-1 decode step's communication ---------------------------------------------------
+
+
+def _decode():
+    return place(MODEL, PART, phase="decode", context_tokens=CONTEXT, parallelism=Parallelism(tensor=DECODE_TP))
+
+
+def _decode_comm_s() -> float:
+    return float(_decode().comm_time_s)
+
+
+def _decode_mistakes() -> tuple[Mistake, ...]:
+    p = _decode()
+    lk = p.link
+    layer = next(c for c in p.comm.parts if c.name.startswith("tensor all-reduce"))
+    others = [c for c in p.comm.parts if c is not layer]
+    one_per_layer = (layer.calls / 2) * lk.latency_s + float(layer.bytes) / 2 / lk.per_direction_bytes_per_s \
+        + sum(float(c.time_s) for c in others)
+    return _distinct(_decode_comm_s(), (
+        Mistake("forget the latency term (calls × the link's latency_s): at batch 1 it is almost all of it",
+                float(p.comm.bytes) / lk.per_direction_bytes_per_s),
+        Mistake("count one all-reduce per layer instead of two (one after attention, one after the MLP)",
+                one_per_layer),
+        Mistake("use the bidirectional headline instead of the per-direction bandwidth",
+                p.comm.calls * lk.latency_s + float(p.comm.bytes) / lk.bidirectional_bytes_per_s),
+        Mistake("give milliseconds where seconds were asked", 1e3 * _decode_comm_s()),
+    ))
+
+
+def decode_comm_s(answer) -> CheckResult:
+    """11.3 — seconds of communication per chip in one batch-1 decode step of Llama-3.1-70B under
+    tensor parallel 8 on H100 SXMs (4,096 tokens cached): every call's latency + its bytes ÷
+    per-direction bandwidth."""
+    return check_number("11.3", answer, _decode_comm_s(), rel_tol=_REL_TOL, unit="s", mistakes=_decode_mistakes(),
+                        hint="2 all-reduces per layer + 1 after the embedding + 1 logits all-gather; each costs "
+                             "link.latency_s + bytes sent ÷ link.per_direction_bytes_per_s.")
+
+
+# ---- 11.4 the third ridge ---------------------------------------------------------------------
+
+
+def _ridge():
+    return link_ridges([RIDGE_PART], chips=RIDGE_CHIPS)[0]
+
+
+def _ridge_mistakes() -> tuple[Mistake, ...]:
+    r = _ridge()
+    part = get_part(RIDGE_PART)
+    out = [
+        Mistake(f"use the bidirectional headline ({r.link.bidirectional_bytes_per_s / 1e9:,.0f} GB/s) instead of the "
+                f"per-direction bandwidth: that halves the ridge", r.headline_ridge),
+        Mistake("divide by the HBM bandwidth (that is the HBM ridge, not the link's)", r.hbm_ridge),
+    ]
+    sparse = part.sparse_flops_per_s.get("bf16")
+    if sparse:
+        out.append(Mistake("use the sparse (2:4) peak instead of the dense one",
+                           sparse / r.link.per_direction_bytes_per_s))
+    return _distinct(r.link_ridge, out)
+
+
+def l4_link_ridge(answer) -> CheckResult:
+    """11.4 — the third ridge of 8 L4s (FLOP/byte): dense BF16 peak ÷ the PCIe link's per-direction
+    bandwidth."""
+    return check_number("11.4", answer, _ridge().link_ridge, rel_tol=_REL_TOL, unit="FLOP/byte",
+                        mistakes=_ridge_mistakes(),
+                        hint="l4.peak_flops_per_s('bf16') ÷ l4.host_link.per_direction_bytes_per_s.")
+
+
+# ---- 11.5 pipeline parallel does not cut latency ---------------------------------------------------
+
+
+def _pipe():
+    return place(MODEL, PART, phase="decode", context_tokens=CONTEXT, parallelism=Parallelism(pipeline=PIPELINE))
+
+
+def _pipe_s() -> float:
+    return float(_pipe().time_lower_bound_s)
+
+
+def _pipe_mistakes() -> tuple[Mistake, ...]:
+    p = _pipe()
+    tp = place(MODEL, PART, phase="decode", context_tokens=CONTEXT, parallelism=Parallelism(tensor=PIPELINE))
+    return _distinct(_pipe_s(), (
+        Mistake(f"take one stage's time for the step: pipeline parallel does not cut a single sequence's latency "
+                f"(the step crosses all {PIPELINE} stages, one after another)", float(p.stage_time_s)),
+        Mistake(f"price it as tensor parallel {PIPELINE}, which splits every layer (pipeline parallel splits the "
+                "layers into stages)", float(tp.time_lower_bound_s)),
+        Mistake("give milliseconds where seconds were asked", 1e3 * _pipe_s()),
+    ))
+
+
+def pipeline_step_s(answer) -> CheckResult:
+    """11.5 — seconds of one batch-1 decode step of Llama-3.1-70B over a 4-stage pipeline of H100
+    SXMs (4,096 tokens cached): all stages one after another, plus the sends between them."""
+    return check_number("11.5", answer, _pipe_s(), rel_tol=_REL_TOL, unit="s", mistakes=_pipe_mistakes(),
+                        hint="place(..., parallelism=Parallelism(pipeline=4)): p × stage_time_s + (p − 1) × "
+                             "pipeline_send_s, which is its time_lower_bound_s.")
+
+
+# ---- 11.6 the bubble ------------------------------------------------------------------------------
+
+
+def _bubble() -> float:
+    return bubble_fraction(BUBBLE_STAGES, BUBBLE_MICRO_BATCHES)
+
+
+def _bubble_mistakes() -> tuple[Mistake, ...]:
+    p, m = BUBBLE_STAGES, BUBBLE_MICRO_BATCHES
+    return _distinct(_bubble(), (
+        Mistake("divide by the micro-batches alone, (p − 1)/m (the step lasts m + p − 1 stage-times)", (p - 1) / m),
+        Mistake("ignore the micro-batches, (p − 1)/p (that is the bubble of one micro-batch)", (p - 1) / p),
+        Mistake("give a percentage where a fraction was asked", 100 * _bubble()),
+    ))
+
+
+def pipeline_bubble(answer) -> CheckResult:
+    """11.6 — the idle fraction (0 to 1) of a 4-stage pipeline fed 8 micro-batches: (p − 1)/(m + p − 1)."""
+    return check_number("11.6", answer, _bubble(), rel_tol=_REL_TOL, mistakes=_bubble_mistakes(),
+                        hint="m micro-batches take m + p − 1 stage-times; each stage is busy for m of them.")
+
+
+EXERCISES = {
+    "11.1": moe_memory_per_chip_gib,
+    "11.2": one_all_reduce_s,
+    "11.3": decode_comm_s,
+    "11.4": l4_link_ridge,
+    "11.5": pipeline_step_s,
+    "11.6": pipeline_bubble,
+}
+
+#: classic wrong answers per numeric exercise (the tests prove each is rejected by name)
+MISTAKES = {
+    "11.1": _memory_mistakes,
+    "11.2": _reduce_mistakes,
+    "11.3": _decode_mistakes,
+    "11.4": _ridge_mistakes,
+    "11.5": _pipe_mistakes,
+    "11.6": _bubble_mistakes,
+}
+
+#: exercises without a numeric classic mistake, and why
+NO_NUMERIC_MISTAKES: dict[str, str] = {}

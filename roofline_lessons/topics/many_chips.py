@@ -1,0 +1,598 @@
+"""Many chips (lesson 11): one step split over chips by tensor, expert and pipeline parallelism.
+
+Everything here is built on :func:`~roofline_lessons.core.placement.place` with a
+:class:`~roofline_lessons.core.parallel.Parallelism`, so it follows the modelling rules stated in
+:mod:`roofline_lessons.core.parallel` (read its docstring). What a lesson can quote:
+
+- **Per chip.** With more than one chip every FLOP, byte and second is one chip's (the busiest
+  pipeline stage's); ``tokens_per_s`` is the whole group's rate.
+- **Not overlapped by default.** A stage takes max(compute, memory) + communication; a setup with
+  ``overlap_comm=True`` is the best case, max(compute, memory, communication).
+- **Per direction.** A collective's bytes move at the link's per-direction bandwidth, half the
+  vendor's bidirectional headline; :func:`one_all_reduce` shows the time both ways.
+- **Assumed latency.** Each collective call costs the link's ``latency_s`` (the catalog's
+  ``latency_basis`` says "assumed": an order of magnitude, not a measurement).
+
+Times are lower bounds (seconds), rates upper bounds (tokens per second), memory in bytes (show it
+in GiB), bandwidths in bytes per second (SI), intensities in FLOPs per byte.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.costs import expected_experts_touched
+from ..core.dtypes import bytes_per_element
+from ..core.errors import RooflineInputError
+from ..core.hardware import Link, Part, get_part
+from ..core.models import Model, get_model
+from ..core.parallel import (SINGLE_CHIP, Parallelism, check_parallelism, choose_link, interconnect_ridge_flop_per_byte,
+                             max_batch_that_fits_on_chips)
+from ..core.placement import Placement, place
+
+PHASES = ("decode", "prefill")
+
+#: the lesson's 70B comparison: model, context and the four setups' parts
+LLAMA_70B = "llama-3.1-70b"
+MOE_MODEL = "qwen3-235b-a22b"  #: lesson 11's MoE across a node (DeepSeek-V3, 671B, needs MLA: lesson 12)
+
+#: the catalog's measured multi-chip figure (gpt-fast, Llama-3.1-70B, TP 8 on 8 A100s)
+GPT_FAST_PART = "a100-80gb"
+GPT_FAST_QUANTITY = "decode_tokens_per_s"
+#: ASSUMPTION: the catalog states no prompt length beside gpt-fast's figure; lesson 3 prices its
+#: Llama-2-7B figure at 256 tokens cached too (a short prompt plus some of the 200 generated tokens)
+GPT_FAST_CONTEXT_TOKENS = 256
+
+
+# ---- validation ------------------------------------------------------------------------------
+
+
+def _whole(name: str, value, minimum: int) -> int:
+    """One whole number >= ``minimum``, or a RooflineInputError naming the value and what is allowed."""
+    bad = RooflineInputError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    if isinstance(value, (bool, str, bytes)) or value is None:
+        raise bad
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise bad from None
+    if not math.isfinite(v) or v != math.floor(v) or v < minimum:
+        raise bad
+    return int(v)
+
+
+def _phase(phase) -> str:
+    if phase not in PHASES:
+        raise RooflineInputError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}")
+    return phase
+
+
+def _model(model) -> Model:
+    if isinstance(model, Model):
+        return model
+    if not isinstance(model, str):
+        raise RooflineInputError(f"model must be a catalog id (text) or a Model, got {model!r}")
+    return get_model(model)
+
+
+def _part(part) -> Part:
+    if isinstance(part, Part):
+        return part
+    if not isinstance(part, str):
+        raise RooflineInputError(f"part must be a catalog id (text) or a Part, got {part!r}")
+    return get_part(part)
+
+
+def _parallelism(par) -> Parallelism:
+    if not isinstance(par, Parallelism):
+        raise RooflineInputError(
+            f"parallelism must be a Parallelism(tensor=…, expert=…, pipeline=…), got {par!r}")
+    return par
+
+
+def _step_fields(phase: str, batch, context_tokens, prompt_tokens) -> dict:
+    """The workload fields of one step: a decode step at ``context_tokens`` cached, or a prefill of
+    ``prompt_tokens``."""
+    phase = _phase(phase)
+    fields = {"phase": phase, "batch": batch}
+    if phase == "decode":
+        fields["context_tokens"] = context_tokens
+    else:
+        fields["prompt_tokens"] = prompt_tokens
+    return fields
+
+
+# ---- one setup, one row ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One way to run a step: a part, a split, the weights' format, and a label for a table."""
+
+    label: str
+    part: str
+    parallelism: Parallelism = SINGLE_CHIP
+    weights_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.label, str) or not self.label.strip():
+            raise RooflineInputError(f"a setup needs a label (text), got {self.label!r}")
+        _part(self.part)
+        _parallelism(self.parallelism)
+
+
+@dataclass(frozen=True)
+class SplitRow:
+    """One setup's step. Seconds, bytes and FLOPs are PER CHIP (the busiest stage's) when
+    ``chips`` > 1; ``tokens_per_s`` counts every chip of the group together."""
+
+    label: str
+    placement: Placement
+    chips: int
+    link_name: str | None  #: the link the traffic uses (None on one chip)
+    compute_s: float  #: per chip: FLOPs ÷ peak
+    memory_s: float  #: per chip: bytes ÷ HBM bandwidth
+    comm_s: float  #: per chip: collectives (calls × latency + bytes ÷ per-direction bandwidth)
+    step_s: float  #: the step's lower bound (all pipeline stages, comm added unless overlapped)
+    bound: str  #: "compute", "memory" or "interconnect": the largest of the three per-chip times
+    memory_per_chip_bytes: float  #: weights + KV cache + state resident on one chip
+    capacity_per_chip_bytes: float
+    fits: bool
+    tokens_per_s: float  #: new tokens per second, all chips together (upper bound)
+    max_batch: int  #: largest batch whose weights + KV fit every chip at this step's context
+
+    @property
+    def part(self) -> Part:
+        return self.placement.part
+
+    @property
+    def parallelism(self) -> Parallelism:
+        return self.placement.parallelism
+
+
+def _row(label: str, p: Placement) -> SplitRow:
+    w = p.workload
+    best = max_batch_that_fits_on_chips(p.model, p.part, w.cached_tokens_after, p.parallelism,
+                                        weights_dtype=w.weights_dtype, kv_dtype=w.kv_dtype,
+                                        state_dtype=w.state_dtype, activations_dtype=w.activations_dtype)
+    return SplitRow(
+        label=label, placement=p, chips=p.chips, link_name=None if p.link is None else p.link.name,
+        compute_s=float(p.compute_time_s), memory_s=float(p.memory_time_s), comm_s=float(p.comm_time_s),
+        step_s=float(p.time_lower_bound_s), bound=str(p.bound), memory_per_chip_bytes=float(p.memory_required_bytes),
+        capacity_per_chip_bytes=float(p.part.memory_capacity_bytes), fits=bool(p.fits_in_memory),
+        tokens_per_s=float(p.tokens_per_s_upper_bound), max_batch=int(best))
+
+
+def place_setup(model, setup: Setup, *, phase: str = "decode", batch: int = 1, context_tokens: int = 4096,
+                prompt_tokens: int = 4096) -> Placement:
+    """Place one step of ``model`` as ``setup`` says (decode at ``context_tokens`` cached, or a
+    prefill of ``prompt_tokens``), ``batch`` sequences in all."""
+    if not isinstance(setup, Setup):
+        raise RooflineInputError(f"setup must be a Setup(label, part, parallelism, weights_dtype), got {setup!r}")
+    return place(_model(model), setup.part, parallelism=setup.parallelism, weights_dtype=setup.weights_dtype,
+                 kv_dtype=setup.kv_dtype, **_step_fields(phase, batch, context_tokens, prompt_tokens))
+
+
+def compare_setups(model, setups, *, phase: str = "decode", batch: int = 1, context_tokens: int = 4096,
+                   prompt_tokens: int = 4096) -> tuple[SplitRow, ...]:
+    """One row per setup for the same step (see :class:`SplitRow`; per chip where chips > 1)."""
+    setups = tuple(setups)
+    if not setups:
+        raise RooflineInputError("compare_setups needs at least one Setup")
+    m = _model(model)
+    return tuple(_row(s.label, place_setup(m, s, phase=phase, batch=batch, context_tokens=context_tokens,
+                                           prompt_tokens=prompt_tokens)) for s in setups)
+
+
+def seventy_b_setups() -> tuple[Setup, ...]:
+    """The lesson's four ways to run Llama-3.1-70B when one H100 SXM's 80 GiB is too small:
+    two H100 SXM by tensor parallel (communication not overlapped, then overlapped: the best
+    case), one H200 (141 GiB), and one H100 SXM with FP8 weights (weight-only: BF16 compute)."""
+    return (
+        Setup("2 × H100 SXM, TP 2", "h100-sxm", Parallelism(tensor=2)),
+        Setup("1 × H200", "h200"),
+        Setup("1 × H100 SXM, FP8 weights", "h100-sxm", weights_dtype="fp8"),
+        Setup("2 × H100 SXM, TP 2, comm overlapped (best case)", "h100-sxm", Parallelism(tensor=2, overlap_comm=True)),
+    )
+
+
+# ---- tensor parallel sweep -------------------------------------------------------------------
+
+
+def allowed_tensor_sizes(model, part) -> tuple[int, ...]:
+    """Tensor-parallel sizes the model's heads allow and the part's links join (powers of two from 1)."""
+    m, p = _model(model), _part(part)
+    domain = max((lk.max_chips for lk in (p.scale_up_link, p.host_link) if lk is not None), default=1)
+    out = []
+    t = 1
+    while t <= domain:
+        try:
+            check_parallelism(m, Parallelism(tensor=t))
+            out.append(t)
+        except RooflineInputError:
+            pass
+        t *= 2
+    return tuple(out)
+
+
+def tensor_parallel_sweep(model, part, *, phase: str = "decode", batch: int = 1, context_tokens: int = 4096,
+                          prompt_tokens: int = 4096, sizes=None, overlap_comm: bool = False,
+                          weights_dtype: str = "bf16", kv_dtype: str = "bf16") -> tuple[SplitRow, ...]:
+    """The same step at each tensor-parallel size (default: :func:`allowed_tensor_sizes`), one row
+    each: per-chip compute, memory and communication seconds, the step, the bound, memory per chip,
+    whether it fits, tokens/s of the group, and the largest batch that fits at this context."""
+    m, p = _model(model), _part(part)
+    if sizes is None:
+        sizes = allowed_tensor_sizes(m, p)
+    sizes = tuple(_whole("tensor parallel size", t, 1) for t in sizes)
+    if not sizes:
+        raise RooflineInputError("sizes must name at least one tensor-parallel size (a whole number >= 1)")
+    rows = []
+    for t in sizes:
+        par = Parallelism(tensor=t, overlap_comm=overlap_comm)
+        setup = Setup(f"{t} × {p.name}" + (f", TP {t}" if t > 1 else ""), p.id, par, weights_dtype, kv_dtype)
+        rows.append(_row(setup.label, place_setup(m, setup, phase=phase, batch=batch, context_tokens=context_tokens,
+                                                  prompt_tokens=prompt_tokens)))
+    return tuple(rows)
+
+
+# ---- one all-reduce, and the split of a step's communication -----------------------------------
+
+
+@dataclass(frozen=True)
+class AllReduce:
+    """One ring all-reduce of a ``message_bytes`` message over ``tensor`` chips, two ways."""
+
+    tensor: int
+    link: Link
+    message_bytes: float  #: the activations all-reduced (tokens × hidden × bytes per element)
+    ring_factor: float  #: 2(n − 1)/n: the share of the message each chip sends (and receives)
+    sent_bytes: float  #: bytes each chip sends = ring_factor × message
+    latency_s: float  #: the link's assumed fixed cost of one call
+    time_s: float  #: latency + sent ÷ per-direction bandwidth (what the course uses)
+    headline_time_s: float  #: latency + sent ÷ the bidirectional headline: the classic error (too fast)
+
+    @property
+    def bandwidth_s(self) -> float:
+        """The bandwidth term alone at the per-direction rate, seconds."""
+        return self.sent_bytes / self.link.per_direction_bytes_per_s
+
+
+def activation_message_bytes(model, tokens: int, activations_dtype: str = "bf16") -> float:
+    """Bytes of one tensor-parallel all-reduce: ``tokens`` × hidden size × bytes per element."""
+    m = _model(model)
+    return float(_whole("tokens", tokens, 1) * m.hidden_size * bytes_per_element(activations_dtype))
+
+
+def one_all_reduce(part, tensor: int, message_bytes: float, *, link: str = "auto") -> AllReduce:
+    """A ring all-reduce of ``message_bytes`` over ``tensor`` chips of ``part``: every chip sends
+    2(n − 1)/n of the message, at the link's per-direction bandwidth, plus one call's latency."""
+    p = _part(part)
+    t = _whole("tensor", tensor, 2)
+    if isinstance(message_bytes, bool) or not isinstance(message_bytes, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(message_bytes) or message_bytes <= 0:
+        raise RooflineInputError(f"message_bytes must be a number of bytes above 0, got {message_bytes!r}")
+    lk, _ = choose_link(p, Parallelism(tensor=t, link=link))
+    ring = 2.0 * (t - 1) / t
+    sent = ring * float(message_bytes)
+    return AllReduce(tensor=t, link=lk, message_bytes=float(message_bytes), ring_factor=ring, sent_bytes=sent,
+                     latency_s=lk.latency_s, time_s=lk.latency_s + sent / lk.per_direction_bytes_per_s,
+                     headline_time_s=lk.latency_s + sent / lk.bidirectional_bytes_per_s)
+
+
+@dataclass(frozen=True)
+class CommSplit:
+    """A chip's collectives in one step, split into the latency term and the bandwidth term."""
+
+    calls: float  #: collective calls in the step (per chip, busiest stage)
+    latency_per_call_s: float  #: the link's per-call latency (see ``latency_basis``)
+    latency_basis: str  #: "assumed" or "measured", from the catalog
+    latency_s: float  #: calls × latency per call
+    sent_bytes: float  #: bytes the chip sends in those calls
+    per_direction_bytes_per_s: float
+    bandwidth_s: float  #: sent bytes ÷ per-direction bandwidth
+    total_s: float  #: latency_s + bandwidth_s (the placement's comm_time_s)
+
+    @property
+    def latency_share(self) -> float:
+        """Fraction of the communication time that is the per-call latency."""
+        return self.latency_s / self.total_s if self.total_s else 0.0
+
+
+def comm_split(placement: Placement) -> CommSplit:
+    """The latency-vs-bandwidth split of a multi-chip placement's collectives (sends between
+    pipeline stages are not collectives and are left out, as in ``comm_time_s``)."""
+    if not isinstance(placement, Placement):
+        raise RooflineInputError(f"comm_split needs a Placement from place(..., parallelism=...), got {placement!r}")
+    if placement.comm is None or placement.link is None:
+        raise RooflineInputError("comm_split needs a placement on more than one chip (parallelism with "
+                                 "tensor, expert or pipeline > 1): one chip sends nothing")
+    lk = placement.link
+    calls = placement.comm.calls
+    sent = float(placement.comm.bytes)
+    latency = calls * lk.latency_s
+    bandwidth = sent / lk.per_direction_bytes_per_s
+    return CommSplit(calls=calls, latency_per_call_s=lk.latency_s, latency_basis=lk.latency_basis, latency_s=latency,
+                     sent_bytes=sent, per_direction_bytes_per_s=lk.per_direction_bytes_per_s, bandwidth_s=bandwidth,
+                     total_s=latency + bandwidth)
+
+
+# ---- the third roof --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ThreeRoofs:
+    """One chip's step against its three roofs: FLOP/s, HBM bytes/s and link bytes/s (per direction)."""
+
+    flops: float  #: per chip
+    hbm_bytes: float  #: per chip
+    sent_bytes: float  #: per chip, over the link
+    peak_flops_per_s: float
+    hbm_bytes_per_s: float
+    link_bytes_per_s: float  #: per direction
+    hbm_intensity: float  #: FLOPs per HBM byte
+    hbm_ridge: float  #: peak ÷ HBM bandwidth
+    link_intensity: float  #: FLOPs per byte sent
+    link_ridge: float  #: peak ÷ per-direction link bandwidth: the third ridge
+    bound: str
+
+    @property
+    def link_limits_compute(self) -> bool:
+        """True when the step sends more bytes per FLOP than the link can carry at the peak
+        (its link intensity is below the third ridge)."""
+        return self.link_intensity < self.link_ridge
+
+
+def three_roofs(placement: Placement) -> ThreeRoofs:
+    """The HBM intensity and ridge, and the interconnect intensity (FLOPs per byte sent) and the
+    third ridge (peak ÷ per-direction link bandwidth) of a multi-chip placement, per chip."""
+    if not isinstance(placement, Placement) or placement.link is None:
+        raise RooflineInputError("three_roofs needs a placement on more than one chip (it has a link)")
+    p = placement
+    return ThreeRoofs(
+        flops=float(p.cost.flops), hbm_bytes=float(p.cost.bytes), sent_bytes=float(p.comm_bytes),
+        peak_flops_per_s=float(p.peak_flops_per_s), hbm_bytes_per_s=float(p.bandwidth_bytes_per_s),
+        link_bytes_per_s=float(p.interconnect_bandwidth_bytes_per_s), hbm_intensity=float(p.intensity),
+        hbm_ridge=float(p.ridge_point_flop_per_byte), link_intensity=float(p.interconnect_intensity),
+        link_ridge=float(p.interconnect_ridge_point_flop_per_byte), bound=str(p.bound))
+
+
+@dataclass(frozen=True)
+class LinkRidge:
+    """A part's link as a roof: its ridge per direction (right) and with the headline (the error)."""
+
+    part_id: str
+    link: Link
+    chips: int
+    hbm_ridge: float  #: peak ÷ HBM bandwidth, FLOP/byte
+    link_ridge: float  #: peak ÷ per-direction link bandwidth, FLOP/byte
+    headline_ridge: float  #: peak ÷ bidirectional headline: half the true ridge (the classic error)
+
+
+def link_ridges(parts, chips: int = 8, dtype: str = "bf16") -> tuple[LinkRidge, ...]:
+    """For each part, the link ``chips`` chips would use (scale-up if they fit its domain, else
+    PCIe) and its ridge at ``dtype``'s dense peak."""
+    n = _whole("chips", chips, 2)
+    rows = []
+    for pid in parts:
+        p = _part(pid)
+        lk, _ = choose_link(p, Parallelism(tensor=n))
+        peak = p.peak_flops_per_s(dtype)
+        rows.append(LinkRidge(part_id=p.id, link=lk, chips=n, hbm_ridge=peak / p.memory_bandwidth_bytes_per_s,
+                              link_ridge=interconnect_ridge_flop_per_byte(peak, lk),
+                              headline_ridge=peak / lk.bidirectional_bytes_per_s))
+    return tuple(rows)
+
+
+# ---- where the all-reduce takes over -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """Where one chip's communication time first exceeds max(compute, memory) as the batch (decode)
+    or the prompt (prefill) grows, for a fixed split. ``first`` is None when it never does up to
+    ``searched_up_to``; then ``placement`` is the step at ``searched_up_to``."""
+
+    model_id: str
+    part_id: str
+    parallelism: Parallelism
+    phase: str
+    variable: str  #: "batch" (decode) or "prompt_tokens" (prefill)
+    searched_up_to: int
+    first: int | None  #: smallest value at which communication takes longest
+    last: int | None  #: largest value of that first stretch (== searched_up_to if it never ends)
+    placement: Placement  #: the step at ``first`` (or at ``searched_up_to`` when there is none)
+
+    @property
+    def found(self) -> bool:
+        return self.first is not None
+
+
+def _over(m: Model, part: Part, par: Parallelism, phase: str, values, batch: int, context_tokens: int,
+          dtypes: dict) -> np.ndarray:
+    values = np.asarray(values, dtype=np.int64)
+    if phase == "decode":
+        p = place(m, part, phase="decode", batch=values, context_tokens=context_tokens, parallelism=par, **dtypes)
+    else:
+        p = place(m, part, phase="prefill", batch=batch, prompt_tokens=values, parallelism=par, **dtypes)
+    comm = np.broadcast_to(np.asarray(p.comm_time_s, dtype=float), values.shape)
+    rest = np.broadcast_to(np.maximum(p.compute_time_s, p.memory_time_s), values.shape)
+    return comm > rest
+
+
+def _exact_edge(m, part, par, phase, lo: int, hi: int, want: bool, batch, context_tokens, dtypes) -> int:
+    """The first whole value in (lo, hi] whose 'over' equals ``want`` (hi if the grid skipped it)."""
+    values = np.arange(lo + 1, hi + 1, dtype=np.int64)
+    hits = np.nonzero(_over(m, part, par, phase, values, batch, context_tokens, dtypes) == want)[0]
+    return int(values[hits[0]]) if hits.size else hi
+
+
+def comm_crossover(model, part, parallelism: Parallelism | int, *, phase: str = "decode", context_tokens: int = 4096,
+                   batch: int = 1, up_to: int | None = None, weights_dtype: str = "bf16",
+                   kv_dtype: str = "bf16") -> Crossover:
+    """The batch (decode, at ``context_tokens`` cached) or prompt length (prefill, ``batch``
+    sequences) at which one chip's communication first takes longer than max(compute, memory):
+    where the step becomes interconnect-bound. Searched over whole numbers up to ``up_to``
+    (default: 4,096 sequences, or the model's context length), exact to one.
+
+    An integer ``parallelism`` means tensor parallel of that size (communication not overlapped).
+    """
+    m, p = _model(model), _part(part)
+    par = Parallelism(tensor=_whole("tensor parallel size", parallelism, 2)) if not isinstance(
+        parallelism, Parallelism) else parallelism
+    if par.chips < 2:
+        raise RooflineInputError(f"comm_crossover needs more than one chip, got {par.label}")
+    phase = _phase(phase)
+    variable = "batch" if phase == "decode" else "prompt_tokens"
+    top = _whole("up_to", up_to, 2) if up_to is not None else (4096 if phase == "decode" else m.max_context_tokens)
+    context_tokens = _whole("context_tokens", context_tokens, 0)
+    batch = _whole("batch", batch, 1)
+    dtypes = {"weights_dtype": weights_dtype, "kv_dtype": kv_dtype}
+    grid = np.unique(np.concatenate([np.round(np.geomspace(1, top, 160)), [top]]).astype(np.int64))
+    over = _over(m, p, par, phase, grid, batch, context_tokens, dtypes)
+    first = last = None
+    if over.any():
+        i = int(np.argmax(over))
+        first = int(grid[0]) if i == 0 else _exact_edge(m, p, par, phase, int(grid[i - 1]), int(grid[i]), True,
+                                                         batch, context_tokens, dtypes)
+        after = np.nonzero(~over[i:])[0]
+        if after.size:
+            j = i + int(after[0])
+            last = _exact_edge(m, p, par, phase, int(grid[j - 1]), int(grid[j]), False, batch, context_tokens,
+                               dtypes) - 1
+        else:
+            last = top
+    at = first if first is not None else top
+    fields = _step_fields(phase, at if phase == "decode" else batch, context_tokens, at)
+    return Crossover(model_id=m.id, part_id=p.id, parallelism=par, phase=phase, variable=variable,
+                     searched_up_to=top, first=first, last=last,
+                     placement=place(m, p, parallelism=par, **dtypes, **fields))
+
+
+# ---- expert parallel -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExpertRow:
+    """One split of an MoE step. Per chip where chips > 1 (see :class:`SplitRow`)."""
+
+    row: SplitRow
+    experts_held_per_chip: int  #: routed experts whose weights (a 1/t column slice of each) sit on one chip
+    experts_touched_per_chip: float  #: expected distinct experts of those the step's tokens reach (uniform routing)
+    all_reduce_bytes: float  #: bytes one chip sends in tensor-parallel all-reduces and the logits all-gather
+    all_to_all_bytes: float  #: bytes one chip sends in expert-parallel all-to-alls (dispatch + combine)
+
+    @property
+    def label(self) -> str:
+        return self.row.label
+
+
+def expert_parallel_compare(model=MOE_MODEL, part="h200", splits=None, *, batch: int = 64,
+                            context_tokens: int = 4096) -> tuple[ExpertRow, ...]:
+    """The same MoE decode step split different ways over one node (default: TP 8, EP 8, TP 2 × EP 4).
+
+    Experts touched per chip: the step's ``batch`` tokens each pick k of E experts; an expert group
+    receives the tokens routed to its E/e experts from every group, so a chip reaches
+    E·(1 − (1 − k/E)^tokens) ÷ e of them (uniform routing, the same expectation as lesson 4).
+    """
+    m = _model(model)
+    if not m.is_moe:
+        raise RooflineInputError(f"expert_parallel_compare needs a mixture-of-experts model; {m.id} is dense")
+    if splits is None:
+        splits = (Parallelism(tensor=8), Parallelism(expert=8), Parallelism(tensor=2, expert=4))
+    p = _part(part)
+    rows = []
+    for par in splits:
+        par = _parallelism(par)
+        setup = Setup(f"{par.chips} × {p.name}, {par.label}", p.id, par)
+        r = _row(setup.label, place_setup(m, setup, phase="decode", batch=batch, context_tokens=context_tokens))
+        comm = r.placement.comm
+        a2a = sum((float(c.bytes) for c in comm.parts if "all-to-all" in c.name), 0.0) if comm else 0.0
+        ar = (float(comm.bytes) - a2a) if comm else 0.0
+        tokens = float(r.placement.workload.tokens)
+        touched = float(expected_experts_touched(m.num_experts, m.num_experts_per_tok, tokens)) / par.expert
+        rows.append(ExpertRow(row=r, experts_held_per_chip=m.num_experts // par.expert,
+                              experts_touched_per_chip=touched, all_reduce_bytes=ar, all_to_all_bytes=a2a))
+    return tuple(rows)
+
+
+# ---- measured vs bound: gpt-fast's 70B on 8 A100s -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class MeasuredVsBound:
+    """A measured multi-chip decode rate against the package's bound for the same setup.
+
+    ``fraction_of_bound`` = measured ÷ bound. The two *what-ifs* say how large one suspect would
+    have to be to explain the whole gap alone; they are hypotheses to test, not findings.
+    """
+
+    measurement: object  #: the catalog's Measurement (value, conditions, source)
+    placement: Placement  #: per chip
+    context_tokens: int  #: the context the bound assumes (the catalog states none)
+    measured_tokens_per_s: float
+    bound_tokens_per_s: float
+    fraction_of_bound: float
+    measured_step_s: float
+    bound_step_s: float
+    comm: CommSplit
+    latency_per_call_to_close_gap_s: float  #: per-call latency that alone would explain the gap
+    hbm_fraction_to_close_gap: float  #: share of the HBM bandwidth that alone would explain the gap
+
+
+def _from_text(pattern: str, text: str, what: str) -> int:
+    found = re.search(pattern, text or "")
+    if not found:
+        raise RooflineInputError(f"the catalog's gpt-fast entry does not state its {what} ({text!r})")
+    return int(found.group(1))
+
+
+def gpt_fast_70b(context_tokens: int = GPT_FAST_CONTEXT_TOKENS) -> MeasuredVsBound:
+    """gpt-fast's measured Llama-3.1-70B decode on 8 A100s (tensor parallel, batch 1; from the
+    catalog, with its conditions) against the bound at ``context_tokens`` cached (an assumption:
+    the catalog states no prompt length)."""
+    part = get_part(GPT_FAST_PART)
+    found = [ms for ms in part.measurements(GPT_FAST_QUANTITY) if ms.model == LLAMA_70B]
+    if not found:
+        raise RooflineInputError(f"the catalog has no {GPT_FAST_QUANTITY} measurement of {LLAMA_70B} on "
+                                 f"{GPT_FAST_PART}")
+    ms = found[0]
+    text = f"{ms.kernel or ''}; {ms.conditions}"
+    tensor = _from_text(r"tensor parallel (\d+)", text, "tensor-parallel size")
+    batch = _from_text(r"batch (\d+)", text, "batch")
+    ctx = _whole("context_tokens", context_tokens, 0)
+    p = place(LLAMA_70B, part, phase="decode", batch=batch, context_tokens=ctx,
+              parallelism=Parallelism(tensor=tensor))
+    measured = float(ms.tokens_per_s or ms.value)
+    bound = float(p.tokens_per_s_upper_bound)
+    split = comm_split(p)
+    measured_step = batch / measured
+    bound_step = float(p.time_lower_bound_s)
+    gap = measured_step - bound_step
+    without_latency = bound_step - split.latency_s
+    per_call = (measured_step - without_latency) / split.calls if split.calls else math.inf
+    memory_room = measured_step - float(p.comm_time_s)  # the time left for HBM if comm were as modelled
+    return MeasuredVsBound(measurement=ms, placement=p, context_tokens=ctx, measured_tokens_per_s=measured,
+                           bound_tokens_per_s=bound, fraction_of_bound=measured / bound, measured_step_s=measured_step,
+                           bound_step_s=bound_step, comm=split,
+                           latency_per_call_to_close_gap_s=per_call if gap > 0 else split.latency_per_call_s,
+                           hbm_fraction_to_close_gap=float(p.memory_time_s) / memory_room if memory_room > 0 else 0.0)
+
+
+# ---- pipeline parallel -----------------------------------------------------------------------
+
+
+def pipeline_vs_tensor(model, part, chips: int = 2, *, batch: int = 1, context_tokens: int = 4096
+                       ) -> tuple[SplitRow, ...]:
+    """One decode step three ways: on one chip (whether or not it fits), tensor parallel over
+    ``chips`` and pipeline parallel over ``chips`` stages (one batch in flight: no micro-batches)."""
+    n = _whole("chips", chips, 2)
+    p = _part(part)
+    setups = (Setup(f"1 × {p.name}", p.id), Setup(f"{n} × {p.name}, TP {n}", p.id, Parallelism(tensor=n)),
+              Setup(f"{n} × {p.name}, PP {n}", p.id, Parallelism(pipeline=n)))
+    return compare_setups(model, setups, batch=batch, context_tokens=context_tokens)

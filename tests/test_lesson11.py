@@ -1,0 +1,398 @@
+"""Lesson 11 (many chips): the topic functions follow the placement rules and refuse bad input by
+name; the checkers accept the solutions, reject stubs, wrong types and each classic mistake by name,
+and follow the package; the lesson states its conventions and prints no scientific notation."""
+
+import math
+import re
+from pathlib import Path
+
+import jupytext
+import numpy as np
+import pytest
+
+from roofline_lessons import get_model, get_part, place
+from roofline_lessons.core.errors import RooflineInputError
+from roofline_lessons.core.parallel import Parallelism, bubble_fraction
+from roofline_lessons.course.checks import lesson11
+from roofline_lessons.topics import many_chips as mc
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSON = ROOT / "py" / "notebooks" / "11_many_chips.py"
+SOLUTIONS = ROOT / "py" / "solutions" / "11_many_chips.py"
+GiB = 2**30
+
+
+# ---- tensor parallel -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return mc.tensor_parallel_sweep("llama-3.1-70b", "h100-sxm", context_tokens=4096)
+
+
+def test_sweep_sizes_follow_the_heads_and_the_link_domain():
+    assert mc.allowed_tensor_sizes("llama-3.1-70b", "h100-sxm") == (1, 2, 4, 8)
+    assert mc.allowed_tensor_sizes("llama-3.1-70b", "gb200")[-1] == 64  # 64 attention heads, 72-chip domain
+    assert 3 not in mc.allowed_tensor_sizes("llama-3.1-70b", "gb200")
+
+
+def test_sweep_rows_are_the_placements_per_chip(sweep):
+    for r in sweep:
+        p = place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096,
+                  parallelism=Parallelism(tensor=r.chips))
+        assert r.step_s == pytest.approx(float(p.time_lower_bound_s))
+        assert r.comm_s == pytest.approx(float(p.comm_time_s))
+        assert r.memory_per_chip_bytes == pytest.approx(float(p.memory_required_bytes))
+        assert r.bound == p.bound and r.fits == bool(p.fits_in_memory)
+    one, two = sweep[0], sweep[1]
+    assert not one.fits and two.fits and one.max_batch == 0 and two.max_batch > 0
+    # weights per chip fall as 1/n (norms replicated: within a fraction of a percent)
+    for r in sweep[1:]:
+        assert r.placement.footprint.weight_bytes == pytest.approx(one.placement.footprint.weight_bytes / r.chips,
+                                                                   rel=0.01)
+    assert [r.step_s for r in sweep] == sorted((r.step_s for r in sweep), reverse=True)
+    assert sweep[-1].step_s > sweep[0].step_s / sweep[-1].chips  # less than n times faster: the communication
+
+
+def test_setups_compare_70b_three_ways():
+    tp2, h200, fp8, overlapped = mc.compare_setups("llama-3.1-70b", mc.seventy_b_setups())
+    assert all(r.fits for r in (tp2, h200, fp8, overlapped))
+    assert tp2.chips == 2 and h200.chips == fp8.chips == 1
+    assert h200.comm_s == 0 and fp8.comm_s == 0
+    assert overlapped.step_s == pytest.approx(max(overlapped.compute_s, overlapped.memory_s, overlapped.comm_s))
+    assert tp2.step_s == pytest.approx(max(tp2.compute_s, tp2.memory_s) + tp2.comm_s)  # not overlapped by default
+    assert fp8.placement.workload.weights_dtype == "fp8"
+
+
+# ---- communication ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_one_all_reduce_ring_factor_and_per_direction_rate(n):
+    msg = mc.activation_message_bytes("llama-3.1-70b", 1024)
+    assert msg == 1024 * get_model("llama-3.1-70b").hidden_size * 2
+    a = mc.one_all_reduce("h100-sxm", n, msg)
+    assert a.ring_factor == pytest.approx(2 * (n - 1) / n)
+    assert a.sent_bytes == pytest.approx(a.ring_factor * msg)
+    assert a.time_s == pytest.approx(a.link.latency_s + a.sent_bytes / a.link.per_direction_bytes_per_s)
+    assert a.headline_time_s < a.time_s
+    assert a.time_s - a.latency_s == pytest.approx(2 * (a.headline_time_s - a.latency_s))
+
+
+def test_all_reduce_over_pcie_past_the_bridge():
+    assert mc.one_all_reduce("h100-pcie", 2, 1e6).link.kind == "scale-up"
+    assert mc.one_all_reduce("h100-pcie", 4, 1e6).link.kind == "pcie"
+
+
+def test_comm_split_adds_up_and_batch_one_is_latency_bound():
+    p = place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096, parallelism=Parallelism(tensor=2))
+    s = mc.comm_split(p)
+    assert s.latency_s + s.bandwidth_s == pytest.approx(float(p.comm_time_s))
+    assert s.latency_s == pytest.approx(s.calls * p.link.latency_s)
+    assert s.calls == 2 * get_model("llama-3.1-70b").num_hidden_layers + 2
+    assert s.latency_share > 0.9 and s.latency_basis == "assumed"
+    pre = place("llama-3.1-70b", "h100-sxm", phase="prefill", prompt_tokens=4096, parallelism=Parallelism(tensor=8))
+    assert mc.comm_split(pre).latency_share < 0.5
+
+
+def test_three_roofs_and_link_ridges():
+    p = place("llama-3.1-70b", "l4", phase="prefill", prompt_tokens=1024, parallelism=Parallelism(tensor=8))
+    r = mc.three_roofs(p)
+    assert r.link_ridge == pytest.approx(get_part("l4").peak_flops_per_s("bf16") / 32e9)
+    assert r.link_intensity == pytest.approx(float(p.cost.flops) / float(p.comm_bytes))
+    assert r.link_limits_compute and r.bound == "interconnect"
+    sxm, pcie = mc.link_ridges(["h100-sxm", "h100-pcie"], chips=8)
+    assert sxm.link.kind == "scale-up" and pcie.link.kind == "pcie"
+    for x in (sxm, pcie):
+        assert x.headline_ridge == pytest.approx(x.link_ridge / 2)
+
+
+# ---- where the all-reduce takes over ---------------------------------------------------------------
+
+
+def _over(part, phase, value, **kw):
+    fields = {"batch": value, **kw} if phase == "decode" else {"prompt_tokens": value, **kw}
+    p = place("llama-3.1-70b", part, phase=phase, parallelism=Parallelism(tensor=8), **fields)
+    return float(p.comm_time_s) > max(float(p.compute_time_s), float(p.memory_time_s))
+
+
+def test_crossover_is_exact_and_interconnect_bound():
+    c = mc.comm_crossover("llama-3.1-70b", "l4", 8, phase="prefill")
+    assert c.found and c.placement.bound == "interconnect"
+    assert _over("l4", "prefill", c.first) and not _over("l4", "prefill", c.first - 1)
+    assert c.last < c.searched_up_to  # on L4s the stretch ends: attention's FLOPs catch up
+    assert _over("l4", "prefill", c.last) and not _over("l4", "prefill", c.last + 1)
+    d = mc.comm_crossover("llama-3.1-70b", "h100-pcie", 8, phase="decode", context_tokens=512)
+    assert d.found and _over("h100-pcie", "decode", d.first, context_tokens=512)
+    assert not _over("h100-pcie", "decode", d.first - 1, context_tokens=512)
+
+
+def test_no_crossover_on_nvlink_for_a_70b_prefill():
+    c = mc.comm_crossover("llama-3.1-70b", "h100-sxm", 8, phase="prefill")
+    assert not c.found and c.last is None and c.placement.bound == "compute"
+
+
+def test_decode_floor_on_a_rack():
+    rack = mc.tensor_parallel_sweep("llama-3.1-70b", "gb200", context_tokens=4096)
+    assert rack[-1].bound == "interconnect"
+    comm = [r.comm_s for r in rack[1:]]
+    assert max(comm) < 1.05 * min(comm)  # latency-bound: the same calls at every n
+
+
+# ---- expert and pipeline parallel ------------------------------------------------------------------
+
+
+def test_expert_parallel_rows():
+    rows = mc.expert_parallel_compare(batch=256)
+    m = get_model("qwen3-235b-a22b")
+    tp8, ep8, mixed = rows
+    assert tp8.experts_held_per_chip == m.num_experts and ep8.experts_held_per_chip == m.num_experts // 8
+    assert mixed.experts_held_per_chip == m.num_experts // 4
+    assert tp8.all_to_all_bytes == 0 and ep8.all_reduce_bytes == 0 and mixed.all_to_all_bytes > 0
+    for r in rows:
+        assert 0 < r.experts_touched_per_chip <= r.experts_held_per_chip + 1e-9
+        assert r.all_reduce_bytes + r.all_to_all_bytes == pytest.approx(float(r.row.placement.comm.bytes))
+    assert ep8.row.step_s < tp8.row.step_s  # the lesson's claim at large batch
+    one = mc.expert_parallel_compare(batch=1)
+    assert one[0].row.step_s < one[1].row.step_s  # ... and at batch 1 the other way round
+    assert one[1].experts_touched_per_chip == pytest.approx(m.num_experts_per_tok / 8)
+
+
+def test_pipeline_does_not_cut_latency():
+    alone, tp2, pp2 = mc.pipeline_vs_tensor("llama-3.1-70b", "h100-sxm", 2)
+    assert pp2.step_s >= alone.step_s > tp2.step_s
+    pp = pp2.placement
+    assert pp2.step_s == pytest.approx(2 * float(pp.stage_time_s) + float(pp.pipeline_send_s))
+    assert bubble_fraction(4, 8) == pytest.approx(3 / 11)
+
+
+# ---- measured vs bound -----------------------------------------------------------------------------
+
+
+def test_gpt_fast_comes_from_the_catalog():
+    g = mc.gpt_fast_70b()
+    ms = next(m for m in get_part("a100-80gb").measurements("decode_tokens_per_s") if m.model == "llama-3.1-70b")
+    assert g.measured_tokens_per_s == ms.tokens_per_s and g.measurement is ms
+    assert g.placement.parallelism.tensor == 8 and float(g.placement.workload.batch) == 1
+    assert g.placement.chips == 8 and g.placement.per_chip
+    assert 0 < g.fraction_of_bound < 1
+    assert g.bound_tokens_per_s == pytest.approx(1 / g.bound_step_s)
+    # the what-ifs reproduce the measured step
+    assert (g.bound_step_s - g.comm.latency_s + g.comm.calls * g.latency_per_call_to_close_gap_s
+            == pytest.approx(g.measured_step_s))
+    p = g.placement
+    assert (float(p.memory_time_s) / g.hbm_fraction_to_close_gap + float(p.comm_time_s)
+            == pytest.approx(g.measured_step_s))
+    assert g.context_tokens == mc.GPT_FAST_CONTEXT_TOKENS
+
+
+# ---- bad input -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("call,named", [
+    (lambda: mc.tensor_parallel_sweep("llama-3.1-70b", "h100-sxm", sizes=[0]), "0"),
+    (lambda: mc.tensor_parallel_sweep("llama-3.1-70b", "h100-sxm", sizes=[2.5]), "2.5"),
+    (lambda: mc.tensor_parallel_sweep("llama-3.1-70b", "h100-sxm", sizes=[]), "at least one"),
+    (lambda: mc.tensor_parallel_sweep("llama-3.1-70b", "h100-sxm", phase="train"), "'train'"),
+    (lambda: mc.tensor_parallel_sweep(70, "h100-sxm"), "70"),
+    (lambda: mc.tensor_parallel_sweep("llama-3.1-70b", "h100-sxm", sizes=[16]), "16"),
+    (lambda: mc.tensor_parallel_sweep("llama-3.1-70b", "h100-sxm", sizes=[3]), "3"),
+    (lambda: mc.one_all_reduce("h100-sxm", 8, -1), "-1"),
+    (lambda: mc.one_all_reduce("h100-sxm", 1, 1e6), "1"),
+    (lambda: mc.one_all_reduce("h100-sxm", 8, "many"), "'many'"),
+    (lambda: mc.comm_split(place("llama-3.1-8b", "h100-sxm")), "more than one chip"),
+    (lambda: mc.comm_split("TP 2"), "'TP 2'"),
+    (lambda: mc.three_roofs(place("llama-3.1-8b", "h100-sxm")), "more than one chip"),
+    (lambda: mc.comm_crossover("llama-3.1-70b", "h100-sxm", 1), "2"),
+    (lambda: mc.comm_crossover("llama-3.1-70b", "h100-sxm", 8, up_to=0), "0"),
+    (lambda: mc.expert_parallel_compare("llama-3.1-70b"), "dense"),
+    (lambda: mc.expert_parallel_compare(splits=[8]), "8"),
+    (lambda: mc.compare_setups("llama-3.1-70b", []), "at least one"),
+    (lambda: mc.Setup("", "h100-sxm"), "label"),
+    (lambda: mc.Setup("x", "h100-sxm", parallelism=2), "2"),
+    (lambda: mc.Setup("x", "no-such-part"), "no-such-part"),
+    (lambda: mc.pipeline_vs_tensor("llama-3.1-70b", "h100-sxm", 1), "1"),
+    (lambda: mc.link_ridges(["h100-sxm"], chips=16), "16"),
+    (lambda: mc.gpt_fast_70b(context_tokens=-5), "-5"),
+])
+def test_bad_input_is_refused_by_name(call, named):
+    with pytest.raises(RooflineInputError) as err:
+        call()
+    assert named in str(err.value)
+
+
+# ---- the checkers ----------------------------------------------------------------------------------
+
+
+def _solution():
+    """The solutions, computed independently of the checkers (by hand where the exercise says so)."""
+    qwen, llama = get_model("qwen3-235b-a22b"), get_model("llama-3.1-70b")
+    link = get_part("h100-sxm").scale_up_link
+    kv = 64 * 8192 * qwen.kv_bytes_per_token("bf16") / min(8, qwen.num_key_value_heads)
+    memory = (qwen.parameter_count() * 2 / 8 + kv) / GiB
+    reduce_s = link.latency_s + 1.75 * 1024 * llama.hidden_size * 2 / link.per_direction_bytes_per_s
+    sent = (2 * llama.num_hidden_layers + 1) * 1.75 * llama.hidden_size * 2 + 7 / 8 * llama.vocab_size * 2
+    comm = (2 * llama.num_hidden_layers + 2) * link.latency_s + sent / link.per_direction_bytes_per_s
+    l4 = get_part("l4")
+    ridge = l4.peak_flops_per_s("bf16") / l4.host_link.per_direction_bytes_per_s
+    pipe = place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096,
+                 parallelism=Parallelism(pipeline=4))
+    step = 4 * float(pipe.stage_time_s) + 3 * float(pipe.pipeline_send_s)
+    return {"11.1": memory, "11.2": reduce_s, "11.3": comm, "11.4": ridge, "11.5": step, "11.6": 3 / 11}
+
+
+def test_every_exercise_has_mistakes_or_a_reason():
+    assert set(lesson11.MISTAKES) | set(lesson11.NO_NUMERIC_MISTAKES) == set(lesson11.EXERCISES)
+    assert 4 <= len(lesson11.EXERCISES) <= 6
+
+
+@pytest.mark.parametrize("ex", sorted(lesson11.EXERCISES))
+def test_solution_accepted_stub_rejected(ex):
+    result = lesson11.EXERCISES[ex](_solution()[ex])
+    assert result.passed, result
+    stub = lesson11.EXERCISES[ex](...)
+    assert not stub.passed and stub.status == "not attempted"
+
+
+@pytest.mark.parametrize("ex,mistake", [(ex, m) for ex, make in lesson11.MISTAKES.items() for m in make()],
+                         ids=lambda v: v if isinstance(v, str) else v.label[:30])
+def test_classic_mistakes_rejected_by_name(ex, mistake):
+    result = lesson11.EXERCISES[ex](mistake.value)
+    assert not result.passed and mistake.label in result.message
+
+
+@pytest.mark.parametrize("ex", sorted(lesson11.EXERCISES))
+@pytest.mark.parametrize("answer", ["0.03", [1], True, float("nan"), np.array([1.0, 2.0]), {"a": 1}, object()],
+                         ids=["text", "list", "bool", "nan", "array", "dict", "object"])
+def test_wrong_types_never_crash(ex, answer):
+    result = lesson11.EXERCISES[ex](answer)
+    assert not result.passed and result.status == "incorrect" and result.message
+
+
+def _by_hand_mistakes():
+    """The brief's classic mistakes, computed here by hand (not taken from the checkers' lists)."""
+    s = _solution()
+    qwen, llama = get_model("qwen3-235b-a22b"), get_model("llama-3.1-70b")
+    link = get_part("h100-sxm").scale_up_link
+    msg = 1024 * llama.hidden_size * 2
+    kv_whole = 64 * 8192 * qwen.kv_bytes_per_token("bf16")
+    pipe = place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096,
+                 parallelism=Parallelism(pipeline=4))
+    return [
+        ("11.2", "bidirectional headline", link.latency_s + 1.75 * msg / link.bidirectional_bytes_per_s),
+        ("11.2", "ring factor", link.latency_s + msg / link.per_direction_bytes_per_s),
+        ("11.1", "past the model's 4 KV heads", (qwen.parameter_count() * 2 / 8 + kv_whole / 8) / GiB),
+        ("11.5", "does not cut a single sequence's latency", float(pipe.stage_time_s)),
+        ("11.1", "GB (10^9 bytes) where GiB", s["11.1"] * GiB / 1e9),
+        ("11.3", "forget the latency term", s["11.3"] - (2 * llama.num_hidden_layers + 2) * link.latency_s),
+        ("11.2", "forget the latency term", s["11.2"] - link.latency_s),
+        ("11.4", "bidirectional headline", s["11.4"] / 2),
+    ]
+
+
+@pytest.mark.parametrize("ex,label,value", _by_hand_mistakes(), ids=lambda v: v if isinstance(v, str) else "")
+def test_the_briefs_classic_mistakes_are_named(ex, label, value):
+    """Bidirectional headline, no ring factor, KV ÷ n past the KV heads, pipeline cutting latency,
+    GB for GiB, the latency term forgotten: each is in its checker's list and named when given."""
+    assert any(label in m.label for m in lesson11.MISTAKES[ex]()), label
+    result = lesson11.EXERCISES[ex](value)
+    assert not result.passed and label in result.message, result
+
+
+def test_checkers_compute_from_the_package(monkeypatch):
+    """Expected values are computed when the checker runs: a faster link moves the all-reduce answer."""
+    from dataclasses import replace
+
+    from roofline_lessons.topics import many_chips
+
+    base = _solution()["11.2"]
+    real = many_chips.one_all_reduce
+
+    def faster(part, tensor, message_bytes, **kw):
+        a = real(part, tensor, message_bytes, **kw)
+        lk = replace(a.link, per_direction_bytes_per_s=2 * a.link.per_direction_bytes_per_s,
+                     bidirectional_bytes_per_s=2 * a.link.bidirectional_bytes_per_s)
+        return replace(a, link=lk, time_s=a.latency_s + a.sent_bytes / lk.per_direction_bytes_per_s,
+                       headline_time_s=a.latency_s + a.sent_bytes / lk.bidirectional_bytes_per_s)
+
+    monkeypatch.setattr(lesson11, "one_all_reduce", faster)
+    assert not lesson11.one_all_reduce_s(base).passed
+    link = get_part("h100-sxm").scale_up_link
+    assert lesson11.one_all_reduce_s(link.latency_s + (base - link.latency_s) / 2).passed
+
+
+# ---- the lesson's text -----------------------------------------------------------------------------
+
+
+def _lesson_output(path):
+    """Everything the lesson's cells display, as text (md and tables printed outside a notebook)."""
+    import contextlib
+    import io
+
+    import IPython.display
+
+    shown = io.StringIO()
+    real = IPython.display.display
+    IPython.display.display = lambda obj, *a, **k: shown.write(str(getattr(obj, "data", obj)) + "\n")
+    try:
+        with contextlib.redirect_stdout(shown):
+            exec(compile(path.read_text("utf-8"), str(path), "exec"), {"__name__": "__main__"})
+    finally:
+        IPython.display.display = real
+    return shown.getvalue()
+
+
+@pytest.fixture(scope="module")
+def lesson_text():
+    return _lesson_output(LESSON)
+
+
+def test_lesson_prints_no_scientific_notation(lesson_text):
+    readable = re.sub(r"base64,[A-Za-z0-9+/=]+", "base64,…", lesson_text)
+    assert not re.search(r"\d(\.\d+)?e[+-]?\d", readable)
+
+
+def test_lesson_states_its_conventions(lesson_text):
+    text = LESSON.read_text("utf-8")
+    assert "**per chip**" in text and "**not overlapped**" in text and "best case" in text
+    assert "per chip" in lesson_text and 'latency_basis = "assumed"' in lesson_text
+    assert "**hypotheses**" in lesson_text
+    ms = next(m for m in get_part("a100-80gb").measurements("decode_tokens_per_s") if m.model == "llama-3.1-70b")
+    assert ms.conditions in lesson_text  # the measured figure's conditions, quoted from the catalog
+    assert "DeepSeek-V3" in lesson_text and "lesson 12" in lesson_text
+    assert "exercises/11_many_chips.ipynb" in text
+
+
+def test_every_section_is_there():
+    text = LESSON.read_text("utf-8")
+    for heading in ("## 1. Why split", "## 2. Tensor parallel", "## 3. The interconnect roof",
+                    "## 4. Where tensor parallelism helps", "## 5. Overlap", "## 6. Llama-3.1-70B",
+                    "## 7. Expert parallel", "## 8. Pipeline parallel", "## 9. Measured against the bound",
+                    "## Explore: the many-chips dashboard", "## Summary",
+                    "**Interview questions this lesson prepares you for**"):
+        assert heading in text, heading
+    assert text.count("**Question.**") >= 6
+    assert "from roofline_lessons.viz.dashboards import lesson11_dashboard\n\ndashboard = lesson11_dashboard()" in text
+
+
+@pytest.mark.parametrize("path", [LESSON, SOLUTIONS], ids=["lesson", "solutions"])
+def test_narration_cells_are_marked_collapsed(path):
+    from roofline_lessons.course.notebook_files import hide_narration
+
+    assert hide_narration(jupytext.read(path)) == 0
+
+
+def test_the_lesson_holds_its_claims_with_asserts():
+    """The claims the prose makes are asserted in code, so nbval fails when one stops being true."""
+    text = LESSON.read_text("utf-8")
+    assert text.count("\nassert ") + text.count("    assert ") >= 10
+    assert 'bound == "interconnect"' in text
+
+
+def test_no_interview_question_or_summary_types_a_measured_number():
+    """Figures a learner reads come from the package: the summary and the interview questions name
+    no bandwidth, time, percentage or speed-up."""
+    text = LESSON.read_text("utf-8")
+    block = text.split("## Summary")[1]
+    assert not re.search(r"\d[\d,.]*\s*(GB|GiB|TB|ms|µs|%|×|tokens/s|FLOP)", block), block
+    assert math.isfinite(_solution()["11.1"])
