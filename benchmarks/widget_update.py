@@ -153,7 +153,7 @@ def main() -> None:
     measure("lesson 6 (N, SRAM, head dim)", lesson06, Lesson06Chart)
     measure("lesson 7 (recipe, KV, batch)", lesson07, Lesson07Chart)
     measure("lesson 10 (batch, SLOs)", lesson10, Lesson10Chart)
-    measure("lesson 11 (chips, batch, phase)", lesson11, Lesson11Chart)
+    measure("lesson 11 (chips, batch)", lesson11, Lesson11Chart)
 
 
 if __name__ == "__main__":

@@ -269,7 +269,7 @@ def test_the_points_and_the_bar_follow_the_view():
 
 
 def test_the_link_roof_is_the_links_per_direction_bandwidth():
-    view, chart = drawn(L4_PREFILL)
+    _view, chart = drawn(L4_PREFILL)
     pl = placement_of(*L4_PREFILL)
     ax = chart._shared["ax"]
     slanted = [ln for ln in ax.lines if ln.get_visible() and len(ln.get_xdata()) == 2

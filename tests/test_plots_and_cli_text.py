@@ -57,7 +57,22 @@ CASES = {
         lambda m: plots.decode_vs_bound_chart(_reality()),
         lambda m: [duration(s.measured_s) for s in _reality().decode_by_batch[::4]]
         + [duration(_reality().decode_by_batch[0].bound_s), count(_reality().critical_batch())]),
+    "interconnect_roofline_chart": (
+        lambda m: plots.interconnect_roofline_chart(_split(), ["1 chip", "TP 2"]),
+        lambda m: [num(_split()[1].interconnect_intensity), num(_split()[1].interconnect_ridge_point_flop_per_byte),
+                   num(_split()[1].ridge_point_flop_per_byte), duration(_split()[1].comm_time_s)]),
+    "time_breakdown_chart": (
+        lambda m: plots.time_breakdown_chart(_split(), ["1 chip", "TP 2"]),
+        lambda m: [duration(p.time_lower_bound_s) for p in _split()] + [duration(_split()[1].comm_time_s)]),
 }
+
+
+def _split():
+    """Llama-3.1-70B decode at batch 1 on one H100 and on two (tensor parallel)."""
+    from roofline_lessons.core.parallel import Parallelism
+
+    return [place("llama-3.1-70b", "h100-sxm", batch=1, context_tokens=4096, parallelism=Parallelism(tensor=n))
+            for n in (1, 2)]
 
 
 def _reality():

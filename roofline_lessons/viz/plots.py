@@ -18,9 +18,8 @@ from ..core.placement import Placement
 from ..core.units import binary, count, duration, num, percent, si
 from ..measure.probes import cache_capacity_bytes
 from ..topics.batching import decode_sweep
-from .charts import TERA
-from .charts import (LINE_COLOURS, LINESTYLES, MIN_FONT_PT, PALETTE, Roof, part_style, plain_log_ticks, point_on_roof,
-                     roofline_chart)
+from .charts import (LINE_COLOURS, LINESTYLES, MIN_FONT_PT, PALETTE, TERA, Roof, part_style, plain_log_ticks,
+                     point_on_roof, roofline_chart)
 from .display import set_alt
 from .fastfig import bare_figure
 
@@ -687,7 +686,8 @@ def interconnect_roofline_chart(placements, labels=None, title=None):
         who = f" {', '.join(pids)}" if many_parts else ""
         extra = "" if j == 0 else f" (HBM ridge {num(pk / part.memory_bandwidth_bytes_per_s)} FLOP/byte)"
         ax.axhline(pk / TERA, color=COMPUTE_ROOF_COLOUR, linestyle=LINESTYLES[j % len(LINESTYLES)],
-                   linewidth=2.4 if j == 0 else 1.6, label=_wrap(f"compute roof{who} ({fmt}): {si(pk, 'FLOP/s')}{extra}"))
+                   linewidth=2.4 if j == 0 else 1.6,
+                   label=_wrap(f"compute roof{who} ({fmt}): {si(pk, 'FLOP/s')}{extra}"))
     ridge_marks = []  # (x, text, colour) of the first placement's ridges
     for pid in hbm:
         p = parts[pid]
@@ -699,7 +699,8 @@ def interconnect_roofline_chart(placements, labels=None, title=None):
         ridge = (peak0 if main else top_peak[pid]) / bw
         ax.plot(np.append(xr, end), np.append(xr * bw, top_peak[pid]) / TERA, color=look.colour,
                 linestyle=look.linestyle, linewidth=2.4 if main else 1.4,
-                label=_wrap(f"HBM roof{' ' + pid if many_parts else ''}: {si(bw, 'B/s')}, ridge {num(ridge)} FLOP/byte"))
+                label=_wrap(f"HBM roof{' ' + pid if many_parts else ''}: {si(bw, 'B/s')}, "
+                            f"ridge {num(ridge)} FLOP/byte"))
         if main:
             ridge_marks.append((ridge, f"HBM ridge {num(ridge)}", look.colour))
     for j, ((pid, name), lk) in enumerate(link_of.items()):
@@ -858,6 +859,7 @@ def time_breakdown_chart(placements, labels, title=None):
     ax.set_xlim(0, max(steps) * factor * 1.22)  # room for the step-time labels
     ax.tick_params(axis="x", labelsize=LABEL_PT)
     ax.set_xlabel(f"Time per step, per chip ({unit}; lower bounds)")
+    ax.set_ylabel("Setup", fontsize=LABEL_PT)
     title = title or "One step per chip: compute, memory and communication"
     ax.set_title(title, fontsize=11)
     ax.grid(True, axis="x", alpha=0.35)

@@ -175,8 +175,9 @@ def lesson11_view(model, part, chips, batch, phase="decode", context_tokens=4096
     title = f"{m.name} {phase}, batch {count(b)}, {what}: {split}{_chips_text(n, p.name)}"
     heading = f"{m.name} {phase}, {what}: {split}{_chips_text(n, p.name)}"
     view = Lesson11View(
-        *args[:2], n, b, phase, ctx, prompt, strategy, bool(overlap_comm), text="", title=title, heading=heading, model_name=m.name,
-        part_name=p.name, label=par.label, compute_format=_compute_format(pl), placement=pl, single=one,
+        *args[:2], n, b, phase, ctx, prompt, strategy, bool(overlap_comm), text="", title=title, heading=heading,
+        model_name=m.name, part_name=p.name, label=par.label, compute_format=_compute_format(pl), placement=pl,
+        single=one,
         step_s=step, compute_s=c, memory_s=mem, comm_s=k, wait_s=wait, exposed_comm_s=exposed,
         comm_share=exposed / step if step > 0 else 0.0, bound=bound, achieved_flops_per_s=_achieved_flops_per_s(pl),
         peak_flops_per_s=float(pl.peak_flops_per_s), hbm_bandwidth_bytes_per_s=float(pl.bandwidth_bytes_per_s),
@@ -486,21 +487,27 @@ def _clamp(x: float) -> tuple[float, bool]:
 
 
 def _place_label(label, xy, candidates, obstacles, inside, renderer):
-    """Put ``label`` at the first candidate (offset points, ha, va) that overlaps no obstacle and
-    stays inside; else the first. Returns its box."""
-    first = None
+    """Put ``label`` at the first candidate (offset points, ha, va) that stays inside ``inside`` and
+    overlaps no obstacle; where none does, at the one that leaves the least of it outside and
+    overlapping. Returns its box."""
+    def area(a, b) -> float:
+        w = min(a.x1, b.x1) - max(a.x0, b.x0)
+        h = min(a.y1, b.y1) - max(a.y0, b.y0)
+        return w * h if w > 0 and h > 0 else 0.0
+
+    best, best_cost = None, float("inf")
+    label.xy = xy
     for dx, dy, ha, va in candidates:
-        label.xy = xy
         label.set_position((dx, dy))
         label.set_horizontalalignment(ha)
         label.set_verticalalignment(va)
         box = label.get_window_extent(renderer)
-        if first is None:
-            first = (dx, dy, ha, va)
-        if (inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1
-                and not any(box.overlaps(o) for o in obstacles)):
+        cost = 4 * (box.width * box.height - area(box, inside)) + sum(area(box, o) for o in obstacles)
+        if cost == 0:
             return box
-    dx, dy, ha, va = first
+        if cost < best_cost:
+            best, best_cost = (dx, dy, ha, va), cost
+    dx, dy, ha, va = best
     label.set_position((dx, dy))
     label.set_horizontalalignment(ha)
     label.set_verticalalignment(va)
@@ -627,16 +634,20 @@ def _moving(state: dict, view: Lesson11View, obstacles: list) -> list:
     # the circle's label below it (the HBM roof runs above-left), the triangle's to its right (the
     # link roof runs above-left of it too), else the first free spot around each
     around = [(0, -g, "center", "top"), (g, -g, "left", "top"), (-g, -g, "right", "top"), (g, 0, "left", "center"),
-              (-g, 0, "right", "center"), (0, g, "center", "bottom")]
-    mv["hbm_label"].set_text(f"{num(view.hbm_intensity)} FLOP per HBM byte" + (" (off the chart)" if off_h else ""))
-    box = _place_label(mv["hbm_label"], (xh, y), around, obstacles + marks, inside, renderer)
-    out.append(mv["hbm_label"])
-    if has_link:
-        mv["link_label"].set_text(f"{num(view.link_intensity)} FLOP per byte sent" + (" (off the chart)" if off_l
+              (-g, 0, "right", "center"), (0, g, "center", "bottom"), (g, g, "left", "bottom"),
+              (-g, g, "right", "bottom")]
+    taken = obstacles + marks
+    if has_link:  # the triangle first: it often sits near the right edge, where it has fewer places
+        mv["link_label"].set_text(f"△ {num(view.link_intensity)} FLOP per byte sent" + (" (off the chart)" if off_l
                                                                                       else ""))
         link_around = [(g, 0, "left", "center"), (0, -g, "center", "top"), (g, -g, "left", "top"),
-                       (-g, -g, "right", "top"), (0, g, "center", "bottom"), (-g, 0, "right", "center")]
-        _place_label(mv["link_label"], (xl, y), link_around, obstacles + marks + [box], inside, renderer)
+                       (-g, -g, "right", "top"), (0, g, "center", "bottom"), (-g, g, "right", "bottom"),
+                       (g, g, "left", "bottom"), (-g, 0, "right", "center")]
+        taken = taken + [_place_label(mv["link_label"], (xl, y), link_around, taken, inside, renderer)]
+    mv["hbm_label"].set_text(f"○ {num(view.hbm_intensity)} FLOP per HBM byte" + (" (off the chart)" if off_h else ""))
+    _place_label(mv["hbm_label"], (xh, y), around, taken, inside, renderer)
+    out.append(mv["hbm_label"])
+    if has_link:
         out.append(mv["link_label"])
     mv["status"].set_text(status_text(view))
     out.append(mv["status"])
