@@ -23,6 +23,7 @@ from .core.errors import RooflineInputError
 from .core.hardware import Part, get_part, list_parts
 from .core.memory import footprint, max_batch_that_fits, weight_bytes
 from .core.models import Model, get_model, list_models
+from .core.parallel import Parallelism
 from .core.placement import Placement, place
 from .core.roofline import attainable_flops_per_s, bound, ridge_point_flop_per_byte, time_lower_bound_s
 
@@ -30,6 +31,7 @@ _moved.install()
 
 __all__ = [
     "Model",
+    "Parallelism",
     "Part",
     "Placement",
     "RooflineInputError",

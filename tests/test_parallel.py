@@ -336,7 +336,14 @@ def test_pipeline_does_not_cut_the_latency_of_one_batch(model, pp):
     one = place(model, "h200", **kw)  # a hypothetical big-enough chip: compare time terms, not the fit
     p = place(model, "h200", parallelism=Parallelism(pipeline=pp), **kw)
     assert p.time_lower_bound_s >= one.time_lower_bound_s
-    assert p.time_lower_bound_s == pytest.approx(pp * p.stage_time_s + (pp - 1) * p.pipeline_send_s, rel=1e-12)
+    stages = stage_placements(model, "h200", parallelism=Parallelism(pipeline=pp), **kw)
+    # one batch passes through the stages in turn: Σ of every stage's time + the sends between them
+    total = sum(s.stage_repeats * s.stage_time_s for s in stages)
+    assert sum(s.stage_repeats for s in stages) == pp
+    assert p.time_lower_bound_s == pytest.approx(total + (pp - 1) * p.pipeline_send_s, rel=1e-12)
+    # so it is one chip's time plus the sends (the stages' work adds up to the whole model's)
+    assert p.time_lower_bound_s == pytest.approx(one.time_lower_bound_s + (pp - 1) * p.pipeline_send_s, rel=1e-3)
+    assert p.time_lower_bound_s < pp * p.stage_time_s + (pp - 1) * p.pipeline_send_s + 1e-15
     assert p.pipeline_send_s == pytest.approx(
         p.link.latency_s + get_model(model).hidden_size * 2 / p.link.per_direction_bytes_per_s)
     assert p.comm_time_s == 0 and p.comm.calls == 0
@@ -350,7 +357,6 @@ def test_pipeline_does_not_cut_the_latency_of_one_batch(model, pp):
     fullest += norm if m.num_hidden_layers % pp == 0 else 0
     assert p.footprint.weight_bytes == pytest.approx(fullest, rel=1e-12)
     assert p.footprint.weight_bytes < 1.15 * one.footprint.weight_bytes / pp
-    stages = stage_placements(model, "h200", parallelism=Parallelism(pipeline=pp), **kw)
     assert p.memory_required_bytes == max(s.memory_required_bytes for s in stages)
     assert p.stage_time_s == max(s.stage_time_s for s in stages)
 
@@ -713,3 +719,21 @@ def test_the_measured_gpt_fast_split_is_below_its_bound():
     assert m.tokens_per_s > 0.3 * p.tokens_per_s_upper_bound  # and is not far below it either
     one = place(m.model, "a100-80gb", phase="decode", batch=1, context_tokens=0)
     assert m.tokens_per_s > one.tokens_per_s_upper_bound  # 8 chips did beat what one chip's bandwidth allows
+
+
+def test_flushed_bubble_and_steady_state_idle_are_different_questions():
+    from roofline_lessons.core.parallel import bubble_fraction, steady_state_idle_fraction
+
+    # one batch split into m micro-batches that must all leave before the next step: (p−1)/(m+p−1)
+    assert bubble_fraction(4, 1) == pytest.approx(3 / 4)
+    assert bubble_fraction(4, 4) == pytest.approx(3 / 7)
+    assert bubble_fraction(1, 1) == 0
+    # m independent batches circulating in steady decode: idle only while m < p
+    assert steady_state_idle_fraction(4, 1) == pytest.approx(3 / 4)
+    assert steady_state_idle_fraction(4, 2) == pytest.approx(1 / 2)
+    assert steady_state_idle_fraction(4, 4) == 0 and steady_state_idle_fraction(4, 16) == 0
+    for bad in ((0, 1), (4, 0), (2.5, 1), (True, 1), ("4", 2)):
+        with pytest.raises(RooflineInputError, match="whole numbers >= 1"):
+            steady_state_idle_fraction(*bad)
+        with pytest.raises(RooflineInputError, match="whole numbers >= 1"):
+            bubble_fraction(*bad)

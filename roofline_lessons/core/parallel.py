@@ -23,15 +23,23 @@ Conventions (what a lesson can quote):
   ⌈layers/p⌉ or ⌊layers/p⌋ layers; the embedding sits on the first stage, the lm_head on the last.
   Between stages the activations (tokens × hidden) are sent once. One step of one batch passes
   through the stages one after another, so pipelining does **not** cut its latency: the step takes
-  p × the busiest stage's time + the p − 1 sends (every stage timed as the busiest one, which
-  differs from the others by at most one layer and the lm_head). Throughput needs p micro-batches
-  in flight; with m of them the idle share (the bubble) is (p − 1)/(m + p − 1).
+  the sum of the stages' times + the p − 1 sends, about one chip's time. Throughput needs work for
+  every stage: with one batch split into m micro-batches that must all finish before the next
+  step starts (a flush, as in GPipe training or one prefill), the idle share is the bubble
+  (p − 1)/(m + p − 1) (:func:`bubble_fraction`); a server that keeps m independent batches
+  circulating through the stages in steady decode idles max(0, 1 − m/p)
+  (:func:`steady_state_idle_fraction`): none once m ≥ p.
 - **Per chip.** Chips = t × e × p. Every FLOP, byte and second of a multi-chip placement is per
   chip, for the busiest stage (the one with the longest stage time; with arrays of batch or
   tokens, element by element). Memory is the fullest chip's, since every chip must fit: with
   stages of unequal size that is the first stage (most layers, and the embedding), which need not
   be the busiest. Communication bytes are what each chip *sends* in the step.
 - **Time.** A collective costs latency_s per call + bytes / the link's per-direction bandwidth.
+  The per-call latency is ONE fixed cost whatever the number of chips (the catalog's figure is an
+  assumption, ``latency_basis = "assumed"``: about 10 µs, the order of one NCCL call in an 8-GPU
+  node). That is a one-shot, switch-style model: a textbook ring pays 2(n − 1) hop latencies and
+  NCCL's tree and low-latency protocols grow roughly with log n, while custom one-shot kernels take
+  a few µs. Every time that includes it is an estimate at the assumed latency, not a lower bound.
   By default communication is *not* overlapped with compute: a stage takes max(compute, memory)
   + communication. ``overlap_comm=True`` gives the best case, max(compute, memory, communication).
 - **Which link.** ``link="auto"`` uses the scale-up link (NVLink, Infinity Fabric, ICI) when the
@@ -279,6 +287,7 @@ class ChipShare:
     layers: int  #: layers on this chip's stage
     first: bool
     last: bool
+    stages: int = 1  #: how many pipeline stages look like this one
 
 
 def chip_shares(model: Model, workload: Workload, par: Parallelism, link: Link | None) -> tuple[ChipShare, ...]:
@@ -294,6 +303,7 @@ def chip_shares(model: Model, workload: Workload, par: Parallelism, link: Link |
         first, last = i == 0, i == p - 1
         key = (n_layers, first, last)
         if key in seen:
+            seen[key] = replace(seen[key], stages=seen[key].stages + 1)
             continue
         share = n_layers / L
         ops = []
@@ -343,12 +353,28 @@ def _plain(x):
     return float(a) if a.ndim == 0 else a
 
 
+def _stages_and_micro(pipeline, micro_batches) -> tuple[int, int]:
+    ok = all(not isinstance(v, bool) and isinstance(v, (int, np.integer)) and v >= 1 for v in (pipeline, micro_batches))
+    if not ok:
+        raise RooflineInputError(f"pipeline stages and micro-batches must be whole numbers >= 1, got {pipeline!r}, "
+                                 f"{micro_batches!r}")
+    return int(pipeline), int(micro_batches)
+
+
 def bubble_fraction(pipeline: int, micro_batches: int = 1) -> float:
-    """Share of stage-time idle in a pipeline of ``pipeline`` stages fed ``micro_batches``: (p−1)/(m+p−1)."""
-    p, m = int(pipeline), int(micro_batches)
-    if p < 1 or m < 1:
-        raise RooflineInputError(f"pipeline stages and micro-batches must be >= 1, got {pipeline!r}, {micro_batches!r}")
+    """Idle share of a flushed pipeline: one batch split into ``micro_batches`` m that must all leave
+    the ``pipeline`` p stages before the next step starts (GPipe-style training, one prefill):
+    (p − 1)/(m + p − 1)."""
+    p, m = _stages_and_micro(pipeline, micro_batches)
     return (p - 1) / (m + p - 1)
+
+
+def steady_state_idle_fraction(pipeline: int, micro_batches: int) -> float:
+    """Idle share of a pipeline that keeps ``micro_batches`` m independent batches circulating through
+    its ``pipeline`` p stages (steady serving decode, as vLLM's pipeline parallelism runs):
+    max(0, 1 − m/p) — no bubble once there are at least as many batches as stages."""
+    p, m = _stages_and_micro(pipeline, micro_batches)
+    return max(0.0, 1.0 - m / p)
 
 
 def interconnect_ridge_flop_per_byte(peak_flops_per_s: float, link: Link) -> float:

@@ -35,6 +35,8 @@ class Placement:
     parallelism: Parallelism = SINGLE_CHIP
     comm: Comm | None = None  #: what one chip sends; None on one chip
     parallel_warnings: tuple[str, ...] = ()
+    other_stages_s: object = 0.0  #: seconds of every other pipeline stage of the step, summed
+    stage_repeats: int = 1  #: how many of the pipeline's stages are this one (same layers, same ends)
 
     @property
     def chips(self) -> int:
@@ -169,7 +171,8 @@ class Placement:
 
     def step_time_for_s(self, compute_s, memory_s, comm_s=None, *, stage_only: bool = False):
         """The step's seconds from one chip's compute, memory and communication seconds, by this
-        placement's rules: overlap or not, then p stages one after another plus p − 1 sends."""
+        placement's rules: overlap or not, then this stage + every other stage (one after another:
+        one batch passes through the stages in turn) + the p − 1 sends between them."""
         if self.comm is None:
             return np.maximum(compute_s, memory_s)
         comm_s = self.comm_time_s if comm_s is None else comm_s
@@ -180,14 +183,15 @@ class Placement:
         if stage_only:
             return stage
         p = self.parallelism.pipeline
-        return p * stage + (p - 1) * self.pipeline_send_s
+        return stage + self.other_stages_s + (p - 1) * self.pipeline_send_s
 
     @property
     def time_lower_bound_s(self):
         """max(compute time, bytes / bandwidth) for the whole step, perfect overlap assumed.
 
-        Several chips: the step through all pipeline stages, each timed as the busiest
-        (:meth:`step_time_for_s`), communication added unless ``overlap_comm``.
+        Several chips: the step through all pipeline stages one after another, Σ of the stages'
+        times + the sends (:meth:`step_time_for_s`), communication added unless ``overlap_comm``.
+        With communication the figure is an estimate at the catalog's (assumed) per-call latency.
         """
         return self.step_time_for_s(self.compute_time_s, self.memory_time_s)
 
@@ -209,7 +213,7 @@ class Placement:
             return ops
         p = self.parallelism.pipeline
         stage = np.maximum(ops, self.comm_time_s) if self.parallelism.overlap_comm else ops + self.comm_time_s
-        return p * stage + (p - 1) * self.pipeline_send_s
+        return stage + self.other_stages_s + (p - 1) * self.pipeline_send_s
 
     @property
     def tokens_per_s_upper_bound(self):
@@ -359,6 +363,11 @@ class Placement:
         return out
 
 
+def _plain(x):
+    a = np.asarray(x, dtype=float)
+    return float(a) if a.ndim == 0 else a
+
+
 def _which(compute_s, memory_s):
     out = np.where(np.asarray(memory_s) > np.asarray(compute_s), roofline.MEMORY, roofline.COMPUTE)
     return str(out) if out.ndim == 0 else out
@@ -388,9 +397,11 @@ def stage_placements(model: Model | str, part: Part | str, workload: Workload | 
     warnings = check_parallelism(cost.model, par)
     link, link_notes = choose_link(p, par)
     out = tuple(Placement(part=p, cost=s.cost, footprint=s.footprint, parallelism=par,
-                          comm=None if par.chips == 1 else s.comm, parallel_warnings=warnings + link_notes)
+                          comm=None if par.chips == 1 else s.comm, parallel_warnings=warnings + link_notes,
+                          stage_repeats=s.stages)
                 for s in chip_shares(cost.model, cost.workload, par, link))
-    return out
+    total = sum(s.stage_repeats * np.asarray(s.stage_time_s, dtype=float) for s in out)
+    return tuple(replace(s, other_stages_s=_plain(total - np.asarray(s.stage_time_s, dtype=float))) for s in out)
 
 
 def place(model: Model | str, part: Part | str, workload: Workload | None = None, *,
@@ -407,7 +418,10 @@ def place(model: Model | str, part: Part | str, workload: Workload | None = None
     # memory: every chip must fit, so the footprint is the fullest stage's (with unequal stages the
     # first: most layers and the embedding)
     fullest = max((s.footprint for s in stages), key=lambda f: float(np.max(f.total_bytes)))
-    return replace(_busiest(list(stages)), footprint=fullest)
+    total = sum(s.stage_repeats * np.asarray(s.stage_time_s, dtype=float) for s in stages)
+    busiest = _busiest(list(stages))
+    return replace(busiest, footprint=fullest,
+                   other_stages_s=_plain(total - np.asarray(busiest.stage_time_s, dtype=float)))
 
 
 #: OpCost fields that differ between pipeline stages (merged element by element)
