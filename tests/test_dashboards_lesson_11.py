@@ -430,3 +430,45 @@ def test_time_segments_nest_the_shorter_of_compute_and_memory():
     segs = plots._time_segments(pl)
     assert [(s.kind, s.height) for s in segs] == [("memory", 1.0), ("compute", 0.4), ("communication", 1.0)]
     assert segs[2].start_s == pytest.approx(float(pl.memory_time_s))
+
+
+# ---- review fixes (lesson 11, strict review items 2 and 14) ---------------------------------------
+
+
+@pytest.mark.parametrize("chips", [2, 4, 8])
+def test_the_triangles_label_sits_next_to_its_triangle(chips):
+    # at PP 4 the one-line label sat far left of its triangle, near the right edge of the axes
+    _view, chart = drawn(("llama-3.1-70b", "h100-sxm", chips, 1, "decode", 4096, 2048, "pipeline"))
+    renderer = chart.last_figure.canvas.get_renderer()
+    ax = chart._shared["ax"]
+    mv = chart._shared["moving"]
+    box = mv["link_label"].get_window_extent(renderer)
+    tx, ty = ax.transData.transform(np.column_stack(mv["link_pt"].get_data())[0])
+    gap = max(box.x0 - tx, tx - box.x1, box.y0 - ty, ty - box.y1, 0.0)
+    assert gap <= 20, (box, tx, ty)  # within 20 px of the triangle's centre, on one side or the other
+    # and no part of it far from the triangle: the old one-line label's far end was over 160 px away
+    assert max(abs(box.x0 - tx), abs(box.x1 - tx)) <= 120, (box, tx)
+
+
+def test_the_pipeline_verdict_says_by_how_much_it_is_slower_and_why():
+    view = l11.lesson11_view("llama-3.1-70b", "h100-sxm", 4, 1, strategy="pipeline")
+    assert view.step_s > view.single_step_s
+    text = view.text
+    assert "no faster per step" in text and "SLOWER by" in text and "3 sends" in text
+    assert duration(view.step_s - view.single_step_s) in text
+    assert "1× SLOWER" not in text
+
+
+def test_the_link_ridge_label_stays_inside_the_three_roof_chart():
+    # the notebook's figure: "link ridge 2,199" ran to the frame's right edge
+    d8 = place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096, parallelism=Parallelism(tensor=8))
+    p8 = place("llama-3.1-70b", "h100-sxm", phase="prefill", prompt_tokens=1024, parallelism=Parallelism(tensor=8))
+    fig = plots.interconnect_roofline_chart([d8, p8], labels=["decode, batch 1", "prefill, 1,024 tokens"])
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    frame = ax.get_window_extent(renderer)
+    ridges = [t for t in fig.findobj(matplotlib.text.Text) if t.get_gid() == "ridge-label"]
+    assert len(ridges) == 2
+    for t in ridges:
+        box = t.get_window_extent(renderer)
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 - 2, (t.get_text(), box, frame)

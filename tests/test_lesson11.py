@@ -145,7 +145,8 @@ def test_decode_floor_on_a_rack():
 def test_expert_parallel_rows():
     rows = mc.expert_parallel_compare(batch=256)
     m = get_model("qwen3-235b-a22b")
-    tp8, ep8, mixed = rows
+    tp8, ep8, mixed, tp4ep2 = rows
+    assert tp4ep2.row.parallelism == Parallelism(tensor=4, expert=2)
     assert tp8.experts_held_per_chip == m.num_experts and ep8.experts_held_per_chip == m.num_experts // 8
     assert mixed.experts_held_per_chip == m.num_experts // 4
     assert tp8.all_to_all_bytes == 0 and ep8.all_reduce_bytes == 0 and mixed.all_to_all_bytes > 0
@@ -162,8 +163,34 @@ def test_pipeline_does_not_cut_latency():
     alone, tp2, pp2 = mc.pipeline_vs_tensor("llama-3.1-70b", "h100-sxm", 2)
     assert pp2.step_s >= alone.step_s > tp2.step_s
     pp = pp2.placement
-    assert pp2.step_s == pytest.approx(2 * float(pp.stage_time_s) + float(pp.pipeline_send_s))
+    # the stages one after another (their sum, not p × the busiest) plus the sends
+    assert pp2.step_s == pytest.approx(float(pp.stage_time_s) + float(pp.other_stages_s) + float(pp.pipeline_send_s))
+    assert pp2.step_s == pytest.approx(alone.step_s + float(pp.pipeline_send_s), rel=1e-3)
     assert bubble_fraction(4, 8) == pytest.approx(3 / 11)
+
+
+def test_latency_sensitivity_reprices_the_calls():
+    rows = mc.latency_sensitivity("llama-3.1-70b", "h100-sxm", (2, 8), (0.0, 10e-6))
+    assert [(r.latency_s, r.tensor) for r in rows] == [(0.0, 2), (0.0, 8), (10e-6, 2), (10e-6, 8)]
+    catalog = mc.tensor_parallel_sweep("llama-3.1-70b", "h100-sxm", sizes=(8,))[0]
+    link = get_part("h100-sxm").scale_up_link
+    at_catalog = mc.latency_sensitivity("llama-3.1-70b", "h100-sxm", (8,), (link.latency_s,))[0]
+    assert at_catalog.step_s == pytest.approx(catalog.step_s)
+    calls = float(catalog.placement.comm.calls)
+    assert rows[3].comm_s - rows[1].comm_s == pytest.approx(calls * 10e-6)  # one fixed cost per call, whatever n
+    assert mc.with_link_latency("l4", 0.0).host_link.latency_s == 0.0
+    with pytest.raises(RooflineInputError, match="-1"):
+        mc.with_link_latency("h100-sxm", -1)
+
+
+def test_gpt_fast_what_ifs():
+    base = mc.gpt_fast_70b()
+    empirical = mc.gpt_fast_empirical_bandwidth_bytes_per_s()
+    assert 0 < empirical < get_part("a100-80gb").memory_bandwidth_bytes_per_s
+    slower = mc.gpt_fast_70b(memory_bandwidth_bytes_per_s=empirical)
+    assert slower.bound_tokens_per_s < base.bound_tokens_per_s and slower.fraction_of_bound > base.fraction_of_bound
+    free = mc.gpt_fast_70b(latency_s=0.0)
+    assert free.bound_step_s == pytest.approx(base.bound_step_s - base.comm.latency_s)
 
 
 # ---- measured vs bound -----------------------------------------------------------------------------
@@ -231,13 +258,13 @@ def _solution():
     kv = 64 * 8192 * qwen.kv_bytes_per_token("bf16") / min(8, qwen.num_key_value_heads)
     memory = (qwen.parameter_count() * 2 / 8 + kv) / GiB
     reduce_s = link.latency_s + 1.75 * 1024 * llama.hidden_size * 2 / link.per_direction_bytes_per_s
-    sent = (2 * llama.num_hidden_layers + 1) * 1.75 * llama.hidden_size * 2 + 7 / 8 * llama.vocab_size * 2
+    sent = (2 * llama.num_hidden_layers + 1) * 1.75 * 64 * llama.hidden_size * 2 + 7 / 8 * 64 * llama.vocab_size * 2
     comm = (2 * llama.num_hidden_layers + 2) * link.latency_s + sent / link.per_direction_bytes_per_s
     l4 = get_part("l4")
     ridge = l4.peak_flops_per_s("bf16") / l4.host_link.per_direction_bytes_per_s
     pipe = place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096,
                  parallelism=Parallelism(pipeline=4))
-    step = 4 * float(pipe.stage_time_s) + 3 * float(pipe.pipeline_send_s)
+    step = float(pipe.stage_time_s) + float(pipe.other_stages_s) + 3 * float(pipe.pipeline_send_s)
     return {"11.1": memory, "11.2": reduce_s, "11.3": comm, "11.4": ridge, "11.5": step, "11.6": 3 / 11}
 
 
@@ -285,8 +312,22 @@ def _by_hand_mistakes():
         ("11.5", "does not cut a single sequence's latency", float(pipe.stage_time_s)),
         ("11.1", "GB (10^9 bytes) where GiB", s["11.1"] * GiB / 1e9),
         ("11.3", "forget the latency term", s["11.3"] - (2 * llama.num_hidden_layers + 2) * link.latency_s),
+        ("11.3", "forget the bytes", (2 * llama.num_hidden_layers + 2) * link.latency_s),
+        ("11.3", "leave out the embedding all-reduce and the logits",
+         2 * llama.num_hidden_layers * (link.latency_s + 1.75 * 64 * llama.hidden_size * 2
+                                        / link.per_direction_bytes_per_s)),
+        ("11.3", "ring factor of 1", (2 * llama.num_hidden_layers + 2) * link.latency_s
+         + ((2 * llama.num_hidden_layers + 1) * 64 * llama.hidden_size * 2 + 7 / 8 * 64 * llama.vocab_size * 2)
+         / link.per_direction_bytes_per_s),
+        ("11.2", "forgetting the all-gather half", link.latency_s + 7 / 8 * msg / link.per_direction_bytes_per_s),
+        ("11.5", "divide one chip's time by 4",
+         float(place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096).time_lower_bound_s) / 4),
+        ("11.6", "a different question", 0.0),
         ("11.2", "forget the latency term", s["11.2"] - link.latency_s),
         ("11.4", "bidirectional headline", s["11.4"] / 2),
+        ("11.4", "the FP8 rate", get_part("l4").peak_flops_per_s("fp8") / get_part("l4").host_link.per_direction_bytes_per_s),
+        ("11.4", "sparse (2:4) BF16 headline", get_part("l4").sparse_flops_per_s["bf16"]
+         / get_part("l4").host_link.per_direction_bytes_per_s),
     ]
 
 

@@ -47,7 +47,7 @@ grade.moe_memory_per_chip_gib(memory_per_chip_gib)
 # A 1,024-token prefill of Llama-3.1-70B under tensor parallel 8 on H100 SXMs all-reduces its
 # activations twice per layer: 1,024 tokens × `hidden_size` × 2 bytes each time. In a ring, each
 # chip sends 2(n − 1)/n of the message. How many **seconds** does one such all-reduce take, the
-# call's fixed latency included?
+# call's fixed latency (the catalog's assumed `link.latency_s`, one per call) included?
 
 # %%
 llama = get_model("llama-3.1-70b")
@@ -58,17 +58,20 @@ all_reduce_s = ...  # your answer here
 grade.one_all_reduce_s(all_reduce_s)
 
 # %% [markdown]
-# ## Exercise 11.3 — a batch-1 decode step's communication
+# ## Exercise 11.3 — a decode step's communication, calls and bytes
 #
-# The same model decodes at batch 1 (4,096 tokens cached) under tensor parallel 8. Per step, each
-# chip takes part in **2 all-reduces per layer** of one token's activations (`hidden_size` × 2
-# bytes), **1 all-reduce** after the embedding, and **1 all-gather** of the logits, in which each
-# chip sends (n − 1)/n of `vocab_size` × 2 bytes. Every call costs `link.latency_s` plus its bytes
-# ÷ the per-direction bandwidth. How many **seconds** of communication per chip per step?
+# The same model decodes a **batch of 64** sequences (4,096 tokens cached each) under tensor
+# parallel 8. Per step, each chip takes part in **2 all-reduces per layer** of the batch's
+# activations (64 × `hidden_size` × 2 bytes), **1 all-reduce** after the embedding (the same size),
+# and **1 all-gather** of the logits, in which each chip sends (n − 1)/n of 64 × `vocab_size` × 2
+# bytes. Every call costs `link.latency_s` (one fixed cost per call, whatever n: an assumption),
+# and every byte sent moves at the per-direction bandwidth. How many **seconds** of communication
+# per chip per step? (Answer within 1 %: the calls and the bytes both matter.)
 
 # %%
 n = ...  # your answer here
-token_bytes = ...  # your answer here
+batch = ...  # your answer here
+message_bytes = ...  # your answer here
 all_reduces = ...  # your answer here
 sent = ...  # your answer here
 calls = ...  # your answer here
@@ -79,7 +82,8 @@ grade.decode_comm_s(decode_comm_s)
 # ## Exercise 11.4 — the third ridge
 #
 # Eight L4s have no chip-to-chip link: they talk over PCIe (`l4.host_link`). What is their
-# **interconnect ridge**, in FLOP/byte: the dense BF16 peak ÷ the link's bandwidth? Which bandwidth?
+# **interconnect ridge**, in FLOP/byte: the dense BF16 peak (`l4.peak_flops_per_s("bf16")`) ÷ the
+# link's bandwidth? Which bandwidth?
 
 # %%
 l4 = get_part("l4")
@@ -90,9 +94,9 @@ grade.l4_link_ridge(link_ridge)
 # ## Exercise 11.5 — a pipeline and one sequence
 #
 # Llama-3.1-70B decodes one sequence (batch 1, 4,096 tokens cached) over a **4-stage pipeline** of
-# H100 SXMs. Use `place(..., parallelism=Parallelism(pipeline=4))`: its `stage_time_s` is one
-# stage (the busiest), its `pipeline_send_s` one send between stages. How many **seconds** does one
-# decode step take?
+# H100 SXMs. Use `place(..., parallelism=Parallelism(pipeline=4))`: its `stage_time_s` is the
+# busiest stage, `other_stages_s` the other three stages' times added up, and `pipeline_send_s` one
+# send between stages. How many **seconds** does one decode step take?
 
 # %%
 pipe = ...  # your answer here
@@ -102,8 +106,9 @@ grade.pipeline_step_s(pipeline_step_s)
 # %% [markdown]
 # ## Exercise 11.6 — the bubble
 #
-# A 4-stage pipeline is fed 8 micro-batches. What **fraction** of the stages' time is idle (the
-# bubble)?
+# A 4-stage pipeline runs **one batch split into 8 micro-batches that must all finish before the
+# next step** starts (a flushed pipeline, as in GPipe training or one long prefill). What
+# **fraction** of the stages' time is idle (the bubble)?
 
 # %%
 p = ...  # your answer here

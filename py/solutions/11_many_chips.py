@@ -60,7 +60,7 @@ grade.moe_memory_per_chip_gib(memory_per_chip_gib)
 # A 1,024-token prefill of Llama-3.1-70B under tensor parallel 8 on H100 SXMs all-reduces its
 # activations twice per layer: 1,024 tokens × `hidden_size` × 2 bytes each time. In a ring, each
 # chip sends 2(n − 1)/n of the message. How many **seconds** does one such all-reduce take, the
-# call's fixed latency included?
+# call's fixed latency (the catalog's assumed `link.latency_s`, one per call) included?
 
 # %%
 llama = get_model("llama-3.1-70b")
@@ -78,35 +78,38 @@ grade.one_all_reduce_s(all_reduce_s)
 # as fast.
 
 # %% [markdown]
-# ## Exercise 11.3 — a batch-1 decode step's communication
+# ## Exercise 11.3 — a decode step's communication, calls and bytes
 #
-# The same model decodes at batch 1 (4,096 tokens cached) under tensor parallel 8. Per step, each
-# chip takes part in **2 all-reduces per layer** of one token's activations (`hidden_size` × 2
-# bytes), **1 all-reduce** after the embedding, and **1 all-gather** of the logits, in which each
-# chip sends (n − 1)/n of `vocab_size` × 2 bytes. Every call costs `link.latency_s` plus its bytes
-# ÷ the per-direction bandwidth. How many **seconds** of communication per chip per step?
+# The same model decodes a **batch of 64** sequences (4,096 tokens cached each) under tensor
+# parallel 8. Per step, each chip takes part in **2 all-reduces per layer** of the batch's
+# activations (64 × `hidden_size` × 2 bytes), **1 all-reduce** after the embedding (the same size),
+# and **1 all-gather** of the logits, in which each chip sends (n − 1)/n of 64 × `vocab_size` × 2
+# bytes. Every call costs `link.latency_s` (one fixed cost per call, whatever n: an assumption),
+# and every byte sent moves at the per-direction bandwidth. How many **seconds** of communication
+# per chip per step? (Answer within 1 %: the calls and the bytes both matter.)
 
 # %%
 # BEGIN SOLUTION
-n = 8
-token_bytes = llama.hidden_size * 2
+n, batch = 8, 64
+message_bytes = batch * llama.hidden_size * 2
 all_reduces = 2 * llama.num_hidden_layers + 1
-sent = all_reduces * 2 * (n - 1) / n * token_bytes + (n - 1) / n * llama.vocab_size * 2
+sent = all_reduces * 2 * (n - 1) / n * message_bytes + (n - 1) / n * batch * llama.vocab_size * 2
 calls = all_reduces + 1
 decode_comm_s = calls * link.latency_s + sent / link.per_direction_bytes_per_s
 # END SOLUTION
 grade.decode_comm_s(decode_comm_s)
 
 # %% [markdown] tags=["solution"]
-# Almost all of it is the per-call latency: a batch-1 decode's all-reduces are tiny, so their
-# number, not their size, sets the cost. The catalog's latency is an assumption (an order of
-# magnitude): measure your own with nccl-tests before you trust the figure.
+# About two thirds of it is the per-call latency and a third the bytes; at batch 1 the bytes would
+# shrink 64-fold and the calls alone would set the cost. The catalog's latency is an assumption (an
+# order of magnitude): measure your own with nccl-tests before you trust the figure.
 
 # %% [markdown]
 # ## Exercise 11.4 — the third ridge
 #
 # Eight L4s have no chip-to-chip link: they talk over PCIe (`l4.host_link`). What is their
-# **interconnect ridge**, in FLOP/byte: the dense BF16 peak ÷ the link's bandwidth? Which bandwidth?
+# **interconnect ridge**, in FLOP/byte: the dense BF16 peak (`l4.peak_flops_per_s("bf16")`) ÷ the
+# link's bandwidth? Which bandwidth?
 
 # %%
 l4 = get_part("l4")
@@ -125,28 +128,30 @@ grade.l4_link_ridge(link_ridge)
 # ## Exercise 11.5 — a pipeline and one sequence
 #
 # Llama-3.1-70B decodes one sequence (batch 1, 4,096 tokens cached) over a **4-stage pipeline** of
-# H100 SXMs. Use `place(..., parallelism=Parallelism(pipeline=4))`: its `stage_time_s` is one
-# stage (the busiest), its `pipeline_send_s` one send between stages. How many **seconds** does one
-# decode step take?
+# H100 SXMs. Use `place(..., parallelism=Parallelism(pipeline=4))`: its `stage_time_s` is the
+# busiest stage, `other_stages_s` the other three stages' times added up, and `pipeline_send_s` one
+# send between stages. How many **seconds** does one decode step take?
 
 # %%
 # BEGIN SOLUTION
 pipe = place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096,
              parallelism=Parallelism(pipeline=4))
-pipeline_step_s = 4 * float(pipe.stage_time_s) + 3 * float(pipe.pipeline_send_s)
+pipeline_step_s = float(pipe.stage_time_s) + float(pipe.other_stages_s) + 3 * float(pipe.pipeline_send_s)
 # END SOLUTION
 grade.pipeline_step_s(pipeline_step_s)
 
 # %% [markdown] tags=["solution"]
-# The step crosses the 4 stages one after another: about one chip's time for the whole model, not
-# a quarter of it. Pipelining adds capacity (each chip holds a quarter of the layers), not speed for
+# The step crosses the 4 stages one after another: about one chip's time for the whole model
+# plus three short sends, not a quarter of it. (The stages are not equal: the last also holds the
+# lm_head, so 4 × the busiest stage overstates it.) Pipelining adds capacity (each chip holds a quarter of the layers), not speed for
 # one sequence; tensor parallelism is what cuts one step's latency.
 
 # %% [markdown]
 # ## Exercise 11.6 — the bubble
 #
-# A 4-stage pipeline is fed 8 micro-batches. What **fraction** of the stages' time is idle (the
-# bubble)?
+# A 4-stage pipeline runs **one batch split into 8 micro-batches that must all finish before the
+# next step** starts (a flushed pipeline, as in GPipe training or one long prefill). What
+# **fraction** of the stages' time is idle (the bubble)?
 
 # %%
 # BEGIN SOLUTION
@@ -158,4 +163,5 @@ grade.pipeline_bubble(bubble)
 # %% [markdown] tags=["solution"]
 # The m micro-batches take m + p − 1 stage-times to drain through p stages, and each stage works
 # for m of them. More micro-batches shrink the bubble, at the cost of smaller matmuls per
-# micro-batch.
+# micro-batch. A server that keeps 8 *independent* batches circulating in steady decode (no flush)
+# idles max(0, 1 − m/p) instead: none here. That is a different question.

@@ -317,10 +317,16 @@ def _tokens_per_verify(k, alpha):
 # ---- lesson 11: many chips (see roofline_lessons.core.parallel for every modelling rule) ---------
 
 def _split(model, part, *, phase="decode", tokens=4096, batch=1, tensor=1, expert=1, pipeline=1, overlap=False,
-           link="auto", weights="bf16"):
-    """A placement of one step split over ``tensor`` × ``expert`` × ``pipeline`` chips (figures per chip)."""
+           link="auto", weights="bf16", latency=None):
+    """A placement of one step split over ``tensor`` × ``expert`` × ``pipeline`` chips (figures per chip);
+    ``latency`` (seconds per collective call) replaces the catalog's assumed figure, as a what-if."""
     from ..core.parallel import Parallelism
     from ..core.placement import place
+
+    if latency is not None:
+        from ..topics.many_chips import with_link_latency
+
+        part = with_link_latency(part, float(latency))
 
     fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
     par = Parallelism(tensor=int(tensor), expert=int(expert), pipeline=int(pipeline), overlap_comm=bool(overlap),
@@ -409,6 +415,24 @@ def _bubble_percent(pipeline, micro_batches=1):
     return 100 * bubble_fraction(pipeline, micro_batches)
 
 
+def _steady_idle_percent(pipeline, micro_batches=1):
+    """Idle share (%) of a pipeline keeping ``micro_batches`` independent batches circulating in steady decode."""
+    from ..core.parallel import steady_state_idle_fraction
+
+    return 100 * steady_state_idle_fraction(pipeline, micro_batches)
+
+
+def _free_after_weights_gib(model, part, tensor=1, weights="bf16", ref_part=None, ref_tensor=1, ref_weights="bf16"):
+    """GiB left for KV cache on all ``tensor`` chips together after each holds its share of the weights
+    (every byte usable); with ``ref_part``, that ÷ the same for the reference setup (×)."""
+    def free(p, t, w):
+        pl = _split(model, p, tensor=t, weights=w)
+        return t * (float(pl.part.memory_capacity_bytes) - float(pl.footprint.weight_bytes)) / 2**30
+
+    mine = free(part, tensor, weights)
+    return mine if ref_part is None else mine / free(ref_part, ref_tensor, ref_weights)
+
+
 def _split_speedup(model, part, ref_part, tensor=1, pipeline=1, ref_tensor=1, ref_weights="bf16", context=4096,
                    batch=1):
     """Step time of ``ref_part`` (``ref_tensor`` chips, ``ref_weights``) ÷ step time of ``part`` split
@@ -436,6 +460,7 @@ NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
     "parallel": _parallel, "comm": _comm, "all_reduce_multiple": _all_reduce_multiple, "link_gbs": _link_gbs,
     "interconnect_ridge": _interconnect_ridge, "kv_share_per_chip": _kv_share_per_chip,
     "bubble_percent": _bubble_percent, "split_speedup": _split_speedup,
+    "steady_idle_percent": _steady_idle_percent, "free_after_weights_gib": _free_after_weights_gib,
 }
 
 

@@ -10,18 +10,21 @@ Everything here is built on :func:`~roofline_lessons.core.placement.place` with 
   ``overlap_comm=True`` is the best case, max(compute, memory, communication).
 - **Per direction.** A collective's bytes move at the link's per-direction bandwidth, half the
   vendor's bidirectional headline; :func:`one_all_reduce` shows the time both ways.
-- **Assumed latency.** Each collective call costs the link's ``latency_s`` (the catalog's
-  ``latency_basis`` says "assumed": an order of magnitude, not a measurement).
+- **Assumed latency.** Each collective call costs the link's ``latency_s``, ONE fixed cost per
+  call whatever the number of chips (the catalog's ``latency_basis`` says "assumed": an order of
+  magnitude, not a measurement). :func:`latency_sensitivity` reprices a step at other latencies.
 
-Times are lower bounds (seconds), rates upper bounds (tokens per second), memory in bytes (show it
-in GiB), bandwidths in bytes per second (SI), intensities in FLOPs per byte.
+Times without communication are lower bounds; a time that includes the per-call latency is an
+estimate at the assumed latency (seconds); rates are the matching upper bounds or estimates (tokens
+per second); memory in bytes (show it in GiB), bandwidths in bytes per second (SI), intensities in
+FLOPs per byte.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -199,6 +202,54 @@ def seventy_b_setups() -> tuple[Setup, ...]:
         Setup("1 × H100 SXM, FP8 weights", "h100-sxm", weights_dtype="fp8"),
         Setup("2 × H100 SXM, TP 2, comm overlapped (best case)", "h100-sxm", Parallelism(tensor=2, overlap_comm=True)),
     )
+
+
+def with_link_latency(part, latency_s: float) -> Part:
+    """A what-if copy of ``part`` whose links (scale-up and PCIe) cost ``latency_s`` seconds per
+    collective call instead of the catalog's assumed figure (``place`` accepts the Part)."""
+    p = _part(part)
+    if isinstance(latency_s, bool) or not isinstance(latency_s, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(latency_s) or latency_s < 0:
+        raise RooflineInputError(f"latency_s must be a number of seconds >= 0, got {latency_s!r}")
+    links = {k: replace(lk, latency_s=float(latency_s), latency_basis="what-if")
+             for k, lk in (("scale_up_link", p.scale_up_link), ("host_link", p.host_link)) if lk is not None}
+    return replace(p, **links)
+
+
+@dataclass(frozen=True)
+class LatencyRow:
+    """One tensor-parallel decode step at one per-call latency (per chip; seconds)."""
+
+    latency_s: float  #: the per-call latency this row assumes
+    tensor: int
+    step_s: float  #: the step at that latency (an estimate: it includes the calls' latency)
+    comm_s: float  #: per chip
+    memory_s: float  #: per chip
+    bound: str
+    speedup: float  #: one chip's step ÷ this step (one chip pays no latency)
+
+
+def latency_sensitivity(model, part, sizes, latencies_s, *, batch: int = 1, context_tokens: int = 4096
+                        ) -> tuple[LatencyRow, ...]:
+    """The decode step of ``model`` at each tensor-parallel size in ``sizes`` and each per-call
+    latency in ``latencies_s`` (latency-major order): how much of a conclusion rests on the assumed
+    per-call latency."""
+    m, p = _model(model), _part(part)
+    sizes = tuple(_whole("tensor parallel size", t, 1) for t in sizes)
+    latencies = tuple(latencies_s)
+    if not sizes or not latencies:
+        raise RooflineInputError("latency_sensitivity needs at least one size and one latency")
+    one = float(place(m, p, phase="decode", batch=batch, context_tokens=context_tokens).time_lower_bound_s)
+    rows = []
+    for lat in latencies:
+        q = with_link_latency(p, lat)
+        for t in sizes:
+            pl = place(m, q, phase="decode", batch=batch, context_tokens=context_tokens,
+                       parallelism=Parallelism(tensor=t))
+            rows.append(LatencyRow(latency_s=float(lat), tensor=t, step_s=float(pl.time_lower_bound_s),
+                                   comm_s=float(pl.comm_time_s), memory_s=float(pl.memory_time_s),
+                                   bound=str(pl.bound), speedup=one / float(pl.time_lower_bound_s)))
+    return tuple(rows)
 
 
 # ---- tensor parallel sweep -------------------------------------------------------------------
@@ -494,7 +545,8 @@ class ExpertRow:
 
 def expert_parallel_compare(model=MOE_MODEL, part="h200", splits=None, *, batch: int = 64,
                             context_tokens: int = 4096) -> tuple[ExpertRow, ...]:
-    """The same MoE decode step split different ways over one node (default: TP 8, EP 8, TP 2 × EP 4).
+    """The same MoE decode step split different ways over one node (default: TP 8, EP 8, TP 2 × EP 4,
+    TP 4 × EP 2).
 
     Experts touched per chip: the step's ``batch`` tokens each pick k of E experts; an expert group
     receives the tokens routed to its E/e experts from every group, so a chip reaches
@@ -504,7 +556,8 @@ def expert_parallel_compare(model=MOE_MODEL, part="h200", splits=None, *, batch:
     if not m.is_moe:
         raise RooflineInputError(f"expert_parallel_compare needs a mixture-of-experts model; {m.id} is dense")
     if splits is None:
-        splits = (Parallelism(tensor=8), Parallelism(expert=8), Parallelism(tensor=2, expert=4))
+        splits = (Parallelism(tensor=8), Parallelism(expert=8), Parallelism(tensor=2, expert=4),
+                  Parallelism(tensor=4, expert=2))
     p = _part(part)
     rows = []
     for par in splits:
@@ -552,16 +605,46 @@ def _from_text(pattern: str, text: str, what: str) -> int:
     return int(found.group(1))
 
 
-def gpt_fast_70b(context_tokens: int = GPT_FAST_CONTEXT_TOKENS) -> MeasuredVsBound:
-    """gpt-fast's measured Llama-3.1-70B decode on 8 A100s (tensor parallel, batch 1; from the
-    catalog, with its conditions) against the bound at ``context_tokens`` cached (an assumption:
-    the catalog states no prompt length)."""
+def gpt_fast_measurement():
+    """The catalog's gpt-fast Llama-3.1-70B decode measurement on 8 A100s (value, conditions, source)."""
     part = get_part(GPT_FAST_PART)
     found = [ms for ms in part.measurements(GPT_FAST_QUANTITY) if ms.model == LLAMA_70B]
     if not found:
         raise RooflineInputError(f"the catalog has no {GPT_FAST_QUANTITY} measurement of {LLAMA_70B} on "
                                  f"{GPT_FAST_PART}")
-    ms = found[0]
+    return found[0]
+
+
+def gpt_fast_empirical_bandwidth_bytes_per_s() -> float:
+    """The A100's empirical peak HBM bandwidth gpt-fast's README notes, read from the catalog entry's
+    conditions ("about N GB/s"), in bytes per second."""
+    text = gpt_fast_measurement().conditions or ""
+    found = re.search(r"empirical peak bandwidth is about ([\d,.]+) GB/s", text)
+    if not found:
+        raise RooflineInputError(f"the catalog's gpt-fast entry does not state an empirical bandwidth ({text!r})")
+    return float(found.group(1).replace(",", "")) * 1e9
+
+
+def gpt_fast_70b(context_tokens: int = GPT_FAST_CONTEXT_TOKENS, *, memory_bandwidth_bytes_per_s: float | None = None,
+                 latency_s: float | None = None) -> MeasuredVsBound:
+    """gpt-fast's measured Llama-3.1-70B decode on 8 A100s (tensor parallel, batch 1; from the
+    catalog, with its conditions) against the bound at ``context_tokens`` cached (an assumption:
+    the catalog states the prompt, not how many tokens were generated).
+
+    What-ifs: ``memory_bandwidth_bytes_per_s`` replaces the A100's datasheet HBM bandwidth (e.g. the
+    README's empirical figure, :func:`gpt_fast_empirical_bandwidth_bytes_per_s`); ``latency_s``
+    replaces the assumed per-call latency. With the latency included the "bound" is an estimate at
+    that latency."""
+    part = get_part(GPT_FAST_PART)
+    if memory_bandwidth_bytes_per_s is not None:
+        bw = memory_bandwidth_bytes_per_s
+        if isinstance(bw, bool) or not isinstance(bw, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(bw) or bw <= 0:
+            raise RooflineInputError(f"memory_bandwidth_bytes_per_s must be a number above 0, got {bw!r}")
+        part = replace(part, memory_bandwidth_bytes_per_s=float(bw))
+    if latency_s is not None:
+        part = with_link_latency(part, latency_s)
+    ms = gpt_fast_measurement()
     text = f"{ms.kernel or ''}; {ms.conditions}"
     tensor = _from_text(r"tensor parallel (\d+)", text, "tensor-parallel size")
     batch = _from_text(r"batch (\d+)", text, "batch")

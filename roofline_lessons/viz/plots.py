@@ -734,6 +734,10 @@ def interconnect_roofline_chart(placements, labels=None, title=None):
                             fontweight="bold", gid="ridge-label",
                             bbox={"boxstyle": "square,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
         box = label.get_window_extent(renderer)
+        if not hbm_mark and box.x1 > ax.get_window_extent(renderer).x1:  # would run past the frame: end at its line
+            label.set_position((-3, 3))
+            label.set_horizontalalignment("right")
+            box = label.get_window_extent(renderer)
         while any(box.overlaps(b) for b in ridge_boxes):
             label.set_position((label.get_position()[0], label.get_position()[1] + 13))
             box = label.get_window_extent(renderer)

@@ -262,6 +262,13 @@ def _with_text(view: Lesson11View) -> Lesson11View:
     else:
         faster = (f"{n} chips are {num(view.speedup)}× faster per step" if view.speedup >= 1
                   else f"{n} chips are {num(1 / view.speedup)}× SLOWER per step")
+        p = view.placement.parallelism.pipeline
+        if view.speedup < 1 and p > 1:
+            sends = (p - 1) * float(view.placement.pipeline_send_s)
+            faster = (f"{n} chips are no faster per step: SLOWER by {percent(1 / view.speedup - 1, 2)} "
+                      f"({duration(view.step_s - view.single_step_s)}), because the {p} stages run one after another, "
+                      f"so the step is one chip's work plus the {p - 1} send{'s' if p > 2 else ''} between them "
+                      f"({duration(sends)} in all)")
         text = (f"{view.title}. Per chip, one step takes at least {duration(view.step_s)}: {view.bound}-bound "
                 f"({BOUND_ROOF[view.bound]} binds). Per chip: {breakdown_text(view)}. {_comm_sentence(view)} "
                 f"Per chip, weights, KV cache and state need "
@@ -638,8 +645,9 @@ def _moving(state: dict, view: Lesson11View, obstacles: list) -> list:
               (-g, g, "right", "bottom")]
     taken = obstacles + marks
     if has_link:  # the triangle first: it often sits near the right edge, where it has fewer places
-        mv["link_label"].set_text(f"△ {num(view.link_intensity)} FLOP per byte sent" + (" (off the chart)" if off_l
-                                                                                      else ""))
+        # two short lines, so that near the right edge the label still fits beside or under its triangle
+        mv["link_label"].set_text(f"△ {num(view.link_intensity)}\nFLOP per byte sent" + (" (off the chart)" if off_l
+                                                                                        else ""))
         link_around = [(g, 0, "left", "center"), (0, -g, "center", "top"), (g, -g, "left", "top"),
                        (-g, -g, "right", "top"), (0, g, "center", "bottom"), (-g, g, "right", "bottom"),
                        (g, g, "left", "bottom"), (-g, 0, "right", "center")]
