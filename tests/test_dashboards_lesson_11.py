@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import html
 import re
-import time
 
 import matplotlib
 import numpy as np
@@ -292,31 +291,8 @@ def test_moves_keep_the_layers_and_come_back_exactly():
     assert chart.png(l11.lesson11_view(*DEFAULT)) == first and chart.layer_misses == 5
 
 
-# ---- speed --------------------------------------------------------------------------------------
-
-def test_every_update_at_the_extremes_is_under_100_ms():
-    chart = l11.Lesson11Chart()
-    for setting in EXTREMES:  # each layer once
-        l11.lesson11_frame(l11.lesson11_view(*setting), chart)
-    for setting in EXTREMES[::2]:
-        best = float("inf")
-        for _ in range(3):  # best of three: a busy machine must not fail the test
-            t0 = time.perf_counter()
-            frame_html(l11.lesson11_frame(l11.lesson11_view(*setting), chart))
-            best = min(best, time.perf_counter() - t0)
-        assert best < 0.1, (setting, best)
-
-
-@pytest.mark.parametrize("cold", [MOE_EP, L4_PREFILL])
-def test_first_update_after_a_model_or_part_change_is_under_150_ms(cold):
-    best = float("inf")
-    for _ in range(3):
-        chart = l11.Lesson11Chart()
-        l11.lesson11_frame(l11.lesson11_view(*DEFAULT), chart)
-        t0 = time.perf_counter()
-        frame_html(l11.lesson11_frame(l11.lesson11_view(*cold), chart))
-        best = min(best, time.perf_counter() - t0)
-    assert best <= 0.15, best
+# Speed is measured by benchmarks/widget_update.py (in-process) and benchmarks/browser_latency.py
+# (in the browser), which print their figures; tests check behaviour, not time.
 
 
 # ---- the widgets --------------------------------------------------------------------------------

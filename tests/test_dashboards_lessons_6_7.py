@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import html
 import itertools
-import time
 
 import numpy as np
 import pytest
@@ -104,22 +103,18 @@ def test_lesson06_aggregated_map_matches_brute_force(causal, order):
     assert visited_tiles(n, rows, cols, causal) == int((~np.isnan(full)).sum())
 
 
-def test_lesson06_is_cheap_at_every_extreme():
-    """Every combination of the extremes of N, head dim and SRAM (both loop orders, causal or not) updates
-    well under 100 ms in-process; the tile map never exceeds MAX_MAP_CELLS a side. (A simulation at
-    N = 131,072 would take minutes.)"""
+def test_lesson06_is_closed_form_at_every_extreme():
+    """Every combination of the extremes of N, head dim and SRAM (both loop orders, causal or not) gives a
+    frame, and the tile map never exceeds MAX_MAP_CELLS a side (a simulation at N = 131,072 would take
+    minutes; the time per update is measured by benchmarks/widget_update.py, not here)."""
     chart = Lesson06Chart()
     chart.png(lesson06_view(512, 64, 48, True))  # the static figure, once
     extremes = itertools.product((N_CHOICES[0], N_CHOICES[-1]), (D_CHOICES[0], D_CHOICES[-1]),
                                  (SRAM_CHOICES_KIB[0], SRAM_CHOICES_KIB[-1]), (True, False), ("fa1", "fa2"))
     for n, d, sram, causal, order in extremes:
-        best = float("inf")
-        for _ in range(3):  # best of three: a busy machine must not fail the test
-            t0 = time.perf_counter()
-            view = lesson06_view(n, d, sram, causal, order=order)
-            lesson06_frame(view, chart)
-            best = min(best, time.perf_counter() - t0)
-        assert best < 0.1, (n, d, sram, causal, order, best)
+        view = lesson06_view(n, d, sram, causal, order=order)
+        frame = lesson06_frame(view, chart)
+        assert frame.png and not frame.error, (n, d, sram, causal, order)
         assert max(view.tile_map.shape) <= MAX_MAP_CELLS
 
 
