@@ -10,8 +10,8 @@ import json
 import sys
 from pathlib import Path
 
-from .core.costs import PHASES
-from .core.dtypes import DTYPES
+from .core.costs import PHASES, QUANTIZED_WEIGHTS
+from .core.dtypes import DTYPES, kv_bytes_per_element, weight_bytes_per_element
 from .core.errors import RooflineInputError
 from .core.hardware import get_part, list_parts
 from .core.memory import VLLM_DEFAULT_MEMORY_UTILIZATION, check_memory_utilization
@@ -160,7 +160,8 @@ def cmd_place(args) -> int:
 
     fields = dict(phase=args.phase, batch=args.batch, weights_dtype=args.weights, activations_dtype=args.activations,
                   kv_dtype=args.kv, state_dtype=args.state, compute_dtype=args.compute,
-                  flash_attention=not args.no_flash_attention, attention_compute_dtype=args.attention_compute)
+                  flash_attention=not args.no_flash_attention, attention_compute_dtype=args.attention_compute,
+                  **_format_fields(args))
     if args.phase == "prefill":
         if args.context is not None:
             raise RooflineInputError("--context is for decode; for prefill give the prompt length with --prompt")
@@ -191,6 +192,15 @@ def cmd_place(args) -> int:
         print(f"  every figure below is PER CHIP{stage}, over {p.link.name} at "
               f"{si(p.interconnect_bandwidth_bytes_per_s, 'B/s')} per direction "
               f"({si(p.link.bidirectional_bytes_per_s, 'B/s')} bidirectional headline)")
+    if w.weights_dtype != "bf16" or w.kv_dtype != "bf16":
+        per = weight_bytes_per_element(w.weights_dtype, w.weight_group_size)
+        kept = {"all": "", "linear": "; embedding, lm_head and norms stay bf16",
+                "mlp": "; attention, embedding, lm_head and norms stay bf16",
+                "experts": "; everything but the MoE experts stays bf16"}[w.weight_recipe]
+        deq = (f"; dequantised on the fly: {si(d['dequant_flops'], 'FLOP')} on the vector units, "
+               f"{duration(d['dequant_time_s'])}" if w.weight_only else "")
+        print(f"  formats              weights {w.weights_dtype} at {num(per)} bytes each ({w.weight_recipe}{kept})"
+              f"{deq}; KV {w.kv_dtype} at {num(kv_bytes_per_element(w.kv_dtype, p.model.head_dim))} bytes per element")
     print(f"  FLOPs                {si(d['flops'], 'FLOP')}")
     print(f"  bytes moved          {si(d['bytes'], 'B')}  (weights {si(d['weight_bytes'], 'B')}, "
           f"activations {si(d['activation_bytes'], 'B')}, KV {si(d['kv_bytes'], 'B')}, "
@@ -236,6 +246,24 @@ def cmd_place(args) -> int:
     return 0
 
 
+def _format_fields(args) -> dict:
+    out = dict(weight_group_size=args.group_size, quantized_weights=args.quantized_weights)
+    if args.mla != "auto":
+        out["mla_absorbed"] = args.mla == "absorbed"
+    return out
+
+
+def _format_flags(sp) -> None:
+    sp.add_argument("--group-size", type=_count("group-size", 1), default=None,
+                    help="elements per scale of 4-bit weights (default: int4 128, fp4 32 = MXFP4)")
+    sp.add_argument("--quantized-weights", choices=QUANTIZED_WEIGHTS, default=None,
+                    help="which weights take --weights (default: all for 8/16-bit, linear for 4-bit: embedding, "
+                         "lm_head and norms stay BF16; experts = MoE experts only, as gpt-oss ships)")
+    sp.add_argument("--mla", choices=("auto", "absorbed", "expanded"), default="auto",
+                    help="MLA models: attention in the latent (absorbed) or expanded per head "
+                         "(default auto: absorbed in decode, expanded in prefill)")
+
+
 def _parallelism(args) -> Parallelism | None:
     par = Parallelism(tensor=args.tensor_parallel, expert=args.expert_parallel, pipeline=args.pipeline_parallel,
                       overlap_comm=args.overlap_comm, link=args.link)
@@ -260,7 +288,7 @@ def cmd_serve(args) -> int:
 
     dtypes = dict(weights_dtype=args.weights, activations_dtype=args.activations, kv_dtype=args.kv,
                   state_dtype=args.state, compute_dtype=args.compute, flash_attention=not args.no_flash_attention,
-                  attention_compute_dtype=args.attention_compute)
+                  attention_compute_dtype=args.attention_compute, **_format_fields(args))
     if args.price_per_hour is not None and not args.price_per_hour >= 0:
         raise RooflineInputError(f"--price-per-hour must be a price in US dollars >= 0, got {args.price_per_hour!r}")
     t = request_timeline(args.model, args.hardware, prompt_tokens=args.prompt, output_tokens=args.output,
@@ -388,6 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="share of device memory a serving engine may use, for the second fit check "
                          f"(default {VLLM_DEFAULT_MEMORY_UTILIZATION}, vLLM's gpu_memory_utilization)")
     pl.add_argument("--no-flash-attention", action="store_true")
+    _format_flags(pl)
     _parallel_flags(pl)
     pl.add_argument("--json", action="store_true", help="print one JSON object")
     pl.set_defaults(func=cmd_place)
@@ -412,6 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--attention-compute", type=_dtype, default=None,
                     help="rate for attention, softmax and norms (default: as place)")
     sv.add_argument("--no-flash-attention", action="store_true")
+    _format_flags(sv)
     _parallel_flags(sv)
     sv.add_argument("--json", action="store_true", help="print one JSON object")
     sv.set_defaults(func=cmd_serve)

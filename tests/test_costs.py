@@ -201,5 +201,5 @@ def test_bad_workload_values_are_named(field, value):
 def test_bad_phase_and_dtype():
     with pytest.raises(RooflineInputError, match="phase must be one of prefill, decode"):
         Workload(phase="generate")
-    with pytest.raises(RooflineInputError, match="unknown dtype 'int4'"):
-        Workload(kv_dtype="int4")
+    with pytest.raises(RooflineInputError, match="unknown dtype 'int3'"):
+        Workload(kv_dtype="int3")

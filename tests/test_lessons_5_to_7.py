@@ -148,7 +148,8 @@ def test_levers_do_what_the_lesson_says():
                                                                                  phase, tokens, batch)}
     pf, dc = by("prefill"), by("decode")
     # W8A8 prefill: under 2x because attention/softmax/norm FLOPs keep the BF16 rate
-    assert 1.85 < pf["W8A8 FP8"].speedup < 1.99 and pf["weight-only 8-bit (W8A16)"].speedup == pytest.approx(1)
+    # weight-only: no faster in compute-bound prefill, and dequantising on the fly costs a little
+    assert 1.85 < pf["W8A8 FP8"].speedup < 1.99 and 0.99 < pf["weight-only 8-bit (W8A16)"].speedup <= 1
     assert dc["W8A8 FP8"].speedup == pytest.approx(dc["weight-only 8-bit (W8A16)"].speedup, rel=1e-3)
     assert dc["weight-only 8-bit (W8A16)"].speedup > 1.9
     long = by("decode", 65536, 16)

@@ -33,6 +33,24 @@ Conventions (what a lesson can quote):
   softmax, norms, elementwise, the recurrence) runs at ``attention_compute_dtype``'s rate. The
   weight lens of intensity is weight-matmul FLOPs per weight byte.
 - Activation memory (a transient) is not part of the footprint; see :mod:`roofline_lessons.core.memory`.
+- **Weight formats.** ``weights_dtype`` is the stored format of the weights that ``quantized_weights``
+  names: ``"all"`` (every weight, norms and embedding included: the default for 8- and 16-bit
+  formats), ``"linear"`` (every matmul weight, but the embedding, the lm_head and the norms stay
+  BF16: the default for 4-bit formats, GPTQ/AWQ-style), ``"mlp"`` (MLPs and experts only: attention
+  stays BF16) or ``"experts"`` (MoE experts only: gpt-oss's MXFP4 release). A 4-bit weight costs
+  its half byte plus its group's scale (:func:`~roofline_lessons.core.dtypes.weight_bytes_per_element`).
+  Weight-only formats (weights narrower than ``compute_dtype``) are dequantised on the fly:
+  ``dequant_flops`` = 2 per quantised weight read (convert, scale), run on the vector units and
+  priced at the part's FP32 rate by the placement; they are kept out of ``flops`` (not model math).
+- **KV formats.** ``kv_dtype`` int8/int4 carry one bf16 scale per token and head (MLA: per latent).
+- **Sliding-window layers** (Gemma 3, gpt-oss) attend to and read at most ``sliding_window`` keys;
+  they are the ``sliding_attention`` block. A model whose every layer slides (Mistral-7B-v0.1)
+  keeps them under ``full_attention`` with the window applied.
+- **MLA** (DeepSeek-V3): the cache holds one latent of kv_lora_rank + qk_rope_head_dim elements per
+  token and layer, shared by all heads. ``mla_absorbed`` picks the form: absorbed (W_UK folded into
+  the query, W_UV after attention: attention runs in the latent space and reads only the latent) or
+  expanded (kv_b_proj turns every key's latent into per-head K and V, then ordinary attention).
+  ``None`` = what serving engines do: absorbed in decode, expanded in prefill.
 
 Every count works on numpy arrays of batch, prompt or context as well as on scalars.
 """
@@ -44,14 +62,18 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import bytes_per_element, check_dtype
+from .dtypes import bytes_per_element, check_dtype, check_group_size, kv_bytes_per_element, weight_bytes_per_element
 from .errors import RooflineInputError
 from .models import Model, get_model
 
 PHASES = ("prefill", "decode")
 
 #: formats whose tensor-core rate needs operands in the same format (no weight-only use)
-LOW_PRECISION_COMPUTE = ("fp8", "fp4", "int8")
+LOW_PRECISION_COMPUTE = ("fp8", "fp4", "int8", "int4")
+#: which weights a narrow ``weights_dtype`` applies to (see the module docstring)
+QUANTIZED_WEIGHTS = ("all", "linear", "mlp", "experts")
+#: FLOPs to dequantise one weight on the fly (integer/FP4 → BF16 convert, multiply by its scale)
+DEQUANT_FLOPS_PER_WEIGHT = 2.0
 
 ArrayLike = Any  # a Python number or a numpy array
 
@@ -99,6 +121,9 @@ class Workload:
     flash_attention: bool = True
     attention_compute_dtype: str | None = None
     deltanet_chunk_tokens: int = 64
+    weight_group_size: int | None = None  #: elements per scale of a 4-bit weight (None: the format's default)
+    quantized_weights: str | None = None  #: which weights take ``weights_dtype`` (see the module docstring)
+    mla_absorbed: bool | None = None  #: MLA form; None: absorbed in decode, expanded in prefill
 
     def __post_init__(self) -> None:
         if self.phase not in PHASES:
@@ -118,9 +143,28 @@ class Workload:
                 f"configuration: {self.compute_dtype} tensor cores take {self.compute_dtype} operands. Use "
                 f"weights_dtype={self.compute_dtype!r} too (W8A8/W4A4), or keep compute_dtype='bf16' for "
                 f"weight-only quantisation (weights dequantised on the fly)")
+        if self.weight_group_size is not None:
+            check_group_size(self.weight_group_size)
+        if self.quantized_weights is not None and self.quantized_weights not in QUANTIZED_WEIGHTS:
+            raise RooflineInputError(f"quantized_weights must be one of {', '.join(QUANTIZED_WEIGHTS)}, "
+                                     f"got {self.quantized_weights!r}")
+        if self.mla_absorbed is not None and not isinstance(self.mla_absorbed, (bool, np.bool_)):
+            raise RooflineInputError(f"mla_absorbed must be True, False or None, got {self.mla_absorbed!r}")
         chunk = self.deltanet_chunk_tokens
         if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
             raise RooflineInputError(f"deltanet_chunk_tokens must be a whole number >= 1, got {chunk!r}")
+
+    @property
+    def weight_recipe(self) -> str:
+        """Which weights are stored in ``weights_dtype``: ``quantized_weights``, or its default."""
+        if self.quantized_weights is not None:
+            return self.quantized_weights
+        return "all" if bytes_per_element(self.weights_dtype) >= 1 else "linear"
+
+    @property
+    def weight_only(self) -> bool:
+        """True when stored weights are narrower than the matmul format: dequantised on the fly."""
+        return bytes_per_element(self.weights_dtype) < bytes_per_element(self.compute_dtype)
 
     @property
     def other_compute_dtype(self) -> str:
@@ -201,6 +245,8 @@ class OpCost(_Traffic):
     state_read_bytes: ArrayLike = 0.0
     state_write_bytes: ArrayLike = 0.0
     weight_matmul_flops: ArrayLike = 0.0  #: the part of ``flops`` that multiplies by weights
+    dequant_flops: ArrayLike = 0.0  #: vector FLOPs dequantising weight-only weights (not in ``flops``)
+    bytes_per_weight: float = 2.0  #: bytes one stored weight of this operator costs (its scale's share in)
     weight_params: int = 0  #: parameters this operator holds (per layer)
     active_weight_params: int = 0  #: parameters one token uses (routed experts only)
     note: str = ""
@@ -213,6 +259,7 @@ class OpCost(_Traffic):
             layers=1,
             flops=self.flops * k,
             weight_matmul_flops=self.weight_matmul_flops * k,
+            dequant_flops=self.dequant_flops * k,
             weight_bytes=self.weight_bytes * k,
             activation_bytes=self.activation_bytes * k,
             kv_read_bytes=self.kv_read_bytes * k,
@@ -227,6 +274,7 @@ class OpCost(_Traffic):
 _TOTAL_FIELDS = (
     "flops",
     "weight_matmul_flops",
+    "dequant_flops",
     "weight_bytes",
     "activation_bytes",
     "kv_read_bytes",
@@ -251,6 +299,7 @@ class ModelCost(_Traffic):
 
     flops = property(lambda self: self.totals["flops"])
     weight_matmul_flops = property(lambda self: self.totals["weight_matmul_flops"])
+    dequant_flops = property(lambda self: self.totals["dequant_flops"])
     weight_bytes = property(lambda self: self.totals["weight_bytes"])
     activation_bytes = property(lambda self: self.totals["activation_bytes"])
     kv_read_bytes = property(lambda self: self.totals["kv_read_bytes"])
@@ -283,20 +332,49 @@ class _Ctx:
         self.b = w.batch
         self.n = w.new_tokens_per_sequence
         self.N = w.tokens
-        self.wb = bytes_per_element(w.weights_dtype)
+        self.wq = weight_bytes_per_element(w.weights_dtype, w.weight_group_size)  # a quantised weight
+        self.recipe = w.weight_recipe
+        self.wb16 = self.wq if self.recipe == "all" else bytes_per_element("bf16")  # a weight left out
         self.ab = bytes_per_element(w.activations_dtype)
-        self.kvb = bytes_per_element(w.kv_dtype)
+        self.kvb = kv_bytes_per_element(w.kv_dtype, model.head_dim)
         self.sb = bytes_per_element(w.state_dtype or model.state_dtype)
 
+    def quantized(self, block: str, name: str) -> bool:
+        """Whether this operator's weights take ``weights_dtype`` under the workload's recipe."""
+        r = self.recipe
+        if r == "all":
+            return True
+        if "norm" in name or name in ("short_conv", "gates_and_qk_l2norm") or block in ("embedding", "head"):
+            return False
+        expert = block == "moe" and (name.startswith("experts_") or name.startswith("shared_expert"))
+        if r == "experts":
+            return expert
+        if r == "mlp":
+            return expert or block == "mlp"
+        return True  # linear: every matmul weight
+
+    def wb(self, block: str, name: str) -> float:
+        """Bytes per stored weight of this operator."""
+        return self.wq if self.quantized(block, name) else self.wb16
+
     def op(self, name, block, layers, *, flops=0.0, params=0, weight_bytes=None, act_read=0.0,
-           act_write=0.0, active_params=None, note="", weight_matmul_flops=0.0, **kv_state) -> OpCost:
+           act_write=0.0, active_params=None, note="", weight_matmul_flops=0.0, weights_read=None,
+           **kv_state) -> OpCost:
+        """``weights_read``: weight elements the step reads (default: all ``params``)."""
+        read = params if weights_read is None else weights_read
+        wb = self.wb(block, name)
+        dequant = DEQUANT_FLOPS_PER_WEIGHT * read if self.w.weight_only and self.quantized(block, name) else 0.0
+        if weight_bytes is None:
+            weight_bytes = read * wb
         return OpCost(
             name=name,
             block=block,
             layers=layers,
             flops=flops,
             weight_matmul_flops=weight_matmul_flops,
-            weight_bytes=params * self.wb if weight_bytes is None else weight_bytes,
+            dequant_flops=dequant,
+            bytes_per_weight=wb,
+            weight_bytes=weight_bytes,
             activation_bytes=(act_read + act_write) * self.ab,
             weight_params=int(params),
             active_weight_params=int(params if active_params is None else active_params),
@@ -337,10 +415,10 @@ def _attention_pairs(w: Workload, window: int | None):
     return keys, keys, keys
 
 
-def _full_attention_ops(c: _Ctx, layers: int) -> list[OpCost]:
+def _full_attention_ops(c: _Ctx, layers: int, window: int | None = None,
+                        blk: str = "full_attention") -> list[OpCost]:
     m, w, N, b = c.m, c.w, c.N, c.b
     h, nq, nkv, hd = m.hidden_size, m.num_attention_heads, m.num_key_value_heads, m.head_dim
-    blk = "full_attention"
     q_out = nq * hd * (2 if m.attn_output_gate else 1)
     ops = [
         c.rmsnorm("input_norm", blk, layers, N, h, h),
@@ -357,7 +435,7 @@ def _full_attention_ops(c: _Ctx, layers: int) -> list[OpCost]:
     kv_new = N * nkv * hd * 2.0  # K and V elements of the new tokens
     ops.append(c.op("kv_cache_write", blk, layers, act_read=kv_new, kv_write_bytes=kv_new * c.kvb,
                     note="store the new tokens' K and V"))
-    pairs, keys, score_elems = _attention_pairs(w, m.sliding_window)
+    pairs, keys, score_elems = _attention_pairs(w, window)
     if not w.flash_attention:
         pairs = score_elems  # an eager kernel computes every score of the square, then masks
     qk_flops = 2.0 * hd * nq * pairs * b
@@ -365,6 +443,8 @@ def _full_attention_ops(c: _Ctx, layers: int) -> list[OpCost]:
     kv_read_k = b * keys * nkv * hd * c.kvb
     q_elems = N * nq * hd
     where = "causal over the prompt" if w.phase == "prefill" else "over the whole cache"
+    if window is not None:
+        where += f", at most {window:,} keys (sliding window)"
     if w.flash_attention:
         ops.append(c.op("attention (fused: QKᵀ, softmax, ×V)", blk, layers,
                         flops=2.0 * qk_flops + sm_flops, act_read=q_elems, act_write=q_elems,
@@ -384,6 +464,65 @@ def _full_attention_ops(c: _Ctx, layers: int) -> list[OpCost]:
         ops.append(c.op("output_gate", blk, layers, flops=5.0 * q_elems, act_read=2.0 * q_elems,
                         act_write=q_elems, note="attention output × sigmoid(gate), 5 FLOPs/element"))
     ops.append(c.linear("o_proj", blk, layers, N, nq * hd, h))
+    ops.append(c.residual("residual", blk, layers))
+    return ops
+
+
+def _mla_ops(c: _Ctx, layers: int) -> list[OpCost]:
+    """Multi-head latent attention (DeepSeek-V3), absorbed or expanded (module docstring)."""
+    m, w, N, b = c.m, c.w, c.N, c.b
+    h, nh = m.hidden_size, m.num_attention_heads
+    nope, rope, vd, rkv, rq = m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim, m.kv_lora_rank, m.q_lora_rank
+    latent = rkv + rope
+    kvb = kv_bytes_per_element(w.kv_dtype, latent)
+    blk = "mla"
+    absorbed = (w.phase == "decode") if w.mla_absorbed is None else bool(w.mla_absorbed)
+    ops = [c.rmsnorm("input_norm", blk, layers, N, h, h)]
+    if rq:
+        ops += [c.linear("q_a_proj", blk, layers, N, h, rq, note="query down-projection (the q bottleneck)"),
+                c.rmsnorm("q_a_norm", blk, layers, N, rq, rq),
+                c.linear("q_b_proj", blk, layers, N, rq, nh * (nope + rope))]
+    else:
+        ops.append(c.linear("q_proj", blk, layers, N, h, nh * (nope + rope)))
+    ops += [c.linear("kv_a_proj", blk, layers, N, h, latent, note="the latent and the shared rope key"),
+            c.rmsnorm("kv_a_norm", blk, layers, N, rkv, rkv)]
+    rot = N * (nh + 1) * rope
+    ops.append(c.op("rope", blk, layers, flops=3.0 * rot, act_read=rot, act_write=rot,
+                    note="3 FLOPs per rotated element"))
+    ops.append(c.op("kv_cache_write", blk, layers, act_read=N * latent, kv_write_bytes=N * latent * kvb,
+                    note=f"store each new token's latent: {latent} elements, shared by all {nh} heads"))
+    pairs, keys, score_elems = _attention_pairs(w, None)
+    if not w.flash_attention:
+        pairs = score_elems
+    latent_read = b * keys * latent * kvb
+    where = "causal over the prompt" if w.phase == "prefill" else "over the whole cache"
+    scores = 0.0 if w.flash_attention else 3.0 * b * nh * score_elems  # eager: scores written, read, re-read
+    if absorbed:
+        ops += [
+            c.op("q_absorb (W_UK of kv_b_proj)", blk, layers, flops=2.0 * N * nh * nope * rkv,
+                 weight_matmul_flops=2.0 * N * nh * nope * rkv, params=rkv * nh * nope,
+                 act_read=N * nh * nope, act_write=N * nh * rkv,
+                 note="each head's no-rope query moved into the latent space"),
+            c.op("attention (absorbed, in the latent)", blk, layers,
+                 flops=(2.0 * latent + 2.0 * rkv + 5.0) * nh * pairs * b,
+                 act_read=N * nh * latent + scores, act_write=N * nh * rkv, kv_read_bytes=latent_read,
+                 note=f"absorbed MLA, {where}: every head reads the same {latent}-element latent per key"),
+            c.op("v_up (W_UV of kv_b_proj)", blk, layers, flops=2.0 * N * nh * rkv * vd,
+                 weight_matmul_flops=2.0 * N * nh * rkv * vd, params=rkv * nh * vd,
+                 act_read=N * nh * rkv, act_write=N * nh * vd, note="latent output back to per-head values"),
+        ]
+    else:
+        expand = b * keys
+        ops += [
+            c.op("kv_b_proj (expand the latent)", blk, layers, flops=2.0 * expand * rkv * nh * (nope + vd),
+                 weight_matmul_flops=2.0 * expand * rkv * nh * (nope + vd), params=rkv * nh * (nope + vd),
+                 act_write=expand * nh * (nope + vd), kv_read_bytes=latent_read,
+                 note="every key's latent expanded to per-head K (no-rope part) and V"),
+            c.op("attention (expanded)", blk, layers, flops=(2.0 * (nope + rope) + 2.0 * vd + 5.0) * nh * pairs * b,
+                 act_read=N * nh * (nope + rope) + expand * (nh * (nope + vd) + rope) + scores,
+                 act_write=N * nh * vd, note=f"ordinary attention with {nh} K/V heads, {where}"),
+        ]
+    ops.append(c.linear("o_proj", blk, layers, N, nh * vd, h))
     ops.append(c.residual("residual", blk, layers))
     return ops
 
@@ -467,18 +606,34 @@ def _moe_ops(c: _Ctx, layers: int) -> list[OpCost]:
              act_read=N * h, act_write=N * E, note="logits, softmax and top-k over the experts"),
         c.op("experts_gate_up", blk, layers, flops=2.0 * routed * h * 2 * ie,
              weight_matmul_flops=2.0 * routed * h * 2 * ie, params=gu_params,
-             weight_bytes=touched * 2 * h * ie * c.wb, active_params=k * 2 * h * ie,
+             weights_read=touched * 2 * h * ie, active_params=k * 2 * h * ie,
              act_read=routed * h, act_write=routed * 2 * ie,
              note=f"only the experts touched are read: E·(1 − (1 − {k}/{E})^tokens)"),
         c.op("experts_silu_mul", blk, layers, flops=5.0 * routed * ie, act_read=2.0 * routed * ie,
              act_write=routed * ie, note="SiLU(gate) × up"),
         c.op("experts_down", blk, layers, flops=2.0 * routed * ie * h, weight_matmul_flops=2.0 * routed * ie * h,
              params=down_params,
-             weight_bytes=touched * ie * h * c.wb, active_params=k * ie * h,
+             weights_read=touched * ie * h, active_params=k * ie * h,
              act_read=routed * ie, act_write=routed * h),
         c.op("expert_combine", blk, layers, flops=2.0 * routed * h, act_read=routed * h, act_write=N * h,
              note="weighted sum of the k expert outputs"),
+        *_shared_expert_ops(c, layers),
         c.residual("residual", blk, layers),
+    ]
+
+
+def _shared_expert_ops(c: _Ctx, layers: int) -> list[OpCost]:
+    """Always-on experts (DeepSeek-V3: one of moe_intermediate_size): a small dense SwiGLU on every token."""
+    m, N = c.m, c.N
+    if not m.n_shared_experts:
+        return []
+    h, ie = m.hidden_size, m.moe_intermediate_size * m.n_shared_experts
+    blk = "moe"
+    return [
+        c.linear("shared_expert_gate_up", blk, layers, N, h, 2 * ie, note="the always-on expert: every token"),
+        c.op("shared_expert_silu_mul", blk, layers, flops=5.0 * N * ie, act_read=2.0 * N * ie, act_write=N * ie,
+             note="SiLU(gate) × up"),
+        c.linear("shared_expert_down", blk, layers, N, ie, h),
     ]
 
 
@@ -497,23 +652,36 @@ def model_cost(model: Model | str, workload: Workload | None = None, **workload_
     h, N, b = m.hidden_size, c.N, c.b
     ops: list[OpCost] = []
     rows = np.minimum(N, m.vocab_size)
-    ops.append(c.op("embed_tokens", "embedding", 1, params=m.vocab_size * h, weight_bytes=rows * h * c.wb,
+    ops.append(c.op("embed_tokens", "embedding", 1, params=m.vocab_size * h, weights_read=rows * h,
                     act_write=N * h, active_params=m.vocab_size * h,
                     note="gather: reads only the looked-up rows (one per token, at most the vocabulary)"))
-    n_full, n_dn = m.num_full_attention_layers, m.num_deltanet_layers
+    n_full, n_slide, n_dn = m.num_full_attention_layers, m.num_sliding_attention_layers, m.num_deltanet_layers
+    if m.is_mla:
+        ops += _mla_ops(c, m.num_mla_layers)
     if n_full:
-        ops += _full_attention_ops(c, n_full)
+        ops += _full_attention_ops(c, n_full, m.full_attention_window, "full_attention")
+    if n_slide:
+        ops += _full_attention_ops(c, n_slide, m.sliding_window, "sliding_attention")
     if n_dn:
         ops += _deltanet_ops(c, n_dn)
-    ops += _moe_ops(c, m.num_hidden_layers) if m.is_moe else _mlp_ops(c, m.num_hidden_layers)
+    if m.num_dense_mlp_layers:
+        ops += _mlp_ops(c, m.num_dense_mlp_layers)
+    if m.num_moe_layers:
+        ops += _moe_ops(c, m.num_moe_layers)
     last = "last position of each sequence only" if workload.phase == "prefill" else "one position per sequence"
     ops.append(c.rmsnorm("final_norm", "head", 1, N, h, h))
     head_params = 0 if m.tie_word_embeddings else m.vocab_size * h
     ops.append(c.op("lm_head", "head", 1, flops=2.0 * b * h * m.vocab_size,
                     weight_matmul_flops=2.0 * b * h * m.vocab_size, params=head_params,
-                    weight_bytes=m.vocab_size * h * c.wb, act_read=b * h, act_write=b * m.vocab_size,
+                    weights_read=m.vocab_size * h, act_read=b * h, act_write=b * m.vocab_size,
                     note=f"logits for the {last}"))
     return ModelCost(model=m, workload=workload, ops=tuple(ops))
+
+
+def stored_weight_bytes(cost: ModelCost) -> float:
+    """Bytes every weight of the model takes in memory under ``cost``'s formats (all experts, each
+    operator's format and scales): the resident weights, not the step's traffic."""
+    return float(sum(op.weight_params * op.layers * op.bytes_per_weight for op in cost.ops))
 
 
 def parameter_counts(model: Model | str) -> tuple[int, int]:

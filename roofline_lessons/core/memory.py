@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .costs import Workload
+from .costs import Workload, model_cost, stored_weight_bytes
 from .dtypes import bytes_per_element, check_dtype
 from .errors import RooflineInputError
 from .hardware import Part, get_part
@@ -51,20 +51,28 @@ class Footprint:
         return self.weight_bytes + self.kv_cache_bytes + self.state_bytes
 
 
-def weight_bytes(model: Model | str, weights_dtype: str = "bf16") -> float:
-    """Bytes of all weights (every expert of an MoE) in ``weights_dtype``."""
+def weight_bytes(model: Model | str, weights_dtype: str = "bf16", *, weight_group_size: int | None = None,
+                 quantized_weights: str | None = None) -> float:
+    """Bytes of all weights (every expert of an MoE) stored in ``weights_dtype``.
+
+    8- and 16-bit formats: parameters × bytes per element. A 4-bit format adds its scales and, by
+    default, leaves the embedding, the lm_head and the norms in BF16 (``quantized_weights``: see
+    :mod:`roofline_lessons.core.costs`).
+    """
     m = get_model(model)
-    return m.parameter_count() * bytes_per_element(weights_dtype)
+    check_dtype(weights_dtype)
+    if quantized_weights is None and weight_group_size is None and bytes_per_element(weights_dtype) >= 1:
+        return m.parameter_count() * bytes_per_element(weights_dtype)
+    w = Workload(phase="decode", weights_dtype=weights_dtype, weight_group_size=weight_group_size,
+                 quantized_weights=quantized_weights)
+    return stored_weight_bytes(model_cost(m, w))
 
 
 def kv_cache_bytes_per_sequence(model: Model | str, cached_tokens, kv_dtype: str = "bf16"):
-    """KV cache of one sequence holding ``cached_tokens`` tokens (a sliding window caps it)."""
-    m = get_model(model)
-    tokens = np.asarray(cached_tokens, dtype=float)
-    if m.sliding_window is not None:
-        tokens = np.minimum(tokens, m.sliding_window)
-    out = tokens * m.kv_bytes_per_token(kv_dtype)
-    return float(out) if np.ndim(out) == 0 else out
+    """KV cache of one sequence holding ``cached_tokens`` tokens: full-attention and MLA layers keep
+    every token, a sliding-window layer at most its window (:meth:`Model.kv_cache_bytes_per_sequence`)."""
+    check_dtype(kv_dtype)
+    return get_model(model).kv_cache_bytes_per_sequence(cached_tokens, kv_dtype)
 
 
 def state_bytes_per_sequence(model: Model | str, state_dtype: str | None = None,
@@ -82,7 +90,8 @@ def footprint(model: Model | str, workload: Workload) -> Footprint:
     per_seq_kv = kv_cache_bytes_per_sequence(m, workload.cached_tokens_after, workload.kv_dtype)
     per_seq_state = state_bytes_per_sequence(m, workload.state_dtype, workload.activations_dtype)
     return Footprint(
-        weight_bytes=weight_bytes(m, workload.weights_dtype),
+        weight_bytes=weight_bytes(m, workload.weights_dtype, weight_group_size=workload.weight_group_size,
+                                  quantized_weights=workload.quantized_weights),
         kv_cache_bytes=workload.batch * per_seq_kv,
         state_bytes=workload.batch * per_seq_state,
     )
@@ -94,14 +103,15 @@ def usable_capacity_bytes(part: Part | str, memory_utilization: float = 1.0) -> 
 
 
 def free_bytes_after_weights(model: Model | str, part: Part | str, weights_dtype: str = "bf16",
-                             memory_utilization: float = 1.0) -> float:
+                             memory_utilization: float = 1.0, **weight_format) -> float:
     """Usable capacity left for KV cache and state once the weights are loaded (negative: no fit)."""
-    return usable_capacity_bytes(part, memory_utilization) - weight_bytes(model, weights_dtype)
+    return usable_capacity_bytes(part, memory_utilization) - weight_bytes(model, weights_dtype, **weight_format)
 
 
 def max_batch_that_fits(model: Model | str, part: Part | str, cached_tokens, *, weights_dtype: str = "bf16",
                         kv_dtype: str = "bf16", state_dtype: str | None = None,
-                        activations_dtype: str = "bf16", memory_utilization: float = 1.0):
+                        activations_dtype: str = "bf16", memory_utilization: float = 1.0,
+                        weight_group_size: int | None = None, quantized_weights: str | None = None):
     """Largest batch whose weights + KV cache + state fit in the part's memory (0 if none fits).
 
     ``cached_tokens`` is the context each sequence holds. ``memory_utilization`` is the share of
@@ -113,7 +123,8 @@ def max_batch_that_fits(model: Model | str, part: Part | str, cached_tokens, *, 
         check_dtype(dt)
     util = check_memory_utilization(memory_utilization)
     m, p = get_model(model), get_part(part)
-    free = usable_capacity_bytes(p, util) - weight_bytes(m, weights_dtype)
+    free = usable_capacity_bytes(p, util) - weight_bytes(m, weights_dtype, weight_group_size=weight_group_size,
+                                                         quantized_weights=quantized_weights)
     per_seq = kv_cache_bytes_per_sequence(m, cached_tokens, kv_dtype) + state_bytes_per_sequence(
         m, state_dtype, activations_dtype)
     with np.errstate(divide="ignore"):

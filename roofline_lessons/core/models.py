@@ -9,12 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
+import numpy as np
+
 from ._catalog import load_catalog
-from .dtypes import bytes_per_element, check_dtype
+from .dtypes import bytes_per_element, check_dtype, kv_bytes_per_element
 from .errors import unknown_name_error
 
 FULL_ATTENTION = "full_attention"
+SLIDING_ATTENTION = "sliding_attention"
 GATED_DELTANET = "gated_deltanet"
+MLA = "mla"  #: multi-head latent attention (DeepSeek-V2/V3): the cache holds a compressed latent
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,18 @@ class Model:
     qk_norm: bool = False
     attn_output_gate: bool = False
     partial_rotary_factor: float = 1.0
-    sliding_window: int | None = None
+    sliding_window: int | None = None  #: tokens a sliding-window layer attends to (and caches)
+    #: with a window: layer i (0-based) is global (full) attention when (i + 1) % pattern == 0, the
+    #: others slide (Gemma 3: 6, five local then one global; gpt-oss: 2, alternating). Without a
+    #: pattern a window applies to every layer (Mistral-7B-v0.1).
+    sliding_window_pattern: int | None = None
+    # Multi-head latent attention (DeepSeek-V3): queries through a rank-q_lora_rank bottleneck; keys
+    # and values from one kv_lora_rank latent per token (cached) plus a shared qk_rope_head_dim key part
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
     # Hybrid models (Gated DeltaNet + full attention)
     full_attention_interval: int | None = None
     linear_num_key_heads: int = 0
@@ -49,6 +64,9 @@ class Model:
     num_experts: int = 0
     num_experts_per_tok: int = 0
     moe_intermediate_size: int = 0
+    n_shared_experts: int = 0  #: always-on experts of moe_intermediate_size each (DeepSeek-V3: 1)
+    first_k_dense_replace: int = 0  #: the first k layers keep a dense MLP of intermediate_size
+    mtp_layers: int = 0  #: multi-token-prediction layers shipped beside the model (not counted here)
     # Reference figures for the tests only (never used in a computation)
     published_total_params: float | None = None
     published_active_params: float | None = None
@@ -62,8 +80,28 @@ class Model:
     def is_hybrid(self) -> bool:
         return self.full_attention_interval is not None
 
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def num_moe_layers(self) -> int:
+        """Layers with a routed MoE block (0 for a dense model)."""
+        return self.num_hidden_layers - self.first_k_dense_replace if self.is_moe else 0
+
+    @property
+    def num_dense_mlp_layers(self) -> int:
+        return self.num_hidden_layers - self.num_moe_layers
+
     def layer_types(self) -> tuple[str, ...]:
-        """Token mixer of every layer, in order: ``"full_attention"`` or ``"gated_deltanet"``."""
+        """Token mixer of every layer, in order: ``"full_attention"``, ``"sliding_attention"``,
+        ``"mla"`` or ``"gated_deltanet"``."""
+        if self.is_mla:
+            return (MLA,) * self.num_hidden_layers
+        if self.sliding_window_pattern is not None:
+            k = self.sliding_window_pattern
+            return tuple(FULL_ATTENTION if (i + 1) % k == 0 else SLIDING_ATTENTION
+                         for i in range(self.num_hidden_layers))
         if self.full_attention_interval is None:
             return (FULL_ATTENTION,) * self.num_hidden_layers
         k = self.full_attention_interval
@@ -76,8 +114,27 @@ class Model:
         return self.layer_types().count(FULL_ATTENTION)
 
     @property
+    def num_sliding_attention_layers(self) -> int:
+        return self.layer_types().count(SLIDING_ATTENTION)
+
+    @property
+    def num_mla_layers(self) -> int:
+        return self.layer_types().count(MLA)
+
+    @property
     def num_deltanet_layers(self) -> int:
         return self.layer_types().count(GATED_DELTANET)
+
+    @property
+    def full_attention_window(self) -> int | None:
+        """The window of the ``full_attention`` layers: None, except a model whose every layer slides
+        (no pattern: Mistral-7B-v0.1), which keeps them under the ``full_attention`` name."""
+        return self.sliding_window if self.sliding_window_pattern is None else None
+
+    @property
+    def mla_cache_elements_per_token(self) -> int:
+        """Elements one token adds to one MLA layer's cache: kv_lora_rank + qk_rope_head_dim."""
+        return self.kv_lora_rank + self.qk_rope_head_dim
 
     # ---- derived sizes ------------------------------------------------------------------
     @property
@@ -96,19 +153,35 @@ class Model:
         return 2 * self.deltanet_key_dim + self.deltanet_value_dim
 
     def kv_bytes_per_token(self, kv_dtype: str = "bf16") -> float:
-        """KV-cache bytes one token adds, over all full-attention layers.
+        """KV-cache bytes one token adds, over every layer that caches tokens (before any window cap).
 
-        2 (K and V) × full-attention layers × KV heads × head_dim × bytes per element.
-        Gated DeltaNet layers keep no per-token history, so they add nothing here.
+        Per attention layer: 2 (K and V) × KV heads × head_dim elements; per MLA layer the latent,
+        kv_lora_rank + qk_rope_head_dim elements; each element in ``kv_dtype`` plus its share of a
+        scale (:func:`~roofline_lessons.core.dtypes.kv_bytes_per_element`). Gated DeltaNet layers
+        keep no per-token history, so they add nothing here. A sliding-window layer stops growing at
+        its window: :func:`~roofline_lessons.core.memory.kv_cache_bytes_per_sequence` applies that cap.
         """
-        return (
-            2.0 * self.num_full_attention_layers * self.num_key_value_heads * self.head_dim
-            * bytes_per_element(kv_dtype)
-        )
+        layers = self.num_full_attention_layers + self.num_sliding_attention_layers + self.num_mla_layers
+        return layers * self.kv_bytes_per_token_per_layer(kv_dtype) if layers else 0.0
 
     def kv_bytes_per_token_per_layer(self, kv_dtype: str = "bf16") -> float:
-        """KV-cache bytes one token adds to one full-attention layer."""
-        return 2.0 * self.num_key_value_heads * self.head_dim * bytes_per_element(kv_dtype)
+        """KV-cache bytes one token adds to one attention layer (an MLA layer: its latent)."""
+        if self.is_mla:
+            return self.mla_cache_elements_per_token * kv_bytes_per_element(kv_dtype, self.mla_cache_elements_per_token)
+        return 2.0 * self.num_key_value_heads * self.head_dim * kv_bytes_per_element(kv_dtype, self.head_dim)
+
+    def kv_cache_bytes_per_sequence(self, cached_tokens, kv_dtype: str = "bf16"):
+        """KV cache of one sequence holding ``cached_tokens`` tokens: full and MLA layers hold every
+        token, sliding-window layers at most their window (numpy arrays welcome)."""
+        t = np.asarray(cached_tokens, dtype=float)
+        per_layer = self.kv_bytes_per_token_per_layer(kv_dtype)
+        full = (self.num_full_attention_layers + self.num_mla_layers) * per_layer
+        window = self.full_attention_window
+        held_full = t if window is None else np.minimum(t, window)
+        out = full * held_full
+        if self.num_sliding_attention_layers:
+            out = out + self.num_sliding_attention_layers * per_layer * np.minimum(t, self.sliding_window)
+        return float(out) if np.ndim(out) == 0 else out
 
     def deltanet_state_bytes_per_layer(self, state_dtype: str | None = None) -> float:
         """Recurrent state S of one Gated DeltaNet layer for one sequence, in bytes.
@@ -158,14 +231,37 @@ class Model:
         vd, conv = self.deltanet_value_dim, self.deltanet_conv_dim
         deltanet = (h + h * conv + h * vd + h * 2 * nv + conv * self.linear_conv_kernel_dim + 2 * nv + dv
                     + vd * h) if self.is_hybrid else 0
-        attention = self.num_full_attention_layers * full + self.num_deltanet_layers * deltanet
+        attention = ((self.num_full_attention_layers + self.num_sliding_attention_layers) * full
+                     + self.num_deltanet_layers * deltanet + self.num_mla_layers * self.mla_layer_parameters)
+        dense_mlp = h + 3 * h * self.intermediate_size
         if self.is_moe:
             e, k, ie = self.num_experts, self.num_experts_per_tok, self.moe_intermediate_size
-            mlp_total, mlp_active = h + h * e + e * 3 * h * ie, h + h * e + k * 3 * h * ie
+            shared_experts = self.n_shared_experts * 3 * h * ie
+            mlp_total = h + h * e + e * 3 * h * ie + shared_experts
+            mlp_active = h + h * e + k * 3 * h * ie + shared_experts
         else:
-            mlp_total = mlp_active = h + 3 * h * self.intermediate_size
-        layers = self.num_hidden_layers
-        return shared + attention + layers * mlp_total, shared + attention + layers * mlp_active
+            mlp_total = mlp_active = dense_mlp
+        moe, dense = self.num_moe_layers, self.num_dense_mlp_layers
+        mlps_total = moe * mlp_total + dense * dense_mlp if self.is_moe else self.num_hidden_layers * dense_mlp
+        mlps_active = moe * mlp_active + dense * dense_mlp if self.is_moe else mlps_total
+        return shared + attention + mlps_total, shared + attention + mlps_active
+
+    @property
+    def mla_layer_parameters(self) -> int:
+        """Weights of one MLA attention block (norms included): the query bottleneck (or a plain
+        query projection), the latent down-projection with its rope key, the latent's up-projection
+        to per-head keys and values, the output projection."""
+        if not self.is_mla:
+            return 0
+        h, nh = self.hidden_size, self.num_attention_heads
+        qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+        if self.q_lora_rank:
+            q = h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * nh * qk
+        else:
+            q = h * nh * qk
+        kv = h * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
+        kv += self.kv_lora_rank * nh * (self.qk_nope_head_dim + self.v_head_dim)
+        return h + q + kv + nh * self.v_head_dim * h
 
 
 _FIELDS = set(Model.__dataclass_fields__)

@@ -65,7 +65,10 @@ from .models import Model, get_model
 LINK_CHOICES = ("auto",) + LINK_KINDS
 
 #: operators every tensor-parallel chip runs whole
-_REPLICATED = ("input_norm", "post_attention_norm", "residual", "final_norm", "router", "expert_combine")
+_REPLICATED = ("input_norm", "post_attention_norm", "residual", "final_norm", "router", "expert_combine",
+               # MLA: the query bottleneck and the latent are computed whole on every chip (every head
+               # needs the whole latent), as serving engines replicate them
+               "q_a_proj", "q_a_norm", "kv_a_proj", "kv_a_norm")
 #: operators whose work follows the KV heads
 _KV_OPS = ("k_proj", "v_proj", "kv_cache_write")
 _EXPERT_OPS = ("experts_gate_up", "experts_silu_mul", "experts_down")
@@ -116,14 +119,18 @@ def check_parallelism(model: Model | str, par: Parallelism) -> tuple[str, ...]:
             f"tensor parallel {t} does not divide {m.id}'s {m.num_attention_heads} attention heads; "
             f"choose one of {', '.join(str(d) for d in _divisors(m.num_attention_heads))}")
     kv = m.num_key_value_heads
-    if m.num_full_attention_layers and (kv % t if t <= kv else t % kv):
+    attention = (m.num_full_attention_layers + m.num_sliding_attention_layers) and not m.is_mla
+    if attention and (kv % t if t <= kv else t % kv):
         raise RooflineInputError(
             f"tensor parallel {t} and {m.id}'s {kv} KV heads: one must divide the other")
     if m.is_hybrid and (m.linear_num_value_heads % t or m.linear_num_key_heads % t):
         raise RooflineInputError(
             f"tensor parallel {t} does not divide {m.id}'s Gated DeltaNet heads "
             f"({m.linear_num_key_heads} key, {m.linear_num_value_heads} value)")
-    if t > kv and m.num_full_attention_layers:
+    if t > 1 and m.is_mla:
+        warnings.append(f"{m.id} caches one MLA latent per token shared by all heads: each of the {t} tensor-parallel "
+                        f"chips keeps the whole latent cache (replicated {t}×)")
+    if t > kv and attention:
         warnings.append(f"tensor parallel {t} exceeds {m.id}'s {kv} KV heads: each KV head is stored on {t // kv} "
                         f"chips (the KV cache is replicated {t // kv}×, 1/{kv} of it per chip)")
     if e > 1:
@@ -175,7 +182,7 @@ def choose_link(part: Part | str, par: Parallelism) -> tuple[Link | None, tuple[
 
 # ---- per-chip cost ---------------------------------------------------------------------------
 
-_FIELDS = ("flops", "weight_matmul_flops", "weight_bytes", "activation_bytes", "kv_read_bytes", "kv_write_bytes",
+_FIELDS = ("flops", "weight_matmul_flops", "dequant_flops", "weight_bytes", "activation_bytes", "kv_read_bytes", "kv_write_bytes",
            "state_read_bytes", "state_write_bytes", "weight_params", "active_weight_params")
 
 
@@ -191,12 +198,18 @@ def _tp_op(op: OpCost, model: Model, t: int) -> OpCost:
     """One operator's share on one of t tensor-parallel chips."""
     if t == 1 or op.name in _REPLICATED:
         return op
-    kv_share = 1.0 / min(t, model.num_key_value_heads)
+    kv_share = 1.0 / kv_split(model, t)
     if op.name in _KV_OPS:
         return _scaled(op, kv_share)
-    if op.block == "full_attention" and op.kv_read_bytes is not None and np.any(np.asarray(op.kv_read_bytes) > 0):
+    if op.block in ("full_attention", "sliding_attention", "mla") and op.kv_read_bytes is not None and np.any(np.asarray(op.kv_read_bytes) > 0):
         return _scaled(op, 1.0 / t, kv_factor=kv_share)
     return _scaled(op, 1.0 / t)
+
+
+def kv_split(model: Model, t: int) -> int:
+    """Ways t tensor-parallel chips split the KV cache: by KV head, at most the KV heads; an MLA
+    latent is shared by every head, so each chip keeps all of it (1)."""
+    return 1 if model.is_mla else min(t, model.num_key_value_heads)
 
 
 def _stage_layers(layers: int, p: int) -> list[int]:
@@ -269,7 +282,9 @@ def communication(model: Model, workload: Workload, par: Parallelism, link: Link
             parts.append(_collective(link, "logits all-gather", 1.0, (t - 1) / t * logits))
     if e > 1 and model.is_moe:
         routed = tokens_local * model.num_experts_per_tok * h * ab * (e - 1) / e / t
-        parts.append(_collective(link, "expert all-to-all (2 per MoE layer)", 2.0 * layers, 2.0 * layers * routed))
+        moe_layers = layers * model.num_moe_layers / model.num_hidden_layers
+        parts.append(_collective(link, "expert all-to-all (2 per MoE layer)", 2.0 * moe_layers,
+                                 2.0 * moe_layers * routed))
     send_bytes, send_s = 0.0, 0.0
     if p > 1:
         send_bytes = message / t
@@ -337,15 +352,15 @@ def _footprint(model: Model, w: Workload, par: Parallelism, cost: ModelCost, sha
                last: bool, b_local) -> Footprint:
     """Resident bytes on one chip: its weights (all its experts), its KV heads' cache, its state."""
     t = par.tensor
-    wb = bytes_per_element(w.weights_dtype)
-    params = sum(op.weight_params * op.layers for op in cost.ops)
-    if last and not first and model.tie_word_embeddings:
-        params += model.vocab_size * model.hidden_size / t  # the lm_head reads the embedding matrix
+    weights = sum(op.weight_params * op.layers * op.bytes_per_weight for op in cost.ops)
+    if last and not first and model.tie_word_embeddings:  # the lm_head reads the embedding matrix
+        head = next(op for op in cost.ops if op.name == "lm_head")
+        weights += model.vocab_size * model.hidden_size / t * head.bytes_per_weight
     kv_seq = kv_cache_bytes_per_sequence(model, w.cached_tokens_after, w.kv_dtype)
     state_seq = state_bytes_per_sequence(model, w.state_dtype, w.activations_dtype)
-    kv = b_local * kv_seq * share / min(t, model.num_key_value_heads)
+    kv = b_local * kv_seq * share / kv_split(model, t)
     state = b_local * state_seq * share / t
-    return Footprint(weight_bytes=float(params * wb), kv_cache_bytes=_plain(kv), state_bytes=_plain(state))
+    return Footprint(weight_bytes=float(weights), kv_cache_bytes=_plain(kv), state_bytes=_plain(state))
 
 
 def _plain(x):
@@ -388,7 +403,8 @@ def ceil_div(a: int, b: int) -> int:
 
 def max_batch_that_fits_on_chips(model: Model | str, part: Part | str, cached_tokens, parallelism: Parallelism, *,
                                  weights_dtype: str = "bf16", kv_dtype: str = "bf16", state_dtype: str | None = None,
-                                 activations_dtype: str = "bf16", memory_utilization: float = 1.0):
+                                 activations_dtype: str = "bf16", memory_utilization: float = 1.0,
+                                 weight_group_size: int | None = None, quantized_weights: str | None = None):
     """Largest batch (all sequences, every expert group) whose per-chip weights + KV + state fit every chip.
 
     Each chip holds its stage's weights (1/t of the split ones, its E/e experts) and, for the
@@ -399,6 +415,7 @@ def max_batch_that_fits_on_chips(model: Model | str, part: Part | str, cached_to
     check_parallelism(model, parallelism)
     usable = part.memory_capacity_bytes * util
     w = Workload(phase="decode", batch=1, context_tokens=0, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
+                 weight_group_size=weight_group_size, quantized_weights=quantized_weights,
                  state_dtype=state_dtype, activations_dtype=activations_dtype)
     kv_seq = kv_cache_bytes_per_sequence(model, cached_tokens, kv_dtype)
     state_seq = state_bytes_per_sequence(model, state_dtype, activations_dtype)
@@ -407,7 +424,7 @@ def max_batch_that_fits_on_chips(model: Model | str, part: Part | str, cached_to
     best = None
     for share in chip_shares(model, w, parallelism, None):
         frac = share.layers / L
-        per_seq = kv_seq * frac / min(t, model.num_key_value_heads) + state_seq * frac / t
+        per_seq = kv_seq * frac / kv_split(model, t) + state_seq * frac / t
         free = usable - share.footprint.weight_bytes
         with np.errstate(divide="ignore"):
             n = np.floor(np.where(free > 0, free / np.maximum(per_seq, 1e-300), 0.0))

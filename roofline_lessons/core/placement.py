@@ -103,12 +103,24 @@ class Placement:
         return self.part.peak_flops_per_s(self.workload.other_compute_dtype)
 
     @property
+    def vector_peak_flops_per_s(self) -> float:
+        """Rate of the vector units that dequantise weight-only weights: the part's FP32 (non-tensor)
+        rate, or its BF16 rate where the catalog has no FP32 figure (TPUs), FLOP/s."""
+        rates = self.part.dense_flops_per_s
+        return rates["fp32"] if "fp32" in rates else rates["bf16"]
+
+    @property
+    def dequant_time_s(self):
+        """Seconds dequantising weight-only weights takes on the vector units (0 otherwise)."""
+        return np.divide(self.cost.dequant_flops, self.vector_peak_flops_per_s)
+
+    @property
     def compute_time_s(self):
         """Seconds the FLOPs need at their own peaks: weight matmuls at ``compute_dtype``'s rate,
-        the rest at ``other_compute_dtype``'s."""
+        the rest at ``other_compute_dtype``'s, plus any weight-only dequantisation on the vector units."""
         c = self.cost
-        return np.divide(c.weight_matmul_flops, self.matmul_peak_flops_per_s) + np.divide(
-            c.other_flops, self.other_peak_flops_per_s)
+        return (np.divide(c.weight_matmul_flops, self.matmul_peak_flops_per_s)
+                + np.divide(c.other_flops, self.other_peak_flops_per_s) + self.dequant_time_s)
 
     @property
     def memory_time_s(self):
@@ -196,9 +208,10 @@ class Placement:
         return self.step_time_for_s(self.compute_time_s, self.memory_time_s)
 
     def op_compute_time_s(self, op):
-        """Seconds one layer of ``op`` needs for its FLOPs at their own peaks."""
-        return np.divide(op.weight_matmul_flops, self.matmul_peak_flops_per_s) + np.divide(
-            op.other_flops, self.other_peak_flops_per_s)
+        """Seconds one layer of ``op`` needs for its FLOPs at their own peaks (dequantisation included)."""
+        return (np.divide(op.weight_matmul_flops, self.matmul_peak_flops_per_s)
+                + np.divide(op.other_flops, self.other_peak_flops_per_s)
+                + np.divide(op.dequant_flops, self.vector_peak_flops_per_s))
 
     @property
     def time_lower_bound_per_op_sum_s(self):
@@ -305,6 +318,11 @@ class Placement:
             "warnings": list(self.warnings),
             "flops": num(self.cost.flops),
             "weight_matmul_flops": num(self.cost.weight_matmul_flops),
+            "dequant_flops": num(self.cost.dequant_flops),
+            "dequant_time_s": num(self.dequant_time_s),
+            "weight_group_size": w.weight_group_size,
+            "quantized_weights": w.weight_recipe,
+            "stored_weight_bytes": num(self.footprint.weight_bytes),
             "bytes": num(self.cost.bytes),
             "weight_bytes": num(self.cost.weight_bytes),
             "kv_bytes": num(self.cost.kv_bytes),
@@ -425,7 +443,7 @@ def place(model: Model | str, part: Part | str, workload: Workload | None = None
 
 
 #: OpCost fields that differ between pipeline stages (merged element by element)
-_OP_FIELDS = ("flops", "weight_matmul_flops", "weight_bytes", "activation_bytes", "kv_read_bytes",
+_OP_FIELDS = ("flops", "weight_matmul_flops", "dequant_flops", "weight_bytes", "activation_bytes", "kv_read_bytes",
               "kv_write_bytes", "state_read_bytes", "state_write_bytes", "weight_params", "active_weight_params")
 
 

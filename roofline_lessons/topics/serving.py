@@ -63,7 +63,8 @@ from ..core.placement import Placement, place, stage_placements
 
 #: the workload fields a caller may pass through (number formats and kernels); the rest are set here
 DTYPE_FIELDS = ("weights_dtype", "activations_dtype", "kv_dtype", "state_dtype", "compute_dtype",
-                "flash_attention", "attention_compute_dtype", "deltanet_chunk_tokens")
+                "flash_attention", "attention_compute_dtype", "deltanet_chunk_tokens", "weight_group_size",
+                "quantized_weights", "mla_absorbed")
 
 
 # ---- validation ------------------------------------------------------------------------------
@@ -138,7 +139,7 @@ def expected_tokens_per_verify(k, alpha):
 def _bound(p: Placement, weight_matmul_flops, other_flops, nbytes):
     """Seconds of these FLOPs and bytes under one chip's roofs (formats from ``p``), no communication."""
     compute = (np.divide(weight_matmul_flops, p.matmul_peak_flops_per_s)
-               + np.divide(other_flops, p.other_peak_flops_per_s))
+               + np.divide(other_flops, p.other_peak_flops_per_s) + p.dequant_time_s)
     return np.maximum(compute, np.divide(nbytes, p.bandwidth_bytes_per_s))
 
 
@@ -146,7 +147,7 @@ def _step_s(p: Placement, weight_matmul_flops, other_flops, nbytes, comm_s=None)
     """Seconds of a whole step with these per-chip FLOPs and bytes: on several chips, the
     communication and the pipeline stages added by ``p``'s rules (:meth:`Placement.step_time_for_s`)."""
     compute = (np.divide(weight_matmul_flops, p.matmul_peak_flops_per_s)
-               + np.divide(other_flops, p.other_peak_flops_per_s))
+               + np.divide(other_flops, p.other_peak_flops_per_s) + p.dequant_time_s)
     return p.step_time_for_s(compute, np.divide(nbytes, p.bandwidth_bytes_per_s), comm_s)
 
 
