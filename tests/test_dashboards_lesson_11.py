@@ -63,7 +63,7 @@ def test_frame_states_the_live_numbers_per_chip():
     assert frame.png[:4] == b"\x89PNG" and not frame.error and frame.verdict == view.text
     pl = placement_of(*DEFAULT)
     step = duration(pl.time_lower_bound_s)
-    assert f"Per chip, one step takes at least {step}" in frame.verdict
+    assert f"Per chip, one step takes about {step} (compute and memory at their bounds, communication at the assumed per-call latency)" in frame.verdict
     assert f"{pl.bound}-bound" in frame.verdict and pl.link.name in frame.verdict
     assert f"{num(pl.link.per_direction_bytes_per_s / 1e9)} GB/s per direction" in frame.verdict
     assert "not overlapped" in frame.verdict  # the default is said

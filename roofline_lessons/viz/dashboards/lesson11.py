@@ -269,11 +269,12 @@ def _with_text(view: Lesson11View) -> Lesson11View:
                       f"({duration(view.step_s - view.single_step_s)}), because the {p} stages run one after another, "
                       f"so the step is one chip's work plus the {p - 1} send{'s' if p > 2 else ''} between them "
                       f"({duration(sends)} in all)")
-        text = (f"{view.title}. Per chip, one step takes at least {duration(view.step_s)}: {view.bound}-bound "
+        text = (f"{view.title}. Per chip, one step takes about {duration(view.step_s)} (compute and memory at "
+                f"their bounds, communication at the assumed per-call latency): {view.bound}-bound "
                 f"({BOUND_ROOF[view.bound]} binds). Per chip: {breakdown_text(view)}. {_comm_sentence(view)} "
                 f"Per chip, weights, KV cache and state need "
                 f"{_fit_sentence(view.fits, view.memory_required_bytes, view.capacity_bytes)}. The {n} chips "
-                f"together: at most {count(view.tokens_per_s)} {unit} ({num(view.tokens_per_s / n)} per chip). "
+                f"together: about {count(view.tokens_per_s)} {unit} ({num(view.tokens_per_s / n)} per chip). "
                 f"One chip alone: at least {duration(view.single_step_s)} per step, and it needs "
                 f"{_fit_sentence(view.single_fits, view.single_memory_bytes, view.capacity_bytes)}; {faster}.")
     return replace(view, text=text, table_html=lesson11_table(view))
