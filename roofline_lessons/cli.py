@@ -194,13 +194,15 @@ def cmd_place(args) -> int:
               f"({si(p.link.bidirectional_bytes_per_s, 'B/s')} bidirectional headline)")
     if w.weights_dtype != "bf16" or w.kv_dtype != "bf16":
         per = weight_bytes_per_element(w.weights_dtype, w.weight_group_size)
+        # a KV scale covers one head's head_dim elements, or an MLA layer's whole latent
+        kv_group = p.model.mla_cache_elements_per_token if p.model.is_mla else p.model.head_dim
         kept = {"all": "", "linear": "; embedding, lm_head and norms stay bf16",
                 "mlp": "; attention, embedding, lm_head and norms stay bf16",
                 "experts": "; everything but the MoE experts stays bf16"}[w.weight_recipe]
         deq = (f"; dequantised on the fly: {si(d['dequant_flops'], 'FLOP')} on the vector units, "
                f"{duration(d['dequant_time_s'])}" if w.weight_only else "")
         print(f"  formats              weights {w.weights_dtype} at {num(per)} bytes each ({w.weight_recipe}{kept})"
-              f"{deq}; KV {w.kv_dtype} at {num(kv_bytes_per_element(w.kv_dtype, p.model.head_dim))} bytes per element")
+              f"{deq}; KV {w.kv_dtype} at {num(kv_bytes_per_element(w.kv_dtype, kv_group))} bytes per element")
     print(f"  FLOPs                {si(d['flops'], 'FLOP')}")
     print(f"  bytes moved          {si(d['bytes'], 'B')}  (weights {si(d['weight_bytes'], 'B')}, "
           f"activations {si(d['activation_bytes'], 'B')}, KV {si(d['kv_bytes'], 'B')}, "

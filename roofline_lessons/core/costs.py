@@ -35,8 +35,8 @@ Conventions (what a lesson can quote):
 - Activation memory (a transient) is not part of the footprint; see :mod:`roofline_lessons.core.memory`.
 - **Weight formats.** ``weights_dtype`` is the stored format of the weights that ``quantized_weights``
   names: ``"all"`` (every weight, norms and embedding included: the default for 8- and 16-bit
-  formats), ``"linear"`` (every matmul weight, but the embedding, the lm_head and the norms stay
-  BF16: the default for 4-bit formats, GPTQ/AWQ-style), ``"mlp"`` (MLPs and experts only: attention
+  formats), ``"linear"`` (every matmul weight, but the embedding, the lm_head, the norms and an
+  MoE router stay BF16: the default for 4-bit formats, GPTQ/AWQ-style), ``"mlp"`` (MLPs and experts only: attention
   stays BF16) or ``"experts"`` (MoE experts only: gpt-oss's MXFP4 release). A 4-bit weight costs
   its half byte plus its group's scale (:func:`~roofline_lessons.core.dtypes.weight_bytes_per_element`).
   Weight-only formats (weights narrower than ``compute_dtype``) are dequantised on the fly:
@@ -344,8 +344,8 @@ class _Ctx:
         r = self.recipe
         if r == "all":
             return True
-        if "norm" in name or name in ("short_conv", "gates_and_qk_l2norm") or block in ("embedding", "head"):
-            return False
+        if "norm" in name or name in ("short_conv", "gates_and_qk_l2norm", "router") or block in ("embedding", "head"):
+            return False  # the MoE router stays BF16 too, as GPTQ/AWQ recipes leave the gate
         expert = block == "moe" and (name.startswith("experts_") or name.startswith("shared_expert"))
         if r == "experts":
             return expert

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 from .errors import RooflineInputError, unknown_name_error
 
 #: Bytes per element of each number format the course uses. fp4 packs two values per byte.
@@ -47,11 +49,19 @@ def kv_bytes_per_element(dtype: str, group: int) -> float:
 
 
 def check_group_size(value) -> int:
-    """A quantisation group: a whole number of elements >= 1."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    """A quantisation group: a whole number of elements >= 1 (a numpy integer is accepted)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise RooflineInputError(f"group size must be a whole number of elements >= 1 (e.g. 32, 64, 128), "
                                  f"got {value!r}")
-    return value
+    return int(value)
+
+
+def effective_weight_group(dtype: str, group_size: int | None = None) -> int | None:
+    """Elements per scale that a weight in ``dtype`` actually uses: ``group_size`` or the format's
+    default (int4 128, fp4 32); None for 8- and 16-bit formats, which have no scale groups."""
+    if check_dtype(dtype) not in WEIGHT_SCALE_BYTES:
+        return None
+    return DEFAULT_WEIGHT_GROUP[dtype] if group_size is None else check_group_size(group_size)
 
 
 def check_dtype(name: object) -> str:

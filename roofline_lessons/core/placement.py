@@ -14,6 +14,7 @@ import numpy as np
 
 from . import roofline
 from .costs import ModelCost, Workload, model_cost
+from .dtypes import effective_weight_group
 from .errors import RooflineInputError
 from .hardware import Part, get_part
 from .memory import Footprint, footprint
@@ -133,9 +134,12 @@ class Placement:
 
         With one format for everything it is that format's dense peak. When the weight matmuls run
         in FP8 and attention in BF16 (W8A8), it is FLOPs ÷ compute time: a blend of the two peaks
-        weighted by where the FLOPs are.
+        weighted by where the FLOPs are. Weight-only formats blend the same way: dequantising on the
+        vector units takes compute time but adds no model FLOPs, so it lowers the roof (and the
+        ridge) for that step, and the point's side of the ridge agrees with :attr:`bound`.
         """
-        if self.workload.other_compute_dtype == self.workload.compute_dtype:
+        if (self.workload.other_compute_dtype == self.workload.compute_dtype
+                and not np.any(np.asarray(self.cost.dequant_flops) > 0)):
             return self.matmul_peak_flops_per_s
         with np.errstate(divide="ignore", invalid="ignore"):
             blended = np.divide(self.cost.flops, self.compute_time_s)
@@ -320,7 +324,7 @@ class Placement:
             "weight_matmul_flops": num(self.cost.weight_matmul_flops),
             "dequant_flops": num(self.cost.dequant_flops),
             "dequant_time_s": num(self.dequant_time_s),
-            "weight_group_size": w.weight_group_size,
+            "weight_group_size": effective_weight_group(w.weights_dtype, w.weight_group_size),
             "quantized_weights": w.weight_recipe,
             "stored_weight_bytes": num(self.footprint.weight_bytes),
             "bytes": num(self.cost.bytes),
