@@ -42,6 +42,9 @@ Conventions (what a lesson can quote):
   Weight-only formats (weights narrower than ``compute_dtype``) are dequantised on the fly:
   ``dequant_flops`` = 2 per quantised weight read (convert, scale), run on the vector units and
   priced at the part's FP32 rate by the placement; they are kept out of ``flops`` (not model math).
+  The placement ADDS that time to the tensor-core time: the conservative case. Well-pipelined
+  weight-only kernels (Marlin-style) overlap much of the dequantisation with the matmuls, so the
+  real cost lies between zero and this figure — a bound on the erosion, not a measurement.
 - **KV formats.** ``kv_dtype`` int8/int4 carry one bf16 scale per token and head (MLA: per latent).
 - **Sliding-window layers** (Gemma 3, gpt-oss) attend to and read at most ``sliding_window`` keys;
   they are the ``sliding_attention`` block. A model whose every layer slides (Mistral-7B-v0.1)
