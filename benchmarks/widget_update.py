@@ -42,6 +42,10 @@ from roofline_lessons.viz.dashboards.lesson10 import TTFT_SLO_CHOICES_S as L10_T
 from roofline_lessons.viz.dashboards.lesson11 import BATCH_CHOICES as L11_BATCHES  # noqa: E402
 from roofline_lessons.viz.dashboards.lesson11 import CHIP_CHOICES as L11_CHIPS  # noqa: E402
 from roofline_lessons.viz.dashboards.lesson11 import Lesson11Chart, lesson11_frame, lesson11_view  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson12 import BATCH_CHOICES as L12_BATCHES  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson12 import CONTEXT_CHOICES as L12_CONTEXTS  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson12 import KV_FORMATS as L12_KV  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson12 import Lesson12Chart, lesson12_frame, lesson12_view  # noqa: E402
 
 TARGET_MEDIAN_S, TARGET_P95_S, TARGET_COLD_S = 0.050, 0.100, 0.150
 
@@ -102,6 +106,15 @@ def lesson11(chart):
             for ph in ("decode", "prefill") for n in L11_CHIPS for ov in (False, True) for b in L11_BATCHES[::2]]
 
 
+def lesson12(chart):
+    # every weight format that H100 runs (it has no fp4 rate for W4A4), every KV format, every
+    # other batch, and the shortest and longest context (a new heading layer each)
+    return [lambda w=w, k=k, b=b, c=c: panel(lesson12_frame, lesson12_view("llama-3.1-70b", "h100-sxm", c, w, k, b),
+                                             chart)
+            for c in (L12_CONTEXTS[0], 4096, L12_CONTEXTS[-1])
+            for w in ("bf16", "fp8", "int4", "fp4 (MXFP4, weight-only)") for k in L12_KV for b in L12_BATCHES[::2]]
+
+
 #: the first update after a part (or model) change, on a chart already warm: a new static figure
 COLD = {
     "lesson 1": lambda chart: panel(lesson01_frame, lesson01_view("llama-3.1-8b", "b200", "bf16", "decode", 1, 8192), chart),
@@ -116,6 +129,8 @@ COLD = {
                                      chart),
     "lesson 11": lambda chart: panel(lesson11_frame, lesson11_view("qwen3-235b-a22b", "h200", 8, 64,
                                                                    strategy="expert"), chart),
+    "lesson 12": lambda chart: panel(lesson12_frame,
+                                     lesson12_view("deepseek-v3", "b200", 32768, "fp4 W4A4", "fp8", 64), chart),
 }
 
 
@@ -154,6 +169,7 @@ def main() -> None:
     measure("lesson 7 (recipe, KV, batch)", lesson07, Lesson07Chart)
     measure("lesson 10 (batch, SLOs)", lesson10, Lesson10Chart)
     measure("lesson 11 (chips, batch)", lesson11, Lesson11Chart)
+    measure("lesson 12 (formats, batch)", lesson12, Lesson12Chart)
 
 
 if __name__ == "__main__":

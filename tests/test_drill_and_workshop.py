@@ -403,3 +403,158 @@ def test_cheat_sheet_has_the_interconnect_ridge_per_direction():
     assert f"{link.bidirectional_bytes_per_s / 1e9:,.0f} GB/s" in row  # the headline, beside it
     assert "2(n − 1)/n" in md and "Interconnect ridges" in cheatsheet.html_page()
     assert any(line.startswith("| l4 | PCIe") for line in md.splitlines())  # a PCIe-only part has its row
+
+
+# ---- lesson 12: shrinking the bytes -------------------------------------------------------------------
+
+LESSON12_CARDS = {"shrink-mla-latent-per-token", "shrink-mla-absorbed-vs-expanded", "shrink-int4-bytes-per-weight",
+                  "shrink-int4-batch1-speedup", "shrink-dequant-cost", "shrink-gemma-sliding-window-kv",
+                  "shrink-paged-sliding-window", "shrink-which-lever-which-byte"}
+
+
+def test_lesson12_has_its_cards():
+    ids = {c.id for c in flashcards.filter_cards(lesson=12)}
+    assert ids == LESSON12_CARDS
+    assert all(flashcards.get_card(i).numeric is not None for i in ids)
+
+
+def test_lesson12_numeric_answers_are_the_package_s_numbers():
+    """Each numeric card's answer, recomputed here straight from the package (not through the deck's value
+    functions), and shown in the card's short answer as the package gives it."""
+    from dataclasses import replace
+
+    from roofline_lessons import place
+    from roofline_lessons.core.costs import model_cost
+    from roofline_lessons.core.dtypes import weight_bytes_per_element
+    from roofline_lessons.core.memory import kv_cache_bytes_per_sequence, max_batch_that_fits
+    from roofline_lessons.core.models import get_model
+
+    decode70 = dict(phase="decode", context_tokens=4096)
+    bf16 = place("llama-3.1-70b", "h100-sxm", **decode70)
+    int4 = place("llama-3.1-70b", "h100-sxm", weights_dtype="int4", **decode70)
+    gemma = get_model("gemma-3-27b")
+    long = model_cost("llama-3.1-70b", phase="decode", batch=32, context_tokens=32768)
+    expected = {
+        "shrink-mla-latent-per-token": (get_model("deepseek-v3").kv_bytes_per_token("bf16") / 1024, "{:,.1f} KiB"),
+        "shrink-mla-absorbed-vs-expanded": (float(model_cost("deepseek-v3", phase="decode", context_tokens=32768,
+                                                             mla_absorbed=False).flops) / 1e12, "{:,.1f} TFLOP"),
+        "shrink-int4-bytes-per-weight": (weight_bytes_per_element("int4", 128), "{:.4f} bytes"),
+        "shrink-int4-batch1-speedup": (float(bf16.time_lower_bound_s / int4.time_lower_bound_s), "{:.2f}×"),
+        "shrink-dequant-cost": (float(int4.dequant_time_s) * 1e3, "{:,.2f} ms"),
+        "shrink-gemma-sliding-window-kv": (kv_cache_bytes_per_sequence(gemma, 32768) / 2**30, "{:,.2f} GiB"),
+        "shrink-paged-sliding-window": (max_batch_that_fits(gemma, "h200", 32768, memory_utilization=0.9),
+                                        "{:,.0f} sequences"),
+        "shrink-which-lever-which-byte": (100 * float(long.kv_bytes) / float(long.bytes), "{:.0f}% KV"),
+    }
+    for card_id, (value, shown) in expected.items():
+        card = flashcards.get_card(card_id)
+        assert card.answer_value() == pytest.approx(value, rel=1e-9), card_id
+        assert shown.format(value) in card.short_answer(), (card_id, card.short_answer())
+    # the paged-allocator card's "against N with full-context pages": every layer allocated as if global
+    everything = replace(gemma, id="gemma-all-global", sliding_window=32768)
+    naive = max_batch_that_fits(everything, "h200", 32768, memory_utilization=0.9)
+    assert f"against {naive:,.0f} with full-context pages" in \
+        flashcards.get_card("shrink-paged-sliding-window").short_answer()
+    # the Gemma card's "if every layer were global": every caching layer holds every token
+    uncapped = gemma.kv_bytes_per_token("bf16") * 32768 / 2**30
+    assert f"against {uncapped:,.1f} GiB if every layer were global" in \
+        flashcards.get_card("shrink-gemma-sliding-window-kv").short_answer()
+    # the int4 card's whole-model ratio comes from the stored weights (scales and BF16 layers included)
+    from roofline_lessons.core.memory import weight_bytes
+
+    ratio = weight_bytes("llama-3.1-70b", "bf16") / weight_bytes("llama-3.1-70b", "int4")
+    assert f"shrinks {ratio:.2f}×" in flashcards.get_card("shrink-int4-bytes-per-weight").short_answer()
+
+
+def test_lesson12_card_claims_hold_in_the_package():
+    """The words around the computed numbers stay true of the package's numbers."""
+    from roofline_lessons import place
+    from roofline_lessons.core.costs import model_cost
+    from roofline_lessons.core.memory import weight_bytes
+    from roofline_lessons.core.models import get_model
+    from roofline_lessons.topics.batching import critical_batch
+
+    decode70 = dict(phase="decode", context_tokens=4096)
+    bf16 = place("llama-3.1-70b", "h100-sxm", **decode70)
+    int4 = place("llama-3.1-70b", "h100-sxm", weights_dtype="int4", **decode70)
+    # "not 4×": neither the model nor the step; "does not even fit 80 GiB" in BF16; memory-bound, dequant hidden
+    assert weight_bytes("llama-3.1-70b", "bf16") / weight_bytes("llama-3.1-70b", "int4") < 4
+    assert weight_bytes("llama-3.1-70b", "bf16") / weight_bytes("llama-3.1-70b", "int4", quantized_weights="all") < 4
+    assert float(bf16.time_lower_bound_s / int4.time_lower_bound_s) < 4
+    assert not bf16.fits_in_memory and int4.fits_in_memory
+    assert int4.bound == "memory" and float(int4.compute_time_s) < float(int4.memory_time_s)
+    assert float(int4.dequant_time_s) > 0.5 * float(int4.compute_time_s)  # "most of the compute time"
+    assert int4.vector_peak_flops_per_s == int4.part.dense_flops_per_s["fp32"] < int4.part.peak_flops_per_s("bf16")
+    # weight-only lowers the critical batch (weights lens); W4A4 keeps it near BF16's
+    crit = {k: critical_batch("llama-3.1-70b", "b200", 4096, lens="weights only", **w) for k, w in
+            {"bf16": {}, "int4": {"weights_dtype": "int4"},
+             "fp4": {"weights_dtype": "fp4", "compute_dtype": "fp4"}}.items()}
+    assert crit["int4"] < crit["bf16"] / 2 and crit["fp4"] == pytest.approx(crit["bf16"], rel=0.25)
+    big = dict(phase="decode", context_tokens=1024, batch=256)
+    b200 = {k: place("llama-3.1-70b", "b200", **big, **w) for k, w in
+            {"bf16": {}, "int4": {"weights_dtype": "int4"},
+             "fp4": {"weights_dtype": "fp4", "compute_dtype": "fp4"}}.items()}
+    assert (b200["bf16"].bound, b200["int4"].bound, b200["fp4"].bound) == ("memory", "compute", "memory")
+    assert float(b200["fp4"].dequant_time_s) == 0 < float(b200["int4"].dequant_time_s)
+    # H100 has no FP4 rate: W4A4 there is an error
+    with pytest.raises(Exception, match="fp4"):
+        place("llama-3.1-70b", "h100-sxm", weights_dtype="fp4", compute_dtype="fp4", **decode70)
+    # MLA: expanded decode costs more FLOPs and bytes; prefill flips; absorbed attention near the H100's ridge
+    ds = get_model("deepseek-v3")
+    dec = {f: model_cost(ds, phase="decode", context_tokens=32768, mla_absorbed=f) for f in (True, False)}
+    pre = {f: model_cost(ds, phase="prefill", prompt_tokens=4096, mla_absorbed=f) for f in (True, False)}
+    assert dec[False].flops > 50 * dec[True].flops and dec[False].bytes > dec[True].bytes
+    assert pre[False].flops < pre[True].flops
+    att = next(o for o in dec[True].ops if o.name.startswith("attention"))
+    ridge = get_part("h100-sxm").ridge_point_flop_per_byte("bf16")
+    assert 0.5 * ridge < float(att.flops) / float(att.kv_read_bytes) < 1.5 * ridge
+    assert ds.kv_lora_rank + ds.qk_rope_head_dim == ds.mla_cache_elements_per_token
+    # Gemma 3: "five to one", the global layers hold most of the cache, growth past the window "about a sixth"
+    gemma = get_model("gemma-3-27b")
+    assert gemma.num_sliding_attention_layers == pytest.approx(5 * gemma.num_full_attention_layers, abs=2)
+    per_layer = gemma.kv_bytes_per_token_per_layer("bf16")
+    glob = gemma.num_full_attention_layers * per_layer * 32768
+    assert glob > 0.8 * gemma.kv_cache_bytes_per_sequence(32768)
+    assert gemma.num_full_attention_layers / gemma.num_hidden_layers == pytest.approx(1 / 6, rel=0.1)
+    # gpt-oss: full-context pages "about halve" the batch
+    lost = flashcards.NUMERIC_FUNCTIONS["paged_batch"]("gpt-oss-120b", "h200", 32768, lost_percent=True,
+                                                       weights="fp4", recipe="experts")
+    assert 40 < lost < 60
+    # the lever card: KV dominates at batch 32 × 32K, the weights at batch 1 × 4K; each lever moves its own byte
+    speed = flashcards.NUMERIC_FUNCTIONS["format_speedup"]
+    assert speed("llama-3.1-70b", "h200", 32768, 32, kv="int4") > speed("llama-3.1-70b", "h200", 32768, 32,
+                                                                        weights="int4")
+    assert speed("llama-3.1-70b", "h200", 4096, 1, weights="int4") > 3 * speed("llama-3.1-70b", "h200", 4096, 1,
+                                                                                kv="int4") / 1.1
+
+
+def test_lesson12_card_text_follows_the_catalog(monkeypatch):
+    """A different window in the catalog changes the Gemma cards' text: nothing in them is typed."""
+    from dataclasses import replace
+
+    from roofline_lessons.core import models
+
+    gemma = models.get_model("gemma-3-27b")
+    wider = replace(gemma, sliding_window=4096)
+    monkeypatch.setattr(models, "get_model", lambda m: wider if m in ("gemma-3-27b", wider) else
+                        (m if isinstance(m, models.Model) else models._models()[m]))
+    card = flashcards.get_card("shrink-gemma-sliding-window-kv")
+    assert "last 4,096 tokens" in card.short_answer()
+    assert f"{wider.kv_cache_bytes_per_sequence(32768) / 2**30:,.2f} GiB" in card.short_answer()
+
+
+def test_cheat_sheet_has_the_shrinking_numbers():
+    from roofline_lessons.core.dtypes import weight_bytes_per_element
+    from roofline_lessons.core.models import get_model
+
+    md = cheatsheet.markdown()
+    assert "move the memory roof's intercept, not the compute roof (weight-only)" in md
+    for label, dtype, group in (("| BF16 |", "bf16", None), ("| FP8 |", "fp8", None),
+                                ("| int4, groups of 128", "int4", 128), ("| MXFP4, blocks of 32", "fp4", None)):
+        row = next(line for line in md.splitlines() if line.startswith(label))
+        assert f"| {weight_bytes_per_element(dtype, group):g} |" in row, row
+    for mid in ("llama-3.1-70b", "deepseek-v3"):
+        m = get_model(mid)
+        row = next(line for line in md.splitlines() if line.startswith(f"| {m.name} |"))
+        assert f"{m.kv_bytes_per_token() / 1024:,.1f} KiB" in row
+    assert "Shrinking the bytes" in cheatsheet.html_page()

@@ -4,6 +4,7 @@ text (no scientific notation) and JSON (counts as integers)."""
 import inspect
 import json
 import re
+from dataclasses import dataclass
 from itertools import combinations
 
 import matplotlib.text
@@ -64,7 +65,47 @@ CASES = {
     "time_breakdown_chart": (
         lambda m: plots.time_breakdown_chart(_split(), ["1 chip", "TP 2"]),
         lambda m: [duration(p.time_lower_bound_s) for p in _split()] + [duration(_split()[1].comm_time_s)]),
+    "kv_bytes_vs_context_chart": (
+        lambda m: plots.kv_bytes_vs_context_chart(_kv_curves()),
+        lambda m: [binary(c.kv_bytes[list(c.context_tokens).index(32768)]) for c in _kv_curves()]
+        + [binary(_kv_curves()[-1].state_bytes)]),
+    "byte_budget_chart": (
+        lambda m: plots.byte_budget_chart(_formats(), ["BF16", "int4 weights"]),
+        lambda m: [duration(p.time_lower_bound_s) for p in _formats()] + [si(p.cost.bytes, "B") for p in _formats()]
+        + [si(_formats()[1].cost.weight_bytes, "B")]),
 }
+
+
+@dataclass(frozen=True)
+class _KvCurve:
+    """A stand-in with the fields of roofline_lessons.topics.shrinking.KvCurve (the chart reads only these)."""
+
+    label: str
+    context_tokens: np.ndarray
+    kv_bytes: np.ndarray
+    state_bytes: float
+    beyond_limit_from: int | None
+    kind: str
+
+
+def _kv_curves():
+    """GQA, MLA, sliding-window and hybrid models from 1K to 1M tokens, by the package's KV sizes."""
+    from roofline_lessons.core.memory import kv_cache_bytes_per_sequence, state_bytes_per_sequence
+    from roofline_lessons.core.models import get_model
+
+    ctx = 2.0 ** np.arange(10, 21)
+    out = []
+    for model_id, kind in (("llama-3.1-70b", "GQA"), ("deepseek-v3", "MLA"), ("gemma-3-27b", "sliding window"),
+                           ("qwen3.8-27b", "hybrid linear")):
+        m = get_model(model_id)
+        out.append(_KvCurve(m.name, ctx, kv_cache_bytes_per_sequence(m, ctx), state_bytes_per_sequence(m),
+                            m.max_context_tokens if m.max_context_tokens < ctx[-1] else None, kind))
+    return tuple(out)
+
+
+def _formats():
+    """Llama-3.1-70B decode on one H100 with BF16 weights and with int4 weights."""
+    return [place("llama-3.1-70b", "h100-sxm", context_tokens=4096, weights_dtype=w) for w in ("bf16", "int4")]
 
 
 def _split():

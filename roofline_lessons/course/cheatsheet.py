@@ -7,8 +7,10 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from ..core.dtypes import DEFAULT_WEIGHT_GROUP, WEIGHT_SCALE_BYTES, weight_bytes_per_element
 from ..core.files import atomic_write_text
 from ..core.hardware import get_part
+from ..core.memory import kv_cache_bytes_per_sequence, weight_bytes
 from ..core.models import get_model
 from ..core.parallel import Parallelism, interconnect_ridge_flop_per_byte
 from ..core.placement import place
@@ -24,6 +26,12 @@ FORMULAS = (
     ("Time lower bound", "t ≥ max(FLOPs / P_peak, bytes / β)"),
     ("Forward FLOPs", "≈ 2 · parameters per token, plus attention"),
     ("KV cache per token", "2 · full-attention layers · KV heads · head_dim · bytes per element"),
+    ("KV cache per token, MLA", "layers · (kv_lora_rank + qk_rope_head_dim) · bytes per element (one latent, "
+                                "shared by every head)"),
+    ("Sliding-window layer", "caches min(context, window) tokens; global layers cache them all"),
+    ("Bytes per weight, 4-bit", "bits / 8 + scale bytes / group size  (int4: 0.5 + "
+                                f"{WEIGHT_SCALE_BYTES['int4']:g}/{DEFAULT_WEIGHT_GROUP['int4']}; MXFP4: 0.5 + "
+                                f"{WEIGHT_SCALE_BYTES['fp4']:g}/{DEFAULT_WEIGHT_GROUP['fp4']})"),
     ("Weight lens (weight-matmul FLOPs per weight byte), decode", "≈ batch × 2 / bytes per weight"),
     ("Experts touched by B tokens", "E · (1 − (1 − k/E)^B)"),
     ("FlashAttention HBM traffic", "Θ(N²·d²/M) vs Θ(N·d + N²) for standard attention (tiling wins when M ≫ d²)"),
@@ -51,6 +59,57 @@ LEVERS = (
     ("Does not fit", "capacity first: quantize weights and KV, a paged KV cache (less fragmentation, so a larger "
                      "batch fits; the bytes per step stay), prefix sharing, shard across GPUs, shorter context"),
 )
+
+
+#: the rules of thumb of lesson 12 (shrinking the bytes)
+SHRINKING_RULES = (
+    "4-bit weights move the memory roof's intercept, not the compute roof (weight-only): the math still "
+    "runs at BF16's rate, so decode turns compute-bound at a smaller batch; W4A4 (FP4 math, where the part "
+    "has it) raises the compute roof too.",
+    "Weight-only dequantisation runs on the vector units (the course prices it at the FP32 rate), once per "
+    "weight read per step; it hides under memory at batch 1.",
+    "A 4-bit model is not 4× smaller: group scales, and the embedding, lm_head and norms stay BF16.",
+    "Which byte dominates picks the lever: weight formats and batching shrink weight bytes per token; KV "
+    "formats, fewer KV heads, MLA and sliding windows shrink KV bytes; only its format shrinks a recurrent "
+    "state.",
+    "Allocate the KV cache per layer kind: full-context pages for sliding-window layers waste capacity.",
+)
+#: weight formats the cheat sheet lists: (name, dtype, group size or None for the format's default)
+WEIGHT_FORMATS = (("BF16", "bf16", None), ("FP8", "fp8", None), ("int4, groups of {group} (BF16 scale)", "int4", 128),
+                  ("MXFP4, blocks of {group} (8-bit scale)", "fp4", None))
+#: models whose KV bytes per token the cheat sheet compares (one per attention kind)
+KV_MODELS = ("llama-3.1-70b", "deepseek-v3", "gemma-3-27b")
+KV_CONTEXT_TOKENS = 32768
+
+
+def _weight_format_rows() -> list[list[str]]:
+    """Bytes per stored weight (scale included) and Llama-3.1-70B's weights in each format (4-bit:
+    the default recipe, embedding, lm_head and norms in BF16)."""
+    rows = []
+    for name, dtype, group in WEIGHT_FORMATS:
+        per_weight = weight_bytes_per_element(dtype, group)
+        size = weight_bytes("llama-3.1-70b", dtype, weight_group_size=group if dtype in DEFAULT_WEIGHT_GROUP else None)
+        label = name.format(group=group or DEFAULT_WEIGHT_GROUP.get(dtype))
+        rows.append([label, f"{per_weight:g}", f"{size / 2**30:,.1f} GiB"])
+    return rows
+
+
+def _kv_rows() -> list[list[str]]:
+    """KV bytes per token (BF16, every caching layer) and per sequence of ``KV_CONTEXT_TOKENS`` tokens
+    (sliding windows applied) for ``KV_MODELS``."""
+    rows = []
+    for mid in KV_MODELS:
+        m = get_model(mid)
+        if m.is_mla:
+            kind = f"MLA: latent of {m.mla_cache_elements_per_token:,} elements per layer"
+        elif m.num_sliding_attention_layers:
+            kind = (f"GQA, {m.num_sliding_attention_layers} local ({m.sliding_window:,}-token window) + "
+                    f"{m.num_full_attention_layers} global layers")
+        else:
+            kind = f"GQA, {m.num_key_value_heads} KV heads"
+        rows.append([m.name, kind, f"{m.kv_bytes_per_token() / 1024:,.1f} KiB",
+                     f"{kv_cache_bytes_per_sequence(m, KV_CONTEXT_TOKENS) / 2**30:,.2f} GiB"])
+    return rows
 
 
 def _ridge_rows() -> list[list[str]]:
@@ -115,6 +174,12 @@ def markdown() -> str:
     lines += ["", "## Interconnect ridges (BF16 FLOPs per byte sent)", "", "| part | link | per direction | "
               "bidirectional headline | link ridge | HBM ridge |", "|---|---|---|---|---|---|"]
     lines += ["| " + " | ".join(r) + " |" for r in _link_rows()]
+    lines += ["", "## Shrinking the bytes", ""] + [f"- {r}" for r in SHRINKING_RULES]
+    lines += ["", "| weight format | bytes per weight | Llama-3.1-70B weights |", "|---|---|---|"]
+    lines += ["| " + " | ".join(r) + " |" for r in _weight_format_rows()]
+    lines += ["", f"| model | attention | KV per token (BF16) | KV per sequence at {KV_CONTEXT_TOKENS:,} tokens |",
+              "|---|---|---|---|"]
+    lines += ["| " + " | ".join(r) + " |" for r in _kv_rows()]
     lines += ["", "## Numbers worth knowing", ""] + [f"- {k}: **{v}**" for k, v in _numbers()]
     lines += ["", "## Levers per regime", ""] + [f"- **{k}**: {v}" for k, v in LEVERS]
     lines += ["", "## Questions to expect", ""] + [f"- {q}" for q in _questions()]
@@ -126,6 +191,8 @@ def html_page() -> str:
     e = html.escape
     ridge = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in _ridge_rows())
     links = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in _link_rows())
+    formats = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in _weight_format_rows())
+    kv = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in _kv_rows())
     body = [
         "<h1>The roofline in 60 seconds</h1>",
         "<p><i>Generated from the Roofline Lessons package: numbers are computed from its catalogs (dense, "
@@ -136,6 +203,10 @@ def html_page() -> str:
         "<h2>Interconnect ridges (BF16 FLOPs per byte sent)</h2><table><tr><th>part</th><th>link</th>"
         "<th>per direction</th><th>bidirectional headline</th><th>link ridge</th><th>HBM ridge</th></tr>"
         f"{links}</table>",
+        "<h2>Shrinking the bytes</h2><ul>" + "".join(f"<li>{e(r)}</li>" for r in SHRINKING_RULES) + "</ul>"
+        "<table><tr><th>weight format</th><th>bytes per weight</th><th>Llama-3.1-70B weights</th></tr>"
+        f"{formats}</table><table><tr><th>model</th><th>attention</th><th>KV per token (BF16)</th>"
+        f"<th>KV per sequence at {KV_CONTEXT_TOKENS:,} tokens</th></tr>{kv}</table>",
         "<h2>Numbers worth knowing</h2><ul>" + "".join(f"<li>{e(k)}: <b>{e(v)}</b></li>" for k, v in _numbers()) + "</ul>",
         "<h2>Levers per regime</h2><ul>" + "".join(f"<li><b>{e(k)}</b>: {e(v)}</li>" for k, v in LEVERS) + "</ul>",
         "<h2>Questions to expect</h2><ul>" + "".join(f"<li>{e(q)}</li>" for q in _questions()) + "</ul>",

@@ -443,6 +443,210 @@ def _split_speedup(model, part, ref_part, tensor=1, pipeline=1, ref_tensor=1, re
                            pipeline=pipeline)
 
 
+# ---- lesson 12: shrinking the bytes (weight and KV formats, MLA, sliding windows) ----------------
+
+def _format_fields(weights="bf16", compute="bf16", kv="bf16", group=None, recipe="", absorbed=None):
+    """Workload fields of a number format (TOML has no None: ``recipe=""`` = the format's default)."""
+    fields = {"weights_dtype": weights, "compute_dtype": compute, "kv_dtype": kv}
+    if group is not None:
+        fields["weight_group_size"] = int(group)
+    if recipe:
+        fields["quantized_weights"] = recipe
+    if absorbed is not None:
+        fields["mla_absorbed"] = bool(absorbed)
+    return fields
+
+
+def _formatted(model, part, quantity, scale=1.0, phase="decode", tokens=4096, batch=1, **fmt):
+    """One figure of a step placed under a number format: ``quantity`` names a :class:`Placement`
+    attribute, dotted paths allowed (``time_lower_bound_s``, ``dequant_time_s``, ``memory_time_s``,
+    ``cost.flops``, ``cost.weight_bytes``, ``vector_peak_flops_per_s``, …); times ``scale``."""
+    from ..core.placement import place
+
+    fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
+    value = place(model, part, phase=phase, batch=batch, **fields, **_format_fields(**fmt))
+    for name in quantity.split("."):
+        value = getattr(value, name)
+    return float(scale) * float(value)
+
+
+def _format_speedup(model, part, tokens=4096, batch=1, phase="decode", **fmt):
+    """Step time in BF16 (weights, compute and KV) ÷ step time under ``fmt`` (×; above 1: faster)."""
+    ref = _formatted(model, part, "time_lower_bound_s", phase=phase, tokens=tokens, batch=batch)
+    return ref / _formatted(model, part, "time_lower_bound_s", phase=phase, tokens=tokens, batch=batch, **fmt)
+
+
+def _bytes_per_weight(dtype, group=None):
+    """Bytes one stored weight costs in ``dtype``, its share of the group's scale included."""
+    from ..core.dtypes import weight_bytes_per_element
+
+    return weight_bytes_per_element(dtype, None if group is None else int(group))
+
+
+def _stored_weights_gib(model, dtype="bf16", group=None, recipe="", ratio=False):
+    """Every weight of ``model`` as stored in ``dtype`` (scales and the format's BF16 layers included),
+    GiB; ``ratio=True`` gives BF16's bytes ÷ these (how many times smaller the format is)."""
+    from ..core.memory import weight_bytes
+
+    stored = weight_bytes(model, dtype, weight_group_size=None if group is None else int(group),
+                          quantized_weights=recipe or None)
+    return weight_bytes(model, "bf16") / stored if ratio else stored / 2**30
+
+
+def _kv_token_bytes(model, dtype="bf16", per_layer=False, ref="", scale=1.0):
+    """KV-cache bytes one token adds (every caching layer, before window caps; ``per_layer``: one
+    layer's); with ``ref``, the reference model's bytes per token ÷ ``model``'s (×)."""
+    from ..core.models import get_model
+
+    def per_token(m):
+        m = get_model(m)
+        return m.kv_bytes_per_token_per_layer(dtype) if per_layer else m.kv_bytes_per_token(dtype)
+
+    return per_token(ref) / per_token(model) if ref else float(scale) * per_token(model)
+
+
+def _model_field(model, field):
+    """A catalog model's config field or property (``num_hidden_layers``, ``kv_lora_rank``,
+    ``num_sliding_attention_layers``, ``mla_cache_elements_per_token``, ``sliding_window``, …)."""
+    from ..core.models import get_model
+
+    return float(getattr(get_model(model), field))
+
+
+def _op_intensity(model, op, context=32768, absorbed=None):
+    """FLOPs per byte of KV cache read by a decode step's operators whose name starts with ``op``
+    (e.g. "attention"), batch 1, ``context`` tokens cached; ``absorbed`` picks an MLA form."""
+    from ..core.costs import model_cost
+
+    fields = {} if absorbed is None else {"mla_absorbed": bool(absorbed)}
+    ops = [o for o in model_cost(model, phase="decode", context_tokens=context, **fields).ops if o.name.startswith(op)]
+    if not ops:
+        raise ValueError(f"no operator named {op!r}* in this step")
+    return float(sum(float(o.flops) for o in ops) / sum(float(o.kv_read_bytes) for o in ops))
+
+
+def _kv_element_bytes(dtype, group=128):
+    """Bytes one cached K/V element costs in ``dtype``, its share of the per-token, per-head scale
+    included (``group`` = head_dim)."""
+    from ..core.dtypes import kv_bytes_per_element
+
+    return kv_bytes_per_element(dtype, int(group))
+
+
+def _mla_expanded_kv_kib(model, dtype="bf16", ratio=False):
+    """KiB per token an MLA model would cache if it kept per-head K (qk_nope + qk_rope wide) and V
+    (v_head_dim wide) for every head of every layer, as multi-head attention does; ``ratio=True``:
+    that ÷ the latent it caches (×)."""
+    from ..core.dtypes import bytes_per_element
+    from ..core.models import get_model
+
+    m = get_model(model)
+    per_layer = m.num_attention_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
+    expanded = m.num_mla_layers * per_layer * bytes_per_element(dtype)
+    return expanded / m.kv_bytes_per_token(dtype) if ratio else expanded / 1024
+
+
+def _mla_step(model, quantity="flops", absorbed=True, context=32768, batch=1, scale=1e-12, ratio=False, op="",
+              phase="decode"):
+    """One figure of an MLA model's step (``quantity``: a :class:`ModelCost` attribute, or with ``op`` an
+    :class:`OpCost` one summed over the layers of the operators whose name starts with ``op``) in the
+    absorbed or expanded form; ``ratio=True``: expanded ÷ absorbed (×). ``context`` is the prompt in a
+    prefill."""
+    from ..core.costs import model_cost
+
+    def figure(form):
+        fields = {"prompt_tokens": context} if phase == "prefill" else {"context_tokens": context}
+        c = model_cost(model, phase=phase, batch=batch, mla_absorbed=form, **fields)
+        if not op:
+            return float(getattr(c, quantity))
+        ops = [o for o in c.ops if o.name.startswith(op)]
+        if not ops:
+            raise ValueError(f"no operator named {op!r}* in this step")
+        return float(sum(float(getattr(o, quantity)) * o.layers for o in ops))
+
+    return figure(False) / figure(True) if ratio else float(scale) * figure(bool(absorbed))
+
+
+def _window_kv_gib(model, context, dtype="bf16", kind="all"):
+    """One sequence's KV cache at ``context`` tokens, GiB: ``kind`` "all" (windows applied per layer
+    kind), "uncapped" (every layer holding every token: as if each were global), "global" (the
+    full-attention and MLA layers' share) or "sliding" (the sliding-window layers' share)."""
+    import numpy as np
+
+    from ..core.models import get_model
+
+    m = get_model(model)
+    per_layer = m.kv_bytes_per_token_per_layer(dtype)
+    t = float(context)
+    if kind == "all":
+        value = m.kv_cache_bytes_per_sequence(t, dtype)
+    elif kind == "uncapped":
+        value = m.kv_bytes_per_token(dtype) * t
+    elif kind == "global":
+        window = m.full_attention_window
+        value = (m.num_full_attention_layers + m.num_mla_layers) * per_layer * (t if window is None else min(t, window))
+    elif kind == "sliding":
+        value = m.num_sliding_attention_layers * per_layer * float(np.minimum(t, m.sliding_window or 0))
+    else:
+        raise ValueError(f"kind must be one of all, uncapped, global, sliding; got {kind!r}")
+    return float(value) / 2**30
+
+
+def _paged_batch(model, part, context, pages="per layer kind", memory_utilization=0.9, weights="bf16", recipe="",
+                 lost_percent=False):
+    """Sequences of ``context`` tokens that fit once the weights are loaded: ``pages="per layer kind"``
+    (sliding-window layers hold only their window) or ``"full context"`` (a paged allocator that gives
+    every layer pages for the whole context, as if every layer were global). ``lost_percent=True``:
+    the share of the per-layer-kind batch the full-context allocator loses (%)."""
+    from dataclasses import replace
+
+    from ..core.memory import max_batch_that_fits
+    from ..core.models import get_model
+
+    m = get_model(model)
+    fmt = dict(weights_dtype=weights, quantized_weights=recipe or None, memory_utilization=memory_utilization)
+    right = max_batch_that_fits(m, part, context, **fmt)
+    if pages == "per layer kind" and not lost_percent:
+        return float(right)
+    if m.sliding_window is None:
+        raise ValueError(f"{m.id} has no sliding-window layers")
+    everything = replace(m, id=f"{m.id}-full-context-pages", sliding_window=max(int(context), m.sliding_window))
+    wrong = max_batch_that_fits(everything, part, context, **fmt)
+    if lost_percent:
+        return 100.0 * (1 - wrong / right)
+    if pages != "full context":
+        raise ValueError(f"pages must be 'per layer kind' or 'full context', got {pages!r}")
+    return float(wrong)
+
+
+def _byte_share(model, what="kv", batch=1, context=4096, **fmt):
+    """Percent of a decode step's bytes that are ``what``: "weight", "kv" (read and written),
+    "state" or "activation"."""
+    from ..core.costs import model_cost
+
+    c = model_cost(model, phase="decode", batch=batch, context_tokens=context, **_format_fields(**fmt))
+    return 100 * float(getattr(c, f"{what}_bytes")) / float(c.bytes)
+
+
+def _weight_lens_batch(model, part, context=4096, **fmt):
+    """Smallest decode batch whose weight-matmul FLOPs per weight byte reach the part's ridge at the
+    weight matmuls' rate (the critical batch, weights lens) under a number format."""
+    from ..topics.batching import critical_batch
+
+    return critical_batch(model, part, context, lens="weights only", **_format_fields(**fmt))
+
+
+def _dequant_tokens_equivalent(model, part):
+    """How many tokens' BF16 multiply-adds (2 FLOPs each, on the tensor cores) take as long as
+    dequantising the weight once (``DEQUANT_FLOPS_PER_WEIGHT`` on the vector units, at the rate the
+    placement prices them)."""
+    from ..core.costs import DEQUANT_FLOPS_PER_WEIGHT
+    from ..core.hardware import get_part
+
+    vector = _formatted(model, part, "vector_peak_flops_per_s", weights="int4")
+    return (DEQUANT_FLOPS_PER_WEIGHT / vector) / (2.0 / get_part(part).peak_flops_per_s("bf16"))
+
+
 NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
     "peak_tflops": _peak_tflops, "bandwidth_tbs": _bandwidth_tbs, "capacity_gib": _capacity_gib,
     "weights_gib": _weights_gib, "free_gib": _free_gib, "kv_gib": _kv_gib, "state_gib": _state_gib,
@@ -461,6 +665,12 @@ NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
     "interconnect_ridge": _interconnect_ridge, "kv_share_per_chip": _kv_share_per_chip,
     "bubble_percent": _bubble_percent, "split_speedup": _split_speedup,
     "steady_idle_percent": _steady_idle_percent, "free_after_weights_gib": _free_after_weights_gib,
+    "formatted": _formatted, "format_speedup": _format_speedup, "bytes_per_weight": _bytes_per_weight,
+    "stored_weights_gib": _stored_weights_gib, "kv_token_bytes": _kv_token_bytes,
+    "mla_expanded_kv_kib": _mla_expanded_kv_kib, "mla_step": _mla_step, "window_kv_gib": _window_kv_gib,
+    "paged_batch": _paged_batch, "byte_share": _byte_share, "weight_lens_batch": _weight_lens_batch,
+    "dequant_tokens_equivalent": _dequant_tokens_equivalent, "model_field": _model_field,
+    "kv_element_bytes": _kv_element_bytes, "op_intensity": _op_intensity,
 }
 
 

@@ -6,6 +6,7 @@ it ends a cell) that carries alt text stating the chart's message with its numbe
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -18,7 +19,7 @@ from ..core.placement import Placement
 from ..core.units import binary, count, duration, num, percent, si
 from ..measure.probes import cache_capacity_bytes
 from ..topics.batching import decode_sweep
-from .charts import (LINE_COLOURS, LINESTYLES, MIN_FONT_PT, PALETTE, TERA, Roof, part_style, plain_log_ticks,
+from .charts import (LINE_COLOURS, LINESTYLES, MARKERS, MIN_FONT_PT, PALETTE, TERA, Roof, part_style, plain_log_ticks,
                      point_on_roof, roofline_chart)
 from .display import set_alt
 from .fastfig import bare_figure
@@ -877,4 +878,282 @@ def time_breakdown_chart(placements, labels, title=None):
         said.append(f"{label}: {_time_breakdown_text(pl)}; step {duration(step)} = {_step_rule(pl)}; "
                     f"{pl.bound}-bound")
     set_alt(fig, f"{title}. Horizontal bars, one per setup, seconds per chip for one step: " + ". ".join(said) + ".")
+    return fig
+
+
+# ---- lesson 12: shrinking the bytes ----------------------------------------------------------
+
+#: the kinds of bytes a step moves: (fill colour, hatch, hatch/edge colour), as lesson 4's dashboard
+#: draws them; the hatches keep them apart in grey too
+BYTES_LOOK = {
+    "weights": (PALETTE[0], "", "white"),
+    "KV cache": (PALETTE[1], "//", "white"),
+    "state": (PALETTE[2], "..", "0.15"),
+    "activations": (PALETTE[3], "xx", "white"),
+}
+#: the context a lesson quotes KV sizes at (32K tokens), when a curve reaches it
+KV_QUOTE_TOKENS = 32768
+#: line styles of the KV curves: never dotted (dotted means "past the model's max context")
+KV_LINESTYLES = ("-", "--", "-.", (0, (9, 3)), (0, (5, 1.5, 1, 1.5, 1, 1.5)), (0, (2.5, 1.5)))
+
+
+def _step_bytes_by_kind(placement: Placement) -> dict[str, float]:
+    """Bytes one step moves, split by kind (keys of :data:`BYTES_LOOK`): weights, KV cache (read and
+    written), recurrent state (read and written) and activations. Per chip for several chips."""
+    _one_step(placement)
+    c = placement.cost
+    return {"weights": float(c.weight_bytes), "KV cache": float(c.kv_bytes), "state": float(c.state_bytes),
+            "activations": float(c.activation_bytes)}
+
+
+def _share(fraction: float) -> str:
+    """A share for a person to read: whole percents from 1 %, one decimal below, "under 0.1 %" below
+    that; never "0.0 %" for a share that is not zero."""
+    if fraction <= 0:
+        return "0 %"
+    if fraction < 0.001:
+        return "under 0.1 %"
+    return percent(fraction, 0 if round(fraction * 100, 1) >= 1 else 1)
+
+
+def _byte_unit(value_bytes: float) -> tuple[float, str, str]:
+    """(divisor, unit, what the unit is) to show SI byte counts up to ``value_bytes`` on an axis."""
+    for factor, unit, said in ((1e12, "TB", "10¹²"), (1e9, "GB", "10⁹"), (1e6, "MB", "10⁶"), (1e3, "kB", "10³")):
+        if value_bytes >= factor:
+            return factor, unit, said
+    return 1.0, "B", "1"
+
+
+def _tokens_tick(value: float, _pos=None) -> str:
+    """A context length on an axis: 1K = 1,024 tokens, 1M = 1,048,576."""
+    if value <= 0:
+        return ""
+    if value >= 2 ** 20:
+        return f"{num(value / 2 ** 20)}M"
+    if value >= 1024:
+        return f"{num(value / 1024)}K"
+    return count(value)
+
+
+def _binary_log_ticks(lo: float, hi: float, max_ticks: int = 8) -> list[float]:
+    """Powers of two from ``lo`` to ``hi`` (bytes, 0 < lo < hi), every 1st, 2nd, 3rd, 5th or 10th so
+    that at most ``max_ticks`` remain; exponents that are multiples of the step, so 1 KiB, 1 MiB and
+    1 GiB appear when the step divides 10."""
+    if not (0 < lo < hi):
+        raise ValueError(f"a log axis needs 0 < lo < hi, got lo={lo!r}, hi={hi!r}")
+    e0, e1 = math.ceil(math.log2(lo)), math.floor(math.log2(hi))
+    for step in (1, 2, 3, 5, 10, 20):
+        ticks = [2.0 ** e for e in range(e0, e1 + 1) if e % step == 0]
+        if len(ticks) <= max_ticks:
+            return ticks or [2.0 ** e0]
+    return [2.0 ** e0, 2.0 ** e1]
+
+
+def _value_at(x: np.ndarray, y: np.ndarray, at: float) -> float:
+    """``y`` at ``x = at``, interpolated on log-log axes (both positive)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    hit = np.nonzero(x == at)[0]
+    if hit.size:
+        return float(y[hit[0]])
+    ly = np.log(np.maximum(y, 1e-300))
+    return float(np.exp(np.interp(np.log(at), np.log(x), ly)))
+
+
+def _check_curve(curve) -> tuple[np.ndarray, np.ndarray]:
+    for name in ("label", "context_tokens", "kv_bytes", "state_bytes", "beyond_limit_from", "kind"):
+        if not hasattr(curve, name):
+            raise TypeError(f"a KV curve needs the attributes label, context_tokens, kv_bytes, state_bytes, "
+                            f"beyond_limit_from and kind (a KvCurve); {curve!r} has no {name!r}")
+    x = np.asarray(curve.context_tokens, dtype=float)
+    y = np.asarray(curve.kv_bytes, dtype=float)
+    if x.ndim != 1 or x.size < 2 or x.shape != y.shape:
+        raise ValueError(f"{curve.label}: context_tokens and kv_bytes must be 1-D arrays of the same length (at "
+                         f"least 2), got shapes {x.shape} and {y.shape}")
+    if not (np.all(x > 0) and np.all(y > 0) and np.all(np.diff(x) > 0)):
+        raise ValueError(f"{curve.label}: context_tokens must rise and both arrays be > 0 (a log-log chart)")
+    return x, y
+
+
+def kv_bytes_vs_context_chart(curves, title=None):
+    """KV-cache bytes per sequence against context tokens, log-log, one line per model (or what-if),
+    each in its own colour, line style and marker. Past a model's ``max_context_tokens`` (a curve's
+    ``beyond_limit_from``) the line is dotted: a what-if. A hybrid model's recurrent state, the same at
+    any context, is its own flat line labelled as state. The y axis is binary (KiB, MiB, GiB).
+
+    ``curves``: objects with ``label``, ``context_tokens`` (tokens, rising), ``kv_bytes`` (bytes per
+    sequence at each context), ``state_bytes`` (bytes, 0 without recurrent state),
+    ``beyond_limit_from`` (tokens, or None) and ``kind`` ("GQA", "MQA", "MLA", "sliding window",
+    "hybrid linear"): :class:`roofline_lessons.topics.shrinking.KvCurve`. Alt text: every curve's bytes
+    at 32K tokens (or mid-range) and at the longest context, and which is smallest."""
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    curves = list(curves)
+    if not curves:
+        raise ValueError("kv_bytes_vs_context_chart needs at least one curve")
+    data = [_check_curve(c) for c in curves]
+    x_lo = min(float(x[0]) for x, _ in data)
+    x_hi = max(float(x[-1]) for x, _ in data)
+    states = [float(c.state_bytes or 0.0) for c in curves]
+    ys = [float(v) for _, y in data for v in (y.min(), y.max())] + [s for s in states if s > 0]
+    y_lo, y_hi = min(ys) / 1.6, max(ys) * 1.6
+    title = title or "KV cache per sequence against context"
+
+    fig = bare_figure((10.5, 5.2), dpi=100)
+    ax = fig.add_subplot()
+    fig.subplots_adjust(left=0.095, right=0.6, bottom=0.11, top=0.91)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo, y_hi)
+    xt = [2.0 ** e for e in range(math.ceil(math.log2(x_lo)), math.floor(math.log2(x_hi)) + 1) if e % 2 == 0]
+    ax.xaxis.set_major_locator(FixedLocator(xt or [x_lo, x_hi]))
+    ax.xaxis.set_major_formatter(FuncFormatter(_tokens_tick))
+    ax.yaxis.set_major_locator(FixedLocator(_binary_log_ticks(y_lo, y_hi)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: binary(v)))
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_minor_locator(NullLocator())
+    ax.tick_params(labelsize=LABEL_PT)
+    ax.grid(True, alpha=0.35)
+
+    handles = []
+    past = []
+    targets = np.geomspace(x_lo, x_hi, 7)
+    for i, (c, (x, y)) in enumerate(zip(curves, data)):
+        colour, style, marker = (LINE_COLOURS[i % len(LINE_COLOURS)],
+                                  KV_LINESTYLES[i % len(KV_LINESTYLES)], MARKERS[i % len(MARKERS)])
+        # markers at a few log-spaced contexts, shifted per curve so coinciding curves still show each one
+        shift = (i % 3) / 3.0
+        marks = sorted({int(np.argmin(np.abs(np.log(x) - np.log(t) - shift * np.log(targets[1] / targets[0]))))
+                        for t in targets[:-1]})
+        limit = c.beyond_limit_from
+        inside = x <= limit if limit is not None else np.ones_like(x, dtype=bool)
+        cut = int(np.count_nonzero(inside))
+        if cut:
+            ax.plot(x[:cut], y[:cut], color=colour, linestyle=style, linewidth=2.2, marker=marker, markersize=7,
+                    markeredgecolor="black", markevery=[j for j in marks if j < cut], zorder=3)
+        if cut < x.size:
+            start = max(cut - 1, 0)
+            ax.plot(x[start:], y[start:], color=colour, linestyle=":", linewidth=1.8, marker=marker, markersize=7,
+                    markerfacecolor="white", markeredgecolor=colour,
+                    markevery=[j - start for j in marks if j >= cut], zorder=3)
+            past.append(f"{c.label} from {count(limit)} tokens")
+        kind = "" if c.kind.lower() in c.label.lower() else f" ({c.kind})"
+        handles.append(Line2D([], [], color=colour, linestyle=style, linewidth=2.2, marker=marker, markersize=7,
+                              markeredgecolor="black", label=_wrap(f"{c.label}{kind}", 44)))
+        if states[i] > 0:
+            # a broad pale band: a level, unlike any curve's line
+            ax.axhline(states[i], color=colour, linewidth=7, alpha=0.4, solid_capstyle="butt", zorder=2)
+            ax.annotate(f"{c.label}: state {binary(states[i])}", (x_lo, states[i]), textcoords="offset points",
+                        xytext=(4, 3), va="bottom", ha="left", fontsize=LABEL_PT, color="black",
+                        bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
+            handles.append(Line2D([], [], color=colour, linewidth=7, alpha=0.4, solid_capstyle="butt",
+                                  label=_wrap(f"{c.label}: recurrent state, {binary(states[i])} at any context",
+                                              44)))
+    if past:
+        handles.append(Line2D([], [], color="0.3", linestyle=":", linewidth=1.8, marker="o", markerfacecolor="white",
+                              markeredgecolor="0.3", label="dotted, hollow markers: past the model's\n"
+                                                           "max context (a what-if)"))
+    ax.legend(handles=handles, fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0,
+              framealpha=0.9)
+    ax.set_xlabel("Context (tokens per sequence; 1K = 1,024 tokens)")
+    ax.set_ylabel("KV cache per sequence (bytes; 1 GiB = 2³⁰ bytes)")
+    ax.set_title(title, fontsize=11)
+
+    at = KV_QUOTE_TOKENS if x_lo <= KV_QUOTE_TOKENS <= x_hi else float(np.sqrt(x_lo * x_hi))
+    quoted = []
+    for c, (x, y) in zip(curves, data):
+        if x[0] <= at <= x[-1]:
+            quoted.append((_value_at(x, y, at), c))
+    said = [f"{title}. Log-log chart: KV-cache bytes per sequence (binary units) against context, "
+            f"{count(x_lo)} to {count(x_hi)} tokens, one line per model."]
+    if quoted:
+        quoted.sort(key=lambda vc: vc[0])
+        said.append(f"At {count(at)} tokens: " + "; ".join(f"{c.label} ({c.kind}) {binary(v)}" for v, c in quoted)
+                    + ".")
+        small, big = quoted[0], quoted[-1]
+        if len(quoted) > 1:
+            said.append(f"Smallest there: {small[1].label}, {binary(small[0])}; largest: {big[1].label}, "
+                        f"{binary(big[0])}, {num(big[0] / small[0])} times as much.")
+    said.append("At the longest context each reaches: "
+                + "; ".join(f"{c.label} {binary(y[-1])} at {count(x[-1])} tokens" for c, (x, y) in zip(curves, data))
+                + ".")
+    flat = [c.label for c, (x, y) in zip(curves, data) if y[-1] <= y[0] * 1.0001]
+    if flat:
+        said.append("Flat (their cache stops growing): " + ", ".join(flat) + ".")
+    for c, s in zip(curves, states):
+        if s > 0:
+            said.append(f"{c.label} also keeps a recurrent state of {binary(s)} per sequence, the same at any "
+                        "context (a flat line).")
+    if past:
+        said.append("Dotted where the context is past the model's max context, a what-if: " + "; ".join(past) + ".")
+    set_alt(fig, " ".join(said))
+    return fig
+
+
+def byte_budget_chart(placements, labels, title=None):
+    """One horizontal stacked bar per step: the bytes it moves (SI: GB of traffic) split into
+    weights, KV cache, recurrent state and activations, in colours and hatches that read in grey
+    too; at each bar's end its total, its step time and its bound. Per chip for several chips.
+    Alt text: every bar's pieces with their shares, its step time and its bound."""
+    from matplotlib.patches import Patch
+
+    if isinstance(placements, Placement):
+        placements = [placements]
+    placements = list(placements)
+    labels = [str(x) for x in labels]
+    if not placements:
+        raise ValueError("byte_budget_chart needs at least one Placement")
+    if len(labels) != len(placements):
+        raise ValueError(f"got {len(labels)} labels for {len(placements)} placements; give one label each")
+    kinds = [_step_bytes_by_kind(pl) for pl in placements]
+    totals = [sum(k.values()) for k in kinds]
+    factor, unit, said_unit = _byte_unit(max(totals))
+    n = len(placements)
+    height_in = 1.6 + 0.62 * n
+    fig = bare_figure((10.5, height_in), dpi=100)
+    ax = fig.add_subplot()
+    fig.subplots_adjust(left=0.2, right=0.74, bottom=0.72 / height_in, top=1 - 0.45 / height_in)
+    used = set()
+    ends = []
+    for i, (by_kind, pl) in enumerate(zip(kinds, placements)):
+        y = n - 1 - i
+        left = 0.0
+        for kind, value in by_kind.items():
+            if value <= 0:
+                continue
+            colour, hatch, edge = BYTES_LOOK[kind]
+            used.add(kind)
+            ax.barh(y, value / factor, left=left / factor, height=0.62, color=colour, hatch=hatch, edgecolor=edge,
+                    linewidth=0.6, zorder=2)
+            left += value
+        ends.append(ax.annotate(f"{si(totals[i], 'B')}: {duration(pl.time_lower_bound_s)}, {pl.bound}-bound",
+                                (totals[i] / factor, y), textcoords="offset points", xytext=(5, 0), va="center",
+                                ha="left", fontsize=LABEL_PT, gid="step-bytes"))
+    ax.set_yticks(range(n), [_wrap(x, 24) for x in labels[::-1]], fontsize=LABEL_PT)
+    ax.set_ylim(-0.6, n - 0.4)
+    # room for the labels at the bars' ends: the x range at which the widest ends inside the frame
+    renderer = fig.canvas.get_renderer()
+    width_px = ax.get_window_extent(renderer).width
+    pad_px = 5 * fig.dpi / 72 + 6
+    x_max = max(t / factor * width_px / max(width_px - label.get_window_extent(renderer).width - pad_px, width_px / 4)
+                for t, label in zip(totals, ends))
+    ax.set_xlim(0, x_max)
+    ax.tick_params(axis="x", labelsize=LABEL_PT)
+    ax.set_xlabel(f"Bytes moved per step ({unit}; 1 {unit} = {said_unit} bytes)")
+    ax.set_ylabel("Setup", fontsize=LABEL_PT)
+    title = title or "The bytes of one step: weights, KV cache, state, activations"
+    ax.set_title(title, fontsize=11)
+    ax.grid(True, axis="x", alpha=0.35)
+    handles = [Patch(facecolor=BYTES_LOOK[k][0], hatch=BYTES_LOOK[k][1], edgecolor=BYTES_LOOK[k][2], label=k)
+               for k in BYTES_LOOK if k in used]
+    ax.legend(handles=handles, fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0,
+              framealpha=0.9)
+    said = []
+    for label, by_kind, total, pl in zip(labels, kinds, totals, placements):
+        parts = ", ".join(f"{k} {si(v, 'B')} ({_share(v / total)})" for k, v in by_kind.items() if v > 0)
+        said.append(f"{label}: {si(total, 'B')} per step ({parts}); at least {duration(pl.time_lower_bound_s)} per "
+                    f"step, {pl.bound}-bound")
+    set_alt(fig, f"{title}. Horizontal stacked bars, one per setup, bytes moved in one step: " + ". ".join(said)
+            + ".")
     return fig

@@ -15,6 +15,7 @@ from .lesson06 import Lesson06Chart, Lesson06View, lesson06_dashboard, lesson06_
 from .lesson07 import Lesson07Chart, Lesson07View, lesson07_dashboard, lesson07_frame, lesson07_view
 from .lesson10 import Lesson10Chart, Lesson10View, lesson10_dashboard, lesson10_frame, lesson10_view
 from .lesson11 import Lesson11Chart, Lesson11View, lesson11_dashboard, lesson11_frame, lesson11_view
+from .lesson12 import Lesson12Chart, Lesson12View, lesson12_dashboard, lesson12_frame, lesson12_view
 
 __all__ = ["Frame", "frame_html", "Lesson01Chart", "lesson01_frame", "lesson02_frame", "lesson03_frame",
            "lesson04_frame", "lesson05_frame", "lesson06_frame", "lesson07_frame", "BATCH_CHOICES", "TOKEN_CHOICES", "Lesson01View", "Lesson02Chart", "Lesson02View", "Lesson03Chart",
@@ -24,4 +25,5 @@ __all__ = ["Frame", "frame_html", "Lesson01Chart", "lesson01_frame", "lesson02_f
            "lesson05_view", "Lesson06Chart", "Lesson06View", "lesson06_dashboard", "lesson06_view",
            "Lesson07Chart", "Lesson07View", "lesson07_dashboard", "lesson07_view",
            "Lesson10Chart", "Lesson10View", "lesson10_dashboard", "lesson10_frame", "lesson10_view",
-           "Lesson11Chart", "Lesson11View", "lesson11_dashboard", "lesson11_frame", "lesson11_view"]
+           "Lesson11Chart", "Lesson11View", "lesson11_dashboard", "lesson11_frame", "lesson11_view",
+           "Lesson12Chart", "Lesson12View", "lesson12_dashboard", "lesson12_frame", "lesson12_view"]
