@@ -112,7 +112,7 @@ def lesson12(chart):
     return [lambda w=w, k=k, b=b, c=c: panel(lesson12_frame, lesson12_view("llama-3.1-70b", "h100-sxm", c, w, k, b),
                                              chart)
             for c in (L12_CONTEXTS[0], 4096, L12_CONTEXTS[-1])
-            for w in ("bf16", "fp8", "int4", "fp4 (MXFP4, weight-only)") for k in L12_KV for b in L12_BATCHES[::2]]
+            for w in ("bf16", "fp8 W8A8", "int4", "fp4 (MXFP4, weight-only)") for k in L12_KV for b in L12_BATCHES[::2]]
 
 
 #: the first update after a part (or model) change, on a chart already warm: a new static figure

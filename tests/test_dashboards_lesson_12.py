@@ -36,7 +36,7 @@ INT4 = ("llama-3.1-70b", "h100-sxm", 4096, "int4")
 EXTREMES = [
     (m, p, c, w, k, b)
     for m, p, w in (("llama-3.1-70b", "h100-sxm", "int4"), ("deepseek-v3", "b200", "fp4 W4A4"),
-                    ("gemma-3-27b", "gb200", "fp4 (MXFP4, weight-only)"), ("qwen3.8-27b", "l4", "fp8"),
+                    ("gemma-3-27b", "gb200", "fp4 (MXFP4, weight-only)"), ("qwen3.8-27b", "l4", "fp8 W8A8"),
                     ("llama-2-7b", "mi300x", "bf16"))
     for c in (l12.CONTEXT_CHOICES[0], l12.CONTEXT_CHOICES[-1]) for k in ("bf16", "int4")
     for b in (l12.BATCH_CHOICES[0], l12.BATCH_CHOICES[-1])
@@ -132,7 +132,7 @@ def test_w4a4_on_h100_is_an_error_view_naming_the_missing_fp4_rate():
     (("llama-3.1-70b", "h100-sxm", -1), "context_tokens"),
     (("llama-3.1-70b", "h100-sxm", 4096, "bf16", "bf16", 0), "batch"),
     (("no-such-model", "h100-sxm", 4096), "no-such-model"),
-    (("llama-3.1-70b", "a100-80gb", 4096, "fp8"), "fp8"),  # W8A8 needs an fp8 rate
+    (("llama-3.1-70b", "a100-80gb", 4096, "fp8 W8A8"), "fp8"),  # W8A8 needs an fp8 rate
 ])
 def test_bad_settings_are_error_views_naming_the_value(args, named):
     view = l12.lesson12_view(*args)
@@ -250,7 +250,7 @@ def test_a_move_reuses_the_part_layer_and_a_new_format_draws_one():
     for b in l12.BATCH_CHOICES:
         drawn((*DEFAULT, "int4", "int8", b), chart)
     assert chart.layer_misses == misses  # same part, same matmul format, same heading
-    drawn((*DEFAULT, "fp8"), chart)
+    drawn((*DEFAULT, "fp8 W8A8"), chart)
     assert chart.layer_misses > misses
     # back to the first: restored, and the roofline's title says bf16 again
     before = chart.layer_misses

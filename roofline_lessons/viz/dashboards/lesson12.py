@@ -3,7 +3,7 @@ decode step moves (weights, KV cache, recurrent state, activations) against the 
 weights and KV cache, and where the step sits on the roofline.
 
 The weight formats (:data:`WEIGHT_FORMATS`) map to :class:`~roofline_lessons.core.costs.Workload`
-fields: ``fp8`` is W8A8 (FP8 weights and FP8 matmuls: parts without an fp8 rate refuse it);
+fields: ``fp8 W8A8`` is W8A8 (FP8 weights and FP8 matmuls: parts without an fp8 rate refuse it);
 ``int4`` and ``fp4 (MXFP4, weight-only)`` store 4-bit weights with group scales, dequantised to BF16
 on the fly (the dequant runs on the vector units and is counted); ``fp4 W4A4`` runs the weight
 matmuls on FP4 tensor cores (parts without an fp4 rate refuse it). A 4-bit format leaves the
@@ -42,23 +42,26 @@ from ._panel import Frame, build_dashboard, model_and_part
 #: the weight formats a learner picks -> the Workload fields they set (everything else BF16)
 WEIGHT_FORMATS: dict[str, dict[str, str]] = {
     "bf16": {"weights_dtype": "bf16"},
-    "fp8": {"weights_dtype": "fp8", "compute_dtype": "fp8"},
+    "fp8 W8A8": {"weights_dtype": "fp8", "compute_dtype": "fp8"},
     "int4": {"weights_dtype": "int4"},
     "fp4 (MXFP4, weight-only)": {"weights_dtype": "fp4"},
     "fp4 W4A4": {"weights_dtype": "fp4", "compute_dtype": "fp4"},
+    "MXFP4 experts only (gpt-oss release)": {"weights_dtype": "fp4", "quantized_weights": "experts"},
 }
 #: what each weight format is, in a phrase
 WEIGHT_WORDS = {
     "bf16": "BF16 weights",
-    "fp8": "FP8 weights with FP8 matmuls (W8A8)",
+    "fp8 W8A8": "FP8 weights with FP8 matmuls (W8A8)",
     "int4": "int4 weights with group scales, dequantised to BF16 on the fly (weight-only)",
     "fp4 (MXFP4, weight-only)": "MXFP4 weights (32-element blocks, 8-bit scale), dequantised to BF16 on the fly "
                                 "(weight-only)",
     "fp4 W4A4": "FP4 weights with FP4 matmuls on FP4 tensor cores (W4A4)",
+    "MXFP4 experts only (gpt-oss release)": "MXFP4 weights for the MoE experts only, dequantised to BF16 on the fly "
+                                            "(weight-only; gpt-oss ships this way)",
 }
 #: the bars' short names for the weight formats
-WEIGHT_SHORT = {"bf16": "bf16", "fp8": "fp8 W8A8", "int4": "int4", "fp4 (MXFP4, weight-only)": "MXFP4",
-                "fp4 W4A4": "fp4 W4A4"}
+WEIGHT_SHORT = {"bf16": "bf16", "fp8 W8A8": "fp8 W8A8", "int4": "int4", "fp4 (MXFP4, weight-only)": "MXFP4",
+                "fp4 W4A4": "fp4 W4A4", "MXFP4 experts only (gpt-oss release)": "MXFP4 experts"}
 KV_FORMATS = ("bf16", "fp8", "int8", "int4")
 CONTEXT_CHOICES = tuple(2 ** k for k in range(10, 21))  # 1K … 1M tokens
 BATCH_CHOICES = tuple(2 ** k for k in range(9))  # 1 … 256
@@ -250,7 +253,7 @@ def _split_text(by_kind: dict, total: float) -> str:
 def _format_text(view: Lesson12View) -> str:
     w = view.placement.workload
     what = WEIGHT_WORDS[view.weights]
-    if view.weights in ("int4", "fp4 (MXFP4, weight-only)", "fp4 W4A4"):
+    if view.weights in ("int4", "fp4 (MXFP4, weight-only)", "fp4 W4A4", "MXFP4 experts only (gpt-oss release)"):
         per = weight_bytes_per_element(w.weights_dtype, w.weight_group_size)
         kept = {"linear": "the embedding, the lm_head and the norms stay BF16",
                 "mlp": "attention, the embedding, the lm_head and the norms stay BF16",
