@@ -1,0 +1,653 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lesson 12 — Shrinking the bytes: 4-bit weights, smaller KV caches, sliding windows and MLA
+#
+# A decode step is memory-bound: its time is the bytes it moves divided by the bandwidth. Decode is
+# shopping for bytes, and the field's answer is to **move fewer of them**: store the weights in 4
+# bits, store the KV cache in 8 or 4, or change the architecture so that each token leaves less
+# behind — fewer KV heads, one compressed latent, windows, or a constant recurrent state.
+#
+# **By the end of this lesson you can**
+#
+# 1. split a decode step's bytes into weights, KV cache, recurrent state and activations, and say
+#    which lever moves which part;
+# 2. compute the KV bytes per token of GQA, MQA, MLA, sliding-window and hybrid linear-attention
+#    models, and the cache of one sequence at any context;
+# 3. say which form of MLA runs in decode (absorbed) and in prefill (expanded), and why;
+# 4. compute what a 4-bit weight costs in bytes, the batch-1 speed-up bound of 4-bit weights, and
+#    how the critical batch moves for weight-only int4 and for W4A4;
+# 5. explain why a paged KV allocator must allocate per layer kind for a sliding-window model.
+#
+# **Conventions.** Decode steps are lower bounds: max(compute time, memory time), one chip. Memory
+# capacity is binary (GiB); the bytes a step moves are SI (GB), as bandwidth is. KV caches are BF16
+# unless a row says otherwise. A model the catalog does not hold (an architecture changed for the
+# comparison) is a **what-if** and says so; so is any context past a model's `max_context_tokens`.
+# The counting rules are in the docstring of `roofline_lessons.core.costs`.
+
+# %%
+# %matplotlib inline
+import itertools
+import math
+
+import numpy as np
+
+from roofline_lessons import get_model, get_part
+from roofline_lessons.core.costs import DEQUANT_FLOPS_PER_WEIGHT, model_cost
+from roofline_lessons.core.dtypes import (
+    DEFAULT_WEIGHT_GROUP,
+    WEIGHT_SCALE_BYTES,
+    bytes_per_element,
+    weight_bytes_per_element,
+)
+from roofline_lessons.core.units import binary, count, duration, num, percent, si
+from roofline_lessons.topics.shrinking import (
+    BUDGET_PARTS,
+    DEFAULT_PAGE_TOKENS,
+    MOVE_THRESHOLD,
+    WEIGHT_FORMATS,
+    byte_budget,
+    byte_levers,
+    critical_batches,
+    kv_curves,
+    kv_table,
+    mla_forms,
+    paged_capacity,
+    speedup_bound,
+    stored_weights,
+    weight_only_crossover,
+)
+from roofline_lessons.viz.display import md, show_table
+from roofline_lessons.viz.plots import byte_budget_chart, kv_bytes_vs_context_chart
+
+MODEL, PART = "llama-3.1-70b", "b200"  # the B200 has an FP4 tensor-core rate (section 6)
+CONTEXT = 8192  # tokens cached before each decode step
+SHORT_CONTEXT = 128  # a short context, where a large batch can turn a decode step compute-bound
+KV_CONTEXT = 32768  # the context of the KV comparison
+model, part = get_model(MODEL), get_part(PART)
+
+
+def change_text(value):
+    """A lever's change in one part of the byte budget, as a person reads it."""
+    if math.isnan(value):
+        return "—"
+    if math.isinf(value):
+        return "appears"
+    if abs(value) < 0.005:
+        return "0 %"
+    return ("+" if value > 0 else "−") + percent(abs(value), 0)
+
+# %% [markdown]
+# ## 1. Decode is shopping for bytes
+#
+# Every decode step reads all the weights once (the whole batch shares them) and every sequence's
+# KV cache; it writes one token of KV per sequence; it moves a little activation traffic.
+
+# %% jupyter={"source_hidden": true}
+md(f"{model.name} on one {part.name}, {count(CONTEXT)} tokens cached per sequence:")
+
+# %%
+setups = [("batch 1", 1, {}), ("batch 16", 16, {}), ("batch 64", 64, {}),
+          ("batch 64, int4 weights, FP8 KV", 64, {"weights_dtype": "int4", "kv_dtype": "fp8"})]
+budgets = [byte_budget(MODEL, PART, b, CONTEXT, label=name, **f) for name, b, f in setups]
+show_table(["setup", "weights", "KV cache (read + written)", "activations", "bytes per step", "step", "bound",
+            f"fits {binary(part.memory_capacity_bytes)}"],
+           [[x.label, si(x.weight_bytes, "B"), si(x.kv_bytes, "B"), si(x.activation_bytes, "B"),
+             si(x.total_bytes, "B"), duration(x.step_time_s), x.placement.bound,
+             "yes" if x.placement.fits_in_memory else "**no** (a what-if)"] for x in budgets])
+one, b16, b64, shrunk = budgets
+assert all(x.placement.bound == "memory" for x in budgets)  # every step here is memory-bound
+assert one.shares()["weights"] > b16.shares()["weights"] > b64.shares()["weights"]
+assert b64.kv_bytes > b64.weight_bytes and shrunk.placement.fits_in_memory and not b64.placement.fits_in_memory
+
+# %%
+byte_budget_chart([x.placement for x in budgets], [x.label for x in budgets],
+                  title=f"{model.name} decode on a {part.name}, {count(CONTEXT)} tokens cached: bytes per step")
+
+# %% jupyter={"source_hidden": true}
+md(f"At batch 1 the weights are {percent(one.shares()['weights'], 0)} of the bytes: the step is the time to read "
+   f"{si(one.weight_bytes, 'B')} at {si(part.memory_bandwidth_bytes_per_s, 'B/s')}. The batch shares the weights, "
+   f"so their share falls as it grows; the KV cache does not share: at batch 64 it is "
+   f"{percent(b64.shares()['KV cache'], 0)} of the bytes, and the weights and the cache no longer fit the "
+   f"{binary(part.memory_capacity_bytes)} of the chip. Every step here is memory-bound. Shrinking the bytes means "
+   "shrinking each part: the weights (a narrower format), the KV cache (a narrower format, or an architecture that "
+   "caches less per token), or the weights **per token** (a bigger batch). The last row does two of those at once: "
+   f"{si(shrunk.total_bytes, 'B')} per step instead of {si(b64.total_bytes, 'B')}, and it fits.")
+
+# %% jupyter={"source_hidden": true}
+md("**Question.** At batch 64, which saves more bytes per step: int4 weights with a BF16 KV cache, or BF16 weights "
+   "with an FP8 KV cache?")
+
+# %% jupyter={"source_hidden": true}
+int4_only = byte_budget(MODEL, PART, 64, CONTEXT, weights_dtype="int4")
+fp8_kv_only = byte_budget(MODEL, PART, 64, CONTEXT, kv_dtype="fp8")
+md("<details><summary>Answer</summary>\n\n"
+   f"int4 weights save {si(b64.total_bytes - int4_only.total_bytes, 'B')} per step (the weights shrink by "
+   f"{num(b64.weight_bytes / int4_only.weight_bytes)}×); an FP8 KV cache saves "
+   f"{si(b64.total_bytes - fp8_kv_only.total_bytes, 'B')} (the cache halves). "
+   + ("The KV cache is the bigger part at this batch and context, so halving it saves more."
+      if fp8_kv_only.total_bytes < int4_only.total_bytes else
+      "The weights shrink by more than the cache, so int4 saves more even though the cache is the bigger part.")
+   + " Which lever wins depends on the batch and the context: they set the parts' sizes.\n\n</details>")
+
+# %% [markdown]
+# ## 2. What a token leaves behind: KV bytes per token
+#
+# Each attention layer caches every token's keys and values so later tokens can attend to them.
+# Five designs keep that history at very different prices:
+#
+# - **GQA** (grouped-query attention, Llama 3): a few KV heads shared by groups of query heads;
+#   2 × KV heads × head_dim elements per token and layer.
+# - **MQA** (multi-query attention): one KV head. No model in the catalog uses it; below it is a
+#   labelled **what-if**, Llama-3.1-8B with one KV head.
+# - **MLA** (multi-head latent attention, DeepSeek-V3): one compressed **latent** per token and
+#   layer, kv_lora_rank elements, plus a small key part that carries the rotary position
+#   (qk_rope_head_dim), shared by every head. Keys and values are made from it when attention runs.
+# - **Sliding windows** (Gemma 3, gpt-oss): local layers attend to, and cache, only the last
+#   `sliding_window` tokens; the global layers between them keep everything.
+# - **Hybrid linear attention** (Qwen3.8-27B): three layers in four are Gated DeltaNet layers
+#   whose recurrent state has a fixed size whatever the context; only the rest cache tokens.
+
+# %%
+rows = kv_table(context_tokens=KV_CONTEXT)
+show_table(["model", "kind", "layers caching every token", "window layers (window)", "Gated DeltaNet layers",
+            "bytes per token per caching layer", "bytes per token, all caching layers",
+            f"KV at {count(KV_CONTEXT)} tokens", "recurrent state"],
+           [[r.label, r.kind, count(r.full_layers),
+             f"{count(r.window_layers)} ({count(r.window_tokens)} tokens)" if r.window_layers else "—",
+             count(r.deltanet_layers) if r.deltanet_layers else "—", count(r.bytes_per_token_per_layer),
+             count(r.bytes_per_token), binary(r.kv_bytes), binary(r.state_bytes) if r.state_bytes else "—"]
+            for r in rows])
+by_label = {r.label: r for r in rows}
+assert not any(r.beyond_limit for r in rows)  # 32K is within every model's limit
+dsv3 = get_model("deepseek-v3")
+mla_row = by_label[dsv3.name]
+assert mla_row.bytes_per_token_per_layer == (dsv3.kv_lora_rank + dsv3.qk_rope_head_dim) * 2
+
+# %% jupyter={"source_hidden": true}
+gqa8 = by_label[get_model("llama-3.1-8b").name]
+mqa8 = next(r for r in rows if r.kind == "MQA")
+per_head_kv = 2 * dsv3.num_attention_heads * dsv3.head_dim
+md(f"One KV head instead of {count(get_model('llama-3.1-8b').num_key_value_heads)} divides the cache by "
+   f"{num(gqa8.bytes_per_token / mqa8.bytes_per_token)}: the MQA what-if keeps {binary(mqa8.kv_bytes)} per "
+   f"{count(KV_CONTEXT)}-token sequence against {binary(gqa8.kv_bytes)}. DeepSeek-V3 caches "
+   f"{count(dsv3.kv_lora_rank)} + {count(dsv3.qk_rope_head_dim)} = {count(dsv3.mla_cache_elements_per_token)} "
+   f"elements per token and layer, {count(mla_row.bytes_per_token_per_layer)} bytes in BF16. Had it cached per-head "
+   f"K and V like ordinary attention (2 × {count(dsv3.num_attention_heads)} heads × {count(dsv3.head_dim)}), each "
+   f"layer would hold {count(per_head_kv)} elements per token, {num(per_head_kv / dsv3.mla_cache_elements_per_token)} "
+   "times as many: that is the classic mistake in counting MLA's cache. (The config's "
+   f"`num_key_value_heads = {count(dsv3.num_key_value_heads)}` is the heads its keys are expanded to, not what is "
+   "cached.)")
+
+# %%
+curves = kv_curves()
+LONG = 131072
+gemma = get_model("gemma-3-27b")
+gemma_long = float(gemma.kv_cache_bytes_per_sequence(LONG))
+dsv3_long = float(dsv3.kv_cache_bytes_per_sequence(LONG))
+assert gemma_long > dsv3_long  # the question in this section rests on it
+kv_bytes_vs_context_chart(curves, title="KV cache per sequence against context, BF16, one line per design")
+
+# %% jupyter={"source_hidden": true}
+qwen = get_model("qwen3.8-27b")
+qwen_curve = next(c for c in curves if c.label == qwen.name)
+state_equals_kv_tokens = qwen_curve.state_bytes / qwen.kv_bytes_per_token("bf16")
+md(f"The lines are straight on log-log axes because a cache grows in proportion to the context. Gemma-3-27B's "
+   f"bends: below {count(gemma.sliding_window)} tokens all {count(gemma.num_hidden_layers)} of its layers grow, "
+   f"above it only its {count(gemma.num_full_attention_layers)} global ones. Qwen3.8-27B's Gated DeltaNet state, "
+   f"{binary(qwen_curve.state_bytes)} per sequence, is the flat band: it is larger than the KV cache of its "
+   f"{count(qwen.num_full_attention_layers)} attention layers up to {count(state_equals_kv_tokens)} tokens, and "
+   "negligible beside it at long context. Dotted segments are past a model's max context: what-ifs.")
+
+# %% jupyter={"source_hidden": true}
+md(f"**Question.** At {count(LONG)} tokens, Gemma-3-27B's cache ({binary(gemma_long)}) is larger than "
+   f"DeepSeek-V3's ({binary(dsv3_long)}), a model {num(dsv3.parameter_count() / gemma.parameter_count())} times its "
+   "size with windows in none of its layers. Why?")
+
+# %% jupyter={"source_hidden": true}
+gemma_per_layer = gemma.kv_bytes_per_token_per_layer("bf16")
+global_long = gemma.num_full_attention_layers * gemma_per_layer * LONG
+md("<details><summary>Answer</summary>\n\n"
+   f"Windows cap only the local layers. Gemma's {count(gemma.num_full_attention_layers)} global layers each cache "
+   f"{count(gemma_per_layer)} bytes per token ({count(gemma.num_key_value_heads)} KV heads × "
+   f"{count(gemma.head_dim)} × 2 for K and V × 2 bytes), {num(gemma_per_layer / mla_row.bytes_per_token_per_layer)} "
+   f"times DeepSeek-V3's latent per layer; at {count(LONG)} tokens those global layers alone hold "
+   f"{binary(global_long)}, {percent(global_long / gemma_long, 0)} of its cache. DeepSeek-V3 has "
+   f"{count(dsv3.num_mla_layers)} layers, but each is cheap per token.\n\n</details>")
+
+# %% [markdown]
+# ## 3. MLA in decode: absorbed, not expanded
+#
+# MLA's attention can run two ways. **Expanded**: `kv_b_proj` turns every cached latent into
+# per-head keys (the no-rope part) and values, then ordinary attention runs over all the heads.
+# **Absorbed**: the key up-projection W_UK is folded into each head's query, and the value
+# up-projection W_UV is applied after attention; attention then runs **in the latent space** and
+# reads only the latent. The two give the same answer and cost very different work. One decode step
+# of DeepSeek-V3's attention (all layers, batch 1):
+
+# %%
+forms = mla_forms("deepseek-v3", contexts=(1024, 4096, 32768, 131072))
+show_table(["tokens cached", "absorbed: FLOPs", "expanded: FLOPs", "expanded ÷ absorbed",
+            "absorbed: bytes (attention weights included)", "expanded: bytes"],
+           [[count(t), si(fa, "FLOP"), si(fe, "FLOP"), f"{num(r)}×", si(ba, "B"), si(be, "B")]
+            for t, fa, fe, r, ba, be in zip(forms.context_tokens, forms.absorbed_flops, forms.expanded_flops,
+                                            forms.flops_ratio, forms.absorbed_bytes, forms.expanded_bytes)])
+assert np.all(forms.expanded_flops > forms.absorbed_flops) and np.all(forms.expanded_bytes > forms.absorbed_bytes)
+assert np.all(np.diff(forms.flops_ratio) > 0)  # the gap widens with context
+
+# %% jupyter={"source_hidden": true}
+md(f"Expanded decode re-expands **every cached token's latent, every step**: the work grows with the context, "
+   f"{num(forms.flops_ratio[-1])}× the absorbed FLOPs at {count(forms.context_tokens[-1])} tokens, and the expanded "
+   "keys and values are written out and read back. Absorbed decode also grows with the context — attention itself "
+   "does — but reads only the latent and expands nothing. So the course prices MLA decode **absorbed**, as serving "
+   "engines run it (`mla_absorbed=None`: absorbed in decode, expanded in prefill).")
+
+# %%
+PROMPT = 4096
+pre_absorbed = model_cost(dsv3, phase="prefill", prompt_tokens=PROMPT, mla_absorbed=True)
+pre_expanded = model_cost(dsv3, phase="prefill", prompt_tokens=PROMPT, mla_absorbed=False)
+absorbed_pair = 2 * dsv3.mla_cache_elements_per_token + 2 * dsv3.kv_lora_rank  # FLOPs per head per query-key pair
+expanded_pair = 2 * (dsv3.qk_nope_head_dim + dsv3.qk_rope_head_dim) + 2 * dsv3.v_head_dim
+show_table(["prefill, all MLA layers", "absorbed", "expanded"],
+           [[f"FLOPs, a {count(PROMPT)}-token prompt", si(pre_absorbed.block_total("mla", "flops"), "FLOP"),
+             si(pre_expanded.block_total("mla", "flops"), "FLOP")],
+            [f"bytes, a {count(PROMPT)}-token prompt", si(pre_absorbed.block_total("mla", "bytes"), "B"),
+             si(pre_expanded.block_total("mla", "bytes"), "B")],
+            ["matmul FLOPs per head per query–key pair", count(absorbed_pair), count(expanded_pair)]])
+assert pre_expanded.block_total("mla", "flops") < pre_absorbed.block_total("mla", "flops")
+assert pre_expanded.block_total("mla", "bytes") < pre_absorbed.block_total("mla", "bytes")
+
+# %% jupyter={"source_hidden": true}
+active_no_embedding = dsv3.active_parameter_count() - dsv3.vocab_size * dsv3.hidden_size
+md(f"Prefill turns the choice around. There every prompt token's latent is expanded **once** and then serves every "
+   f"later query, while each query–key pair costs {count(absorbed_pair)} FLOPs per head in the latent space "
+   f"against {count(expanded_pair)} expanded. With thousands of queries per key, the cheaper pairs win: "
+   f"{si(pre_expanded.block_total('mla', 'flops'), 'FLOP')} expanded against "
+   f"{si(pre_absorbed.block_total('mla', 'flops'), 'FLOP')} absorbed for a {count(PROMPT)}-token prompt, and fewer "
+   "bytes too (the absorbed form writes every head's query and output at the latent's width).\n\n"
+   f"A note on DeepSeek-V3's size: {num(dsv3.parameter_count() / 1e9, 5)} B parameters in all (its "
+   f"{count(dsv3.mtp_layers)} multi-token-prediction layer, shipped beside it, is not counted). Its **active** count "
+   f"depends on whether the embedding table counts: {num(dsv3.active_parameter_count() / 1e9, 4)} B with it, "
+   f"{num(active_no_embedding / 1e9, 4)} B without. The technical report's \"37B activated\" is close to both; "
+   "quote which one you mean.")
+
+# %% jupyter={"source_hidden": true}
+md("**Question.** An engine that runs MLA expanded in decode, as in prefill, serves a long-context chat. What "
+   "happens to its decode steps as the conversation grows, compared with absorbed decode?")
+
+# %% jupyter={"source_hidden": true}
+md("<details><summary>Answer</summary>\n\n"
+   f"Each step re-expands the whole history: its FLOPs grow with the context ({si(forms.expanded_flops[0], 'FLOP')} "
+   f"at {count(forms.context_tokens[0])} tokens, {si(forms.expanded_flops[-1], 'FLOP')} at "
+   f"{count(forms.context_tokens[-1])}, all layers, batch 1) and so do its bytes, since the expanded keys and "
+   "values go through memory. Absorbed decode reads only the latent: the cache MLA was designed to "
+   "shrink.\n\n</details>")
+
+# %% [markdown]
+# ## 4. Weight formats: what a 4-bit weight costs
+#
+# A 4-bit weight needs a scale: sixteen levels cannot span a layer's range on their own, so small
+# groups of weights share one.
+
+# %% jupyter={"source_hidden": true}
+md(f"**int4**, as the course prices it: weights in groups of {count(DEFAULT_WEIGHT_GROUP['int4'])} along the input "
+   f"dimension, each group sharing **one bf16 scale** ({num(WEIGHT_SCALE_BYTES['int4'])} bytes), symmetric (no zero "
+   "point), in the style of GPTQ and AWQ checkpoints. The **embedding, the lm_head and the norms stay BF16**: they "
+   "are a small share of most models' parameters, sensitive to error, and the embedding is read a row at a time "
+   "anyway. **MXFP4** (the OCP microscaling format, `fp4` here) stores E2M1 4-bit floats in blocks of "
+   f"{count(DEFAULT_WEIGHT_GROUP['fp4'])} with one power-of-two scale of {num(WEIGHT_SCALE_BYTES['fp4'])} byte. "
+   "A weight's cost is its bits plus its share of the scale:")
+
+# %%
+formats = [("bf16", None), ("fp8", None), ("int4", 128), ("int4", 64), ("int4", 32), ("fp4", 32)]
+show_table(["format", "group", "bytes per weight", "of which the scale", "BF16 ÷ it"],
+           [[("MXFP4 (fp4)" if d == "fp4" else d), count(g) if g else "—", num(weight_bytes_per_element(d, g), 6),
+             num(weight_bytes_per_element(d, g) - bytes_per_element(d), 6) if g else "—",
+             f"{num(2 / weight_bytes_per_element(d, g))}×"] for d, g in formats])
+int4_b = weight_bytes_per_element("int4", DEFAULT_WEIGHT_GROUP["int4"])
+assert int4_b == 0.5 + WEIGHT_SCALE_BYTES["int4"] / DEFAULT_WEIGHT_GROUP["int4"]
+
+# %%
+MODELS = ("llama-3.1-70b", "gemma-3-27b", "deepseek-v3", "gpt-oss-120b")
+stored = [stored_weights(m, "int4") for m in MODELS]
+oss_shipped = stored_weights("gpt-oss-120b", "fp4", quantized_weights="experts")
+show_table(["model", "BF16", "int4 (linear layers; embedding, lm_head, norms BF16)", "BF16 ÷ int4",
+            "embedding (+ lm_head unless tied): share of the parameters"],
+           [[s.label, binary(s.bf16_bytes), binary(s.bytes), f"{num(s.ratio)}×",
+             percent(get_model(m).vocab_size * get_model(m).hidden_size
+                     * (1 if get_model(m).tie_word_embeddings else 2) / get_model(m).parameter_count(), 1)]
+            for m, s in zip(MODELS, stored)]
+           + [["gpt-oss-120b as shipped (MXFP4 experts only)", binary(oss_shipped.bf16_bytes), binary(oss_shipped.bytes),
+               f"{num(oss_shipped.ratio)}×", "—"]])
+assert all(s.ratio < 2 / int4_b for s in stored)  # the BF16 layers keep every model under the per-weight ratio
+assert min(stored, key=lambda s: s.ratio).label == gemma.name
+assert oss_shipped.bytes < get_part("h100-sxm").memory_capacity_bytes
+
+# %% jupyter={"source_hidden": true}
+gemma_stored = stored[1]
+md(f"No model reaches the per-weight ratio of {num(2 / int4_b)}×, because of the layers kept in BF16. Gemma-3-27B "
+   f"gains least: its {count(gemma.vocab_size)}-token vocabulary makes the embedding a large share of a small "
+   f"model ({binary(gemma_stored.bytes)} in int4 against {binary(gemma_stored.bf16_bytes)}). gpt-oss-120b is "
+   "**released** with MXFP4 weights for its MoE experts only — attention, the router, the embedding and the "
+   f"lm_head stay BF16 — which is {binary(oss_shipped.bytes)}, and why its weights fit one "
+   f"{binary(get_part('h100-sxm').memory_capacity_bytes)} H100.")
+
+# %% jupyter={"source_hidden": true}
+h200 = get_part("h200")
+NODE = 8
+md(f"**Question.** Do DeepSeek-V3's weights fit one node of {count(NODE)} H200s ({binary(h200.memory_capacity_bytes)} "
+   "each) in BF16? In int4?")
+
+# %% jupyter={"source_hidden": true}
+node_bytes = NODE * h200.memory_capacity_bytes
+dsv3_stored = stored[2]
+md("<details><summary>Answer</summary>\n\n"
+   f"The node holds {binary(node_bytes)}. BF16 needs {binary(dsv3_stored.bf16_bytes)}: "
+   + ("it fits" if dsv3_stored.bf16_bytes < node_bytes else "**it does not fit**")
+   + f". int4 needs {binary(dsv3_stored.bytes)}: "
+   + (f"it fits, leaving {binary(node_bytes - dsv3_stored.bytes)} for the KV cache (before the runtime's share)."
+      if dsv3_stored.bytes < node_bytes else "it does not fit either.")
+   + " (DeepSeek released FP8 weights, which the course can price with `weights_dtype=\"fp8\"`.)\n\n</details>")
+
+# %% [markdown]
+# ## 5. 4-bit weights at batch 1: the speed-up bound
+#
+# With **weight-only** int4 (W4A16) the weights are read in 4 bits and **dequantised to BF16 on the
+# fly**; the matmuls still run on BF16 tensor cores. The course counts the dequantisation as
+# DEQUANT_FLOPS_PER_WEIGHT FLOPs per weight read (convert, scale) on the vector units, at the part's
+# FP32 rate. One batch-1 decode step, both from `place()`:
+
+# %%
+sb = speedup_bound(MODEL, PART, CONTEXT)
+show_table(["batch 1", "weights read", "KV + activations", "compute (of which dequant)", "memory", "step", "bound"],
+           [[name, si(p.cost.weight_bytes, "B"), si(p.cost.bytes - p.cost.weight_bytes, "B"),
+             f"{duration(p.compute_time_s)} ({duration(p.dequant_time_s) if p.dequant_time_s else 'none'})",
+             duration(p.memory_time_s),
+             duration(p.time_lower_bound_s), p.bound] for name, p in (("BF16", sb.bf16), ("int4, weight-only", sb.quantized))])
+ladder = [("16 bits ÷ 4 bits", 4.0), ("bytes per weight, its scale included", sb.element_ratio),
+          ("weight bytes read per step (BF16 embedding, lm_head and norms)", sb.weight_bytes_ratio),
+          ("the step (KV cache and activations unchanged)", sb.speedup)]
+show_table(["BF16 ÷ int4, counting …", "ratio"], [[what, f"{num(r)}×"] for what, r in ladder])
+assert all(a[1] > b[1] for a, b in itertools.pairwise(ladder))  # each honest step lowers the bound
+assert sb.quantized.bound == "memory" and float(sb.quantized.dequant_time_s) < float(sb.quantized.memory_time_s)
+
+# %% jupyter={"source_hidden": true}
+md(f"The bound — the ratio of the two steps' lower bounds — is **{num(sb.speedup)}×**, not 16 ÷ 4: the scales "
+   f"cost {num(int4_b - 0.5, 3)} byte per weight, the BF16 layers are read at full width, and int4 weights do nothing to the KV cache and the activations "
+   f"({si(sb.other_bytes(), 'B')} per step here, which now weigh more). The dequantisation, "
+   f"{duration(sb.quantized.dequant_time_s)}, hides under the {duration(sb.quantized.memory_time_s)} of memory time: "
+   "at batch 1 it is free. Both steps are lower bounds, so their ratio is an estimate, not a guarantee. "
+   "*Hypothesis:* a real int4 kernel reaches a smaller share of the bandwidth than a BF16 one and gains less; "
+   "lesson 9's method measures it.")
+
+# %% jupyter={"source_hidden": true}
+LONG_CHAT = 131072
+md(f"**Question.** The same batch-1 step with {count(LONG_CHAT)} tokens cached: does the bound of int4 weights rise "
+   "or fall?")
+
+# %% jupyter={"source_hidden": true}
+sb_long = speedup_bound(MODEL, PART, LONG_CHAT)
+md("<details><summary>Answer</summary>\n\n"
+   f"It falls, to {num(sb_long.speedup)}×: the KV cache and the activations, {si(sb_long.other_bytes(), 'B')} per "
+   "step, are now "
+   f"{percent(sb_long.other_bytes() / float(sb_long.quantized.cost.bytes), 0)} of the int4 step's bytes, and the "
+   "weight format does not touch it. At long context the KV levers matter more.\n\n</details>")
+
+
+# %% [markdown]
+# ## 6. The critical batch moves — in opposite directions
+#
+# The critical batch is the first batch at which the step turns compute-bound. Lesson 4 found it
+# for BF16. What do 4-bit weights do to it? Two very different 4-bit recipes:
+#
+# - **weight-only int4** (W4A16): fewer bytes, the **same** compute roof (BF16 matmuls, plus the
+#   dequantisation);
+# - **W4A4** (FP4 weights and FP4 matmuls, MXFP4 on a part with an FP4 tensor-core rate): fewer bytes
+#   **and** a higher compute roof.
+#
+# Sweeping the batch with `place()` at a short context (a long one keeps decode memory-bound at every
+# batch, as the last column shows):
+
+# %%
+sweeps = critical_batches(MODEL, PART, SHORT_CONTEXT)
+long_sweeps = critical_batches(MODEL, PART, CONTEXT)
+fp8_kv_w4a4 = critical_batches(MODEL, PART, SHORT_CONTEXT, formats={"W4A4": WEIGHT_FORMATS[
+    "fp4 W4A4 (MXFP4 weights and matmuls)"]}, kv_dtype="fp8")[0]
+max_swept = int(sweeps[0].batch[-1])
+show_table(["format", "matmul roof", f"critical batch, {count(SHORT_CONTEXT)} tokens cached",
+            f"critical batch, {count(CONTEXT)} tokens cached"],
+           [[s.label, si(s.matmul_peak_flops_per_s, "FLOP/s"),
+             count(s.critical_batch) if s.critical_batch else f"none up to {count(max_swept)}",
+             count(ls.critical_batch) if ls.critical_batch else f"none up to {count(max_swept)}"]
+            for s, ls in zip(sweeps, long_sweeps)])
+bf16_sw, int4_sw, w4a4_sw = sweeps
+assert int4_sw.critical_batch < bf16_sw.critical_batch < w4a4_sw.critical_batch
+assert int4_sw.matmul_peak_flops_per_s == bf16_sw.matmul_peak_flops_per_s < w4a4_sw.matmul_peak_flops_per_s
+assert all(s.critical_batch is None for s in long_sweeps)
+
+# %% jupyter={"source_hidden": true}
+md(f"Weight-only int4 turns compute-bound at batch **{count(int4_sw.critical_batch)}**, far below BF16's "
+   f"{count(bf16_sw.critical_batch)}: the weight bytes fell nearly fourfold but the roof stayed where it was (weight-only "
+   "int4 does **not** raise the compute roof), so the step reaches it sooner. W4A4 moves it the other way, to "
+   f"**{count(w4a4_sw.critical_batch)}**: the FP4 roof is {num(w4a4_sw.matmul_peak_flops_per_s / bf16_sw.matmul_peak_flops_per_s)}× "
+   "the BF16 one, and attention, still BF16 and reading a BF16 KV cache that grows with the batch, now weighs "
+   f"more. With an FP8 KV cache, W4A4's critical batch is {count(fp8_kv_w4a4.critical_batch)}. At "
+   f"{count(CONTEXT)} tokens cached none of them turns compute-bound: the KV cache grows with the batch as fast as "
+   "the FLOPs do.")
+
+# %% jupyter={"source_hidden": true}
+at = int4_sw.critical_batch
+md(f"**Question.** At batch {count(at)} weight-only int4 is compute-bound and BF16 is not. Is int4 the slower "
+   "of the two there?")
+
+# %% jupyter={"source_hidden": true}
+md("<details><summary>Answer</summary>\n\n"
+   f"No: its step is {duration(int4_sw.step_time_s[at - 1])} against BF16's {duration(bf16_sw.step_time_s[at - 1])}, "
+   f"{num(bf16_sw.step_time_s[at - 1] / int4_sw.step_time_s[at - 1])}× faster. Compute-bound says which of its own "
+   "two times is longer, not how it compares with another format. Its memory time fell below a compute time that "
+   "did not fall.\n\n</details>")
+
+# %% [markdown]
+# ## 7. The dequantisation that erodes the gain
+#
+# A weight-only step's compute time is the BF16 matmuls **plus** the dequantisation. At batch 1 both
+# hide under the memory time. As the batch grows, the BF16 step approaches its compute roof while
+# the int4 step carries the dequantisation on top of the same matmuls:
+
+# %%
+crossover = weight_only_crossover(MODEL, PART, SHORT_CONTEXT)
+long_crossover = weight_only_crossover(MODEL, PART, CONTEXT)
+shown = [1, 16, int4_sw.critical_batch, bf16_sw.critical_batch // 2, crossover]
+show_table(["batch", "BF16 step", "int4 step", "int4 compute", "of which dequant", "BF16 step ÷ int4 step"],
+           [[count(b), duration(bf16_sw.step_time_s[b - 1]), duration(int4_sw.step_time_s[b - 1]),
+             duration(int4_sw.compute_time_s[b - 1]), percent(int4_sw.dequant_time_s[b - 1]
+                                                             / int4_sw.compute_time_s[b - 1], 0),
+             f"{num(bf16_sw.step_time_s[b - 1] / int4_sw.step_time_s[b - 1])}×"] for b in shown])
+assert crossover is not None and int4_sw.step_time_s[crossover - 1] >= bf16_sw.step_time_s[crossover - 1]
+assert long_crossover is None  # at 8,192 tokens int4 never stops winning up to the sweep's end
+
+# %% jupyter={"source_hidden": true}
+md(f"With {count(SHORT_CONTEXT)} tokens cached, weight-only int4 stops beating BF16 at batch **{count(crossover)}**: "
+   f"from there its dequantisation ({duration(int4_sw.dequant_time_s[crossover - 1])} per step, the same at any "
+   "batch because the weights are read once) makes the step longer than BF16's. At "
+   f"{count(CONTEXT)} tokens cached it never does up to batch {count(max_swept)}: the KV cache keeps both steps "
+   "memory-bound. The dequantisation cost here is the course's model — "
+   f"{num(DEQUANT_FLOPS_PER_WEIGHT)} FLOPs per weight on the FP32 vector units, not overlapped with the tensor "
+   "cores. *Hypothesis:* fused int4 kernels that overlap the conversion with the matmuls, or use cheaper "
+   "conversion tricks, push the crossover to a larger batch; measure your kernel's step against the BF16 one to "
+   "find yours.")
+
+# %% jupyter={"source_hidden": true}
+SERVICE_BATCH = 256
+md(f"**Question.** A short-prompt service runs {model.name} at batch {count(SERVICE_BATCH)} with about "
+   f"{count(SHORT_CONTEXT)} tokens cached on B200s. Should it switch from BF16 to weight-only int4 weights for speed?")
+
+# %% jupyter={"source_hidden": true}
+bf16_256, int4_256 = bf16_sw.step_time_s[SERVICE_BATCH - 1], int4_sw.step_time_s[SERVICE_BATCH - 1]
+md("<details><summary>Answer</summary>\n\n"
+   f"Barely: the step goes from {duration(bf16_256)} to {duration(int4_256)}, {num(bf16_256 / int4_256)}× (the "
+   f"course's model), against {num(bf16_sw.step_time_s[0] / int4_sw.step_time_s[0])}× at batch 1. The BF16 step "
+   "is close to its compute roof there, which int4 does not raise. The reasons to switch at this batch are memory "
+   "(room for more sequences) or W4A4 on a part with FP4 tensor cores, not weight-only speed.\n\n</details>")
+
+# %% [markdown]
+# ## 8. Which lever moves which part
+#
+# Each lever alone, and its effect on the bytes **per generated token** (the step's bytes ÷ the
+# batch). The architecture levers are what-ifs built on the same model: the MLA, sliding-window and
+# hybrid versions also change the attention weights' shapes, and the table shows that too.
+
+# %% jupyter={"source_hidden": true}
+LEVER_BATCH = 16
+md(f"The baseline: {model.name} on the {part.name}, BF16 weights and KV cache, batch {count(LEVER_BATCH)}, "
+   f"{count(CONTEXT)} tokens cached.")
+
+# %%
+levers = byte_levers(MODEL, PART, batch=LEVER_BATCH, context_tokens=CONTEXT)
+show_table(["lever"] + [f"{p} per token" for p in BUDGET_PARTS] + ["moves", "time per token, faster by"],
+           [[lv.lever + (" — what-if" if lv.what_if else "")] + [change_text(lv.change()[p]) for p in BUDGET_PARTS]
+            + [", ".join(lv.moves), f"{num(lv.speedup)}×"] for lv in levers])
+assert all(lv.moves == ("weights",) for lv in levers if "weights" in lv.lever or lv.lever.startswith("batching"))
+assert all(lv.moves == ("KV cache",) for lv in levers if "KV cache" in lv.lever)
+assert all(lv.main_part == "KV cache" for lv in levers if lv.what_if)
+not_batching = lambda effects: [lv for lv in effects if not lv.lever.startswith("batching")]
+best = max(not_batching(levers), key=lambda lv: lv.speedup)
+bigger_batch = max(not_batching(byte_levers(MODEL, PART, batch=4 * LEVER_BATCH, context_tokens=CONTEXT)),
+                   key=lambda lv: lv.speedup)
+assert best.main_part == "weights" and bigger_batch.main_part == "KV cache"  # the order flips with the batch
+
+# %% jupyter={"source_hidden": true}
+hybrid = next(lv for lv in levers if lv.lever.startswith("hybrid"))
+batching = next(lv for lv in levers if lv.lever.startswith("batching"))
+md(f"The formats each move one part: weight formats the weights, KV formats the cache. The architecture what-ifs "
+   f"all cut the KV cache most, and the hybrid one trades part of it for a recurrent state, read and written every "
+   f"step ({si(hybrid.after.parts_per_token()['state'], 'B')} per token). Batching shrinks nothing: it spreads the same "
+   f"weights over more tokens, {change_text(batching.change()['weights'])} weight bytes per token, and leaves each "
+   f"sequence's cache as it was. \"Moves\" lists every part that changes by more than "
+   f"{percent(MOVE_THRESHOLD, 0)}; the speed-up is the time per generated token, lower bound against lower bound.")
+
+# %% jupyter={"source_hidden": true}
+md("**Question.** Batching aside, which lever helps this baseline most, and why does it beat every KV lever here?")
+
+# %% jupyter={"source_hidden": true}
+base_shares = levers[0].before.shares()
+md("<details><summary>Answer</summary>\n\n"
+   f"**{best.lever}**, {num(best.speedup)}× per token: at batch {count(LEVER_BATCH)} and {count(CONTEXT)} tokens the "
+   f"weights are {percent(base_shares['weights'], 0)} of the step's bytes and the KV cache "
+   f"{percent(base_shares['KV cache'], 0)}, so shrinking the weights removes more bytes than even the largest KV "
+   f"cut. The order depends on the batch: at batch {count(bigger_batch.before.batch)} the best lever is "
+   f"**{bigger_batch.lever}**, {num(bigger_batch.speedup)}×, because the cache has become the larger part.\n\n</details>")
+
+# %% [markdown]
+# ## 9. Paged KV and sliding windows: allocate per layer kind
+#
+# Serving engines store the KV cache in **pages** (vLLM's PagedAttention: blocks of a few tokens of
+# one layer's K and V) so that sequences of any length share one pool without fragmentation. A
+# **uniform** allocator gives every layer of a sequence the same pages: ceil(context / page) of
+# them. For a sliding-window model that wastes most of the pool — a local layer never holds more
+# than its window. Allocating **per layer kind** gives each local layer only the pages its window
+# spans (one more when the window starts mid-page).
+
+# %% jupyter={"source_hidden": true}
+UTILIZATION = 0.9  # vLLM's default gpu_memory_utilization
+md(f"Pages of {count(DEFAULT_PAGE_TOKENS)} tokens (vLLM's default block size); sequences that fit beside the "
+   f"weights in {percent(UTILIZATION, 0)} of the memory (vLLM's default). gpt-oss-120b is stored as shipped, "
+   "MXFP4 experts:")
+
+# %%
+cases = [("gemma-3-27b", "h100-sxm", {}), ("gpt-oss-120b", "h200", {"weights_dtype": "fp4",
+                                                                    "quantized_weights": "experts"})]
+paged = [paged_capacity(m, p, t, DEFAULT_PAGE_TOKENS, memory_utilization=UTILIZATION, **f)
+         for m, p, f in cases for t in (8192, KV_CONTEXT, 131072)]
+show_table(["model on part", "tokens per sequence", "pages per layer (global / local)", "KV pool",
+            "per sequence: uniform", "per sequence: per kind", "sequences: uniform", "sequences: per kind",
+            "uniform loses"],
+           [[f"{c.model.name} on {c.part.name}", count(c.context_tokens), f"{count(c.full_pages)} / {count(c.window_pages)}",
+             binary(c.pool_bytes), binary(c.uniform_bytes_per_sequence), binary(c.per_kind_bytes_per_sequence),
+             count(c.uniform_sequences), count(c.per_kind_sequences), percent(c.uniform_loss, 0)] for c in paged])
+assert all(c.uniform_sequences <= c.per_kind_sequences and c.uniform_loss > 0 for c in paged)
+
+# %% jupyter={"source_hidden": true}
+g32 = paged[1]
+md(f"At {count(g32.context_tokens)} tokens a uniform allocator fits {count(g32.uniform_sequences)} Gemma-3-27B "
+   f"sequence{'s' if g32.uniform_sequences != 1 else ''} on the {g32.part.name}; per layer kind, "
+   f"{count(g32.per_kind_sequences)}. The model's small cache only turns into more sequences when the allocator "
+   "knows which layers slide. (vLLM's hybrid KV-cache manager allocates per layer group for this reason.)")
+
+# %% jupyter={"source_hidden": true}
+oss = get_model("gpt-oss-120b")
+md(f"**Question.** gpt-oss-120b's window is {count(oss.sliding_window)} tokens, Gemma-3-27B's "
+   f"{count(gemma.sliding_window)}. Why then does the uniform allocator lose a smaller share of gpt-oss's "
+   "capacity?")
+
+# %% jupyter={"source_hidden": true}
+md("<details><summary>Answer</summary>\n\n"
+   f"Because the loss is capped by the share of layers that slide. gpt-oss alternates: "
+   f"{count(oss.num_sliding_attention_layers)} of its {count(oss.num_hidden_layers)} layers are local, so even a "
+   f"zero-sized window could at most halve its cache; Gemma has {count(gemma.num_sliding_attention_layers)} local "
+   f"layers in {count(gemma.num_hidden_layers)}. A small window helps little when half the layers keep every "
+   "token.\n\n</details>")
+
+# %% [markdown]
+# ## Explore: the byte-budget dashboard
+#
+# Pick a model, a part, the context, the weight format (BF16, FP8, int4, MXFP4 weight-only, FP4 W4A4)
+# and the KV format, and the batch. The chart stacks the bytes of one decode step against the BF16
+# step's, and places both on the part's roofline. Try: Llama-3.1-70B on a B200 at batch 1 through
+# every weight format (how close to 4× does int4 get?); the same at batch 256 with 128 tokens (which
+# format is compute-bound?); Gemma-3-27B and DeepSeek-V3 at 128K tokens with BF16 and FP8 KV (which
+# part is left?).
+
+# %%
+from roofline_lessons.viz.dashboards import lesson12_dashboard
+
+dashboard = lesson12_dashboard()
+
+# %% [markdown]
+# ## Summary
+#
+# - A decode step moves the weights once, every sequence's KV cache, any recurrent state, and a
+#   little activation traffic. At batch 1 the weights dominate; as the batch and the context grow,
+#   the KV cache does.
+# - KV bytes per token and layer: GQA 2 × KV heads × head_dim elements; MQA one KV head; MLA one
+#   latent of kv_lora_rank + qk_rope_head_dim elements shared by every head (not per-head K and V);
+#   a sliding-window layer caches at most its window while the global layers keep every token; a
+#   Gated DeltaNet layer caches nothing and keeps a constant state instead.
+# - MLA runs **absorbed** in decode (attention in the latent space: expanded decode re-expands the
+#   whole history every step) and **expanded** in prefill (each latent expanded once; cheaper
+#   query–key pairs in a compute-bound phase).
+# - An int4 weight costs 0.5 byte plus its group's scale (0.5 + 2/128 with a bf16 scale per 128);
+#   MXFP4 costs 0.5 + 1/32. The embedding, the lm_head and the norms usually stay BF16; gpt-oss
+#   ships MXFP4 for its experts only.
+# - The batch-1 speed-up of 4-bit weights is below 16 bits ÷ 4 bits: scales, BF16 layers, and a KV cache and
+#   activations that the weight format does not touch.
+# - Weight-only int4 does not raise the compute roof: it lowers the critical batch, and at a large
+#   enough batch its dequantisation makes it slower than BF16. W4A4 raises the roof and moves the
+#   critical batch up.
+# - A paged KV allocator must allocate per layer kind: giving sliding-window layers full-context
+#   pages throws away most of what the windows saved.
+#
+# **Interview questions this lesson prepares you for**
+#
+# - "How many bytes of KV cache does one token add in DeepSeek-V3? Why not 2 × heads × head_dim?"
+# - "Absorbed or expanded MLA: which do you run in decode, which in prefill, and why?"
+# - "You quantise a 70B model to 4 bits. How much faster is batch-1 decode, and why not four times?"
+# - "Does weight-only int4 help at batch 256? What does W4A4 change?"
+# - "Gemma 3 slides a short window over most of its layers. How much memory does that save, and
+#   what must the serving engine do to cash it in?"
+# - "Which lever would you pull first for a long-context chat service: weights, KV format, or
+#   architecture?"
+#
+# The exercises for this lesson are in `exercises/12_shrinking_the_bytes.ipynb`.

@@ -1,0 +1,658 @@
+"""Shrinking the bytes (lesson 12): decode is shopping for bytes, and the field's answer is to move
+fewer of them.
+
+Everything here is computed from the catalog and :func:`~roofline_lessons.core.placement.place`,
+so it follows the rules of :mod:`roofline_lessons.core.costs` (read its docstring). What a lesson
+can quote:
+
+- **KV bytes per sequence** against context, per attention kind: GQA (few KV heads), MQA (one: a
+  labelled what-if, no catalog model uses it), MLA (DeepSeek-V3: one compressed latent of
+  kv_lora_rank + qk_rope_head_dim elements per token and layer, shared by every head), sliding
+  windows (Gemma 3, gpt-oss: local layers stop growing at their window, global ones do not) and
+  hybrid linear attention (Qwen3.8-27B: Gated DeltaNet layers keep a constant state instead).
+  Past a model's ``max_context_tokens`` a figure is a what-if, and is marked as one.
+- **The byte budget of a decode step**: weights / KV cache / recurrent state / activations, and the
+  levers that move each part (:func:`byte_levers`).
+- **4-bit weights**: the batch-1 speed-up bound (the BF16 step ÷ the 4-bit step), the critical batch
+  (the first batch whose step is compute-bound) for BF16, weight-only int4 and W4A4 fp4, the
+  dequantisation time and the batch at which weight-only int4 stops beating BF16.
+- **MLA absorbed against expanded** decode, FLOPs and bytes against context.
+- **Paged KV for sliding windows**: sequences that fit when every layer gets full-context pages
+  (a uniform allocator) against allocating per layer kind.
+
+Units: bytes (show memory in GiB), seconds, FLOPs, tokens. Step times are lower bounds
+(max(compute, memory)); rates are the matching upper bounds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..core.costs import Workload, model_cost, stored_weight_bytes
+from ..core.dtypes import check_dtype, weight_bytes_per_element
+from ..core.errors import RooflineInputError
+from ..core.hardware import Part, get_part
+from ..core.memory import state_bytes_per_sequence, usable_capacity_bytes, weight_bytes
+from ..core.models import Model, get_model
+from ..core.placement import Placement, place
+
+#: the lesson's models for the KV comparison: GQA, the MQA what-if, MLA, sliding windows, hybrid linear
+MQA_BASE = "llama-3.1-8b"
+KV_MODELS = ("llama-3.1-70b", MQA_BASE, "llama-3.1-8b-mqa-what-if", "deepseek-v3", "gemma-3-27b",
+             "gpt-oss-120b", "qwen3.8-27b")
+#: 1K → 1M tokens, powers of two
+DEFAULT_CONTEXTS = tuple(2 ** k for k in range(10, 21))
+#: attention kinds, as :func:`attention_kind` names them
+KINDS = ("GQA", "MQA", "MLA", "sliding window + global", "hybrid linear + GQA")
+#: the byte budget's parts, in stacking order
+BUDGET_PARTS = ("weights", "KV cache", "state", "activations")
+#: a lever "moves" a part when that part's bytes per generated token change by more than this fraction
+MOVE_THRESHOLD = 0.01
+DEFAULT_PAGE_TOKENS = 16  #: vLLM's default KV block size, in tokens
+
+
+# ---- validation ------------------------------------------------------------------------------
+
+
+def _whole(name: str, value, minimum: int) -> int:
+    """One whole number >= ``minimum``, or a RooflineInputError naming the value and what is allowed."""
+    bad = RooflineInputError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    if isinstance(value, (bool, str, bytes)) or value is None:
+        raise bad
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise bad from None
+    if not math.isfinite(v) or v != math.floor(v) or v < minimum:
+        raise bad
+    return int(v)
+
+
+def _contexts(contexts) -> np.ndarray:
+    arr = np.asarray(DEFAULT_CONTEXTS if contexts is None else contexts)
+    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iuf" or not np.all(np.isfinite(arr)) \
+            or not np.all(arr == np.floor(arr)) or not np.all(arr >= 1):
+        raise RooflineInputError(f"contexts must be a 1-D list of whole numbers of tokens >= 1, got {contexts!r}")
+    return np.unique(arr.astype(np.int64))
+
+
+# ---- the models -------------------------------------------------------------------------------
+
+
+def mqa_what_if(model: Model | str = MQA_BASE) -> Model:
+    """``model`` with one KV head (multi-query attention): a labelled what-if, not a released model.
+    Only the K and V projections shrink; everything else is unchanged."""
+    m = get_model(model)
+    if m.is_mla or m.is_hybrid:
+        raise RooflineInputError(f"the MQA what-if needs a plain attention model, got {m.id} "
+                                 f"({attention_kind(m)})")
+    return replace(m, id=f"{m.id}-mqa-what-if", name=f"{m.name}, MQA what-if (1 KV head)", num_key_value_heads=1,
+                   published_total_params=None, published_active_params=None)
+
+
+def sliding_what_if(model: Model | str, window: int = 1024, pattern: int = 6) -> Model:
+    """``model`` with Gemma 3's layout: of every ``pattern`` layers, the first ``pattern`` − 1 attend to
+    (and cache) at most ``window`` tokens, the last is global. A what-if; the weights are unchanged."""
+    m = get_model(model)
+    if m.is_mla or m.is_hybrid or m.sliding_window is not None:
+        raise RooflineInputError(f"the sliding-window what-if needs a plain full-attention model, got {m.id} "
+                                 f"({attention_kind(m)})")
+    window, pattern = _whole("window", window, 1), _whole("pattern", pattern, 2)
+    return replace(m, id=f"{m.id}-sliding-what-if", name=f"{m.name}, sliding-window what-if "
+                   f"({pattern - 1} of {pattern} layers slide over {window:,} tokens)",
+                   sliding_window=window, sliding_window_pattern=pattern,
+                   published_total_params=None, published_active_params=None)
+
+
+def mla_what_if(model: Model | str, like: Model | str = "deepseek-v3") -> Model:
+    """``model`` with ``like``'s multi-head latent attention sizes (query and KV ranks, head widths)
+    on its own heads: a what-if. The attention weights change shape too (the latent's projections)."""
+    m, src = get_model(model), get_model(like)
+    if m.is_mla or m.is_hybrid or m.sliding_window is not None or not src.is_mla:
+        raise RooflineInputError(f"the MLA what-if needs a plain full-attention model and an MLA model to copy, "
+                                 f"got {m.id} and {src.id}")
+    return replace(m, id=f"{m.id}-mla-what-if", name=f"{m.name}, MLA what-if ({src.name}'s latent)",
+                   q_lora_rank=src.q_lora_rank, kv_lora_rank=src.kv_lora_rank, qk_nope_head_dim=src.qk_nope_head_dim,
+                   qk_rope_head_dim=src.qk_rope_head_dim, v_head_dim=src.v_head_dim,
+                   published_total_params=None, published_active_params=None)
+
+
+def hybrid_what_if(model: Model | str, like: Model | str = "qwen3.8-27b") -> Model:
+    """``model`` with ``like``'s layout: of every ``full_attention_interval`` layers, all but the last
+    are Gated DeltaNet layers with ``like``'s head sizes. A what-if; the attention weights change."""
+    m, src = get_model(model), get_model(like)
+    if m.is_mla or m.is_hybrid or m.sliding_window is not None or not src.is_hybrid:
+        raise RooflineInputError(f"the hybrid what-if needs a plain full-attention model and a hybrid model to copy, "
+                                 f"got {m.id} and {src.id}")
+    return replace(m, id=f"{m.id}-hybrid-what-if",
+                   name=f"{m.name}, hybrid what-if ({src.full_attention_interval - 1} of "
+                        f"{src.full_attention_interval} layers Gated DeltaNet)",
+                   full_attention_interval=src.full_attention_interval, linear_num_key_heads=src.linear_num_key_heads,
+                   linear_num_value_heads=src.linear_num_value_heads, linear_key_head_dim=src.linear_key_head_dim,
+                   linear_value_head_dim=src.linear_value_head_dim, linear_conv_kernel_dim=src.linear_conv_kernel_dim,
+                   state_dtype=src.state_dtype, published_total_params=None, published_active_params=None)
+
+
+def _resolve(model: Model | str) -> Model:
+    """A catalog id, the MQA what-if's id, or a Model."""
+    if isinstance(model, str) and model.strip().lower() == f"{MQA_BASE}-mqa-what-if":
+        return mqa_what_if(MQA_BASE)
+    return get_model(model)
+
+
+def is_what_if(model: Model | str) -> bool:
+    """True for a model built here (not in the catalog)."""
+    return _resolve(model).id.endswith("-what-if")
+
+
+def attention_kind(model: Model | str) -> str:
+    """How ``model``'s layers keep their history: one of :data:`KINDS`."""
+    m = _resolve(model) if isinstance(model, str) else model
+    if m.is_mla:
+        return "MLA"
+    if m.is_hybrid:
+        return "hybrid linear + GQA"
+    if m.num_sliding_attention_layers:
+        return "sliding window + global"
+    return "MQA" if m.num_key_value_heads == 1 else "GQA"
+
+
+# ---- KV bytes against context -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KvCurve:
+    """One model's KV cache per sequence against context (the chart's input).
+
+    ``context_tokens`` (tokens) and ``kv_bytes`` (bytes per sequence, windows applied per layer kind)
+    are arrays of the same length; the model's ``max_context_tokens`` is one of the points when the
+    range passes it, and ``beyond_limit_from`` is that context (tokens: everything above it is a
+    what-if), or None when the whole range is within the model's limit. ``state_bytes`` is the
+    constant recurrent state per sequence (Gated DeltaNet + short conv; 0 without one).
+    """
+
+    label: str
+    context_tokens: np.ndarray
+    kv_bytes: np.ndarray
+    state_bytes: float
+    beyond_limit_from: int | None
+    kind: str
+
+    @property
+    def within_limit(self) -> np.ndarray:
+        """True where the context is one the model supports."""
+        if self.beyond_limit_from is None:
+            return np.ones(self.context_tokens.shape, dtype=bool)
+        return self.context_tokens <= self.beyond_limit_from
+
+    def kv_bytes_at(self, context_tokens: int) -> float:
+        """KV bytes per sequence at one of the curve's contexts."""
+        hit = np.nonzero(self.context_tokens == context_tokens)[0]
+        if hit.size == 0:
+            raise RooflineInputError(f"context {context_tokens!r} is not on the curve of {self.label}; it has "
+                                     f"{', '.join(f'{int(t):,}' for t in self.context_tokens)}")
+        return float(self.kv_bytes[hit[0]])
+
+
+def kv_curves(models=None, contexts=None, kv_dtype: str = "bf16") -> tuple[KvCurve, ...]:
+    """KV cache bytes per sequence against context for each model (default :data:`KV_MODELS`, the
+    MQA what-if included), at ``contexts`` tokens (default 1K → 1M, powers of two) in ``kv_dtype``.
+
+    Each curve adds its model's ``max_context_tokens`` as a point when the range passes it and marks
+    everything above it as a what-if (``beyond_limit_from``).
+    """
+    check_dtype(kv_dtype)
+    ctx = _contexts(contexts)
+    out = []
+    for entry in (KV_MODELS if models is None else models):
+        m = _resolve(entry)
+        limit = m.max_context_tokens
+        passes = ctx[-1] > limit
+        t = np.unique(np.append(ctx, limit)) if passes and ctx[0] < limit else ctx
+        out.append(KvCurve(
+            label=m.name,
+            context_tokens=t,
+            kv_bytes=np.asarray(m.kv_cache_bytes_per_sequence(t, kv_dtype), dtype=float),
+            state_bytes=float(state_bytes_per_sequence(m)),
+            beyond_limit_from=int(limit) if passes else None,
+            kind=attention_kind(m),
+        ))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class KvRow:
+    """One model's KV cache, layer kind by layer kind (bytes; layers; tokens)."""
+
+    label: str
+    kind: str
+    full_layers: int  #: layers that cache every token (full attention or MLA)
+    window_layers: int  #: sliding-window layers (cache at most ``window_tokens``)
+    window_tokens: int | None
+    deltanet_layers: int  #: layers with a constant state instead of a cache
+    bytes_per_token_per_layer: float  #: one token in one caching layer (MLA: the latent)
+    bytes_per_token: float  #: one token in every caching layer, before any window cap
+    context_tokens: int
+    kv_bytes: float  #: per sequence at ``context_tokens``, windows applied
+    state_bytes: float  #: per sequence, constant
+    max_context_tokens: int
+
+    @property
+    def beyond_limit(self) -> bool:
+        return self.context_tokens > self.max_context_tokens
+
+
+def kv_table(models=None, context_tokens: int = 32768, kv_dtype: str = "bf16") -> tuple[KvRow, ...]:
+    """Per model: the caching layers by kind, bytes per token, and the KV cache and state of one
+    sequence of ``context_tokens`` tokens."""
+    check_dtype(kv_dtype)
+    t = _whole("context_tokens", context_tokens, 1)
+    rows = []
+    for entry in (KV_MODELS if models is None else models):
+        m = _resolve(entry)
+        rows.append(KvRow(
+            label=m.name, kind=attention_kind(m),
+            full_layers=m.num_full_attention_layers + m.num_mla_layers,
+            window_layers=m.num_sliding_attention_layers,
+            window_tokens=m.sliding_window if (m.num_sliding_attention_layers or m.full_attention_window) else None,
+            deltanet_layers=m.num_deltanet_layers,
+            bytes_per_token_per_layer=m.kv_bytes_per_token_per_layer(kv_dtype),
+            bytes_per_token=m.kv_bytes_per_token(kv_dtype),
+            context_tokens=t,
+            kv_bytes=float(m.kv_cache_bytes_per_sequence(t, kv_dtype)),
+            state_bytes=float(state_bytes_per_sequence(m)),
+            max_context_tokens=m.max_context_tokens,
+        ))
+    return tuple(rows)
+
+
+def mla_per_head_kv_elements(model: Model | str = "deepseek-v3") -> int:
+    """Elements one token would add to one layer if MLA cached per-head K and V instead of its latent:
+    heads × (key width qk_nope + qk_rope, + value width v_head_dim)."""
+    m = get_model(model)
+    if not m.is_mla:
+        raise RooflineInputError(f"{m.id} has no multi-head latent attention")
+    return m.num_attention_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
+
+
+# ---- MLA: absorbed against expanded decode -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MlaForms:
+    """One decode step's attention (the MLA block, every layer) in both forms, against context."""
+
+    model: Model
+    batch: int
+    context_tokens: np.ndarray  #: tokens cached before the step
+    absorbed_flops: np.ndarray
+    absorbed_bytes: np.ndarray
+    expanded_flops: np.ndarray
+    expanded_bytes: np.ndarray
+    absorbed_step_flops: np.ndarray  #: the whole step (every operator), absorbed
+    expanded_step_flops: np.ndarray
+
+    @property
+    def flops_ratio(self) -> np.ndarray:
+        """Expanded ÷ absorbed attention FLOPs."""
+        return self.expanded_flops / self.absorbed_flops
+
+
+def mla_forms(model: Model | str = "deepseek-v3", contexts=(1024, 4096, 32768, 131072), batch: int = 1) -> MlaForms:
+    """FLOPs and bytes of the MLA block of one decode step, absorbed (attention in the latent space)
+    and expanded (kv_b_proj re-expands every cached latent to per-head K and V, every step)."""
+    m = get_model(model)
+    if not m.is_mla:
+        raise RooflineInputError(f"{m.id} has no multi-head latent attention (try deepseek-v3)")
+    b = _whole("batch", batch, 1)
+    t = _contexts(contexts).astype(float)
+    a = model_cost(m, phase="decode", batch=b, context_tokens=t, mla_absorbed=True)
+    e = model_cost(m, phase="decode", batch=b, context_tokens=t, mla_absorbed=False)
+    arr = lambda x: np.broadcast_to(np.asarray(x, dtype=float), t.shape).copy()
+    return MlaForms(model=m, batch=b, context_tokens=t.astype(np.int64),
+                    absorbed_flops=arr(a.block_total("mla", "flops")), absorbed_bytes=arr(a.block_total("mla", "bytes")),
+                    expanded_flops=arr(e.block_total("mla", "flops")), expanded_bytes=arr(e.block_total("mla", "bytes")),
+                    absorbed_step_flops=arr(a.flops), expanded_step_flops=arr(e.flops))
+
+
+# ---- the byte budget of a decode step -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ByteBudget:
+    """One decode step's bytes by part, and where it sits (bytes; seconds)."""
+
+    label: str
+    placement: Placement
+    weight_bytes: float
+    kv_bytes: float  #: KV cache read + written
+    state_bytes: float  #: recurrent state read + written
+    activation_bytes: float
+
+    @property
+    def total_bytes(self) -> float:
+        return self.weight_bytes + self.kv_bytes + self.state_bytes + self.activation_bytes
+
+    @property
+    def batch(self) -> int:
+        return int(self.placement.workload.batch)
+
+    def parts(self) -> dict[str, float]:
+        """Bytes per step by part, in :data:`BUDGET_PARTS` order."""
+        return dict(zip(BUDGET_PARTS, (self.weight_bytes, self.kv_bytes, self.state_bytes, self.activation_bytes)))
+
+    def parts_per_token(self) -> dict[str, float]:
+        """Bytes per generated token by part (per step ÷ batch)."""
+        return {k: v / self.batch for k, v in self.parts().items()}
+
+    def shares(self) -> dict[str, float]:
+        """Each part's fraction of the step's bytes."""
+        return {k: v / self.total_bytes for k, v in self.parts().items()}
+
+    @property
+    def step_time_s(self) -> float:
+        return float(self.placement.time_lower_bound_s)
+
+
+def byte_budget(model: Model | str, part: Part | str, batch: int = 1, context_tokens: int = 4096, *,
+                label: str | None = None, **formats) -> ByteBudget:
+    """The bytes one decode step moves, split weights / KV / state / activations. ``formats``:
+    Workload fields (``weights_dtype``, ``kv_dtype``, ``compute_dtype``, ``quantized_weights``,
+    ``weight_group_size``…)."""
+    b = _whole("batch", batch, 1)
+    t = _whole("context_tokens", context_tokens, 0)
+    p = place(_resolve(model), part, phase="decode", batch=b, context_tokens=t, **formats)
+    c = p.cost
+    return ByteBudget(label=label or _format_label(p), placement=p, weight_bytes=float(c.weight_bytes),
+                      kv_bytes=float(c.kv_bytes), state_bytes=float(c.state_bytes),
+                      activation_bytes=float(c.activation_bytes))
+
+
+def _format_label(p: Placement) -> str:
+    w = p.workload
+    weights = w.weights_dtype.upper() if w.weights_dtype != "fp4" else "MXFP4"
+    return f"{p.model.name}, {weights} weights, {w.kv_dtype.upper()} KV, batch {int(w.batch):,}"
+
+
+@dataclass(frozen=True)
+class LeverEffect:
+    """One lever against the baseline: bytes per generated token by part, before and after."""
+
+    lever: str
+    what_if: bool  #: the lever changes the architecture: a model nobody released
+    before: ByteBudget
+    after: ByteBudget
+
+    def change(self) -> dict[str, float]:
+        """Per part: bytes per generated token after ÷ before − 1 (nan where the part was 0 and stays 0;
+        inf where it appears)."""
+        b, a = self.before.parts_per_token(), self.after.parts_per_token()
+        out = {}
+        for k in BUDGET_PARTS:
+            if b[k] == 0:
+                out[k] = float("nan") if a[k] == 0 else float("inf")
+            else:
+                out[k] = a[k] / b[k] - 1.0
+        return out
+
+    @property
+    def moves(self) -> tuple[str, ...]:
+        """The parts whose bytes per generated token change by more than :data:`MOVE_THRESHOLD`."""
+        return tuple(k for k, v in self.change().items() if not math.isnan(v) and abs(v) > MOVE_THRESHOLD)
+
+    @property
+    def main_part(self) -> str:
+        """The part whose bytes per generated token fall the most (absolute)."""
+        b, a = self.before.parts_per_token(), self.after.parts_per_token()
+        return max(BUDGET_PARTS, key=lambda k: b[k] - a[k])
+
+    @property
+    def speedup(self) -> float:
+        """Time per generated token, before ÷ after (step ÷ batch: both lower bounds)."""
+        return (self.before.step_time_s / self.before.batch) / (self.after.step_time_s / self.after.batch)
+
+
+def byte_levers(model: Model | str = "llama-3.1-70b", part: Part | str = "h100-sxm", batch: int = 16,
+                context_tokens: int = 8192, batch_factor: int = 8) -> tuple[LeverEffect, ...]:
+    """Each lever applied alone to one decode step of ``model`` (BF16 weights and KV) and its effect
+    on the bytes per generated token, part by part: 4-bit weights (int4 group 128, MXFP4), FP8/INT8/
+    INT4 KV, the architecture what-ifs (MQA, MLA, sliding windows, hybrid linear layers) and batching
+    (``batch_factor`` × the batch)."""
+    m = get_model(model)
+    b = _whole("batch", batch, 1)
+    t = _whole("context_tokens", context_tokens, 1)
+    k = _whole("batch_factor", batch_factor, 2)
+    base = byte_budget(m, part, b, t, label="baseline")
+    levers = [
+        ("int4 weights (group 128, weight-only)", False, m, b, {"weights_dtype": "int4"}),
+        ("MXFP4 weights (fp4, blocks of 32, weight-only)", False, m, b, {"weights_dtype": "fp4"}),
+        ("FP8 KV cache", False, m, b, {"kv_dtype": "fp8"}),
+        ("INT8 KV cache (bf16 scale per token and head)", False, m, b, {"kv_dtype": "int8"}),
+        ("INT4 KV cache (bf16 scale per token and head)", False, m, b, {"kv_dtype": "int4"}),
+        ("GQA → MQA (one KV head)", True, mqa_what_if(m), b, {}),
+        ("MLA (DeepSeek-V3's latent)", True, mla_what_if(m), b, {}),
+        ("sliding windows (5 of 6 layers, 1,024 tokens)", True, sliding_what_if(m), b, {}),
+        ("hybrid linear layers (3 of 4 Gated DeltaNet)", True, hybrid_what_if(m), b, {}),
+        (f"batching (batch {b:,} → {b * k:,})", False, m, b * k, {}),
+    ]
+    return tuple(LeverEffect(name, wi, base, byte_budget(mm, part, bb, t, label=name, **f))
+                 for name, wi, mm, bb, f in levers)
+
+
+# ---- weight formats --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredWeights:
+    """A model's resident weights in one format (bytes)."""
+
+    label: str
+    weights_dtype: str
+    recipe: str  #: which weights take the format (``quantized_weights``)
+    bytes: float
+    bf16_bytes: float
+
+    @property
+    def ratio(self) -> float:
+        """BF16 bytes ÷ these bytes."""
+        return self.bf16_bytes / self.bytes
+
+
+def stored_weights(model: Model | str, weights_dtype: str = "int4", *, quantized_weights: str | None = None,
+                   weight_group_size: int | None = None) -> StoredWeights:
+    """Bytes of all of ``model``'s weights in ``weights_dtype`` under its recipe (4-bit: scales
+    included, embedding, lm_head and norms BF16 unless ``quantized_weights`` says otherwise)."""
+    m = get_model(model)
+    w = Workload(phase="decode", weights_dtype=weights_dtype, quantized_weights=quantized_weights,
+                 weight_group_size=weight_group_size)
+    return StoredWeights(label=m.name, weights_dtype=weights_dtype, recipe=w.weight_recipe,
+                         bytes=stored_weight_bytes(model_cost(m, w)), bf16_bytes=weight_bytes(m, "bf16"))
+
+
+def int4_bytes_per_weight(group_size: int = 128) -> float:
+    """Bytes per int4 weight with one bf16 scale per ``group_size`` weights: 0.5 + 2 / group."""
+    return weight_bytes_per_element("int4", _whole("group_size", group_size, 1))
+
+
+# ---- 4-bit weights: batch 1, the critical batch, dequantisation ------------------------------------
+
+
+@dataclass(frozen=True)
+class SpeedupBound:
+    """The batch-1 decode step in BF16 and in a 4-bit format (seconds; bytes)."""
+
+    bf16: Placement
+    quantized: Placement
+
+    @property
+    def speedup(self) -> float:
+        """BF16 step ÷ 4-bit step: the most 4-bit weights can speed a batch-1 decode step up."""
+        return float(self.bf16.time_lower_bound_s) / float(self.quantized.time_lower_bound_s)
+
+    @property
+    def weight_bytes_ratio(self) -> float:
+        """BF16 weight bytes ÷ 4-bit weight bytes read per step (the scales and BF16 layers included)."""
+        return float(self.bf16.cost.weight_bytes) / float(self.quantized.cost.weight_bytes)
+
+    @property
+    def element_ratio(self) -> float:
+        """2 bytes ÷ the 4-bit format's bytes per weight (its scale's share included)."""
+        w = self.quantized.workload
+        return 2.0 / weight_bytes_per_element(w.weights_dtype, w.weight_group_size)
+
+    def other_bytes(self, which: str = "quantized") -> float:
+        """Bytes of the step that are not weights (KV, state, activations)."""
+        p = self.quantized if which == "quantized" else self.bf16
+        return float(p.cost.bytes - p.cost.weight_bytes)
+
+
+def speedup_bound(model: Model | str = "llama-3.1-70b", part: Part | str = "h100-sxm", context_tokens: int = 4096,
+                  weights_dtype: str = "int4", batch: int = 1, **formats) -> SpeedupBound:
+    """Batch-1 decode (by default) in BF16 and with ``weights_dtype`` weights, both from place()."""
+    b = _whole("batch", batch, 1)
+    t = _whole("context_tokens", context_tokens, 0)
+    bf16 = place(model, part, phase="decode", batch=b, context_tokens=t)
+    q = place(model, part, phase="decode", batch=b, context_tokens=t, weights_dtype=weights_dtype, **formats)
+    return SpeedupBound(bf16=bf16, quantized=q)
+
+
+#: the three formats of the critical-batch comparison: label → Workload fields
+WEIGHT_FORMATS = {
+    "BF16": {},
+    "int4 weight-only (W4A16)": {"weights_dtype": "int4"},
+    "fp4 W4A4 (MXFP4 weights and matmuls)": {"weights_dtype": "fp4", "compute_dtype": "fp4"},
+}
+
+
+@dataclass(frozen=True)
+class BatchSweep:
+    """Decode steps at every batch 1 … ``max_batch`` in one format (arrays indexed by batch − 1)."""
+
+    label: str
+    batch: np.ndarray
+    step_time_s: np.ndarray
+    compute_time_s: np.ndarray
+    memory_time_s: np.ndarray
+    dequant_time_s: np.ndarray
+    compute_bound: np.ndarray
+    matmul_peak_flops_per_s: float
+    ridge_point_flop_per_byte: np.ndarray
+
+    @property
+    def critical_batch(self) -> int | None:
+        """The smallest batch whose step is compute-bound (None up to ``max_batch``)."""
+        hit = np.nonzero(self.compute_bound)[0]
+        return int(self.batch[hit[0]]) if hit.size else None
+
+
+def batch_sweep(model: Model | str, part: Part | str, context_tokens: int, max_batch: int = 4096, label: str = "",
+                **formats) -> BatchSweep:
+    """Place decode steps at batches 1 … ``max_batch`` (place() on one array)."""
+    t = _whole("context_tokens", context_tokens, 0)
+    n = _whole("max_batch", max_batch, 1)
+    b = np.arange(1, n + 1, dtype=float)
+    p = place(model, part, phase="decode", batch=b, context_tokens=t, **formats)
+    arr = lambda x: np.broadcast_to(np.asarray(x, dtype=float), b.shape).copy()
+    compute, memory = arr(p.compute_time_s), arr(p.memory_time_s)
+    return BatchSweep(label=label, batch=b.astype(np.int64), step_time_s=arr(p.time_lower_bound_s),
+                      compute_time_s=compute, memory_time_s=memory, dequant_time_s=arr(p.dequant_time_s),
+                      compute_bound=compute >= memory, matmul_peak_flops_per_s=float(p.matmul_peak_flops_per_s),
+                      ridge_point_flop_per_byte=arr(p.ridge_point_flop_per_byte))
+
+
+def critical_batches(model: Model | str = "llama-3.1-70b", part: Part | str = "b200", context_tokens: int = 128,
+                     formats: dict | None = None, max_batch: int = 4096, **common) -> tuple[BatchSweep, ...]:
+    """One batch sweep per weight format (default :data:`WEIGHT_FORMATS`); each one's
+    ``critical_batch`` is where its step turns compute-bound. ``common``: fields every format shares
+    (``kv_dtype``…)."""
+    fmts = WEIGHT_FORMATS if formats is None else formats
+    return tuple(batch_sweep(model, part, context_tokens, max_batch, label=name, **{**common, **f})
+                 for name, f in fmts.items())
+
+
+def weight_only_crossover(model: Model | str = "llama-3.1-70b", part: Part | str = "h100-sxm",
+                          context_tokens: int = 128, weights_dtype: str = "int4", max_batch: int = 4096,
+                          **common) -> int | None:
+    """The smallest batch at which a weight-only ``weights_dtype`` step is no faster than the BF16 step
+    (None up to ``max_batch``): where the dequantisation, on top of the BF16 matmuls, has eaten the
+    gain from reading fewer bytes."""
+    bf16 = batch_sweep(model, part, context_tokens, max_batch, **common)
+    q = batch_sweep(model, part, context_tokens, max_batch, weights_dtype=weights_dtype, **common)
+    hit = np.nonzero(q.step_time_s >= bf16.step_time_s)[0]
+    return int(bf16.batch[hit[0]]) if hit.size else None
+
+
+# ---- paged KV for sliding-window models ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PagedCapacity:
+    """Sequences of ``context_tokens`` that fit the KV pool under two page allocators (bytes; tokens)."""
+
+    model: Model
+    part: Part
+    context_tokens: int
+    page_tokens: int
+    pool_bytes: float  #: usable capacity − weights
+    uniform_bytes_per_sequence: float  #: every caching layer gets full-context pages
+    per_kind_bytes_per_sequence: float  #: local layers' pages capped at the window
+    full_pages: int  #: pages per sequence in a layer that keeps every token
+    window_pages: int  #: pages per sequence in a sliding-window layer (per kind)
+
+    @property
+    def uniform_sequences(self) -> int:
+        return max(0, math.floor(self.pool_bytes / self.uniform_bytes_per_sequence))
+
+    @property
+    def per_kind_sequences(self) -> int:
+        return max(0, math.floor(self.pool_bytes / self.per_kind_bytes_per_sequence))
+
+    @property
+    def uniform_loss(self) -> float:
+        """The share of the per-kind capacity (in sequences) a uniform allocator loses."""
+        return 1.0 - self.uniform_sequences / self.per_kind_sequences if self.per_kind_sequences else 0.0
+
+
+def window_pages(window_tokens: int, context_tokens: int, page_tokens: int = DEFAULT_PAGE_TOKENS) -> int:
+    """Pages a sliding-window layer holds for one sequence of ``context_tokens`` tokens: those that
+    hold its last min(context, window) tokens. Positions t − w … t − 1 lie on pages ⌊(t − w)/page⌋ …
+    ⌊(t − 1)/page⌋, so a window whose start falls inside a page holds one page more than
+    ceil(window / page) (the oldest page is freed only once all its tokens have left the window)."""
+    w, t, p = (_whole("window_tokens", window_tokens, 1), _whole("context_tokens", context_tokens, 1),
+               _whole("page_tokens", page_tokens, 1))
+    if t <= w:
+        return math.ceil(t / p)
+    return (t - 1) // p - (t - w) // p + 1
+
+
+def paged_capacity(model: Model | str = "gemma-3-27b", part: Part | str = "h100-sxm", context_tokens: int = 32768,
+                   page_tokens: int = DEFAULT_PAGE_TOKENS, *, kv_dtype: str = "bf16", weights_dtype: str = "bf16",
+                   memory_utilization: float = 0.9, quantized_weights: str | None = None,
+                   weight_group_size: int | None = None) -> PagedCapacity:
+    """Sequences of ``context_tokens`` tokens whose KV pages fit what the weights leave of the part's
+    usable memory (``memory_utilization``, vLLM's 0.9 by default): a **uniform** allocator gives every
+    caching layer ceil(context / page) pages; allocating **per layer kind** gives a sliding-window
+    layer only :func:`window_pages`. A page holds ``page_tokens`` tokens of one layer's K and V.
+    ``weights_dtype``, ``quantized_weights`` and ``weight_group_size`` set the stored weights (gpt-oss
+    as shipped: ``weights_dtype="fp4", quantized_weights="experts"``)."""
+    m, p = get_model(model), get_part(part)
+    check_dtype(kv_dtype)
+    t = _whole("context_tokens", context_tokens, 1)
+    pg = _whole("page_tokens", page_tokens, 1)
+    if not m.num_sliding_attention_layers:
+        raise RooflineInputError(f"{m.id} has no sliding-window layers: both allocators give the same pages "
+                                 "(try gemma-3-27b or gpt-oss-120b)")
+    page_bytes = pg * m.kv_bytes_per_token_per_layer(kv_dtype)
+    full = math.ceil(t / pg)
+    local = window_pages(m.sliding_window, t, pg)
+    caching = m.num_full_attention_layers + m.num_sliding_attention_layers
+    uniform = caching * full * page_bytes
+    per_kind = (m.num_full_attention_layers * full + m.num_sliding_attention_layers * local) * page_bytes
+    pool = usable_capacity_bytes(p, memory_utilization) - weight_bytes(
+        m, weights_dtype, quantized_weights=quantized_weights, weight_group_size=weight_group_size)
+    return PagedCapacity(model=m, part=p, context_tokens=t, page_tokens=pg, pool_bytes=float(pool),
+                         uniform_bytes_per_sequence=float(uniform), per_kind_bytes_per_sequence=float(per_kind),
+                         full_pages=full, window_pages=local)

@@ -1,0 +1,404 @@
+"""Lesson 12 (shrinking the bytes): the topic functions follow the cost model and refuse bad input by
+name; the checkers accept the solutions, reject stubs, wrong types and each classic mistake by name,
+and follow the package; the lesson states its conventions and prints no scientific notation."""
+
+import math
+import re
+from dataclasses import FrozenInstanceError, fields
+from pathlib import Path
+
+import jupytext
+import numpy as np
+import pytest
+
+from roofline_lessons import get_model, get_part, place
+from roofline_lessons.core.costs import model_cost
+from roofline_lessons.core.errors import RooflineInputError
+from roofline_lessons.course.checks import lesson12
+from roofline_lessons.topics import shrinking as sh
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSON = ROOT / "py" / "notebooks" / "12_shrinking_the_bytes.py"
+SOLUTIONS = ROOT / "py" / "solutions" / "12_shrinking_the_bytes.py"
+GiB = 2**30
+
+
+# ---- KV bytes against context -------------------------------------------------------------------------
+
+
+def test_kv_curve_has_the_fields_the_chart_reads():
+    assert [f.name for f in fields(sh.KvCurve)] == ["label", "context_tokens", "kv_bytes", "state_bytes",
+                                                    "beyond_limit_from", "kind"]
+    with pytest.raises(FrozenInstanceError):
+        sh.kv_curves()[0].label = "x"  # frozen
+
+
+@pytest.fixture(scope="module")
+def curves():
+    return {c.label: c for c in sh.kv_curves()}
+
+
+def test_kv_curves_cover_every_design_1k_to_1m(curves):
+    kinds = {c.kind for c in curves.values()}
+    assert kinds == set(sh.KINDS)
+    for c in curves.values():
+        assert c.context_tokens[0] == 1024 and c.context_tokens[-1] == 2**20
+        assert c.context_tokens.shape == c.kv_bytes.shape and np.all(np.diff(c.context_tokens) > 0)
+    mqa = next(c for c in curves.values() if c.kind == "MQA")
+    assert "what-if" in mqa.label
+
+
+def test_kv_curves_mark_the_models_limit(curves):
+    for mid in ("llama-3.1-70b", "deepseek-v3", "qwen3.8-27b"):
+        m = get_model(mid)
+        c = curves[m.name]
+        assert c.beyond_limit_from == m.max_context_tokens
+        assert m.max_context_tokens in c.context_tokens  # the limit itself is a point of the curve
+        assert np.array_equal(c.within_limit, c.context_tokens <= m.max_context_tokens)
+        np.testing.assert_allclose(c.kv_bytes, m.kv_cache_bytes_per_sequence(c.context_tokens, "bf16"))
+    short = sh.kv_curves(["llama-3.1-8b"], contexts=[1024, 4096])[0]
+    assert short.beyond_limit_from is None and short.within_limit.all()
+
+
+def test_hybrid_state_is_constant_and_shown_beside_its_kv(curves):
+    q = get_model("qwen3.8-27b")
+    c = curves[q.name]
+    assert c.state_bytes == pytest.approx(q.deltanet_state_bytes() + q.conv_state_bytes())
+    assert c.state_bytes > 0 and all(x.state_bytes == 0 for x in curves.values() if x is not c)
+    # its KV counts only the full-attention layers
+    assert c.kv_bytes_at(32768) == pytest.approx(q.num_full_attention_layers * 32768
+                                                 * q.kv_bytes_per_token_per_layer("bf16"))
+
+
+def test_mla_caches_the_latent_and_windows_cap_only_local_layers(curves):
+    d = get_model("deepseek-v3")
+    assert curves[d.name].kv_bytes_at(4096) == pytest.approx(d.num_hidden_layers * 576 * 2 * 4096)
+    assert sh.mla_per_head_kv_elements(d) == d.num_attention_heads * (128 + 64 + 128)
+    g = get_model("gemma-3-27b")
+    per = g.kv_bytes_per_token_per_layer("bf16")
+    assert curves[g.name].kv_bytes_at(32768) == pytest.approx((10 * 32768 + 52 * 1024) * per)
+    assert curves[g.name].kv_bytes_at(1024) == pytest.approx(62 * 1024 * per)
+
+
+def test_mqa_what_if_divides_the_cache_by_the_kv_heads():
+    base, mqa = get_model("llama-3.1-8b"), sh.mqa_what_if("llama-3.1-8b")
+    assert mqa.num_key_value_heads == 1 and mqa.id.endswith("what-if")
+    assert base.kv_bytes_per_token() / mqa.kv_bytes_per_token() == base.num_key_value_heads
+    assert sh.is_what_if(mqa) and not sh.is_what_if("llama-3.1-8b")
+
+
+def test_kv_table_rows():
+    rows = {r.label: r for r in sh.kv_table(context_tokens=32768)}
+    g = rows[get_model("gemma-3-27b").name]
+    assert (g.full_layers, g.window_layers, g.window_tokens) == (10, 52, 1024)
+    q = rows[get_model("qwen3.8-27b").name]
+    assert q.deltanet_layers == 48 and q.state_bytes > 0
+    assert not any(r.beyond_limit for r in rows.values())
+
+
+# ---- MLA absorbed vs expanded ------------------------------------------------------------------------
+
+
+def test_mla_forms_match_the_cost_model_and_widen_with_context():
+    f = sh.mla_forms("deepseek-v3", contexts=(1024, 32768))
+    e = model_cost("deepseek-v3", phase="decode", context_tokens=32768, mla_absorbed=False)
+    assert f.expanded_flops[1] == pytest.approx(e.block_total("mla", "flops"))
+    assert np.all(f.expanded_flops > f.absorbed_flops) and f.flops_ratio[1] > f.flops_ratio[0]
+    default = model_cost("deepseek-v3", phase="decode", context_tokens=32768)
+    assert f.absorbed_flops[1] == pytest.approx(default.block_total("mla", "flops"))  # absorbed in decode
+
+
+# ---- the byte budget and the levers ----------------------------------------------------------------
+
+
+def test_byte_budget_adds_up_to_the_placement():
+    b = sh.byte_budget("llama-3.1-70b", "b200", 16, 8192, weights_dtype="int4")
+    p = place("llama-3.1-70b", "b200", phase="decode", batch=16, context_tokens=8192, weights_dtype="int4")
+    assert b.total_bytes == pytest.approx(float(p.cost.bytes))
+    assert b.step_time_s == pytest.approx(float(p.time_lower_bound_s))
+    assert sum(b.shares().values()) == pytest.approx(1.0)
+    assert list(b.parts()) == list(sh.BUDGET_PARTS)
+
+
+@pytest.fixture(scope="module")
+def levers():
+    return {lv.lever.split(" (")[0]: lv for lv in sh.byte_levers("llama-3.1-70b", "b200", 16, 8192)}
+
+
+def test_each_format_lever_moves_its_own_part(levers):
+    assert levers["int4 weights"].moves == ("weights",)
+    assert levers["FP8 KV cache"].moves == ("KV cache",)
+    assert levers["FP8 KV cache"].change()["KV cache"] == pytest.approx(-0.5, abs=0.01)
+    assert levers["INT4 KV cache"].moves == ("KV cache",)
+    batching = next(v for k, v in levers.items() if k.startswith("batching"))
+    assert batching.moves == ("weights",) and batching.change()["weights"] == pytest.approx(1 / 8 - 1, rel=1e-4)  # embedding rows grow
+
+
+def test_architecture_levers_are_what_ifs_that_cut_the_kv(levers):
+    arch = [lv for lv in levers.values() if lv.what_if]
+    assert len(arch) == 4 and all(lv.main_part == "KV cache" for lv in arch)
+    hybrid = next(lv for lv in arch if lv.lever.startswith("hybrid"))
+    assert "state" in hybrid.moves and math.isinf(hybrid.change()["state"])
+    assert levers["sliding windows"].change()["weights"] == pytest.approx(0.0)
+
+
+# ---- weight formats and 4-bit -------------------------------------------------------------------------
+
+
+def test_int4_costs_its_scale_and_keeps_the_embedding_bf16():
+    assert sh.int4_bytes_per_weight(128) == 0.5 + 2 / 128
+    m = get_model("llama-3.1-70b")
+    kept = 2 * m.vocab_size * m.hidden_size + (2 * m.num_hidden_layers + 1) * m.hidden_size
+    s = sh.stored_weights(m, "int4")
+    assert s.bytes == pytest.approx((m.parameter_count() - kept) * (0.5 + 2 / 128) + kept * 2)
+    assert s.recipe == "linear" and s.ratio < 2 / (0.5 + 2 / 128)
+    shipped = sh.stored_weights("gpt-oss-120b", "fp4", quantized_weights="experts")
+    assert shipped.bytes < get_part("h100-sxm").memory_capacity_bytes < shipped.bf16_bytes
+
+
+def test_speedup_bound_is_below_every_naive_ratio():
+    s = sh.speedup_bound("llama-3.1-70b", "b200", 4096)
+    bf16 = place("llama-3.1-70b", "b200", phase="decode", context_tokens=4096)
+    assert s.speedup == pytest.approx(float(bf16.time_lower_bound_s / s.quantized.time_lower_bound_s))
+    assert s.speedup < s.weight_bytes_ratio < s.element_ratio < 4
+
+
+def test_critical_batch_moves_down_for_weight_only_and_up_for_w4a4():
+    bf16, int4, w4a4 = sh.critical_batches("llama-3.1-70b", "b200", 128)
+    assert int4.critical_batch < bf16.critical_batch < w4a4.critical_batch
+    assert int4.matmul_peak_flops_per_s == bf16.matmul_peak_flops_per_s  # weight-only: the same roof
+    b = int4.critical_batch
+    for n, want in ((b - 1, "memory"), (b, "compute")):
+        assert place("llama-3.1-70b", "b200", phase="decode", batch=n, context_tokens=128,
+                     weights_dtype="int4").bound == want
+    assert all(s.critical_batch is None for s in sh.critical_batches("llama-3.1-70b", "b200", 8192, max_batch=512))
+
+
+def test_weight_only_crossover_is_where_int4_stops_winning():
+    x = sh.weight_only_crossover("llama-3.1-70b", "b200", 128)
+    step = lambda n, **f: float(place("llama-3.1-70b", "b200", phase="decode", batch=n, context_tokens=128,
+                                      **f).time_lower_bound_s)
+    assert step(x, weights_dtype="int4") >= step(x) and step(x - 1, weights_dtype="int4") < step(x - 1)
+    assert sh.weight_only_crossover("llama-3.1-70b", "b200", 8192, max_batch=512) is None
+
+
+def test_w4a4_needs_an_fp4_part():
+    with pytest.raises(RooflineInputError, match="fp4"):
+        sh.critical_batches("llama-3.1-70b", "h100-sxm", 128)
+
+
+# ---- paged KV ---------------------------------------------------------------------------------------
+
+
+def test_window_pages():
+    assert sh.window_pages(1024, 32768, 16) == 64  # the window starts on a page boundary
+    assert sh.window_pages(1024, 32769, 16) == 65  # … and one page more when it starts mid-page
+    assert sh.window_pages(1024, 100, 16) == 7  # shorter than the window: ceil(100 / 16)
+
+
+def test_paged_capacity_by_hand():
+    g, h200 = get_model("gemma-3-27b"), get_part("h200")
+    c = sh.paged_capacity(g, h200, 32768, 16)
+    page = 16 * g.kv_bytes_per_token_per_layer("bf16")
+    pool = 0.9 * h200.memory_capacity_bytes - g.parameter_count() * 2
+    assert c.pool_bytes == pytest.approx(pool)
+    assert c.uniform_sequences == math.floor(pool / (62 * 2048 * page))
+    assert c.per_kind_sequences == math.floor(pool / ((10 * 2048 + 52 * 64) * page))
+    assert 0 < c.uniform_loss < 1
+
+
+@pytest.mark.parametrize("call,named", [
+    (lambda: sh.kv_curves(["no-such-model"]), "no-such-model"),
+    (lambda: sh.kv_curves(contexts=[0, 1024]), "contexts"),
+    (lambda: sh.kv_curves(kv_dtype="fp3"), "fp3"),
+    (lambda: sh.kv_table(context_tokens=-1), "-1"),
+    (lambda: sh.byte_budget("llama-3.1-70b", "b200", batch=0), "batch"),
+    (lambda: sh.byte_budget("llama-3.1-70b", "b200", batch=2.5), "2.5"),
+    (lambda: sh.mla_forms("llama-3.1-70b"), "llama-3.1-70b"),
+    (lambda: sh.mqa_what_if("deepseek-v3"), "deepseek-v3"),
+    (lambda: sh.paged_capacity("llama-3.1-70b"), "llama-3.1-70b"),
+    (lambda: sh.paged_capacity(page_tokens=0), "page_tokens"),
+    (lambda: sh.window_pages(1024, "32K"), "32K"),
+    (lambda: sh.int4_bytes_per_weight(True), "True"),
+    (lambda: sh.byte_levers(batch_factor=1), "batch_factor"),
+])
+def test_bad_input_is_refused_by_name(call, named):
+    with pytest.raises(RooflineInputError) as err:
+        call()
+    assert named in str(err.value)
+
+
+# ---- the checkers ----------------------------------------------------------------------------------
+
+
+def _solution():
+    """The solutions, computed independently of the checkers (by hand where the exercise says so)."""
+    d, llama, g, h200 = (get_model("deepseek-v3"), get_model("llama-3.1-70b"), get_model("gemma-3-27b"),
+                         get_part("h200"))
+    mla = d.num_hidden_layers * (d.kv_lora_rank + d.qk_rope_head_dim) * 2
+    kept = 2 * llama.vocab_size * llama.hidden_size + (2 * llama.num_hidden_layers + 1) * llama.hidden_size
+    int4 = ((llama.parameter_count() - kept) * (0.5 + 2 / 128) + kept * 2) / GiB
+    step = lambda **f: float(place("llama-3.1-70b", "b200", phase="decode", context_tokens=4096,
+                                   **f).time_lower_bound_s)
+    per = g.kv_bytes_per_token_per_layer("bf16")
+    gemma = (10 * 32768 + 52 * 1024) * per / GiB
+    pool = 0.9 * h200.memory_capacity_bytes - g.parameter_count() * 2
+    loss = 1 - math.floor(pool / (62 * 2048 * 16 * per)) / math.floor(pool / ((10 * 2048 + 52 * 64) * 16 * per))
+    b = np.arange(1, 4097)
+    bound = np.asarray(place("llama-3.1-70b", "b200", phase="decode", batch=b, context_tokens=128,
+                             weights_dtype="int4").bound)
+    return {"12.1": mla, "12.2": int4, "12.3": step() / step(weights_dtype="int4"), "12.4": gemma, "12.5": loss,
+            "12.6": int(b[bound == "compute"][0])}
+
+
+def test_every_exercise_has_mistakes_or_a_reason():
+    assert set(lesson12.MISTAKES) | set(lesson12.NO_NUMERIC_MISTAKES) == set(lesson12.EXERCISES)
+    assert 5 <= len(lesson12.EXERCISES) <= 6
+
+
+@pytest.mark.parametrize("ex", sorted(lesson12.EXERCISES))
+def test_solution_accepted_stub_rejected(ex):
+    result = lesson12.EXERCISES[ex](_solution()[ex])
+    assert result.passed, result
+    stub = lesson12.EXERCISES[ex](...)
+    assert not stub.passed and stub.status == "not attempted"
+
+
+@pytest.mark.parametrize("ex,mistake", [(ex, m) for ex, make in lesson12.MISTAKES.items() for m in make()],
+                         ids=lambda v: v if isinstance(v, str) else v.label[:30])
+def test_classic_mistakes_rejected_by_name(ex, mistake):
+    result = lesson12.EXERCISES[ex](mistake.value)
+    assert not result.passed and mistake.label in result.message
+
+
+@pytest.mark.parametrize("ex", sorted(lesson12.EXERCISES))
+@pytest.mark.parametrize("answer", ["0.03", [1], True, float("nan"), np.array([1.0, 2.0]), {"a": 1}, object()],
+                         ids=["text", "list", "bool", "nan", "array", "dict", "object"])
+def test_wrong_types_never_crash(ex, answer):
+    result = lesson12.EXERCISES[ex](answer)
+    assert not result.passed and result.status == "incorrect" and result.message
+
+
+def _by_hand_mistakes():
+    """The brief's classic mistakes, computed here by hand (not taken from the checkers' lists)."""
+    s = _solution()
+    d, llama, g = get_model("deepseek-v3"), get_model("llama-3.1-70b"), get_model("gemma-3-27b")
+    kept = 2 * llama.vocab_size * llama.hidden_size + (2 * llama.num_hidden_layers + 1) * llama.hidden_size
+    per = g.kv_bytes_per_token_per_layer("bf16")
+    b200 = place("llama-3.1-70b", "b200", phase="decode", batch=np.arange(1, 4097), context_tokens=128,
+                 weights_dtype="fp4", compute_dtype="fp4")
+    return [
+        ("12.1", "per-head K and V", d.num_hidden_layers * 2 * d.num_attention_heads * d.head_dim * 2),
+        ("12.2", "forget the scales: exactly 0.5 byte", ((llama.parameter_count() - kept) * 0.5 + kept * 2) / GiB),
+        ("12.2", "quantise the embedding, the lm_head", llama.parameter_count() * (0.5 + 2 / 128) / GiB),
+        ("12.2", "GB (10^9 bytes) where GiB", s["12.2"] * GiB / 1e9),
+        ("12.3", "assume a 4× speed-up", 4.0),
+        ("12.3", "ignoring the KV cache and the activations",
+         float(place("llama-3.1-70b", "b200", phase="decode", context_tokens=4096).cost.weight_bytes
+               / place("llama-3.1-70b", "b200", phase="decode", context_tokens=4096,
+                       weights_dtype="int4").cost.weight_bytes)),
+        ("12.4", "window the global layers too", 62 * 1024 * per / GiB),
+        ("12.4", "not cap the local layers", 62 * 32768 * per / GiB),
+        ("12.4", "GB (10^9 bytes) where GiB", s["12.4"] * GiB / 1e9),
+        ("12.5", "uniform allocator's capacity per layer kind", 0.0),
+        ("12.6", "weight-only int4 raises the compute roof",
+         int(np.arange(1, 4097)[np.asarray(b200.bound) == "compute"][0])),
+    ]
+
+
+@pytest.mark.parametrize("ex,label,value", _by_hand_mistakes(), ids=lambda v: v if isinstance(v, str) else "")
+def test_the_briefs_classic_mistakes_are_named(ex, label, value):
+    """MLA as per-head K and V, the scales forgotten, the embedding quantised, windows on the global
+    layers or none on the local ones, GB for GiB, a 4× speed-up, weight-only raising the roof, a uniform
+    allocator priced per kind: each is in its checker's list and named when given."""
+    assert any(label in m.label for m in lesson12.MISTAKES[ex]()), label
+    result = lesson12.EXERCISES[ex](value)
+    assert not result.passed and label in result.message, result
+
+
+def test_checkers_compute_from_the_package(monkeypatch):
+    """Expected values are computed when the checker runs: a model with a smaller latent moves 12.1."""
+    from dataclasses import replace
+
+    base = _solution()["12.1"]
+    real = lesson12.get_model
+    monkeypatch.setattr(lesson12, "get_model", lambda mid: replace(real(mid), kv_lora_rank=256))
+    assert not lesson12.mla_kv_bytes_per_token(base).passed
+    d = get_model("deepseek-v3")
+    assert lesson12.mla_kv_bytes_per_token(d.num_hidden_layers * (256 + d.qk_rope_head_dim) * 2).passed
+
+
+# ---- the lesson's text -----------------------------------------------------------------------------
+
+
+def _lesson_output(path):
+    """Everything the lesson's cells display, as text (md and tables printed outside a notebook)."""
+    import contextlib
+    import io
+
+    import IPython.display
+    import matplotlib
+
+    matplotlib.use("Agg")
+    shown = io.StringIO()
+    real = IPython.display.display
+    IPython.display.display = lambda obj, *a, **k: shown.write(str(getattr(obj, "data", obj)) + "\n")
+    source = path.read_text("utf-8").split("# ## Explore")[0]  # the dashboard has its own tests
+    try:
+        with contextlib.redirect_stdout(shown):
+            exec(compile(source, str(path), "exec"), {"__name__": "__main__"})
+    finally:
+        IPython.display.display = real
+    return shown.getvalue()
+
+
+@pytest.fixture(scope="module")
+def lesson_text():
+    return _lesson_output(LESSON)
+
+
+def test_lesson_prints_no_scientific_notation(lesson_text):
+    readable = re.sub(r"base64,[A-Za-z0-9+/=]+", "base64,…", lesson_text)
+    assert not re.search(r"\d(\.\d+)?e[+-]?\d", readable)
+
+
+def test_lesson_states_its_conventions_and_formats(lesson_text):
+    text = LESSON.read_text("utf-8")
+    assert "**what-if**" in text and "lower bounds" in text and "binary (GiB)" in text
+    assert "absorbed" in lesson_text and "expanded in prefill" in lesson_text
+    assert "one bf16 scale" in lesson_text and "no zero" in lesson_text and "stay BF16" in lesson_text
+    assert "MXFP4 weights for its MoE experts only" in lesson_text
+    assert "with it" in lesson_text and "without" in lesson_text and "37B activated" in lesson_text
+    assert "*Hypothesis:*" in lesson_text
+    assert "exercises/12_shrinking_the_bytes.ipynb" in text
+
+
+def test_every_section_is_there():
+    text = LESSON.read_text("utf-8")
+    for heading in ("## 1. Decode is shopping for bytes", "## 2. What a token leaves behind",
+                    "## 3. MLA in decode", "## 4. Weight formats", "## 5. 4-bit weights at batch 1",
+                    "## 6. The critical batch moves", "## 7. The dequantisation", "## 8. Which lever moves",
+                    "## 9. Paged KV", "## Explore: the byte-budget dashboard", "## Summary",
+                    "**Interview questions this lesson prepares you for**"):
+        assert heading in text, heading
+    assert text.count("**Question.**") >= 9
+    assert "from roofline_lessons.viz.dashboards import lesson12_dashboard\n\ndashboard = lesson12_dashboard()" in text
+
+
+@pytest.mark.parametrize("path", [LESSON, SOLUTIONS], ids=["lesson", "solutions"])
+def test_narration_cells_are_marked_collapsed(path):
+    from roofline_lessons.course.notebook_files import hide_narration
+
+    assert hide_narration(jupytext.read(path)) == 0
+
+
+def test_the_lesson_holds_its_claims_with_asserts():
+    text = LESSON.read_text("utf-8")
+    assert text.count("\nassert ") + text.count("    assert ") >= 15
+
+
+def test_no_interview_question_or_summary_types_a_measured_number():
+    text = LESSON.read_text("utf-8")
+    block = text.split("## Summary")[1]
+    # formulas are fine ("2 × KV heads"); a measured figure is a number with a unit or a speed-up ("3.5×")
+    assert not re.search(r"\d[\d,.]*\s*(GB|GiB|TB|ms|µs|%|tokens/s|FLOP)|\d×", block), block
