@@ -310,10 +310,7 @@ def _verdict(view: Lesson12View) -> str:
     text += f"{view.kv_note} Weights, KV cache and state need {fit}"
     base_fit = _fit_text(view.baseline_fits, view.baseline_memory_required_bytes, view.capacity_bytes)
     text += "." if base_case else f" (BF16: {base_fit})."
-    if view.what_if:
-        text += (f" Note: {view.model_name} was built for at most {count(view.max_context_tokens)} tokens; "
-                 f"{count(view.context_tokens)} cached plus the new one is a what-if.")
-    return text
+    return text  # a context past the model's limit is said once, in the note under the verdict
 
 
 def lesson12_table(view: Lesson12View) -> str:
