@@ -391,3 +391,33 @@ def test_byte_budget_chart_labels_fit_inside_the_axes_and_state_the_numbers():
     assert len(hatches) >= 3  # the kinds differ in grey too
     with pytest.raises(ValueError, match="labels"):
         plots.byte_budget_chart(pls, ["one"])
+
+
+def test_experts_only_format_is_refused_on_a_dense_model():
+    view = l12.lesson12_view("llama-3.1-8b", "h100-sxm", 4096, "MXFP4 experts only (gpt-oss release)")
+    assert view.error and "llama-3.1-8b is dense" in view.error
+    frame = l12.lesson12_frame(view, l12.Lesson12Chart())
+    assert frame.error and frame.png is None and frame.verdict.count("dense") == 1
+    moe = l12.lesson12_view("gpt-oss-120b", "h200", 4096, "MXFP4 experts only (gpt-oss release)")
+    assert moe.error is None and moe.placement.workload.weight_recipe == "experts"
+
+
+def test_short_contexts_are_offered_and_priced():
+    assert l12.CONTEXT_CHOICES[0] == 128
+    view = l12.lesson12_view("llama-3.1-70b", "b200", 128, "int4", "bf16", 256)
+    assert view.error is None and view.context_tokens == 128
+
+
+def test_weight_only_step_shows_the_roof_it_meets_and_says_the_rule():
+    """With the dequant added in series the step's roof is its FLOPs ÷ compute time: drawn, and the verdict says
+    the rule (an estimate, the conservative case) instead of 'at least'."""
+    chart = l12.Lesson12Chart()
+    view = l12.lesson12_view("llama-3.1-70b", "b200", 1024, "int4", "bf16", 256)
+    assert view.dequant_s > 0 and view.effective_peak_flops_per_s < view.peak_flops_per_s
+    frame = l12.lesson12_frame(view, chart)
+    assert "conservative" in frame.verdict and "takes at least" not in frame.verdict
+    texts = [t.get_text() for t in chart.last_figure.findobj(matplotlib.text.Text)]
+    assert any(t.startswith("roof with dequant in series") for t in texts)
+    plain = l12.lesson12_view("llama-3.1-70b", "b200", 1024, "bf16", "bf16", 256)
+    l12.lesson12_frame(plain, chart)
+    assert "takes at least" in plain.text
