@@ -211,6 +211,10 @@ def cmd_place(args) -> int:
           f"{num(d['intensity_per_weight_byte'])} FLOP per weight byte")
     print(f"  ridge point          {num(d['ridge_point'])} FLOP/byte "
           f"({si(d['peak_flops_per_s'], 'FLOP/s')} / {si(d['bandwidth_bytes_per_s'], 'B/s')})")
+    if d["dequant_time_s"]:
+        print(f"                       this step's compute roof: its FLOPs over the matmuls at "
+              f"{si(d['matmul_peak_flops_per_s'], 'FLOP/s')} plus the dequant in series (the conservative case); "
+              f"the matmuls' own ridge is {num(d['matmul_peak_flops_per_s'] / d['bandwidth_bytes_per_s'])} FLOP/byte")
     hbm_bound = "memory" if d["memory_time_s"] > d["compute_time_s"] else "compute"
     print(f"  attainable           {si(d['attainable_flops_per_s'], 'FLOP/s')} = {percent(d['fraction_of_peak'])} "
           f"of peak -> {hbm_bound}-bound on its own memory and compute")
