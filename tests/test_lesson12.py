@@ -402,3 +402,127 @@ def test_no_interview_question_or_summary_types_a_measured_number():
     block = text.split("## Summary")[1]
     # formulas are fine ("2 × KV heads"); a measured figure is a number with a unit or a speed-up ("3.5×")
     assert not re.search(r"\d[\d,.]*\s*(GB|GiB|TB|ms|µs|%|tokens/s|FLOP)|\d×", block), block
+
+
+# ---- the review's fixes -----------------------------------------------------------------------------
+
+
+def test_checkers_are_exact_where_the_answer_is_a_whole_number():
+    m = get_model("deepseek-v3")
+    per_layer = m.kv_bytes_per_token_per_layer("bf16")
+    right = m.kv_bytes_per_token("bf16")
+    assert lesson12.mla_kv_bytes_per_token(right).passed
+    for layers in (m.num_mla_layers - 1, m.num_mla_layers + 1):  # one layer short, or the MTP layer counted
+        assert not lesson12.mla_kv_bytes_per_token(layers * per_layer).passed
+    mtp = lesson12.mla_kv_bytes_per_token((m.num_mla_layers + m.mtp_layers) * per_layer)
+    assert "multi-token-prediction" in mtp.message and "allowed exact" not in mtp.message
+    crit = int(sh.critical_batches("llama-3.1-70b", "b200", 128)[1].critical_batch)
+    assert lesson12.int4_critical_batch(crit).passed
+    below, above = lesson12.int4_critical_batch(crit - 1), lesson12.int4_critical_batch(crit + 1)
+    assert not below.passed and "last memory-bound batch" in below.message
+    assert not above.passed and "allowed exact" in above.message
+
+
+def test_paged_checker_rejects_a_pool_without_the_utilisation():
+    p = sh.paged_capacity("gemma-3-27b", "h200", 32768, 16, memory_utilization=1.0)
+    forgot = lesson12.paged_uniform_loss(p.uniform_loss)
+    assert p.uniform_loss != pytest.approx(lesson12._paged_loss(), rel=1e-9)
+    assert not forgot.passed and "0.9" in forgot.message
+    right = sh.paged_capacity("gemma-3-27b", "h200", 32768, 16, memory_utilization=0.9)
+    assert not lesson12.paged_uniform_loss(1 - (right.uniform_sequences + 1) / right.per_kind_sequences).passed
+
+
+def test_speedup_checker_accepts_a_rounded_answer_and_prints_a_readable_tolerance():
+    s = sh.speedup_bound("llama-3.1-70b", "b200", 4096).speedup
+    assert lesson12.int4_batch1_speedup(round(s, 1)).passed
+    low = lesson12.int4_batch1_speedup(s * 0.98)
+    assert not low.passed and "±1.0 %" in low.message and "±0%" not in low.message
+    assert "±0.5 %" in lesson12.int4_weights_gib(1.0).message
+
+
+def test_overlapped_dequant_never_loses_to_bf16():
+    bf16, int4, _ = sh.critical_batches("llama-3.1-70b", "b200", 128)
+    assert sh.weight_only_crossover("llama-3.1-70b", "b200", 128) is not None  # in series: a crossover
+    assert np.all(int4.overlapped_step_time_s <= bf16.step_time_s * (1 + 1e-12))  # overlapped: none
+    assert int4.critical_batch < int4.critical_batch_without_dequant < bf16.critical_batch
+    assert bf16.critical_batch_without_dequant == bf16.critical_batch  # no dequant in BF16
+    assert np.array_equal(bf16.overlapped_step_time_s, bf16.step_time_s)
+
+
+def test_zero_points_and_nvfp4_cost_bytes():
+    assert sh.int4_bytes_per_weight(128, zero_point=True) == pytest.approx(0.5 + 2 / 128 + 0.5 / 128)
+    assert sh.nvfp4_bytes_per_weight() == pytest.approx(0.5 + 1 / 16)
+    assert sh.nvfp4_bytes_per_weight(1024) == pytest.approx(0.5 + 1 / 16 + 4 / 1024)
+    with pytest.raises(RooflineInputError, match="tensor_elements"):
+        sh.nvfp4_bytes_per_weight(0)
+
+
+def test_mla_per_head_count_uses_the_value_width():
+    m = get_model("deepseek-v3")
+    assert m.head_dim != m.v_head_dim  # K is wider than V: 2 × heads × head_dim would overcount
+    assert sh.mla_per_head_kv_elements(m) == m.num_attention_heads * (m.head_dim + m.v_head_dim)
+    assert sh.mla_per_head_kv_elements(m) < 2 * m.num_attention_heads * m.head_dim
+
+
+def test_w4a4_rises_only_through_all_the_traffic():
+    """The card and §6: W4A4's weight-lens critical batch stays near BF16's; its all-traffic one rises,
+    with the per-token bytes (KV, activations) the larger share at that batch."""
+    from roofline_lessons.course import flashcards
+    from roofline_lessons.topics.batching import critical_batch
+
+    w4a4 = {"weights_dtype": "fp4", "compute_dtype": "fp4"}
+    wl_bf16 = critical_batch("llama-3.1-70b", "b200", 128, lens="weights only")
+    wl_fp4 = critical_batch("llama-3.1-70b", "b200", 128, lens="weights only", **w4a4)
+    all_bf16 = critical_batch("llama-3.1-70b", "b200", 128)
+    all_fp4 = critical_batch("llama-3.1-70b", "b200", 128, **w4a4)
+    assert wl_fp4 == pytest.approx(wl_bf16, rel=0.25) and all_fp4 > 2 * all_bf16
+    split = sh.byte_budget("llama-3.1-70b", "b200", all_fp4, 128, **w4a4).shares()
+    assert split["weights"] < 0.5 < split["KV cache"] + split["activations"]
+    card = flashcards.get_card("shrink-int4-batch1-speedup").detailed
+    assert f"{all_fp4:,.0f} against {all_bf16:,.0f}" in flashcards.get_card("shrink-int4-batch1-speedup").fill(card)
+    # "compute-bound only because the course adds the dequantisation in series"
+    p = place("llama-3.1-70b", "b200", phase="decode", batch=256, context_tokens=1024, weights_dtype="int4")
+    assert p.bound == "compute" and float(p.compute_time_s - p.dequant_time_s) < float(p.memory_time_s)
+
+
+def test_vllm_fp8_mla_layout_is_656_bytes_per_layer():
+    from roofline_lessons.course.flashcards import NUMERIC_FUNCTIONS
+
+    m = get_model("deepseek-v3")
+    layer = NUMERIC_FUNCTIONS["mla_fp8_vllm_bytes"]("deepseek-v3", per_layer=True)
+    assert layer == m.kv_lora_rank + 4 * (m.kv_lora_rank // 128) + 2 * m.qk_rope_head_dim
+    assert layer > m.kv_bytes_per_token_per_layer("fp8")  # the real layout costs more than the idealised count
+
+
+def test_byte_budget_chart_says_which_bar_does_not_fit_and_ticks_stop_at_the_longest_bar():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from roofline_lessons.viz.display import alt_of
+    from roofline_lessons.viz.plots import byte_budget_chart
+
+    small = sh.byte_budget("llama-3.1-70b", "b200", 1, 8192)
+    big = sh.byte_budget("llama-3.1-70b", "b200", 64, 8192)
+    assert small.placement.fits_in_memory and not big.placement.fits_in_memory
+    fig = byte_budget_chart([small.placement, big.placement], ["batch 1", "batch 64"])
+    ends = [t.get_text() for t in fig.findobj(matplotlib.text.Text) if t.get_gid() == "step-bytes"]
+    assert sum("does not fit" in t for t in ends) == 1 and "does not fit" in alt_of(fig)
+    ax = fig.axes[0]
+    assert max(ax.get_xticks()) <= big.total_bytes / 1e9 * 1.001 < ax.get_xlim()[1]
+
+
+def test_kv_chart_state_label_sits_clear_of_the_curves():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from roofline_lessons.viz.plots import kv_bytes_vs_context_chart
+
+    curves = sh.kv_curves(contexts=[2 ** k for k in range(8, 21)])
+    fig = kv_bytes_vs_context_chart(curves)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    label = next(t for t in ax.texts if "state" in t.get_text())
+    box = label.get_window_extent().transformed(ax.transData.inverted())
+    for c in curves:  # no curve passes through the label's box
+        inside = (c.context_tokens >= box.x0) & (c.context_tokens <= box.x1)
+        assert not np.any((c.kv_bytes[inside] >= box.y0) & (c.kv_bytes[inside] <= box.y1)), c.label

@@ -14,7 +14,8 @@
 # Every checker recomputes its answer from the package when you run it, so a catalog update never
 # leaves an answer stale. Memory in **GiB** (2^30 bytes), bytes per token in **bytes**, speed-ups as
 # a plain ratio. KV caches in **BF16** unless an exercise says otherwise. The int4 format here is the
-# course's: groups of 128 weights, one bf16 scale per group, symmetric (no zero point); the
+# course's: groups of 128 weights, one bf16 scale per group, symmetric (no zero point: the minimum;
+# a 4-bit zero point per group, as AWQ stores by default, would add 0.5/128 byte per weight); the
 # embedding, the lm_head and the norms stay BF16.
 
 # %%
@@ -88,7 +89,9 @@ grade.gemma_kv_gib(gemma_kv_gib)
 # BF16 on one H200 (`memory_capacity_bytes`) with 90 % of its memory for weights and KV (vLLM's
 # default), every sequence holding 32,768 tokens. A **uniform** allocator gives every layer
 # ceil(32,768 / 16) pages per sequence; allocating **per layer kind** gives a local layer only the
-# pages its window spans (here exactly `sliding_window` / 16). How many whole sequences fit each way,
+# pages its window spans (here exactly `sliding_window` / 16, because 32,768 cached tokens fill whole
+# pages; the next token needs one page more in every layer — leave that out). How many whole
+# sequences fit each way,
 # and what **fraction** of the per-kind capacity does the uniform allocator lose?
 
 # %%
@@ -108,7 +111,9 @@ grade.paged_uniform_loss(uniform_loss)
 #
 # Llama-3.1-70B decodes with 128 tokens cached on a B200 (a short context, so the KV cache stays
 # small). With int4 weights dequantised on the fly (`weights_dtype="int4"`, matmuls in BF16), what
-# is the smallest batch whose step is **compute-bound**? Sweep `place(...)` over
+# is the smallest batch whose step is **compute-bound**? Use the course's convention: the
+# dequantisation (2 FLOPs per weight on the vector units) is added **in series** to the matmuls'
+# compute time, as `place()` does; the answer is an exact whole number. Sweep `place(...)` over
 # `batch=np.arange(1, 4097)` and read `.bound`.
 
 # %%

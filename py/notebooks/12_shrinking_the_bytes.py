@@ -53,6 +53,7 @@ from roofline_lessons.core.dtypes import (
     weight_bytes_per_element,
 )
 from roofline_lessons.core.units import binary, count, duration, num, percent, si
+from roofline_lessons.topics.batching import critical_batch
 from roofline_lessons.topics.shrinking import (
     BUDGET_PARTS,
     DEFAULT_PAGE_TOKENS,
@@ -61,9 +62,12 @@ from roofline_lessons.topics.shrinking import (
     byte_budget,
     byte_levers,
     critical_batches,
+    int4_bytes_per_weight,
     kv_curves,
     kv_table,
     mla_forms,
+    mla_per_head_kv_elements,
+    nvfp4_bytes_per_weight,
     paged_capacity,
     speedup_bound,
     stored_weights,
@@ -154,7 +158,9 @@ md("<details><summary>Answer</summary>\n\n"
 #   labelled **what-if**, Llama-3.1-8B with one KV head.
 # - **MLA** (multi-head latent attention, DeepSeek-V3): one compressed **latent** per token and
 #   layer, kv_lora_rank elements, plus a small key part that carries the rotary position
-#   (qk_rope_head_dim), shared by every head. Keys and values are made from it when attention runs.
+#   (qk_rope_head_dim), shared by every head. Per-head keys and values *can* be rebuilt from it
+#   (the expanded form); in decode, attention typically runs on the latent itself and no per-head
+#   K or V is ever formed (the absorbed form, section 3).
 # - **Sliding windows** (Gemma 3, gpt-oss): local layers attend to, and cache, only the last
 #   `sliding_window` tokens; the global layers between them keep everything.
 # - **Hybrid linear attention** (Qwen3.8-27B): three layers in four are Gated DeltaNet layers
@@ -175,24 +181,29 @@ assert not any(r.beyond_limit for r in rows)  # 32K is within every model's limi
 dsv3 = get_model("deepseek-v3")
 mla_row = by_label[dsv3.name]
 assert mla_row.bytes_per_token_per_layer == (dsv3.kv_lora_rank + dsv3.qk_rope_head_dim) * 2
+per_head_kv = mla_per_head_kv_elements("deepseek-v3")  # heads × (K width + V width), were K and V cached per head
+paper_mha = 2 * dsv3.num_attention_heads * dsv3.v_head_dim  # the DeepSeek-V2 paper's MHA baseline, d_h = 128
+assert per_head_kv == dsv3.num_attention_heads * (dsv3.head_dim + dsv3.v_head_dim) and dsv3.head_dim != dsv3.v_head_dim
 
 # %% jupyter={"source_hidden": true}
 gqa8 = by_label[get_model("llama-3.1-8b").name]
 mqa8 = next(r for r in rows if r.kind == "MQA")
-per_head_kv = 2 * dsv3.num_attention_heads * dsv3.head_dim
 md(f"One KV head instead of {count(get_model('llama-3.1-8b').num_key_value_heads)} divides the cache by "
    f"{num(gqa8.bytes_per_token / mqa8.bytes_per_token)}: the MQA what-if keeps {binary(mqa8.kv_bytes)} per "
    f"{count(KV_CONTEXT)}-token sequence against {binary(gqa8.kv_bytes)}. DeepSeek-V3 caches "
    f"{count(dsv3.kv_lora_rank)} + {count(dsv3.qk_rope_head_dim)} = {count(dsv3.mla_cache_elements_per_token)} "
    f"elements per token and layer, {count(mla_row.bytes_per_token_per_layer)} bytes in BF16. Had it cached per-head "
-   f"K and V like ordinary attention (2 × {count(dsv3.num_attention_heads)} heads × {count(dsv3.head_dim)}), each "
-   f"layer would hold {count(per_head_kv)} elements per token, {num(per_head_kv / dsv3.mla_cache_elements_per_token)} "
-   "times as many: that is the classic mistake in counting MLA's cache. (The config's "
+   f"K and V like ordinary attention — {count(dsv3.num_attention_heads)} heads × (a key {count(dsv3.head_dim)} wide, "
+   f"qk_nope + qk_rope, + a value {count(dsv3.v_head_dim)} wide) — each layer would hold {count(per_head_kv)} "
+   f"elements per token, {num(per_head_kv / dsv3.mla_cache_elements_per_token)} times as many: that is the classic "
+   "mistake in counting MLA's cache. (The DeepSeek-V2 paper's comparison with multi-head attention uses "
+   f"2 × heads × d_h with d_h = {count(dsv3.v_head_dim)}: {count(paper_mha)} elements, "
+   f"{num(paper_mha / dsv3.mla_cache_elements_per_token, 2)}×. The config's "
    f"`num_key_value_heads = {count(dsv3.num_key_value_heads)}` is the heads its keys are expanded to, not what is "
    "cached.)")
 
 # %%
-curves = kv_curves()
+curves = kv_curves(contexts=[2 ** k for k in range(8, 21)])  # 256 → 1M tokens, below and above Gemma's window
 LONG = 131072
 gemma = get_model("gemma-3-27b")
 gemma_long = float(gemma.kv_cache_bytes_per_sequence(LONG))
@@ -209,7 +220,9 @@ md(f"The lines are straight on log-log axes because a cache grows in proportion 
    f"above it only its {count(gemma.num_full_attention_layers)} global ones. Qwen3.8-27B's Gated DeltaNet state, "
    f"{binary(qwen_curve.state_bytes)} per sequence, is the flat band: it is larger than the KV cache of its "
    f"{count(qwen.num_full_attention_layers)} attention layers up to {count(state_equals_kv_tokens)} tokens, and "
-   "negligible beside it at long context. Dotted segments are past a model's max context: what-ifs.")
+   "negligible beside it at long context. Dotted segments are past a model's max context: what-ifs. DeepSeek-V3's "
+   f"and Qwen3.8-27B's lines nearly coincide: {count(dsv3.kv_bytes_per_token('bf16'))} and "
+   f"{count(qwen.kv_bytes_per_token('bf16'))} bytes per token, by very different routes.")
 
 # %% jupyter={"source_hidden": true}
 md(f"**Question.** At {count(LONG)} tokens, Gemma-3-27B's cache ({binary(gemma_long)}) is larger than "
@@ -250,9 +263,15 @@ assert np.all(np.diff(forms.flops_ratio) > 0)  # the gap widens with context
 # %% jupyter={"source_hidden": true}
 md(f"Expanded decode re-expands **every cached token's latent, every step**: the work grows with the context, "
    f"{num(forms.flops_ratio[-1])}× the absorbed FLOPs at {count(forms.context_tokens[-1])} tokens, and the expanded "
-   "keys and values are written out and read back. Absorbed decode also grows with the context — attention itself "
-   "does — but reads only the latent and expands nothing. So the course prices MLA decode **absorbed**, as serving "
-   "engines run it (`mla_absorbed=None`: absorbed in decode, expanded in prefill).")
+   "keys and values are written out and read back (under the course's rule that operators are not fused; a fused "
+   "kernel could keep them on chip, but not avoid the FLOPs). Absorbed decode also grows with the context — "
+   "attention itself does — but reads only the latent and expands nothing. So the course prices MLA decode "
+   "**absorbed** (`mla_absorbed=None`: absorbed in decode, expanded in prefill), as serving engines typically run "
+   "it: vLLM's `MLACommonImpl` docstring calls the absorbed form \"data-movement friendly\" and uses it for decode, "
+   "and the expanded form \"compute friendly\", for prefill (it may switch forms for small prefill chunks).\n\n"
+   "A third option is to cache the expanded per-head K and V themselves, as Hugging Face's reference modelling code "
+   f"does: no re-expansion, but a cache {num(per_head_kv / dsv3.mla_cache_elements_per_token)}× the latent "
+   "(section 2) — it gives up what MLA was built for.")
 
 # %%
 PROMPT = 4096
@@ -278,7 +297,10 @@ md(f"Prefill turns the choice around. There every prompt token's latent is expan
    f"{si(pre_absorbed.block_total('mla', 'flops'), 'FLOP')} absorbed for a {count(PROMPT)}-token prompt, and fewer "
    "bytes too (the absorbed form writes every head's query and output at the latent's width).\n\n"
    f"A note on DeepSeek-V3's size: {num(dsv3.parameter_count() / 1e9, 5)} B parameters in all (its "
-   f"{count(dsv3.mtp_layers)} multi-token-prediction layer, shipped beside it, is not counted). Its **active** count "
+   f"{count(dsv3.mtp_layers)} multi-token-prediction layer, shipped beside it, is not counted: that is why the "
+   "Hugging Face model page shows a larger total, which includes the MTP module). When the MTP layer drafts tokens "
+   "for speculative decoding it caches its own latent too, "
+   f"{count(dsv3.kv_bytes_per_token_per_layer('bf16') * dsv3.mtp_layers)} more bytes per token in BF16. Its **active** count "
    f"depends on whether the embedding table counts: {num(dsv3.active_parameter_count() / 1e9, 4)} B with it, "
    f"{num(active_no_embedding / 1e9, 4)} B without. The technical report's \"37B activated\" is close to both; "
    "quote which one you mean.")
@@ -303,8 +325,12 @@ md("<details><summary>Answer</summary>\n\n"
 
 # %% jupyter={"source_hidden": true}
 md(f"**int4**, as the course prices it: weights in groups of {count(DEFAULT_WEIGHT_GROUP['int4'])} along the input "
-   f"dimension, each group sharing **one bf16 scale** ({num(WEIGHT_SCALE_BYTES['int4'])} bytes), symmetric (no zero "
-   "point), in the style of GPTQ and AWQ checkpoints. The **embedding, the lm_head and the norms stay BF16**: they "
+   f"dimension, each group sharing **one bf16 scale** ({num(WEIGHT_SCALE_BYTES['int4'])} bytes; GPTQ and AWQ "
+   "checkpoints store FP16 scales, the same size) and **symmetric**: no zero point. That is the minimum. "
+   "Real checkpoints often carry a 4-bit zero point per group as well — AWQ is asymmetric by default, and GPTQ "
+   "checkpoints store `qzeros` even when quantised symmetrically — which adds 0.5 / group bytes per weight "
+   f"({num(int4_bytes_per_weight(DEFAULT_WEIGHT_GROUP['int4'], zero_point=True), 4)} bytes at group "
+   f"{count(DEFAULT_WEIGHT_GROUP['int4'])}). The **embedding, the lm_head and the norms stay BF16**: they "
    "are a small share of most models' parameters, sensitive to error, and the embedding is read a row at a time "
    "anyway. **MXFP4** (the OCP microscaling format, `fp4` here) stores E2M1 4-bit floats in blocks of "
    f"{count(DEFAULT_WEIGHT_GROUP['fp4'])} with one power-of-two scale of {num(WEIGHT_SCALE_BYTES['fp4'])} byte. "
@@ -312,12 +338,25 @@ md(f"**int4**, as the course prices it: weights in groups of {count(DEFAULT_WEIG
 
 # %%
 formats = [("bf16", None), ("fp8", None), ("int4", 128), ("int4", 64), ("int4", 32), ("fp4", 32)]
+nvfp4_b = nvfp4_bytes_per_weight()
 show_table(["format", "group", "bytes per weight", "of which the scale", "BF16 ÷ it"],
            [[("MXFP4 (fp4)" if d == "fp4" else d), count(g) if g else "—", num(weight_bytes_per_element(d, g), 6),
              num(weight_bytes_per_element(d, g) - bytes_per_element(d), 6) if g else "—",
-             f"{num(2 / weight_bytes_per_element(d, g))}×"] for d, g in formats])
+             f"{num(2 / weight_bytes_per_element(d, g))}×"] for d, g in formats]
+           + [["int4 with a 4-bit zero point (asymmetric)", count(128), num(int4_bytes_per_weight(128, True), 6),
+               num(int4_bytes_per_weight(128, True) - 0.5, 6), f"{num(2 / int4_bytes_per_weight(128, True))}×"],
+              ["NVFP4 (not priced by the placements)", count(16), num(nvfp4_b, 6), num(nvfp4_b - 0.5, 6),
+               f"{num(2 / nvfp4_b)}×"]])
 int4_b = weight_bytes_per_element("int4", DEFAULT_WEIGHT_GROUP["int4"])
 assert int4_b == 0.5 + WEIGHT_SCALE_BYTES["int4"] / DEFAULT_WEIGHT_GROUP["int4"]
+assert int4_b < int4_bytes_per_weight(128, True) < nvfp4_b  # the zero point and NVFP4's smaller blocks cost bytes
+
+# %% jupyter={"source_hidden": true}
+md(f"**NVFP4**, NVIDIA's 4-bit float for Blackwell, uses smaller blocks than MXFP4: 16 E2M1 values share one 8-bit "
+   f"E4M3 scale, plus one FP32 scale per tensor, {num(nvfp4_b, 4)} bytes per weight (the per-tensor scale is "
+   "negligible). The course's placements price MXFP4 (`fp4`); NVFP4 would read "
+   f"{percent(nvfp4_b / weight_bytes_per_element('fp4') - 1, 1)} more weight bytes. In W4A4 either format also "
+   "quantises the **activations** on the fly before each matmul — work the course does not count.")
 
 # %%
 MODELS = ("llama-3.1-70b", "gemma-3-27b", "deepseek-v3", "gpt-oss-120b")
@@ -353,11 +392,18 @@ md(f"**Question.** Do DeepSeek-V3's weights fit one node of {count(NODE)} H200s 
 # %% jupyter={"source_hidden": true}
 node_bytes = NODE * h200.memory_capacity_bytes
 dsv3_stored = stored[2]
+free_per_chip = (node_bytes - dsv3_stored.bytes) / NODE  # the weights split evenly over the chips
+tp_sequences = free_per_chip / float(dsv3.kv_cache_bytes_per_sequence(KV_CONTEXT))
 md("<details><summary>Answer</summary>\n\n"
    f"The node holds {binary(node_bytes)}. BF16 needs {binary(dsv3_stored.bf16_bytes)}: "
    + ("it fits" if dsv3_stored.bf16_bytes < node_bytes else "**it does not fit**")
    + f". int4 needs {binary(dsv3_stored.bytes)}: "
-   + (f"it fits, leaving {binary(node_bytes - dsv3_stored.bytes)} for the KV cache (before the runtime's share)."
+   + (f"it fits, leaving {binary(node_bytes - dsv3_stored.bytes)} of memory (before the runtime's share). That is "
+      "not all KV room: under tensor parallel 8 every chip needs every head's view of the latent, so each sequence's "
+      f"latent is **replicated on all {count(NODE)} chips**, and the distinct cache the node holds is one chip's "
+      f"{binary(free_per_chip)} — about {count(math.floor(tp_sequences))} sequences of {count(KV_CONTEXT)} tokens. "
+      "Data-parallel attention (each chip runs attention for its own sequences, the experts still shared) stores "
+      f"each latent once and holds {count(NODE)}× as many."
       if dsv3_stored.bytes < node_bytes else "it does not fit either.")
    + " (DeepSeek released FP8 weights, which the course can price with `weights_dtype=\"fp8\"`.)\n\n</details>")
 
@@ -417,8 +463,10 @@ md("<details><summary>Answer</summary>\n\n"
 # - **W4A4** (FP4 weights and FP4 matmuls, MXFP4 on a part with an FP4 tensor-core rate): fewer bytes
 #   **and** a higher compute roof.
 #
-# Sweeping the batch with `place()` at a short context (a long one keeps decode memory-bound at every
-# batch, as the last column shows):
+# Lesson 4 read the critical batch through two lenses: the **weight lens** (FLOPs of the weight
+# matmuls per weight byte against the ridge) and the **all-traffic lens** (every byte the step moves:
+# weights, KV cache, activations). `place()` decides bound by all the traffic. Sweeping the batch at a
+# short context (a long one keeps decode memory-bound at every batch, as the last column shows):
 
 # %%
 sweeps = critical_batches(MODEL, PART, SHORT_CONTEXT)
@@ -426,26 +474,46 @@ long_sweeps = critical_batches(MODEL, PART, CONTEXT)
 fp8_kv_w4a4 = critical_batches(MODEL, PART, SHORT_CONTEXT, formats={"W4A4": WEIGHT_FORMATS[
     "fp4 W4A4 (MXFP4 weights and matmuls)"]}, kv_dtype="fp8")[0]
 max_swept = int(sweeps[0].batch[-1])
-show_table(["format", "matmul roof", f"critical batch, {count(SHORT_CONTEXT)} tokens cached",
-            f"critical batch, {count(CONTEXT)} tokens cached"],
-           [[s.label, si(s.matmul_peak_flops_per_s, "FLOP/s"),
+weight_lens = {name: critical_batch(MODEL, PART, SHORT_CONTEXT, lens="weights only", **f)
+               for name, f in WEIGHT_FORMATS.items()}
+show_table(["format", "matmul roof", f"weight lens, {count(SHORT_CONTEXT)} tokens cached",
+            f"all traffic, {count(SHORT_CONTEXT)} tokens cached", "all traffic, dequant left out",
+            f"all traffic, {count(CONTEXT)} tokens cached"],
+           [[s.label, si(s.matmul_peak_flops_per_s, "FLOP/s"), count(weight_lens[s.label]),
              count(s.critical_batch) if s.critical_batch else f"none up to {count(max_swept)}",
+             count(s.critical_batch_without_dequant) if s.critical_batch_without_dequant else "—",
              count(ls.critical_batch) if ls.critical_batch else f"none up to {count(max_swept)}"]
             for s, ls in zip(sweeps, long_sweeps)])
 bf16_sw, int4_sw, w4a4_sw = sweeps
+w4a4_split = byte_budget(MODEL, PART, w4a4_sw.critical_batch, SHORT_CONTEXT,
+                         **WEIGHT_FORMATS["fp4 W4A4 (MXFP4 weights and matmuls)"]).shares()
+bf16_split = byte_budget(MODEL, PART, bf16_sw.critical_batch, SHORT_CONTEXT).shares()
+wl_bf16, wl_int4, wl_w4a4 = (weight_lens[s.label] for s in sweeps)
+assert wl_int4 < wl_bf16 / 2 and abs(wl_w4a4 / wl_bf16 - 1) < 0.25  # weight lens: W4A4 stays near BF16
+assert w4a4_split["weights"] < w4a4_split["KV cache"] < w4a4_split["activations"]  # per-token bytes dominate
+assert int4_sw.critical_batch < int4_sw.critical_batch_without_dequant < bf16_sw.critical_batch
 assert int4_sw.critical_batch < bf16_sw.critical_batch < w4a4_sw.critical_batch
 assert int4_sw.matmul_peak_flops_per_s == bf16_sw.matmul_peak_flops_per_s < w4a4_sw.matmul_peak_flops_per_s
 assert all(s.critical_batch is None for s in long_sweeps)
 
 # %% jupyter={"source_hidden": true}
-md(f"Weight-only int4 turns compute-bound at batch **{count(int4_sw.critical_batch)}**, far below BF16's "
-   f"{count(bf16_sw.critical_batch)}: the weight bytes fell nearly fourfold but the roof stayed where it was (weight-only "
-   "int4 does **not** raise the compute roof), so the step reaches it sooner. W4A4 moves it the other way, to "
-   f"**{count(w4a4_sw.critical_batch)}**: the FP4 roof is {num(w4a4_sw.matmul_peak_flops_per_s / bf16_sw.matmul_peak_flops_per_s)}× "
-   "the BF16 one, and attention, still BF16 and reading a BF16 KV cache that grows with the batch, now weighs "
-   f"more. With an FP8 KV cache, W4A4's critical batch is {count(fp8_kv_w4a4.critical_batch)}. At "
-   f"{count(CONTEXT)} tokens cached none of them turns compute-bound: the KV cache grows with the batch as fast as "
-   "the FLOPs do.")
+md(f"**Through the weight lens**, weight-only int4's critical batch falls from {count(wl_bf16)} to "
+   f"**{count(wl_int4)}**: the weight bytes fell nearly fourfold but the roof stayed where it was (weight-only int4 "
+   "does **not** raise the compute roof), so the matmuls reach it sooner. W4A4 keeps it near BF16's, "
+   f"**{count(wl_w4a4)}**: its weight bytes fell about as much as its roof rose "
+   f"({num(w4a4_sw.matmul_peak_flops_per_s / bf16_sw.matmul_peak_flops_per_s)}×).\n\n"
+   f"**Through all the traffic** (what `place()` uses), int4 turns compute-bound at batch "
+   f"{count(int4_sw.critical_batch)} — {count(int4_sw.critical_batch_without_dequant)} if its dequantisation is left "
+   "out, since the course adds it in series to the matmuls (section 7) — against BF16's "
+   f"{count(bf16_sw.critical_batch)}. W4A4's rises to {count(w4a4_sw.critical_batch)}, and the cause is the bytes "
+   f"each sequence brings, not the weights: at that batch the step's bytes are {percent(w4a4_split['activations'], 0)} "
+   f"activations, {percent(w4a4_split['KV cache'], 0)} KV cache and only {percent(w4a4_split['weights'], 0)} "
+   f"weights (BF16 at its critical batch: {percent(bf16_split['weights'], 0)} weights). The course moves "
+   "activations unfused and in BF16 and keeps the KV cache in BF16; those bytes grow with the batch and W4A4 "
+   f"shrinks none of them, so the higher roof takes a much bigger batch to reach. With an FP8 KV cache W4A4's "
+   f"all-traffic critical batch is {count(fp8_kv_w4a4.critical_batch)}; fused kernels that keep activations on "
+   f"chip would bring it down further. At {count(CONTEXT)} tokens cached none of them turns compute-bound: the KV "
+   "cache grows with the batch as fast as the FLOPs do.")
 
 # %% jupyter={"source_hidden": true}
 at = int4_sw.critical_batch
@@ -456,38 +524,50 @@ md(f"**Question.** At batch {count(at)} weight-only int4 is compute-bound and BF
 md("<details><summary>Answer</summary>\n\n"
    f"No: its step is {duration(int4_sw.step_time_s[at - 1])} against BF16's {duration(bf16_sw.step_time_s[at - 1])}, "
    f"{num(bf16_sw.step_time_s[at - 1] / int4_sw.step_time_s[at - 1])}× faster. Compute-bound says which of its own "
-   "two times is longer, not how it compares with another format. Its memory time fell below a compute time that "
-   "did not fall.\n\n</details>")
+   "two times is longer, not how it compares with another format. Its memory time fell below its compute time, "
+   f"which did not fall — it rose, from BF16's {duration(bf16_sw.compute_time_s[at - 1])} to "
+   f"{duration(int4_sw.compute_time_s[at - 1])}, by the dequantisation the course adds in series.\n\n</details>")
 
 # %% [markdown]
 # ## 7. The dequantisation that erodes the gain
 #
-# A weight-only step's compute time is the BF16 matmuls **plus** the dequantisation. At batch 1 both
-# hide under the memory time. As the batch grows, the BF16 step approaches its compute roof while
-# the int4 step carries the dequantisation on top of the same matmuls:
+# The course's rule (conservative): a weight-only step's compute time is the BF16 matmuls **plus**
+# the dequantisation, in series. At batch 1 both hide under the memory time. As the batch grows, the
+# BF16 step approaches its compute roof while the int4 step carries the dequantisation on top of the
+# same matmuls. The last column prices the other extreme, a dequantisation completely overlapped with
+# the matmuls — max(matmuls, memory):
 
 # %%
 crossover = weight_only_crossover(MODEL, PART, SHORT_CONTEXT)
 long_crossover = weight_only_crossover(MODEL, PART, CONTEXT)
 shown = [1, 16, int4_sw.critical_batch, bf16_sw.critical_batch // 2, crossover]
-show_table(["batch", "BF16 step", "int4 step", "int4 compute", "of which dequant", "BF16 step ÷ int4 step"],
+overlapped = int4_sw.overlapped_step_time_s
+show_table(["batch", "BF16 step", "int4 step", "int4 compute", "of which dequant", "BF16 ÷ int4, in series",
+            "BF16 ÷ int4, overlapped"],
            [[count(b), duration(bf16_sw.step_time_s[b - 1]), duration(int4_sw.step_time_s[b - 1]),
              duration(int4_sw.compute_time_s[b - 1]), percent(int4_sw.dequant_time_s[b - 1]
                                                              / int4_sw.compute_time_s[b - 1], 0),
-             f"{num(bf16_sw.step_time_s[b - 1] / int4_sw.step_time_s[b - 1])}×"] for b in shown])
+             f"{num(bf16_sw.step_time_s[b - 1] / int4_sw.step_time_s[b - 1])}×",
+             f"{num(bf16_sw.step_time_s[b - 1] / overlapped[b - 1])}×"] for b in shown])
 assert crossover is not None and int4_sw.step_time_s[crossover - 1] >= bf16_sw.step_time_s[crossover - 1]
+assert np.all(overlapped <= bf16_sw.step_time_s * (1 + 1e-12))  # overlapped: never slower, up to the sweep's end
 assert long_crossover is None  # at 8,192 tokens int4 never stops winning up to the sweep's end
 
 # %% jupyter={"source_hidden": true}
 md(f"With {count(SHORT_CONTEXT)} tokens cached, weight-only int4 stops beating BF16 at batch **{count(crossover)}**: "
    f"from there its dequantisation ({duration(int4_sw.dequant_time_s[crossover - 1])} per step, the same at any "
-   "batch because the weights are read once) makes the step longer than BF16's. At "
+   "batch because the weights are read once — in this model: real GEMMs dequantise a tile once per M-tile, so the "
+   "cost grows with the batch) makes the step longer than BF16's. At "
    f"{count(CONTEXT)} tokens cached it never does up to batch {count(max_swept)}: the KV cache keeps both steps "
-   "memory-bound. The dequantisation cost here is the course's model — "
-   f"{num(DEQUANT_FLOPS_PER_WEIGHT)} FLOPs per weight on the FP32 vector units, not overlapped with the tensor "
-   "cores. *Hypothesis:* fused int4 kernels that overlap the conversion with the matmuls, or use cheaper "
-   "conversion tricks, push the crossover to a larger batch; measure your kernel's step against the BF16 one to "
-   "find yours.")
+   "memory-bound.\n\n"
+   "That crossover comes from the course's **in-series** rule — "
+   f"{num(DEQUANT_FLOPS_PER_WEIGHT)} FLOPs per weight on the FP32 vector units, added to the tensor-core time. It is "
+   "a deduction within the roofline, not a hypothesis, that a dequantisation fully overlapped with the matmuls "
+   f"leaves **no crossover at all**: int4's step is then never slower than BF16's up to batch {count(max_swept)} "
+   "(the last column), and equal to it once both are compute-bound. Whether int4 is slower at large batch on real "
+   "hardware is a question of kernel efficiency. *Hypothesis:* int4 GEMM kernels reach a smaller share of the "
+   "tensor-core peak than BF16 ones at large batch; measure your kernel's step against the BF16 one (lesson 9's "
+   "method) to find out.")
 
 # %% jupyter={"source_hidden": true}
 SERVICE_BATCH = 256
@@ -497,8 +577,9 @@ md(f"**Question.** A short-prompt service runs {model.name} at batch {count(SERV
 # %% jupyter={"source_hidden": true}
 bf16_256, int4_256 = bf16_sw.step_time_s[SERVICE_BATCH - 1], int4_sw.step_time_s[SERVICE_BATCH - 1]
 md("<details><summary>Answer</summary>\n\n"
-   f"Barely: the step goes from {duration(bf16_256)} to {duration(int4_256)}, {num(bf16_256 / int4_256)}× (the "
-   f"course's model), against {num(bf16_sw.step_time_s[0] / int4_sw.step_time_s[0])}× at batch 1. The BF16 step "
+   f"Barely: the step goes from {duration(bf16_256)} to {duration(int4_256)}, {num(bf16_256 / int4_256)}× with the "
+   f"dequantisation in series (the course's rule), or {num(bf16_256 / overlapped[SERVICE_BATCH - 1])}× if it were "
+   f"fully overlapped — against {num(bf16_sw.step_time_s[0] / int4_sw.step_time_s[0])}× at batch 1. The BF16 step "
    "is close to its compute roof there, which int4 does not raise. The reasons to switch at this batch are memory "
    "(room for more sequences) or W4A4 on a part with FP4 tensor cores, not weight-only speed.\n\n</details>")
 
@@ -506,8 +587,9 @@ md("<details><summary>Answer</summary>\n\n"
 # ## 8. Which lever moves which part
 #
 # Each lever alone, and its effect on the bytes **per generated token** (the step's bytes ÷ the
-# batch). The architecture levers are what-ifs built on the same model: the MLA, sliding-window and
-# hybrid versions also change the attention weights' shapes, and the table shows that too.
+# batch). The architecture levers are what-ifs built on the same model (they need retraining): the
+# MQA, MLA and hybrid versions also change the attention weights' shapes (sliding windows do not),
+# and the weights column shows by how much.
 
 # %% jupyter={"source_hidden": true}
 LEVER_BATCH = 16
@@ -522,11 +604,14 @@ show_table(["lever"] + [f"{p} per token" for p in BUDGET_PARTS] + ["moves", "tim
 assert all(lv.moves == ("weights",) for lv in levers if "weights" in lv.lever or lv.lever.startswith("batching"))
 assert all(lv.moves == ("KV cache",) for lv in levers if "KV cache" in lv.lever)
 assert all(lv.main_part == "KV cache" for lv in levers if lv.what_if)
-not_batching = lambda effects: [lv for lv in effects if not lv.lever.startswith("batching")]
-best = max(not_batching(levers), key=lambda lv: lv.speedup)
-bigger_batch = max(not_batching(byte_levers(MODEL, PART, batch=4 * LEVER_BATCH, context_tokens=CONTEXT)),
-                   key=lambda lv: lv.speedup)
+deployable = lambda effects: [lv for lv in effects if not lv.lever.startswith("batching") and not lv.what_if]
+best = max(deployable(levers), key=lambda lv: lv.speedup)
+bigger_levers = byte_levers(MODEL, PART, batch=4 * LEVER_BATCH, context_tokens=CONTEXT)
+bigger_batch = max(deployable(bigger_levers), key=lambda lv: lv.speedup)
+best_what_if = max((lv for lv in bigger_levers if lv.what_if), key=lambda lv: lv.speedup)
 assert best.main_part == "weights" and bigger_batch.main_part == "KV cache"  # the order flips with the batch
+assert best.speedup >= max(lv.speedup for lv in levers if not lv.lever.startswith("batching"))  # what-ifs too
+assert not bigger_batch.before.placement.fits_in_memory  # the bigger batch's baseline is itself a what-if
 
 # %% jupyter={"source_hidden": true}
 hybrid = next(lv for lv in levers if lv.lever.startswith("hybrid"))
@@ -539,7 +624,8 @@ md(f"The formats each move one part: weight formats the weights, KV formats the 
    f"{percent(MOVE_THRESHOLD, 0)}; the speed-up is the time per generated token, lower bound against lower bound.")
 
 # %% jupyter={"source_hidden": true}
-md("**Question.** Batching aside, which lever helps this baseline most, and why does it beat every KV lever here?")
+md("**Question.** Batching aside, which lever helps this baseline most, and why does it beat every KV lever here "
+   "(the architecture what-ifs included)?")
 
 # %% jupyter={"source_hidden": true}
 base_shares = levers[0].before.shares()
@@ -547,8 +633,10 @@ md("<details><summary>Answer</summary>\n\n"
    f"**{best.lever}**, {num(best.speedup)}× per token: at batch {count(LEVER_BATCH)} and {count(CONTEXT)} tokens the "
    f"weights are {percent(base_shares['weights'], 0)} of the step's bytes and the KV cache "
    f"{percent(base_shares['KV cache'], 0)}, so shrinking the weights removes more bytes than even the largest KV "
-   f"cut. The order depends on the batch: at batch {count(bigger_batch.before.batch)} the best lever is "
-   f"**{bigger_batch.lever}**, {num(bigger_batch.speedup)}×, because the cache has become the larger part.\n\n</details>")
+   f"cut. The order depends on the batch: at batch {count(bigger_batch.before.batch)} — a what-if on one "
+   f"{part.name}, where BF16 weights and that cache do not fit (section 1) — the best format lever is "
+   f"**{bigger_batch.lever}**, {num(bigger_batch.speedup)}×, because the cache has become the larger part (of the "
+   f"retraining what-ifs, {best_what_if.lever}, {num(best_what_if.speedup)}×).\n\n</details>")
 
 # %% [markdown]
 # ## 9. Paged KV and sliding windows: allocate per layer kind
@@ -556,9 +644,12 @@ md("<details><summary>Answer</summary>\n\n"
 # Serving engines store the KV cache in **pages** (vLLM's PagedAttention: blocks of a few tokens of
 # one layer's K and V) so that sequences of any length share one pool without fragmentation. A
 # **uniform** allocator gives every layer of a sequence the same pages: ceil(context / page) of
-# them. For a sliding-window model that wastes most of the pool — a local layer never holds more
-# than its window. Allocating **per layer kind** gives each local layer only the pages its window
-# spans (one more when the window starts mid-page).
+# them. For a sliding-window model it reserves pages a local layer will never fill — a local layer
+# never holds more than its window. This is what vLLM V1 does with its hybrid KV-cache manager
+# disabled: its `FullAttentionSpec` docstring says a sliding-window layer is then "regarded as full
+# attention in KV cache manager (blocks are allocated for all tokens)". Allocating **per layer kind**
+# (vLLM's hybrid KV-cache manager, https://docs.vllm.ai/en/latest/design/hybrid_kv_cache_manager/)
+# gives each local layer only the pages its window spans (one more when the window starts mid-page).
 
 # %% jupyter={"source_hidden": true}
 UTILIZATION = 0.9  # vLLM's default gpu_memory_utilization
@@ -578,13 +669,22 @@ show_table(["model on part", "tokens per sequence", "pages per layer (global / l
              binary(c.pool_bytes), binary(c.uniform_bytes_per_sequence), binary(c.per_kind_bytes_per_sequence),
              count(c.uniform_sequences), count(c.per_kind_sequences), percent(c.uniform_loss, 0)] for c in paged])
 assert all(c.uniform_sequences <= c.per_kind_sequences and c.uniform_loss > 0 for c in paged)
+gemma_losses = [c.uniform_loss for c in paged[:3]]
+oss_losses = [c.uniform_loss for c in paged[3:]]
+assert min(gemma_losses) > 0.5 and all(0.35 < x < 0.6 for x in oss_losses)  # "most" for Gemma, "about half" for gpt-oss
 
 # %% jupyter={"source_hidden": true}
 g32 = paged[1]
 md(f"At {count(g32.context_tokens)} tokens a uniform allocator fits {count(g32.uniform_sequences)} Gemma-3-27B "
    f"sequence{'s' if g32.uniform_sequences != 1 else ''} on the {g32.part.name}; per layer kind, "
    f"{count(g32.per_kind_sequences)}. The model's small cache only turns into more sequences when the allocator "
-   "knows which layers slide. (vLLM's hybrid KV-cache manager allocates per layer group for this reason.)")
+   f"knows which layers slide. The uniform allocator loses {percent(min(gemma_losses), 0)} to "
+   f"{percent(max(gemma_losses), 0)} of Gemma's sequences here — most of them — but "
+   f"{percent(min(oss_losses), 0)} to {percent(max(oss_losses), 0)} of gpt-oss's, about half (the question below "
+   "says why).\n\n"
+   "The per-kind counts are an **upper bound**: a real engine also holds pages for the prefill chunk in flight, "
+   "uses one page size across layer groups (padding), and pays activations and CUDA graphs out of the same "
+   f"{percent(UTILIZATION, 0)} of memory.")
 
 # %% jupyter={"source_hidden": true}
 oss = get_model("gpt-oss-120b")
@@ -606,9 +706,10 @@ md("<details><summary>Answer</summary>\n\n"
 # Pick a model, a part, the context, the weight format (BF16, FP8, int4, MXFP4 weight-only, FP4 W4A4)
 # and the KV format, and the batch. The chart stacks the bytes of one decode step against the BF16
 # step's, and places both on the part's roofline. Try: Llama-3.1-70B on a B200 at batch 1 through
-# every weight format (how close to 4× does int4 get?); the same at batch 256 with 128 tokens (which
-# format is compute-bound?); Gemma-3-27B and DeepSeek-V3 at 128K tokens with BF16 and FP8 KV (which
-# part is left?).
+# every weight format (how close to 4× does int4 get?); the same at batch 256 with 128 tokens cached
+# (which format is compute-bound?); Gemma-3-27B and DeepSeek-V3 at 64K tokens cached with BF16 and
+# FP8 KV (which part is left?). (At 128K cached, the new token takes Gemma past its maximum context:
+# the dashboard marks that a what-if.)
 
 # %%
 from roofline_lessons.viz.dashboards import lesson12_dashboard
@@ -633,11 +734,15 @@ dashboard = lesson12_dashboard()
 #   ships MXFP4 for its experts only.
 # - The batch-1 speed-up of 4-bit weights is below 16 bits ÷ 4 bits: scales, BF16 layers, and a KV cache and
 #   activations that the weight format does not touch.
-# - Weight-only int4 does not raise the compute roof: it lowers the critical batch, and at a large
-#   enough batch its dequantisation makes it slower than BF16. W4A4 raises the roof and moves the
-#   critical batch up.
+# - Weight-only int4 does not raise the compute roof: it lowers the critical batch. With the
+#   dequantisation added in series (the course's conservative rule) it becomes slower than BF16 at a
+#   large enough batch; fully overlapped, it never does, so a real slowdown is a question of kernel
+#   efficiency. W4A4 raises the roof: through the weight lens its critical batch stays near BF16's;
+#   through all the traffic it rises, because the BF16 KV cache and unfused activations it does not
+#   shrink grow with the batch.
 # - A paged KV allocator must allocate per layer kind: giving sliding-window layers full-context
-#   pages throws away most of what the windows saved.
+#   pages throws away all of the memory the windows saved (vLLM V1 does so with its hybrid KV-cache
+#   manager disabled).
 #
 # **Interview questions this lesson prepares you for**
 #

@@ -18,7 +18,8 @@
 # Every checker recomputes its answer from the package when you run it, so a catalog update never
 # leaves an answer stale. Memory in **GiB** (2^30 bytes), bytes per token in **bytes**, speed-ups as
 # a plain ratio. KV caches in **BF16** unless an exercise says otherwise. The int4 format here is the
-# course's: groups of 128 weights, one bf16 scale per group, symmetric (no zero point); the
+# course's: groups of 128 weights, one bf16 scale per group, symmetric (no zero point: the minimum;
+# a 4-bit zero point per group, as AWQ stores by default, would add 0.5/128 byte per weight); the
 # embedding, the lm_head and the norms stay BF16.
 
 # %% [markdown] tags=["solution"]
@@ -46,9 +47,15 @@ mla_bytes_per_token = dsv3.num_hidden_layers * latent_elements * 2
 grade.mla_kv_bytes_per_token(mla_bytes_per_token)
 
 # %% [markdown] tags=["solution"]
-# The cache holds the compressed latent (512 elements) and the shared rope key (64), not per-head K
-# and V: 2 × 128 heads × 192 would be 85 times as much. Every head's keys and values are made
-# from the latent when attention runs (absorbed into the query and the output in decode).
+# The cache holds the compressed latent (`kv_lora_rank` elements) and the shared rope key
+# (`qk_rope_head_dim`), not per-head K and V. Per-head K and V would be heads × (a key of
+# qk_nope + qk_rope = `head_dim` elements + a value of `v_head_dim`) per layer:
+# `mla_per_head_kv_elements()` in `roofline_lessons.topics.shrinking` gives it, tens of times the
+# latent (lesson 12, section 2, computes the ratio, and the DeepSeek-V2 paper's smaller one, which
+# uses 2 × heads × 128). In decode no per-head K or V is formed at all: W_UK is absorbed into the
+# query and W_UV applied after attention, which runs on the latent. Counting the
+# multi-token-prediction layer too is a named mistake: it caches only when used for speculative
+# decoding.
 
 # %% [markdown]
 # ## Exercise 12.2 — int4 weights in GiB
@@ -122,7 +129,9 @@ grade.gemma_kv_gib(gemma_kv_gib)
 # BF16 on one H200 (`memory_capacity_bytes`) with 90 % of its memory for weights and KV (vLLM's
 # default), every sequence holding 32,768 tokens. A **uniform** allocator gives every layer
 # ceil(32,768 / 16) pages per sequence; allocating **per layer kind** gives a local layer only the
-# pages its window spans (here exactly `sliding_window` / 16). How many whole sequences fit each way,
+# pages its window spans (here exactly `sliding_window` / 16, because 32,768 cached tokens fill whole
+# pages; the next token needs one page more in every layer — leave that out). How many whole
+# sequences fit each way,
 # and what **fraction** of the per-kind capacity does the uniform allocator lose?
 
 # %%
@@ -149,7 +158,9 @@ grade.paged_uniform_loss(uniform_loss)
 #
 # Llama-3.1-70B decodes with 128 tokens cached on a B200 (a short context, so the KV cache stays
 # small). With int4 weights dequantised on the fly (`weights_dtype="int4"`, matmuls in BF16), what
-# is the smallest batch whose step is **compute-bound**? Sweep `place(...)` over
+# is the smallest batch whose step is **compute-bound**? Use the course's convention: the
+# dequantisation (2 FLOPs per weight on the vector units) is added **in series** to the matmuls'
+# compute time, as `place()` does; the answer is an exact whole number. Sweep `place(...)` over
 # `batch=np.arange(1, 4097)` and read `.bound`.
 
 # %%
@@ -163,5 +174,8 @@ grade.int4_critical_batch(int4_critical)
 # %% [markdown] tags=["solution"]
 # Far below BF16's critical batch: the weight bytes fell nearly 4× but the matmuls still run at the
 # BF16 rate (plus the dequantisation on the vector units), so the compute roof did not move and the
-# step reaches it sooner. Only W4A4 (fp4 matmuls on a part that has them) raises the roof, and moves
-# the critical batch the other way.
+# step reaches it sooner. Left out (or fully overlapped), the dequantisation would move the answer to
+# a larger batch: the in-series convention is the conservative one. Only W4A4 (fp4 matmuls on a
+# part that has them) raises the roof: by the weight lens its critical batch stays near BF16's; by
+# all the traffic it rises, because the BF16 KV cache and activations it does not shrink grow with
+# the batch.

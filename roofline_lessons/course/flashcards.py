@@ -636,6 +636,37 @@ def _weight_lens_batch(model, part, context=4096, **fmt):
     return critical_batch(model, part, context, lens="weights only", **_format_fields(**fmt))
 
 
+def _lens_batch(model, part, context=4096, lens="all traffic", **fmt):
+    """The critical batch through either lens of lesson 4 (``lens``: "all traffic" or "weights only")
+    under a number format (sequences)."""
+    from ..topics.batching import critical_batch
+
+    return critical_batch(model, part, context, lens=lens, **_format_fields(**fmt))
+
+
+def _matmul_time_ms(model, part, tokens=4096, batch=1, **fmt):
+    """A decode step's compute time without the dequantisation (its matmuls and the rest alone), ms."""
+    return 1e3 * (_formatted(model, part, "compute_time_s", tokens=tokens, batch=batch, **fmt)
+                  - _formatted(model, part, "dequant_time_s", tokens=tokens, batch=batch, **fmt))
+
+
+def _zero_point_bytes_per_weight(group=128):
+    """Bytes per int4 weight with a bf16 scale and a 4-bit zero point per ``group`` weights."""
+    from ..topics.shrinking import int4_bytes_per_weight
+
+    return int4_bytes_per_weight(int(group), zero_point=True)
+
+
+def _mla_fp8_vllm_bytes(model="deepseek-v3", per_layer=False):
+    """Bytes per token of an MLA model's cache in vLLM's FP8 layout (656 bytes per layer for DeepSeek-V3):
+    the latent in FP8, four FP32 scales (one per 128 elements of the latent), the rope key in BF16."""
+    from ..core.models import get_model
+
+    m = get_model(model)
+    layer = m.kv_lora_rank * 1 + (m.kv_lora_rank // 128) * 4 + m.qk_rope_head_dim * 2
+    return float(layer if per_layer else layer * m.num_mla_layers)
+
+
 def _dequant_tokens_equivalent(model, part):
     """How many tokens' BF16 multiply-adds (2 FLOPs each, on the tensor cores) take as long as
     dequantising the weight once (``DEQUANT_FLOPS_PER_WEIGHT`` on the vector units, at the rate the
@@ -670,7 +701,9 @@ NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
     "mla_expanded_kv_kib": _mla_expanded_kv_kib, "mla_step": _mla_step, "window_kv_gib": _window_kv_gib,
     "paged_batch": _paged_batch, "byte_share": _byte_share, "weight_lens_batch": _weight_lens_batch,
     "dequant_tokens_equivalent": _dequant_tokens_equivalent, "model_field": _model_field,
-    "kv_element_bytes": _kv_element_bytes, "op_intensity": _op_intensity,
+    "kv_element_bytes": _kv_element_bytes, "op_intensity": _op_intensity, "lens_batch": _lens_batch,
+    "matmul_time_ms": _matmul_time_ms, "zero_point_bytes_per_weight": _zero_point_bytes_per_weight,
+    "mla_fp8_vllm_bytes": _mla_fp8_vllm_bytes,
 }
 
 

@@ -472,9 +472,27 @@ def stored_weights(model: Model | str, weights_dtype: str = "int4", *, quantized
                          bytes=stored_weight_bytes(model_cost(m, w)), bf16_bytes=weight_bytes(m, "bf16"))
 
 
-def int4_bytes_per_weight(group_size: int = 128) -> float:
-    """Bytes per int4 weight with one bf16 scale per ``group_size`` weights: 0.5 + 2 / group."""
-    return weight_bytes_per_element("int4", _whole("group_size", group_size, 1))
+def int4_bytes_per_weight(group_size: int = 128, zero_point: bool = False) -> float:
+    """Bytes per int4 weight with one bf16 scale per ``group_size`` weights: 0.5 + 2 / group (the
+    course's symmetric minimum). ``zero_point=True`` adds a 4-bit zero point per group (asymmetric, as
+    AWQ stores by default): + 0.5 / group."""
+    g = _whole("group_size", group_size, 1)
+    return weight_bytes_per_element("int4", g) + (ZERO_POINT_BYTES / g if zero_point else 0.0)
+
+
+ZERO_POINT_BYTES = 0.5  #: one 4-bit zero point per group (asymmetric int4), bytes
+NVFP4_BLOCK = 16  #: NVFP4: E2M1 values in blocks of 16 elements …
+NVFP4_SCALE_BYTES = 1  #: … each with one E4M3 (8-bit) scale …
+NVFP4_TENSOR_SCALE_BYTES = 4  #: … and one FP32 scale per tensor
+
+
+def nvfp4_bytes_per_weight(tensor_elements: int | None = None) -> float:
+    """Bytes per NVFP4 weight: 0.5 + 1 / 16 (an E4M3 scale per 16-element block), plus the per-tensor
+    FP32 scale's share 4 / ``tensor_elements`` (left out when None: negligible for any real matrix).
+    Not a course dtype: the placements price MXFP4 (``fp4``)."""
+    extra = 0.0 if tensor_elements is None else NVFP4_TENSOR_SCALE_BYTES / _whole("tensor_elements",
+                                                                                  tensor_elements, 1)
+    return 0.5 + NVFP4_SCALE_BYTES / NVFP4_BLOCK + extra
 
 
 # ---- 4-bit weights: batch 1, the critical batch, dequantisation ------------------------------------
@@ -543,8 +561,22 @@ class BatchSweep:
 
     @property
     def critical_batch(self) -> int | None:
-        """The smallest batch whose step is compute-bound (None up to ``max_batch``)."""
+        """The smallest batch whose step is compute-bound (None up to ``max_batch``), the course's
+        rule: the dequantisation (weight-only formats) added in series to the matmuls."""
         hit = np.nonzero(self.compute_bound)[0]
+        return int(self.batch[hit[0]]) if hit.size else None
+
+    @property
+    def overlapped_step_time_s(self) -> np.ndarray:
+        """Each step's lower bound if the dequantisation overlapped the matmuls completely:
+        max(compute − dequant, memory) (seconds). Equal to ``step_time_s`` without a dequant."""
+        return np.maximum(self.compute_time_s - self.dequant_time_s, self.memory_time_s)
+
+    @property
+    def critical_batch_without_dequant(self) -> int | None:
+        """The smallest batch whose matmuls alone (dequantisation left out, or fully overlapped)
+        take at least the memory time (None up to ``max_batch``)."""
+        hit = np.nonzero(self.compute_time_s - self.dequant_time_s >= self.memory_time_s)[0]
         return int(self.batch[hit[0]]) if hit.size else None
 
 

@@ -1044,8 +1044,9 @@ def kv_bytes_vs_context_chart(curves, title=None):
         if states[i] > 0:
             # a broad pale band: a level, unlike any curve's line
             ax.axhline(states[i], color=colour, linewidth=7, alpha=0.4, solid_capstyle="butt", zorder=2)
-            ax.annotate(f"{c.label}: state {binary(states[i])}", (x_lo, states[i]), textcoords="offset points",
-                        xytext=(4, 3), va="bottom", ha="left", fontsize=LABEL_PT, color="black",
+            # labelled at the right end, under the band: the curves have all risen above it there
+            ax.annotate(f"{c.label}: state {binary(states[i])}", (x_hi, states[i]), textcoords="offset points",
+                        xytext=(-4, -6), va="top", ha="right", fontsize=LABEL_PT, color="black",
                         bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
             handles.append(Line2D([], [], color=colour, linewidth=7, alpha=0.4, solid_capstyle="butt",
                                   label=_wrap(f"{c.label}: recurrent state, {binary(states[i])} at any context",
@@ -1127,7 +1128,8 @@ def byte_budget_chart(placements, labels, title=None):
             ax.barh(y, value / factor, left=left / factor, height=0.62, color=colour, hatch=hatch, edgecolor=edge,
                     linewidth=0.6, zorder=2)
             left += value
-        ends.append(ax.annotate(f"{si(totals[i], 'B')}: {duration(pl.time_lower_bound_s)}, {pl.bound}-bound",
+        fits = "" if bool(np.all(pl.fits_in_memory)) else f"; does not fit {binary(pl.part.memory_capacity_bytes)}"
+        ends.append(ax.annotate(f"{si(totals[i], 'B')}: {duration(pl.time_lower_bound_s)}, {pl.bound}-bound{fits}",
                                 (totals[i] / factor, y), textcoords="offset points", xytext=(5, 0), va="center",
                                 ha="left", fontsize=LABEL_PT, gid="step-bytes"))
     ax.set_yticks(range(n), [_wrap(x, 24) for x in labels[::-1]], fontsize=LABEL_PT)
@@ -1139,6 +1141,12 @@ def byte_budget_chart(placements, labels, title=None):
     x_max = max(t / factor * width_px / max(width_px - label.get_window_extent(renderer).width - pad_px, width_px / 4)
                 for t, label in zip(totals, ends))
     ax.set_xlim(0, x_max)
+    # ticks (and grid lines) only as far as the longest bar: the rest of the range is room for its label
+    from matplotlib.ticker import FixedLocator, MaxNLocator
+
+    top = max(totals) / factor
+    ticks = [t for t in MaxNLocator(nbins=5).tick_values(0, top) if 0 <= t <= top * 1.001]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.tick_params(axis="x", labelsize=LABEL_PT)
     ax.set_xlabel(f"Bytes moved per step ({unit}; 1 {unit} = {said_unit} bytes)")
     ax.set_ylabel("Setup", fontsize=LABEL_PT)
@@ -1152,8 +1160,10 @@ def byte_budget_chart(placements, labels, title=None):
     said = []
     for label, by_kind, total, pl in zip(labels, kinds, totals, placements):
         parts = ", ".join(f"{k} {si(v, 'B')} ({_share(v / total)})" for k, v in by_kind.items() if v > 0)
+        fits = "" if bool(np.all(pl.fits_in_memory)) else \
+            f"; it does not fit the {binary(pl.part.memory_capacity_bytes)} of memory"
         said.append(f"{label}: {si(total, 'B')} per step ({parts}); at least {duration(pl.time_lower_bound_s)} per "
-                    f"step, {pl.bound}-bound")
+                    f"step, {pl.bound}-bound{fits}")
     set_alt(fig, f"{title}. Horizontal stacked bars, one per setup, bytes moved in one step: " + ". ".join(said)
             + ".")
     return fig

@@ -6,6 +6,8 @@ answer stale."""
 from __future__ import annotations
 
 import math
+import re
+from dataclasses import replace
 
 from ...core.dtypes import bytes_per_element, weight_bytes_per_element
 from ...core.memory import weight_bytes
@@ -20,8 +22,11 @@ from ...topics.shrinking import (
 )
 from ..checkers import CheckResult, Mistake, check_number
 
-_REL_TOL = 0.02  #: every lesson-12 checker's tolerance (relative), except 12.2 and 12.3
-_TIGHT_REL_TOL = 0.005  #: 12.2 and 12.3: the scales and the BF16 layers are a few per cent
+_REL_TOL = 0.02  #: 12.4's tolerance (relative)
+_TIGHT_REL_TOL = 0.005  #: 12.2: the scales and the BF16 layers are a few per cent
+_SPEEDUP_REL_TOL = 0.01  #: 12.3: accepts 3.6 for 3.62, still rejects the named ratios (3.72, 3.88, 4)
+_FRACTION_REL_TOL = 0.002  #: 12.5: a ratio of two whole-number counts, so only rounding is forgiven
+_EXACT_ABS_TOL = 0.5  #: 12.1 (an exact count of bytes) and 12.6 (an exact batch): whole numbers, no slack
 
 MLA_MODEL = "deepseek-v3"  #: 12.1
 INT4_MODEL = "llama-3.1-70b"  #: 12.2
@@ -31,10 +36,22 @@ PAGED_MODEL, PAGED_PART, PAGED_TOKENS, PAGE_TOKENS, PAGED_UTILIZATION = "gemma-3
 SHORT_CONTEXT = 128  #: 12.6: a short context, where decode can turn compute-bound
 
 
-def _distinct(expected: float, mistakes, rel_tol: float = _REL_TOL) -> tuple[Mistake, ...]:
+def _distinct(expected: float, mistakes, rel_tol: float = _REL_TOL, abs_tol: float = 1e-12) -> tuple[Mistake, ...]:
     """The mistakes whose value is not (within twice the tolerance) the right answer: a 'mistake'
     that gives the right number must never be named."""
-    return tuple(m for m in mistakes if not math.isclose(m.value, expected, rel_tol=2 * rel_tol, abs_tol=1e-12))
+    return tuple(m for m in mistakes if not math.isclose(m.value, expected, rel_tol=2 * rel_tol, abs_tol=2 * abs_tol))
+
+
+def _check(exercise: str, answer, expected: float, *, rel_tol: float = 0.0, abs_tol: float = 0.0, **kw) -> CheckResult:
+    """:func:`check_number`, with the tolerance in a 'too high/too low' message written the way this
+    lesson needs it: a relative one to one decimal ("±0.5 %"), an exact whole number as "exact"."""
+    result = check_number(exercise, answer, expected, rel_tol=rel_tol, abs_tol=abs_tol, **kw)
+    if abs_tol:
+        allowed = "exact" if kw.get("whole") or abs_tol <= 0.5 else f"±{abs_tol:g}"
+    else:
+        allowed = f"±{100 * rel_tol:.1f} %"
+    message = re.sub(r"\(allowed ±[^)]*\)", f"(allowed {allowed})", result.message)
+    return result if message == result.message else replace(result, message=message)
 
 
 # ---- 12.1 MLA: KV bytes per token ---------------------------------------------------------------
@@ -62,12 +79,17 @@ def _mla_mistakes() -> tuple[Mistake, ...]:
         Mistake("count elements, not bytes (BF16 is 2 bytes each)", layers * m.mla_cache_elements_per_token),
         Mistake("multiply by 2 for K and V: the latent is one tensor, both K and V are made from it",
                 2 * _mla_bytes()),
-    ))
+        Mistake(f"count the multi-token-prediction layer too ({m.mtp_layers} more): it ships beside the model and "
+                "caches only when used for speculative decoding",
+                (layers + m.mtp_layers) * m.kv_bytes_per_token_per_layer("bf16")),
+        Mistake(f"count only the {m.num_moe_layers} MoE layers: the first dense layers have MLA attention too",
+                m.num_moe_layers * m.kv_bytes_per_token_per_layer("bf16")),
+    ), rel_tol=0.0, abs_tol=_EXACT_ABS_TOL / 2)
 
 
 def mla_kv_bytes_per_token(answer) -> CheckResult:
     """12.1 — bytes one token adds to DeepSeek-V3's KV cache over all its layers, BF16."""
-    return check_number("12.1", answer, _mla_bytes(), rel_tol=_REL_TOL, unit="bytes", mistakes=_mla_mistakes(),
+    return _check("12.1", answer, _mla_bytes(), abs_tol=_EXACT_ABS_TOL, unit="bytes", mistakes=_mla_mistakes(),
                         hint="num_hidden_layers × (kv_lora_rank + qk_rope_head_dim) × 2 bytes.")
 
 
@@ -100,7 +122,7 @@ def _int4_mistakes() -> tuple[Mistake, ...]:
 def int4_weights_gib(answer) -> CheckResult:
     """12.2 — GiB of Llama-3.1-70B's weights stored in int4 (group 128, one bf16 scale per group;
     embedding, lm_head and norms BF16)."""
-    return check_number("12.2", answer, _int4_gib(), rel_tol=_TIGHT_REL_TOL, unit="GiB", mistakes=_int4_mistakes(),
+    return _check("12.2", answer, _int4_gib(), rel_tol=_TIGHT_REL_TOL, unit="GiB", mistakes=_int4_mistakes(),
                         hint="(parameters − 2 × vocab × hidden − norms) × (0.5 + 2/128) + (2 × vocab × hidden + "
                              "norms) × 2 bytes, ÷ 2^30; norms = (2 × layers + 1) × hidden.")
 
@@ -128,13 +150,13 @@ def _speedup_mistakes() -> tuple[Mistake, ...]:
         Mistake("give the time saved as a fraction (1 − int4 ÷ BF16) instead of the speed-up (BF16 ÷ int4)",
                 1 - 1 / s.speedup),
         Mistake("divide the other way (int4 ÷ BF16)", 1 / s.speedup),
-    ), rel_tol=_TIGHT_REL_TOL)
+    ), rel_tol=_SPEEDUP_REL_TOL)
 
 
 def int4_batch1_speedup(answer) -> CheckResult:
     """12.3 — BF16 decode step ÷ int4 decode step (weight-only, group 128), Llama-3.1-70B, batch 1,
     4,096 tokens cached, B200: both from place()."""
-    return check_number("12.3", answer, _speedup_value(), rel_tol=_TIGHT_REL_TOL, unit="×",
+    return _check("12.3", answer, _speedup_value(), rel_tol=_SPEEDUP_REL_TOL, unit="×",
                         mistakes=_speedup_mistakes(),
                         hint="place(..., weights_dtype='int4').time_lower_bound_s against the BF16 step's.")
 
@@ -167,7 +189,7 @@ def _window_mistakes() -> tuple[Mistake, ...]:
 
 def gemma_kv_gib(answer) -> CheckResult:
     """12.4 — GiB of KV cache one Gemma-3-27B sequence of 32,768 tokens holds, BF16, windows applied."""
-    return check_number("12.4", answer, _window_gib(), rel_tol=_REL_TOL, unit="GiB", mistakes=_window_mistakes(),
+    return _check("12.4", answer, _window_gib(), rel_tol=_REL_TOL, unit="GiB", mistakes=_window_mistakes(),
                         hint="global layers × 32,768 + local layers × min(32,768, window), each × "
                              "kv_bytes_per_token_per_layer('bf16'), ÷ 2^30.")
 
@@ -192,7 +214,12 @@ def _paged_mistakes() -> tuple[Mistake, ...]:
     si_pool = PAGED_UTILIZATION * p.part.memory_capacity_bytes / GiB * 1e9 - weight_bytes(m, "bf16")
     si_uniform = math.floor(si_pool / p.uniform_bytes_per_sequence)
     si_kind = math.floor(si_pool / p.per_kind_bytes_per_sequence)
+    full_pool = p.part.memory_capacity_bytes - weight_bytes(m, "bf16")
+    full_uniform = math.floor(full_pool / p.uniform_bytes_per_sequence)
+    full_kind = math.floor(full_pool / p.per_kind_bytes_per_sequence)
     return _distinct(p.uniform_loss, (
+        Mistake(f"use all the memory: the pool is {PAGED_UTILIZATION:g} × capacity − weights (vLLM's default "
+                "gpu_memory_utilization)", 1 - full_uniform / full_kind if full_kind else 0.0),
         Mistake("compute the uniform allocator's capacity per layer kind (a uniform allocator gives EVERY layer "
                 "full-context pages: nothing is lost only if you priced it as the per-kind one)", 0.0),
         Mistake("compare bytes per sequence instead of whole sequences (a fraction of a sequence does not run)",
@@ -202,14 +229,14 @@ def _paged_mistakes() -> tuple[Mistake, ...]:
                 1 - p.uniform_sequences / all_windowed_n if all_windowed_n else 0.0),
         Mistake("read the H200's 141 GB as 10^9 bytes (memory capacity is binary: GiB)",
                 1 - si_uniform / si_kind if si_kind else 0.0),
-    ))
+    ), rel_tol=_FRACTION_REL_TOL)
 
 
 def paged_uniform_loss(answer) -> CheckResult:
     """12.5 — the fraction (0 to 1) of the per-kind allocator's sequences that a uniform page allocator
     loses: Gemma-3-27B, BF16, on an H200 at 90 % memory utilisation, 32,768 tokens per sequence, 16-token
     pages."""
-    return check_number("12.5", answer, _paged_loss(), rel_tol=_REL_TOL, mistakes=_paged_mistakes(),
+    return _check("12.5", answer, _paged_loss(), rel_tol=_FRACTION_REL_TOL, mistakes=_paged_mistakes(),
                         hint="pool = 0.9 × capacity − weights; uniform: every layer ceil(32,768/16) pages; per kind: "
                              "local layers ceil(window/16) pages; sequences = floor(pool ÷ bytes per sequence); "
                              "loss = 1 − uniform ÷ per kind.")
@@ -238,16 +265,20 @@ def _crit_mistakes() -> tuple[Mistake, ...]:
         Mistake("keep BF16's critical batch: the weights' bytes fell about 4×, the compute roof did not move",
                 float(s["BF16"].critical_batch)),
     ]
+    crit = int(_crit_int4())
+    out.append(Mistake("give the last memory-bound batch (the critical batch is the FIRST compute-bound one)",
+                       float(crit - 1)))
     if no_dequant:
         out.append(Mistake("leave out the dequantisation (2 FLOPs per weight on the vector units, added to the "
                            "compute time)", float(no_dequant[0])))
-    return _distinct(_crit_int4(), out)
+    # exact answer: a mistake one batch away is still a different answer (keep it: half the slack, doubled, < 1)
+    return _distinct(_crit_int4(), out, rel_tol=0.0, abs_tol=_EXACT_ABS_TOL / 2)
 
 
 def int4_critical_batch(answer) -> CheckResult:
     """12.6 — the smallest batch at which a weight-only int4 decode step of Llama-3.1-70B (128 tokens
     cached, B200) is compute-bound (place() swept over batch)."""
-    return check_number("12.6", answer, _crit_int4(), rel_tol=_REL_TOL, whole=True, unit="sequences",
+    return _check("12.6", answer, _crit_int4(), abs_tol=_EXACT_ABS_TOL, whole=True, unit="sequences",
                         mistakes=_crit_mistakes(),
                         hint="place(..., batch=np.arange(1, 4097), context_tokens=128, weights_dtype='int4').bound: "
                              "the first 'compute'.")
