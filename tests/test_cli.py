@@ -157,3 +157,20 @@ def test_serve_json(capsys):
 def test_serve_bad_input_exits_2(capsys, extra):
     code, out, err = run(capsys, *SERVE, *extra)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "error" in err
+
+
+def test_readme_console_examples_are_what_the_cli_prints(capsys):
+    """Every ```console block of the README that runs roofline-lessons shows exactly what it prints today."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    from roofline_lessons.cli import main as cli_main
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```console\n\$ roofline-lessons ([^\n]+)\n(.*?)```", readme, flags=re.S)
+    assert blocks, "the README shows no CLI example"
+    for args, shown in blocks:
+        capsys.readouterr()
+        assert cli_main(shlex.split(args)) == 0
+        assert capsys.readouterr().out == shown, f"README example out of date: roofline-lessons {args}"
