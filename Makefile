@@ -9,7 +9,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LESSON1 := notebooks/01_the_concept.ipynb
 NOTEBOOK_DIRS := notebooks exercises solutions
 
-.PHONY: lab test install install-test browser-deps sync exercises bench clean
+.PHONY: lab test install install-test browser-deps hub hub-run doctor sync exercises bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,7 @@ lab: $(VENV)/.installed
 
 # Two workers, each file whole on one worker (a notebook's cells share one kernel; the browser tests
 # share one JupyterLab): about 3 minutes instead of 4 on a 2-core machine.
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test hub
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests $(NOTEBOOK_DIRS) --nbval-lax --nbval-current-env
 
 # The browser tests drive Debian's Chromium (never a downloaded browser). Installs it via apt when
@@ -40,6 +40,31 @@ browser-deps:
 	@if command -v chromium >/dev/null 2>&1; then echo "chromium: $$(command -v chromium)"; \
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; fi
+
+# The workshop JupyterHub (workshop/README.md): JupyterHub, its idle culler and nbgitpuller from PyPI
+# (the `hub` extra), configurable-http-proxy from npm into workshop/node_modules (pinned by
+# workshop/package-lock.json; needs Node.js >= 20 and npm). Nothing is downloaded when the hub runs.
+HUB_PROXY := workshop/node_modules/.bin/configurable-http-proxy
+
+$(VENV)/.installed-hub: pyproject.toml $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[hub]'
+	touch $@
+
+$(HUB_PROXY): workshop/package.json workshop/package-lock.json
+	npm ci --prefix workshop --no-audit --no-fund
+	touch $@
+
+hub: $(VENV)/.installed-hub $(HUB_PROXY)
+
+# Check this set-up before a workshop (installs nothing); exit status 1 if something is wrong.
+doctor:
+	@if [ -x $(BIN)/python ]; then $(BIN)/python -m roofline_lessons doctor; \
+	else echo "✗ no course environment in $(VENV) — fix: run \`make install\`"; exit 1; fi
+
+# Serve the workshop hub on http://127.0.0.1:8000 (put TLS in front for a room: docs/instructor-guide.md).
+hub-run: hub
+	@test -n "$$WORKSHOP_PASSWORD" || { echo "set WORKSHOP_PASSWORD (at least 8 characters) first" >&2; exit 2; }
+	$(BIN)/jupyterhub -f workshop/jupyterhub_config.py
 
 # For course authors: collapse narration cells, pair every .py script with its .ipynb (jupytext picks
 # the newer side),
@@ -52,12 +77,13 @@ sync: $(VENV)/.installed
 exercises: $(VENV)/.installed
 	$(BIN)/roofline-lessons exercises
 
-bench: $(VENV)/.installed-test
+bench: $(VENV)/.installed-test hub
 	$(BIN)/python benchmarks/widget_update.py
 	$(BIN)/python benchmarks/browser_latency.py
 	$(BIN)/python benchmarks/decode_vs_bound.py
 	$(BIN)/python benchmarks/notebook_times.py
 	$(BIN)/python benchmarks/bandwidth_vs_c.py
+	$(BIN)/python benchmarks/hub_load.py
 
 clean:
 	rm -rf $(VENV)

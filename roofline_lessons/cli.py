@@ -1,6 +1,11 @@
 """The ``roofline-lessons`` command: the catalogs as tables, and one workload placed on a roofline.
 
 Bad input is one line on stderr and exit status 2, never a traceback.
+
+This module imports only the standard library when it loads: the package's own modules (numpy,
+matplotlib, Jupyter behind them) are imported inside each command, so ``--help`` and ``doctor`` work
+in an environment that lacks them, and any other command there says in one line what is missing
+(exit status 1) instead of printing a traceback.
 """
 
 from __future__ import annotations
@@ -9,15 +14,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-
-from .core.costs import PHASES, QUANTIZED_WEIGHTS
-from .core.dtypes import DTYPES, kv_bytes_per_element, weight_bytes_per_element
-from .core.errors import RooflineInputError
-from .core.hardware import get_part, list_parts
-from .core.memory import VLLM_DEFAULT_MEMORY_UTILIZATION, check_memory_utilization
-from .core.models import get_model, list_models
-from .core.parallel import LINK_CHOICES, Parallelism
-from .core.units import binary, count, duration, num, percent, si
+from types import SimpleNamespace
 
 PROG = "roofline-lessons"
 #: the prompt length of ``place --phase prefill`` when --prompt is not given
@@ -48,6 +45,8 @@ def _count(name: str, minimum: int):
 
 
 def _dtype(text: str) -> str:
+    from .core.dtypes import DTYPES
+
     if text not in DTYPES:
         raise argparse.ArgumentTypeError(f"unknown dtype {text!r} (allowed: {', '.join(DTYPES)})")
     return text
@@ -83,6 +82,9 @@ def _print_json(data) -> None:
 
 
 def cmd_hardware(args) -> int:
+    from .core.hardware import get_part, list_parts
+    from .core.units import binary, num, si
+
     if args.json:
         _print_json([{"id": pid, "name": p.name, "vendor": p.vendor, "memory_type": p.memory_type,
                       "dense_flops_per_s": dict(p.dense_flops_per_s),
@@ -117,15 +119,22 @@ def _link_json(link) -> dict | None:
 
 
 def _link_text(p) -> str:
+    from .core.units import si
+
     link = p.scale_up_link or p.host_link
     return f"{si(link.per_direction_bytes_per_s, 'B/s')} {link.name.split(' (')[0]}" if link else "—"
 
 
 def _billions(n: float) -> str:
+    from .core.units import num
+
     return f"{num(n / 1e9)} billion"
 
 
 def cmd_models(args) -> int:
+    from .core.models import get_model, list_models
+    from .core.units import binary, count
+
     if args.json:
         _print_json([{"id": mid, "name": m.name, "layers": m.num_hidden_layers,
                       "full_attention_layers": m.num_full_attention_layers,
@@ -155,8 +164,22 @@ def cmd_models(args) -> int:
     return 0
 
 
+def _model(args):
+    """The model of ``place``/``serve``: a catalog id (``--model``) or a Model read from
+    ``--model-config`` (a Hugging Face config.json)."""
+    if args.model_config is not None:
+        from .core.model_config import model_from_config
+
+        return model_from_config(args.model_config)
+    return args.model
+
+
 def cmd_place(args) -> int:
+    from .core.dtypes import kv_bytes_per_element, weight_bytes_per_element
+    from .core.errors import RooflineInputError
+    from .core.memory import check_memory_utilization
     from .core.placement import place
+    from .core.units import binary, count, duration, num, percent, si
 
     fields = dict(phase=args.phase, batch=args.batch, weights_dtype=args.weights, activations_dtype=args.activations,
                   kv_dtype=args.kv, state_dtype=args.state, compute_dtype=args.compute,
@@ -171,7 +194,7 @@ def cmd_place(args) -> int:
             raise RooflineInputError("--prompt is for prefill; for decode give the cached history with --context")
         fields["context_tokens"] = args.context if args.context is not None else 0
     util = check_memory_utilization(args.memory_utilization)
-    p = place(args.model, args.hardware, parallelism=_parallelism(args), **fields)
+    p = place(_model(args), args.hardware, parallelism=_parallelism(args), **fields)
     d = p.to_dict()
     d["memory_utilization"] = util
     d["usable_memory_bytes"] = p.part.memory_capacity_bytes * util
@@ -259,10 +282,10 @@ def _format_fields(args) -> dict:
     return out
 
 
-def _format_flags(sp) -> None:
+def _format_flags(sp, names) -> None:
     sp.add_argument("--group-size", type=_count("group-size", 1), default=None,
                     help="elements per scale of 4-bit weights (default: int4 128, fp4 32 = MXFP4)")
-    sp.add_argument("--quantized-weights", choices=QUANTIZED_WEIGHTS, default=None,
+    sp.add_argument("--quantized-weights", choices=names.QUANTIZED_WEIGHTS, default=None,
                     help="which weights take --weights (default: all for 8/16-bit, linear for 4-bit: embedding, "
                          "lm_head and norms stay BF16; experts = MoE experts only, as gpt-oss ships)")
     sp.add_argument("--mla", choices=("auto", "absorbed", "expanded"), default="auto",
@@ -270,13 +293,16 @@ def _format_flags(sp) -> None:
                          "(default auto: absorbed in decode, expanded in prefill)")
 
 
-def _parallelism(args) -> Parallelism | None:
+def _parallelism(args):
+    """A :class:`~roofline_lessons.core.parallel.Parallelism` from the flags; None for one chip."""
+    from .core.parallel import Parallelism
+
     par = Parallelism(tensor=args.tensor_parallel, expert=args.expert_parallel, pipeline=args.pipeline_parallel,
                       overlap_comm=args.overlap_comm, link=args.link)
     return None if par == Parallelism() else par
 
 
-def _parallel_flags(sp) -> None:
+def _parallel_flags(sp, names) -> None:
     sp.add_argument("--tensor-parallel", type=_count("tensor-parallel", 1), default=1,
                     help="chips splitting heads and MLP columns (default 1)")
     sp.add_argument("--expert-parallel", type=_count("expert-parallel", 1), default=1,
@@ -285,11 +311,15 @@ def _parallel_flags(sp) -> None:
                     help="pipeline stages the layers are split into (default 1)")
     sp.add_argument("--overlap-comm", action="store_true",
                     help="best case: communication hidden under compute (default: added to it)")
-    sp.add_argument("--link", choices=LINK_CHOICES, default="auto",
+    sp.add_argument("--link", choices=names.LINK_CHOICES, default="auto",
                     help="link between chips (default auto: the scale-up link when the chips fit its domain, else PCIe)")
 
 
 def cmd_serve(args) -> int:
+    from .core.errors import RooflineInputError
+    from .core.hardware import get_part
+    from .core.models import get_model
+    from .core.units import binary, count, duration, num
     from .topics.serving import cost_per_million_output_tokens, request_timeline
 
     dtypes = dict(weights_dtype=args.weights, activations_dtype=args.activations, kv_dtype=args.kv,
@@ -297,7 +327,8 @@ def cmd_serve(args) -> int:
                   attention_compute_dtype=args.attention_compute, **_format_fields(args))
     if args.price_per_hour is not None and not args.price_per_hour >= 0:
         raise RooflineInputError(f"--price-per-hour must be a price in US dollars >= 0, got {args.price_per_hour!r}")
-    t = request_timeline(args.model, args.hardware, prompt_tokens=args.prompt, output_tokens=args.output,
+    model = get_model(_model(args))
+    t = request_timeline(model, args.hardware, prompt_tokens=args.prompt, output_tokens=args.output,
                          batch=args.batch, prefix_cached_tokens=args.prefix_cached,
                          speculative_tokens=args.speculative_tokens, acceptance=args.acceptance,
                          draft_model=args.draft_model, chunk_tokens=args.chunk,
@@ -312,7 +343,7 @@ def cmd_serve(args) -> int:
     if args.json:
         _print_json(d)
         return 0
-    m, p = get_model(t.model_id), get_part(t.part_id)
+    m, p = model, get_part(t.part_id)
     on = f"{count(t.chips)} × {p.name} ({t.parallelism_label})" if t.chips > 1 else p.name
     print(f"{m.name} on {on}: batch {count(t.batch)}, prompt {count(t.prompt_tokens)} tokens"
           f"{f' ({count(t.prefix_cached_tokens)} cached)' if t.prefix_cached_tokens else ''}, "
@@ -350,6 +381,7 @@ def cmd_serve(args) -> int:
 
 
 def cmd_exercises(args) -> int:
+    from .core.errors import RooflineInputError
     from .course.exercisegen import ExerciseGenerationError, generate, stale_files
 
     root = Path(args.root)
@@ -368,7 +400,8 @@ def cmd_exercises(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from .course.workshop import export
+    from .core.errors import RooflineInputError
+    from .course.handouts import export
 
     try:
         written = export(args.root, args.out, only=args.lessons or None)
@@ -394,41 +427,70 @@ def cmd_cheatsheet(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="The roofline model for LLM inference: catalogs and placements.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    hw = sub.add_parser("hardware", help="the hardware catalog as a table")
-    hw.add_argument("--json", action="store_true", help="print the catalog as JSON (raw numbers, SI units)")
-    hw.set_defaults(func=cmd_hardware)
-    mo = sub.add_parser("models", help="the model catalog as a table")
-    mo.add_argument("--json", action="store_true", help="print the catalog as JSON (counts as integers)")
-    mo.set_defaults(func=cmd_models)
-    pl = sub.add_parser("place", help="place one prefill or decode step on a part's roofline")
-    pl.add_argument("--hardware", required=True, help=f"part id ({', '.join(list_parts())})")
-    pl.add_argument("--model", required=True, help=f"model id ({', '.join(list_models())})")
-    pl.add_argument("--phase", required=True, choices=PHASES)
+def _catalog_names() -> SimpleNamespace:
+    """The choices and catalog ids the ``place`` and ``serve`` flags offer. Raises ImportError where
+    a dependency of the core (numpy) is missing."""
+    from .core.costs import PHASES, QUANTIZED_WEIGHTS
+    from .core.dtypes import DTYPES
+    from .core.hardware import list_parts
+    from .core.memory import VLLM_DEFAULT_MEMORY_UTILIZATION
+    from .core.models import list_models
+    from .core.parallel import LINK_CHOICES
+    from .core.units import count
+
+    return SimpleNamespace(PHASES=PHASES, QUANTIZED_WEIGHTS=QUANTIZED_WEIGHTS, DTYPES=DTYPES, parts=list_parts(),
+                           models=list_models(), VLLM_DEFAULT_MEMORY_UTILIZATION=VLLM_DEFAULT_MEMORY_UTILIZATION,
+                           LINK_CHOICES=LINK_CHOICES, count=count)
+
+
+class _MissingDependency(Exception):
+    """A command needs a package that does not import in this environment."""
+
+
+def _missing_dependency(exc: ImportError) -> _MissingDependency:
+    what = exc.name or str(exc)
+    return _MissingDependency(f"this command needs {what!s}, which does not import in this environment "
+                              f"({' '.join(str(exc).split())}); run `{PROG} doctor` to see every missing "
+                              f"dependency and its fix")
+
+
+def _model_flags(sp, names) -> None:
+    """--model (a catalog id) or --model-config (a Hugging Face config.json): exactly one."""
+    which = sp.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", help=f"model id ({', '.join(names.models)})")
+    which.add_argument("--model-config", metavar="CONFIG_JSON",
+                       help="your own model: the path of its Hugging Face config.json (Llama, Mistral, Qwen2/3, "
+                            "Qwen3-MoE, the Qwen3.8 hybrid, Gemma 3, gpt-oss, DeepSeek-V3), instead of --model")
+
+
+def _place_flags(pl, names) -> None:
+    pl.add_argument("--hardware", required=True, help=f"part id ({', '.join(names.parts)})")
+    _model_flags(pl, names)
+    pl.add_argument("--phase", required=True, choices=names.PHASES)
     pl.add_argument("--batch", type=_count("batch", 1), default=1, help="sequences in the step (default 1)")
     pl.add_argument("--prompt", type=_count("prompt", 1), default=None,
-                    help=f"prefill: prompt length in tokens (default {count(DEFAULT_PROMPT_TOKENS)})")
+                    help=f"prefill: prompt length in tokens (default {names.count(DEFAULT_PROMPT_TOKENS)})")
     pl.add_argument("--context", type=_count("context", 0), default=None,
                     help="decode: tokens already in the KV cache (default 0)")
     for flag, default in (("weights", "bf16"), ("activations", "bf16"), ("kv", "bf16"), ("compute", "bf16")):
-        pl.add_argument(f"--{flag}", type=_dtype, default=default, help=f"dtype ({', '.join(DTYPES)})")
+        pl.add_argument(f"--{flag}", type=_dtype, default=default, help=f"dtype ({', '.join(names.DTYPES)})")
     pl.add_argument("--state", type=_dtype, default=None, help="recurrent-state dtype (default: the model's)")
     pl.add_argument("--attention-compute", type=_dtype, default=None,
                     help="rate for attention, softmax and norms (default: --compute, but bf16 when --compute is "
                          "fp8/fp4/int8)")
-    pl.add_argument("--memory-utilization", type=float, default=VLLM_DEFAULT_MEMORY_UTILIZATION,
+    util = names.VLLM_DEFAULT_MEMORY_UTILIZATION
+    pl.add_argument("--memory-utilization", type=float, default=util,
                     help="share of device memory a serving engine may use, for the second fit check "
-                         f"(default {VLLM_DEFAULT_MEMORY_UTILIZATION}, vLLM's gpu_memory_utilization)")
+                         f"(default {util}, vLLM's gpu_memory_utilization)")
     pl.add_argument("--no-flash-attention", action="store_true")
-    _format_flags(pl)
-    _parallel_flags(pl)
+    _format_flags(pl, names)
+    _parallel_flags(pl, names)
     pl.add_argument("--json", action="store_true", help="print one JSON object")
-    pl.set_defaults(func=cmd_place)
-    sv = sub.add_parser("serve", help="one batch of requests: TTFT, TPOT, end to end, tokens/s, cost")
-    sv.add_argument("--hardware", required=True, help=f"part id ({', '.join(list_parts())})")
-    sv.add_argument("--model", required=True, help=f"model id ({', '.join(list_models())})")
+
+
+def _serve_flags(sv, names) -> None:
+    sv.add_argument("--hardware", required=True, help=f"part id ({', '.join(names.parts)})")
+    _model_flags(sv, names)
     sv.add_argument("--prompt", type=_count("prompt", 1), required=True, help="prompt length in tokens")
     sv.add_argument("--output", type=_count("output", 1), required=True, help="output tokens per sequence")
     sv.add_argument("--batch", type=_count("batch", 1), default=1, help="sequences served together (default 1)")
@@ -442,15 +504,42 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--chunk", type=_count("chunk", 1), default=None, help="prefill chunk length in tokens")
     sv.add_argument("--price-per-hour", type=float, default=None, help="US dollars per chip-hour, for the cost")
     for flag, default in (("weights", "bf16"), ("activations", "bf16"), ("kv", "bf16"), ("compute", "bf16")):
-        sv.add_argument(f"--{flag}", type=_dtype, default=default, help=f"dtype ({', '.join(DTYPES)})")
+        sv.add_argument(f"--{flag}", type=_dtype, default=default, help=f"dtype ({', '.join(names.DTYPES)})")
     sv.add_argument("--state", type=_dtype, default=None, help="recurrent-state dtype (default: the model's)")
     sv.add_argument("--attention-compute", type=_dtype, default=None,
                     help="rate for attention, softmax and norms (default: as place)")
     sv.add_argument("--no-flash-attention", action="store_true")
-    _format_flags(sv)
-    _parallel_flags(sv)
+    _format_flags(sv, names)
+    _parallel_flags(sv, names)
     sv.add_argument("--json", action="store_true", help="print one JSON object")
-    sv.set_defaults(func=cmd_serve)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line. Where the core cannot be imported (numpy missing), ``place`` and ``serve``
+    are still listed, and running them says in one line what is missing."""
+    try:
+        names, missing = _catalog_names(), None
+    except ImportError as exc:
+        names, missing = None, exc
+    parser = _Parser(prog=PROG, description="The roofline model for LLM inference: catalogs and placements.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    hw = sub.add_parser("hardware", help="the hardware catalog as a table")
+    hw.add_argument("--json", action="store_true", help="print the catalog as JSON (raw numbers, SI units)")
+    hw.set_defaults(func=cmd_hardware)
+    mo = sub.add_parser("models", help="the model catalog as a table")
+    mo.add_argument("--json", action="store_true", help="print the catalog as JSON (counts as integers)")
+    mo.set_defaults(func=cmd_models)
+    for name, helptext, flags, func in (
+            ("place", "place one prefill or decode step on a part's roofline", _place_flags, cmd_place),
+            ("serve", "one batch of requests: TTFT, TPOT, end to end, tokens/s, cost", _serve_flags, cmd_serve)):
+        if names is None:  # any arguments are accepted and the command reports what is missing
+            stub = sub.add_parser(name, help=f"{helptext} (needs the course's dependencies: run `{PROG} doctor`)",
+                                  add_help=False)
+            stub.set_defaults(func=_raiser(missing), accepts_any_arguments=True)
+        else:
+            sp = sub.add_parser(name, help=helptext)
+            flags(sp, names)
+            sp.set_defaults(func=func)
     ex = sub.add_parser("exercises", help="generate exercises/ from solutions/ (or --check that it is current)")
     ex.add_argument("--root", default=".", help="the course checkout (default: .)")
     ex.add_argument("--check", action="store_true", help="only list stale exercise files; exit 1 if any")
@@ -461,7 +550,8 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--root", default=".", help="the course checkout (default: .)")
     exp.add_argument("--lessons", nargs="*", help="only these lessons, by number prefix: --lessons 01 02")
     exp.set_defaults(func=cmd_export)
-    doc = sub.add_parser("doctor", help="check this set-up before a workshop; exit status 1 if something is wrong")
+    doc = sub.add_parser("doctor", help="check this set-up before a workshop (works even with dependencies "
+                                        "missing); exit status 1 if something is wrong")
     doc.add_argument("--json", action="store_true")
     doc.set_defaults(func=cmd_doctor)
     cs = sub.add_parser("cheatsheet", help="write the 60-second cheat sheet (Markdown and HTML)")
@@ -470,10 +560,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _raiser(exc: ImportError):
+    def func(args) -> int:
+        raise _missing_dependency(exc)
+
+    return func
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    from .core.errors import RooflineInputError  # (standard library only, like this module)
+
     try:
-        args = parser.parse_args(argv)
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        if extra and not getattr(args, "accepts_any_arguments", False):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
         return args.func(args)
     except _UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
@@ -481,6 +582,12 @@ def main(argv: list[str] | None = None) -> int:
     except RooflineInputError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
+    except _MissingDependency as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
+    except ImportError as exc:  # a command's own import (hardware, models, export …) in a broken environment
+        print(f"{PROG}: error: {_missing_dependency(exc)}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         return 0
 

@@ -1,5 +1,5 @@
 """Lesson 13 (the interview drill) and the workshop kit: the deck, scheduling, persistence (corrupt files included), the
-drill session, the cheat sheet, export and doctor."""
+drill session, the cheat sheet and doctor (export: tests/test_handouts.py)."""
 
 import json
 import math
@@ -191,7 +191,7 @@ def test_drill_widget_clicks(tmp_path):
     assert json.loads((tmp_path / "p.json").read_text())["cards"]
 
 
-# ---- cheat sheet, export, doctor --------------------------------------------------------------------
+# ---- cheat sheet, doctor --------------------------------------------------------------------
 
 def test_cheat_sheet_is_computed_from_the_package(tmp_path):
     md = cheatsheet.markdown()
@@ -200,23 +200,6 @@ def test_cheat_sheet_is_computed_from_the_package(tmp_path):
     html = (tmp_path / "cheatsheet.html").read_text()
     assert len(paths) == 2 and html.startswith("<!doctype html>") and "Ridge points" in html
     assert "http" not in html  # self-contained: prints and opens offline
-
-
-def test_export_writes_handouts(tmp_path, capsys):
-    import jupytext
-
-    root = tmp_path / "course"
-    (root / "notebooks").mkdir(parents=True)
-    nb = jupytext.reads("# %% [markdown]\n# # Tiny\n\n# %%\nprint(6 * 7)\n", fmt="py:percent")
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    jupytext.write(nb, str(root / "notebooks" / "01_tiny.ipynb"), fmt="ipynb")
-    code = main(["export", "--root", str(root), "--out", str(tmp_path / "out")])
-    assert code == 0
-    page = (tmp_path / "out" / "01_tiny.html").read_text()
-    assert "42" in page  # executed, with its output
-    assert (tmp_path / "out" / "cheatsheet.html").exists()
-    assert main(["export", "--root", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")]) == 2
-    assert "no lesson notebooks" in capsys.readouterr().err
 
 
 def test_doctor_passes_here_and_reports_fixes(monkeypatch, capsys):

@@ -8,5 +8,6 @@ below only the CLI).
 - :mod:`.flashcards`     — the interview deck (``data/flashcards.toml``), values computed live.
 - :mod:`.drill`          — spaced-repetition drill with saved progress.
 - :mod:`.cheatsheet`     — the printable cheat sheet.
-- :mod:`.workshop`       — ``export`` (offline handouts) and ``doctor`` (room check).
+- :mod:`.handouts`       — ``export``: self-contained offline HTML handouts (MathJax beside them).
+- :mod:`.workshop`       — ``doctor``: checks a set-up dependency by dependency.
 """

@@ -1,56 +1,20 @@
-"""For instructors: ``export`` (run every lesson and write HTML handouts plus the cheat sheet, for
-learners who cannot run Jupyter) and ``doctor`` (check a learner's set-up before the workshop and
-say how to fix each problem)."""
+"""For instructors: ``doctor`` (check a learner's set-up before the workshop and say how to fix
+each problem). The offline handouts (``roofline-lessons export``) are :mod:`.handouts`.
+
+The doctor imports only the standard library until it checks a dependency, and then imports each
+one on its own: it runs, and says what to install, in an environment that lacks numpy or Jupyter.
+"""
 
 from __future__ import annotations
 
+import importlib
 import json
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-
-from ..core.files import atomic_write_text
-
-# ---- export -------------------------------------------------------------------------------------
-
-
-def lesson_notebooks(root: Path) -> list[Path]:
-    return sorted((Path(root) / "notebooks").glob("[0-9]*.ipynb"))
-
-
-def export(root: Path | str = ".", out: Path | str = "handouts", only: list[str] | None = None,
-           timeout_s: int = 600, log=print) -> list[Path]:
-    """Execute each lesson notebook in a fresh kernel and write it as HTML into ``out``, with the cheat
-    sheet. ``only`` limits to notebooks whose name starts with one of the given prefixes ("01", "02")."""
-    import nbformat
-    from nbconvert import HTMLExporter
-    from nbconvert.preprocessors import ExecutePreprocessor
-
-    from . import cheatsheet
-
-    root, out = Path(root), Path(out)
-    notebooks = lesson_notebooks(root)
-    if only:
-        notebooks = [p for p in notebooks if any(p.name.startswith(o) for o in only)]
-    if not notebooks:
-        raise FileNotFoundError(f"no lesson notebooks found under {root / 'notebooks'}"
-                                + (f" matching {only}" if only else ""))
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    exporter = HTMLExporter()
-    for nb_path in notebooks:
-        log(f"running {nb_path.name} …")
-        nb = nbformat.read(str(nb_path), as_version=4)
-        ExecutePreprocessor(timeout=timeout_s, kernel_name="python3").preprocess(
-            nb, {"metadata": {"path": str(nb_path.parent)}})
-        body, _ = exporter.from_notebook_node(nb)
-        target = out / nb_path.with_suffix(".html").name
-        atomic_write_text(target, body)
-        written.append(target)
-    written += cheatsheet.write(out)
-    return written
 
 
 # ---- doctor -------------------------------------------------------------------------------------
@@ -61,51 +25,122 @@ class Finding:
     ok: bool
     what: str
     fix: str = ""
+    #: "environment" for the Python and dependency checks (whose failure skips the later ones)
+    check: str = ""
 
 
-def _requirements() -> list[str]:
+def _requirements() -> list[str] | None:
+    """The installed package's own ``Requires-Dist`` lines (pyproject's dependencies, no extras);
+    None where the package is not installed."""
     try:
         reqs = metadata.requires("roofline-lessons") or []
     except metadata.PackageNotFoundError:
-        return []
+        return None
     return [r for r in reqs if "extra ==" not in r]
 
 
-def _version_ok(installed: str, spec: str) -> bool:
+_REQUIREMENT = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*\(?([^;)]*)\)?")
+
+
+def parse_requirement(req: str) -> tuple[str, str]:
+    """``"numpy<3,>=1.24"`` → ``("numpy", ">=1.24,<3")``: the name and its bounds, lower bound first."""
+    m = _REQUIREMENT.match(req)
+    if not m:
+        return req.strip(), ""
+    clauses = [c.strip() for c in m.group(2).split(",") if c.strip()]
+    clauses.sort(key=lambda c: 0 if c.startswith(">") else 1)
+    return m.group(1), ",".join(clauses)
+
+
+def _release(version: str) -> tuple[int, ...]:
+    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", version)
+    return tuple(int(x) for x in m.group(1).split(".")) if m else ()
+
+
+def _compare(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    n = max(len(a), len(b))
+    a, b = a + (0,) * (n - len(a)), b + (0,) * (n - len(b))
+    return (a > b) - (a < b)
+
+
+def version_ok(installed: str, spec: str) -> bool:
+    """Whether ``installed`` meets ``spec`` (``">=1.24,<3"``): PEP 440 through ``packaging`` where
+    it imports, else by release numbers (``1.26.4`` → 1, 26, 4) with the same operators."""
+    if not spec:
+        return True
     try:
         from packaging.specifiers import SpecifierSet
+        from packaging.version import Version
 
-        return installed in SpecifierSet(spec)
-    except ImportError:  # packaging is nearly always there (pip, jupyter); if not, do not guess
-        return True
+        return SpecifierSet(spec).contains(Version(installed), prereleases=True)
+    except (ImportError, ValueError):  # no packaging here, or a version it cannot parse
+        pass
+    have = _release(installed)
+    for clause in spec.split(","):
+        m = re.match(r"\s*(~=|===|==|!=|<=|>=|<|>)\s*(\S+)", clause)
+        if not m:
+            continue
+        op, want = m.group(1), m.group(2)
+        if want.endswith(".*"):
+            prefix = _release(want[:-2])
+            if (op == "==") != (have[:len(prefix)] == prefix):
+                return False
+            continue
+        c = _compare(have, _release(want))
+        if op == "~=":
+            w = _release(want)
+            if c < 0 or have[:len(w) - 1] != w[:-1]:
+                return False
+        elif not {"==": c == 0, "===": c == 0, "!=": c != 0, "<=": c <= 0, ">=": c >= 0, "<": c < 0,
+                  ">": c > 0}[op]:
+            return False
+    return True
+
+
+#: distribution name → the module it provides, where the rule (lower case, ``-`` → ``_``) does not hold
+IMPORT_NAMES: dict[str, str] = {}
+
+
+#: the ``check`` of the findings that come before (and gate) the widget, kernel and chart checks
+ENV = "environment"
 
 
 def check_python() -> Finding:
     ok = sys.version_info >= (3, 11)
     return Finding(ok, f"Python {sys.version.split()[0]}",
-                   "" if ok else "install Python 3.11 or newer and re-run `make lab` (or `make install`)")
+                   "" if ok else "install Python 3.11 or newer and re-run `make lab` (or `make install`)", ENV)
+
+
+def check_dependency(req: str) -> Finding:
+    """One ``Requires-Dist`` line: installed (``importlib.metadata``), within the package's bounds,
+    and importable (``importlib.import_module``, alone, so one broken package hides no other)."""
+    name, spec = parse_requirement(req)
+    pip = f"pip install '{name}{spec}'"
+    try:
+        version = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return Finding(False, f"{name} is missing (the course needs {name}{spec})",
+                       f"run `{pip}` (or `make install` in the course folder, which installs every dependency)", ENV)
+    if not version_ok(version, spec):
+        return Finding(False, f"{name} {version} is outside the course's bounds {spec}",
+                       f"run `{pip}` in the course's environment", ENV)
+    module = IMPORT_NAMES.get(name, name.lower().replace("-", "_"))
+    try:
+        importlib.import_module(module)
+    except Exception as exc:  # any failure to import is the finding
+        why = " ".join(f"{type(exc).__name__}: {exc}".split())
+        return Finding(False, f"{name} {version} is installed but does not import ({why[:200]})",
+                       f"run `pip install --force-reinstall '{name}{spec}'` in the course's environment", ENV)
+    return Finding(True, f"{name} {version}", check=ENV)
 
 
 def check_packages() -> list[Finding]:
-    findings = []
+    """Every dependency the installed package declares (its ``Requires-Dist``), each on its own."""
     reqs = _requirements()
-    if not reqs:
+    if reqs is None:
         return [Finding(False, "the roofline-lessons package is not installed in this environment",
-                        "run `make install` (or `pip install -e .` in the course folder)")]
-    import re
-
-    for req in reqs:
-        m = re.match(r"([A-Za-z0-9_.\-]+)\s*(.*)", req)
-        name, spec = m.group(1), m.group(2).strip()
-        try:
-            version = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            findings.append(Finding(False, f"{name} is missing", f"run `make install` (needs {name}{spec})"))
-            continue
-        ok = _version_ok(version, spec)
-        findings.append(Finding(ok, f"{name} {version}" + ("" if ok else f" (the course needs {spec})"),
-                                "" if ok else f"run `pip install '{name}{spec}'` in the course's environment"))
-    return findings
+                        "run `make install` (or `pip install -e .` in the course folder)", ENV)]
+    return [check_dependency(r) for r in reqs]
 
 
 #: ipywidgets major version -> the jupyterlab_widgets major version whose front-end matches it
@@ -174,17 +209,29 @@ def check_chart() -> Finding:
                    "" if ok else "reinstall matplotlib")
 
 
+#: what the report says when the dependency checks failed and the later checks did not run
+SKIPPED = "the widget, kernel and chart checks run once the dependencies above are fixed"
+
+
 def run_doctor() -> list[Finding]:
-    return [check_python(), *check_packages(), check_widgets_frontend(), check_kernel(), check_chart()]
+    """Python, then every dependency on its own; the widget front-end, kernel and chart checks only
+    when all the dependencies are there (they import them)."""
+    first = [check_python(), *check_packages()]
+    if not all(f.ok for f in first):
+        return first
+    return [*first, check_widgets_frontend(), check_kernel(), check_chart()]
 
 
 def doctor_report(findings: list[Finding]) -> str:
-    lines = []
-    for f in findings:
-        lines.append(f"{'✓' if f.ok else '✗'} {f.what}" + ("" if f.ok else f"\n    fix: {f.fix}"))
+    """One line per finding (a problem's line names it and its fix), then a summary."""
+    lines = [f"✓ {f.what}" if f.ok else f"✗ {f.what} — fix: {f.fix}" for f in findings]
     bad = sum(not f.ok for f in findings)
-    lines.append("" if not bad else "")
-    lines.append("All good: see you at the workshop." if not bad else f"{bad} problem(s) to fix before the workshop.")
+    lines.append("")
+    if not bad:
+        lines.append("All good: see you at the workshop.")
+    else:
+        skipped = any(f.check == ENV and not f.ok for f in findings)
+        lines.append(f"{bad} problem(s) to fix before the workshop" + (f"; {SKIPPED}." if skipped else "."))
     return "\n".join(lines)
 
 
