@@ -43,7 +43,7 @@ browser-deps:
 
 # The workshop JupyterHub (workshop/README.md): JupyterHub, its idle culler and nbgitpuller from PyPI
 # (the `hub` extra), configurable-http-proxy from npm into workshop/node_modules (pinned by
-# workshop/package-lock.json; needs Node.js >= 20 and npm). Nothing is downloaded when the hub runs.
+# workshop/package-lock.json; needs Node.js >= 18 and npm). Nothing is downloaded when the hub runs.
 HUB_PROXY := workshop/node_modules/.bin/configurable-http-proxy
 
 $(VENV)/.installed-hub: pyproject.toml $(VENV)/.installed
@@ -51,6 +51,9 @@ $(VENV)/.installed-hub: pyproject.toml $(VENV)/.installed
 	touch $@
 
 $(HUB_PROXY): workshop/package.json workshop/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "npm not found: installing Debian's nodejs and npm"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; fi; }
 	npm ci --prefix workshop --no-audit --no-fund
 	touch $@
 

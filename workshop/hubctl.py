@@ -86,18 +86,22 @@ def course_branch(root: Path = ROOT) -> str:
     return text.removeprefix("ref: refs/heads/")
 
 
-def course_source(scratch: Path, root: Path = ROOT) -> tuple[str, str]:
+def course_source(scratch: Path, root: Path = ROOT, copy: bool = False) -> tuple[str, str]:
     """(git URL, branch) for nbgitpuller to clone the course from this checkout.
 
     On a branch: ``file://<root>`` and that branch. On a detached HEAD (CI's pull-request checkouts),
-    a scratch repository under ``scratch`` holding HEAD's commit as branch ``course`` (git fetch, read
-    only for ``root``). Raises HubError when ``root`` is not a git checkout.
+    or always when ``copy`` is true (a test that commits to it), a scratch bare repository under
+    ``scratch`` holding HEAD's commit as branch ``course`` (git fetch, read only for ``root``).
+    Raises HubError when ``root`` is not a git checkout.
     """
-    try:
-        return root.as_uri(), course_branch(root)
-    except ValueError as err:
-        if "detached" not in str(err):
-            raise HubError(str(err)) from None
+    if not copy:
+        try:
+            return root.as_uri(), course_branch(root)
+        except ValueError as err:
+            if "detached" not in str(err):
+                raise HubError(str(err)) from None
+    elif not (root / ".git").exists():
+        raise HubError(f"{root} is not a git checkout (no .git); nbgitpuller needs a git repository")
     repo = Path(scratch) / "course.git"
     for cmd in (["git", "init", "--quiet", "--bare", str(repo)],
                 ["git", "-C", str(repo), "fetch", "--quiet", "--depth", "1", root.as_uri(), "HEAD"],
@@ -168,6 +172,11 @@ class Hub:
                "WORKSHOP_CULL_EVERY_S": str(self.cull_every_s),
                "WORKSHOP_SPAWN_TIMEOUT_S": str(self.spawn_timeout_s)}
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "/usr/bin:/bin")])
+        # The config refuses root (every learner's code would run as root). CI containers run
+        # everything as root; this throwaway, loopback-only hub with simulated learners is the one
+        # place that override is set. A room's hub runs under an unprivileged account instead.
+        if os.getuid() == 0:
+            env["WORKSHOP_ALLOW_ROOT"] = "1"
         return env
 
     def start(self, timeout_s: float = 60) -> "Hub":
