@@ -168,9 +168,13 @@ def _model(args):
     """The model of ``place``/``serve``: a catalog id (``--model``) or a Model read from
     ``--model-config`` (a Hugging Face config.json)."""
     if args.model_config is not None:
-        from .core.model_config import model_from_config
+        from .core.model_config import model_config_notes, model_from_config
 
-        return model_from_config(args.model_config)
+        model = model_from_config(args.model_config)
+        if getattr(args, "weights", "bf16") == "bf16":
+            for note in model_config_notes(args.model_config):
+                print(f"{PROG}: note: {note}", file=sys.stderr)
+        return model
     return args.model
 
 

@@ -174,3 +174,16 @@ def test_readme_console_examples_are_what_the_cli_prints(capsys):
         capsys.readouterr()
         assert cli_main(shlex.split(args)) == 0
         assert capsys.readouterr().out == shown, f"README example out of date: roofline-lessons {args}"
+
+
+def test_model_config_declaring_fp8_weights_gets_a_note(capsys):
+    """A checkpoint that ships fp8 weights is placed in BF16 unless --weights says otherwise: the CLI says so once."""
+    from pathlib import Path
+
+    cfg = Path(__file__).resolve().parent / "data" / "hf_configs" / "deepseek-ai--DeepSeek-V3" / "config.json"
+    assert main(["place", "--hardware", "h200", "--model-config", str(cfg), "--phase", "decode", "--json"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("note:") == 1 and "--weights fp8" in err
+    assert main(["place", "--hardware", "h200", "--model-config", str(cfg), "--phase", "decode", "--weights", "fp8",
+                 "--json"]) == 0
+    assert "note:" not in capsys.readouterr().err

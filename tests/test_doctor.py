@@ -155,3 +155,42 @@ def test_export_without_lessons_is_one_line_and_exit_2(tmp_path, capsys):
     assert main(["export", "--root", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no lesson notebooks" in err and not (tmp_path / "x").exists()
+
+
+def _kernelspec(root: Path, python: Path) -> Path:
+    """A JUPYTER_PATH folder whose 'python3' kernel runs ``python``."""
+    folder = root / "jupyter"
+    (folder / "kernels" / "python3").mkdir(parents=True)
+    (folder / "kernels" / "python3" / "kernel.json").write_text(json.dumps({
+        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (ipykernel)", "language": "python"}), encoding="utf-8")
+    return folder
+
+
+def _doctor_with_kernel(monkeypatch, capsys, python: Path, jupyter_root: Path) -> tuple[int, list[str]]:
+    monkeypatch.setenv("JUPYTER_PATH", str(_kernelspec(jupyter_root, python)))
+    monkeypatch.chdir(REPO)  # the checkout in the working folder must not stand in for an installed course
+    code = main(["doctor"])
+    lines = capsys.readouterr().out.splitlines()
+    return code, [x for x in lines if "python3 kernel" in x]
+
+
+def test_a_kernel_whose_python_lacks_numpy_is_named_with_its_fix(bare_venv, tmp_path, monkeypatch, capsys):
+    code, (line,) = _doctor_with_kernel(monkeypatch, capsys, bare_venv / "python", tmp_path)
+    assert code == 1 and line.startswith(f"✗ the python3 kernel ({bare_venv / 'python'})"), line
+    assert "numpy" in line and "— fix: " in line and "ipykernel install" in line
+
+
+def test_a_kernel_without_the_course_is_not_fooled_by_the_checkout(tmp_path, monkeypatch, capsys):
+    """`import roofline_lessons` needs only the standard library and the checkout sits in the working
+    folder: the probe must run isolated, elsewhere, and import what the lessons use."""
+    made = _run([sys.executable, "-m", "venv", "--without-pip", tmp_path / "empty"], cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    python = tmp_path / "empty" / "bin" / "python"
+    code, (line,) = _doctor_with_kernel(monkeypatch, capsys, python, tmp_path)
+    assert code == 1 and line.startswith("✗ ") and "roofline_lessons" in line, line
+
+
+def test_this_environments_kernel_passes(tmp_path, monkeypatch, capsys):
+    _, (line,) = _doctor_with_kernel(monkeypatch, capsys, Path(sys.executable), tmp_path)
+    assert line.startswith("✓ python3 kernel") and "numpy" in line, line

@@ -59,10 +59,17 @@ def exported(tmp_path_factory):
     (learner / "measurements").mkdir(parents=True)
     (learner / "measurements" / "mine.json").write_text('{"kept": true}\n')
     before = _snapshot(learner)
+    # the learner's IPython folder, with a file of theirs: a kernel started with it would add
+    # profile_default/ (history.sqlite, startup/README) to it
+    ipython_dir = tmp / "learner-ipython"
+    (ipython_dir / "extensions").mkdir(parents=True)
+    (ipython_dir / "extensions" / "mine.py").write_text("# the learner's\n")
+    ipython_before = _snapshot(ipython_dir)
     out = tmp / "out"
     lines: list[str] = []
     mp = pytest.MonkeyPatch()
     mp.setenv("ROOFLINE_LESSONS_DATA", str(learner))
+    mp.setenv("IPYTHONDIR", str(ipython_dir))
     err_file = tmp / "stderr.txt"
     try:
         # the kernels write their warnings to the inherited file descriptor 2, not to sys.stderr
@@ -71,6 +78,7 @@ def exported(tmp_path_factory):
     finally:
         mp.undo()
     return {"out": out, "written": written, "learner": learner, "before": before, "log": lines,
+            "ipython_dir": ipython_dir, "ipython_before": ipython_before,
             "stderr": err_file.read_text(errors="replace")}
 
 
@@ -112,6 +120,9 @@ def test_dashboard_replaced_by_its_static_picture(exported):
 
 def test_export_leaves_the_learners_data_alone_and_is_quiet(exported):
     assert _snapshot(exported["learner"]) == exported["before"]
+    # IPYTHONDIR untouched: no profile_default/, no history.sqlite (the kernels had their own)
+    assert _snapshot(exported["ipython_dir"]) == exported["ipython_before"]
+    assert [p.name for p in exported["ipython_dir"].iterdir()] == ["extensions"]
     assert "TCP" not in exported["stderr"] and "WARNING" not in exported["stderr"]
     # lesson 8 did save its measurement, into the export's scratch folder: its output says where
     page = (exported["out"] / "08_measure_your_machine.html").read_text(encoding="utf-8")

@@ -6,13 +6,14 @@ Model, with the same parameter count and the same placement numbers; bad input i
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
 import roofline_lessons
 from roofline_lessons.cli import main
 from roofline_lessons.core.errors import RooflineInputError
-from roofline_lessons.core.model_config import MODEL_TYPES, model_from_config
+from roofline_lessons.core.model_config import MODEL_TYPES, model_config_notes, model_from_config
 from roofline_lessons.core.models import Model, get_model, list_models
 from roofline_lessons.core.placement import place
 
@@ -194,6 +195,17 @@ BAD_CONFIGS = [
     ({**hf_config(get_model("deepseek-v3")), "moe_layer_freq": 2}, "moe_layer_freq"),
     (_without(hf_config(get_model("deepseek-v3")), "kv_lora_rank"), "missing field 'kv_lora_rank'"),
     ({"model_type": "gemma3", "text_config": [1, 2]}, "text_config must be an object"),
+    ({**_llama(), "num_key_value_heads": 5}, "num_attention_heads 32 is not a multiple of num_key_value_heads 5"),
+    ({**_llama(), "num_key_value_heads": 64}, "num_key_value_heads 64 is more than num_attention_heads 32"),
+    ({**hf_config(get_model("qwen3-30b-a3b")), "num_experts_per_tok": 200}, "num_experts_per_tok 200 is more than"),
+    ({**hf_config(get_model("gpt-oss-120b")), "num_experts_per_tok": 129}, "num_experts_per_tok 129 is more than"),
+    ({**hf_config(get_model("deepseek-v3")), "n_routed_experts": 4}, "num_experts_per_tok 8 is more than the 4"),
+    (_hybrid(linear_num_value_heads=47), "linear_num_value_heads 47 is not a multiple of linear_num_key_heads"),
+    ({**_llama(), "hidden_size": -4096}, "'hidden_size' must be a whole number >= 1, got -4096"),
+    ({**_llama(), "head_dim": 0}, "'head_dim' must be a whole number >= 1, got 0"),
+    ({**_llama(), "intermediate_size": -1}, "'intermediate_size' must be a whole number >= 1"),
+    ({**_llama(), "num_attention_heads": 0}, "'num_attention_heads' must be a whole number >= 1"),
+    ({**hf_config(get_model("qwen3-30b-a3b")), "moe_intermediate_size": 0}, "'moe_intermediate_size' must be"),
 ]
 
 
@@ -275,3 +287,83 @@ def test_a_bad_model_config_is_one_line_and_exit_2(tmp_path, capsys, command):
     assert main([command, "--hardware", "h200", *rest, "--model-config", str(path)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and "unsupported architecture" in err and "'mamba'" in err
+
+
+# ---- published config.json files (tests/data/hf_configs, as published on the Hub) ------------------
+
+HF_CONFIGS = Path(__file__).parent / "data" / "hf_configs"
+PUBLISHED = {"mistralai--Mistral-7B-v0.1": "mistral-7b", "meta-llama--Llama-3.1-8B": "llama-3.1-8b",
+             "Qwen--Qwen3-30B-A3B": "qwen3-30b-a3b", "deepseek-ai--DeepSeek-V3": "deepseek-v3"}
+
+
+@pytest.mark.parametrize("folder, mid", PUBLISHED.items())
+def test_a_published_config_gives_the_catalog_numbers(folder, mid):
+    """Not rebuilt from the catalog: the model's own config.json, read as a learner would."""
+    want = get_model(mid)
+    got = model_from_config(HF_CONFIGS / folder / "config.json")
+    assert _same_but_labels(dataclasses.replace(got, id=want.id), want) == want
+    assert (got.parameter_count(), got.active_parameter_count()) == (want.parameter_count(),
+                                                                      want.active_parameter_count())
+    named = dataclasses.replace(got, id=want.id, name=want.name)  # the numbers, not the labels, are compared
+    for phase, tokens in (("decode", {"context_tokens": 4096}), ("prefill", {"prompt_tokens": 2048})):
+        assert (place(named, "h100-sxm", phase=phase, batch=8, **tokens).to_dict()
+                == place(want, "h100-sxm", phase=phase, batch=8, **tokens).to_dict())
+
+
+def test_the_published_configs_are_untouched_json():
+    """The copies stay as published: the fields the course ignores are still there."""
+    for folder in PUBLISHED:
+        raw = json.loads((HF_CONFIGS / folder / "config.json").read_text(encoding="utf-8"))
+        assert "transformers_version" in raw and "rms_norm_eps" in raw, folder
+
+
+# ---- naming the model from where its config sits --------------------------------------------------
+
+def test_the_hugging_face_cache_layout_names_the_model(tmp_path):
+    snapshot = tmp_path / "hub" / "models--mistralai--Mistral-7B-v0.1" / "snapshots" / ("0" * 40)
+    snapshot.mkdir(parents=True)
+    published = (HF_CONFIGS / "mistralai--Mistral-7B-v0.1" / "config.json").read_text(encoding="utf-8")
+    (snapshot / "config.json").write_text(published, encoding="utf-8")
+    got = model_from_config(snapshot / "config.json")
+    assert (got.id, got.name) == ("mistral-7b-v0.1", "Mistral-7B-v0.1")  # not the commit hash
+    # a fine-tune's _name_or_path names its base model: the cache folder wins
+    config = {**json.loads(published), "_name_or_path": "someone/other-model"}
+    (snapshot / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    assert model_from_config(snapshot).id == "mistral-7b-v0.1"
+
+
+@pytest.mark.parametrize("name_or_path", ["./", ".", "", "/", "  "])
+def test_a_name_or_path_that_names_nothing_is_ignored(tmp_path, name_or_path):
+    folder = tmp_path / "My-Finetune"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**_llama(), "_name_or_path": name_or_path}), encoding="utf-8")
+    got = model_from_config(folder / "config.json")
+    assert (got.id, got.name) == ("my-finetune", "my-finetune")
+    assert model_from_config({**_llama(), "_name_or_path": name_or_path}).id == "custom-model"
+
+
+def test_a_local_path_in_name_or_path_gives_its_last_part():
+    got = model_from_config({**_llama(), "_name_or_path": "/home/ubuntu/llm/Mistral-7B-v0.1/"})
+    assert (got.id, got.name) == ("mistral-7b-v0.1", "Mistral-7B-v0.1")
+
+
+# ---- notes on what the placement does not take from the file ---------------------------------------
+
+@pytest.mark.parametrize("change, suggestion", [
+    ({"quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}}, "fp8"),
+    ({"quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128}}, "int4"),
+    ({"quantization_config": {"quant_method": "awq", "bits": 4}}, "int4"),
+    ({"quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": True}}, "int4"),
+    ({"quantization_config": {"quant_method": "mxfp4"}}, "fp4"),
+    ({"torch_dtype": "float8_e4m3fn"}, "fp8"),
+])
+def test_quantized_weights_in_the_config_get_a_note(change, suggestion):
+    (note,) = model_config_notes({**_llama(), **change})
+    assert "bf16" in note and f"--weights {suggestion}" in note and "\n" not in note
+
+
+def test_the_published_deepseek_config_notes_its_fp8_weights_and_bf16_ones_do_not():
+    (note,) = model_config_notes(HF_CONFIGS / "deepseek-ai--DeepSeek-V3")
+    assert "'fp8'" in note and "--weights fp8" in note and str(HF_CONFIGS / "deepseek-ai--DeepSeek-V3") in note
+    for folder in ("mistralai--Mistral-7B-v0.1", "meta-llama--Llama-3.1-8B", "Qwen--Qwen3-30B-A3B"):
+        assert model_config_notes(HF_CONFIGS / folder) == ()

@@ -77,8 +77,10 @@ REQUIRED = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermed
 
 def model_from_config(config: str | os.PathLike | Mapping, id: str | None = None) -> Model:
     """A :class:`Model` from a Hugging Face ``config.json``: a path to the file, a folder holding
-    ``config.json``, or the already-parsed dict. ``id`` names the model in reports (default: the
-    config's ``_name_or_path``, else the folder the file sits in, else ``"custom-model"``).
+    ``config.json``, or the already-parsed dict. ``id`` names the model in reports (default, lower-cased:
+    the repo name of a Hugging Face cache path ``models--org--name/snapshots/<sha>/config.json``,
+    else the last part of the config's ``_name_or_path`` where it names something (not ``"./"``),
+    else the folder the file sits in, else ``"custom-model"``).
 
     Units follow the catalog: counts of layers, heads and elements; ``max_context_tokens`` in
     tokens. Raises :class:`RooflineInputError` (one line) for a file that is missing, not a file,
@@ -89,9 +91,54 @@ def model_from_config(config: str | os.PathLike | Mapping, id: str | None = None
     family, cfg = _family(raw, where)
     mid = _model_id(raw, where, id)
     fields = _read(family, cfg, where)
-    name = _name(raw) or mid
+    name = _name(raw, where) or mid
     source = f"{where} (Hugging Face config.json, model_type {cfg.get('model_type', raw.get('model_type', '?'))!s})"
     return Model(id=mid, name=name, source=source, **fields)
+
+
+def model_config_notes(config: str | os.PathLike | Mapping) -> tuple[str, ...]:
+    """Notes (one line each) on what :func:`model_from_config` reads but the placement does not
+    take from the file: a checkpoint whose ``quantization_config`` or ``torch_dtype``/``dtype``
+    declares 8- or 4-bit weights (DeepSeek-V3's fp8, a GPTQ/AWQ int4 copy) is still placed with
+    bf16 weights unless ``--weights`` (``weights_dtype``) says otherwise. Empty when there is
+    nothing to say. Raises :class:`RooflineInputError` as :func:`model_from_config` does for a
+    file it cannot read."""
+    raw, where = _load(config)
+    _, cfg = _family(raw, where)
+    declared = _declared_weights(cfg)
+    if declared is None:
+        return ()
+    what, suggestion = declared
+    note = (f"{where} declares weights stored in 8 or 4 bits ({what}); the placement uses bf16 weights "
+            f"unless you give --weights (weights_dtype=...), e.g. --weights {suggestion}")
+    return (note,)
+
+
+def _declared_weights(cfg: dict) -> tuple[str, str] | None:
+    """(what the config says, the course's dtype name nearest to it), or None for 16/32-bit weights."""
+    quant = cfg.get("quantization_config")
+    if isinstance(quant, dict):
+        method = str(quant.get("quant_method", "")).lower()
+        bits = quant.get("bits") or quant.get("weight_bits")
+        if quant.get("load_in_4bit"):
+            bits = 4
+        elif quant.get("load_in_8bit"):
+            bits = 8
+        label = f"quantization_config quant_method {method!r}" if method else "quantization_config"
+        if bits in (4, 8):
+            label += f", {bits}-bit"
+        if "fp4" in method:
+            return label, "fp4"
+        if "fp8" in method or str(quant.get("fmt", "")).lower().startswith("e4m3") or bits == 8:
+            return label, "fp8"
+        if bits == 4 or method in ("gptq", "awq", "bitsandbytes"):
+            return label, "int4"
+        return label, "fp8"
+    for key in ("torch_dtype", "dtype"):
+        value = cfg.get(key)
+        if isinstance(value, str) and value.startswith("float8"):
+            return f"{key} {value!r}", "fp8"
+    return None
 
 
 # ---- reading --------------------------------------------------------------------------------------
@@ -154,11 +201,32 @@ def _family(raw: dict, where: str) -> tuple[str, dict]:
         f"the cost model knows model_type {', '.join(sorted(MODEL_TYPES))}")
 
 
-def _name(raw: dict) -> str | None:
-    name = raw.get("_name_or_path")
-    if isinstance(name, str) and name.strip():
-        return name.strip().rstrip("/").split("/")[-1]
+def _last_part(path: str) -> str | None:
+    """The last component of a path or repo id (``"meta-llama/Llama-3.1-8B"`` → ``"Llama-3.1-8B"``);
+    None for one that names nothing (``"./"``, ``"."``, ``""``)."""
+    part = path.strip().replace("\\", "/").rstrip("/").split("/")[-1]
+    return part if part not in ("", ".", "..") else None
+
+
+def _hub_cache_name(where: str) -> str | None:
+    """``.../models--org--name/snapshots/<sha>/config.json`` (the Hugging Face cache) → ``"name"``."""
+    parts = Path(where).parts
+    if len(parts) >= 4 and parts[-3] == "snapshots" and parts[-4].startswith("models--"):
+        repo = parts[-4][len("models--"):].split("--")
+        if len(repo) >= 2 and all(repo):
+            return repo[-1]
     return None
+
+
+def _name(raw: dict, where: str = "the config dict") -> str | None:
+    """The model's name: from the Hugging Face cache folder the file sits in, else the config's
+    ``_name_or_path`` (a fine-tune's may name its base model, so the cache folder comes first)."""
+    if where != "the config dict":
+        cached = _hub_cache_name(where)
+        if cached:
+            return cached
+    name = raw.get("_name_or_path")
+    return _last_part(name) if isinstance(name, str) else None
 
 
 def _model_id(raw: dict, where: str, given: str | None) -> str:
@@ -166,12 +234,13 @@ def _model_id(raw: dict, where: str, given: str | None) -> str:
         if not isinstance(given, str) or not given.strip():
             raise RooflineInputError(f"id must be a non-empty string, got {given!r}")
         return given.strip()
-    name = _name(raw)
+    name = _name(raw, where)
     if name:
         return name.lower()
     if where != "the config dict":
         path = Path(where)
-        return (path.parent.name if path.name == "config.json" and path.parent.name else path.stem).lower()
+        folder = _last_part(str(path.parent)) if path.name == "config.json" else None
+        return (folder or path.stem).lower()
     return "custom-model"
 
 
@@ -275,7 +344,26 @@ def _read(family: str, cfg: dict, where: str) -> dict:
                    moe_intermediate_size=out["intermediate_size"])  # every expert is intermediate_size wide
     elif family == "deepseek_v3":
         out.update(_deepseek_v3(f, out))
+    _check_shapes(out, where)
     return out
+
+
+def _check_shapes(out: dict, where: str) -> None:
+    """Shapes no model can have: grouped-query heads that do not divide the attention heads, more
+    experts per token than experts, value heads that do not group over the key heads."""
+    heads, kv = out["num_attention_heads"], out["num_key_value_heads"]
+    if kv > heads:
+        raise RooflineInputError(f"{where}: num_key_value_heads {kv} is more than num_attention_heads {heads}; "
+                                 f"it must be at most the attention heads and divide them")
+    if heads % kv:
+        raise RooflineInputError(f"{where}: num_attention_heads {heads} is not a multiple of num_key_value_heads "
+                                 f"{kv}; each key/value head must serve the same number of query heads")
+    if "num_experts" in out and out["num_experts_per_tok"] > out["num_experts"]:
+        raise RooflineInputError(f"{where}: num_experts_per_tok {out['num_experts_per_tok']} is more than the "
+                                 f"{out['num_experts']} experts; it must be at most the number of experts")
+    if "linear_num_key_heads" in out and out["linear_num_value_heads"] % out["linear_num_key_heads"]:
+        raise RooflineInputError(f"{where}: linear_num_value_heads {out['linear_num_value_heads']} is not a multiple "
+                                 f"of linear_num_key_heads {out['linear_num_key_heads']}")
 
 
 def _qwen3_moe(f: _Fields, layers: int) -> dict:
@@ -352,4 +440,4 @@ def _deepseek_v3(f: _Fields, out: dict) -> dict:
     )
 
 
-__all__ = ["ARCHITECTURES", "MODEL_TYPES", "model_from_config"]
+__all__ = ["ARCHITECTURES", "MODEL_TYPES", "model_config_notes", "model_from_config"]

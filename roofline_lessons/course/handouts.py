@@ -14,8 +14,12 @@ What makes a page work offline:
   blocks for them are emptied), and any remote ``<script>``/``<link>`` that remains is removed.
 
 No side effects: each kernel runs with ``ROOFLINE_LESSONS_DATA`` pointed at a temporary folder
-(lessons 8 and 9 save measurement files), IPython history in memory, and its sockets over IPC in
-that folder (so no "kernel over TCP" warning either). Every file is written atomically.
+(lessons 8 and 9 save measurement files), with ``IPYTHONDIR`` pointed there too (IPython creates
+its profile folder and history database under IPYTHONDIR when a kernel starts, so the learner's own
+``~/.ipython`` is neither created nor written) and its history kept in memory
+(``--HistoryManager.hist_file=:memory:``), and with its sockets over IPC in that folder (so no
+"kernel over TCP" warning either). The temporary folder is removed after each notebook. Every
+file is written atomically.
 """
 
 from __future__ import annotations
@@ -252,8 +256,9 @@ def offline_exporter():
 
 
 def execute(nb, cwd: Path, scratch: Path, timeout_s: int = 600) -> None:
-    """Run ``nb`` in place in a fresh python3 kernel started in ``cwd``, with the learner's data folder
-    pointed at ``scratch`` and the kernel's sockets over IPC in ``scratch`` (POSIX)."""
+    """Run ``nb`` in place in a fresh python3 kernel started in ``cwd``, with the learner's data folder,
+    IPython's folder (``IPYTHONDIR``) and the kernel's sockets (IPC, POSIX) in ``scratch``, and
+    IPython's history in memory."""
     from nbclient import NotebookClient
     from traitlets.config import Config
 
@@ -264,9 +269,11 @@ def execute(nb, cwd: Path, scratch: Path, timeout_s: int = 600) -> None:
         config.KernelManager.ip = str(scratch / "kernel")
     env = dict(os.environ)
     env[DATA_ENV] = str(scratch / "data")
+    env["IPYTHONDIR"] = str(scratch / "ipython")  # the profile IPython creates at start-up goes here
     env.pop("MPLBACKEND", None)  # the kernel draws inline, as in JupyterLab, whatever this process uses
     client = NotebookClient(nb, timeout=timeout_s, kernel_name="python3", config=config,
-                            resources={"metadata": {"path": str(cwd)}}, store_widget_state=True)
+                            resources={"metadata": {"path": str(cwd)}}, store_widget_state=True,
+                            extra_arguments=["--HistoryManager.hist_file=:memory:"])
     client.execute(env=env)
 
 

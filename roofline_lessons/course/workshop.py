@@ -12,6 +12,7 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -170,8 +171,15 @@ def check_widgets_frontend() -> Finding:
     return Finding(True, f"ipywidgets {ipyw} with its JupyterLab front-end (jupyterlab_widgets {labw})")
 
 
+#: what the kernel's python must import for the lessons to run (the course's numerics, charts, widgets)
+KERNEL_IMPORTS = ("roofline_lessons.core.costs", "numpy", "matplotlib", "ipywidgets")
+
+
 def check_kernel() -> Finding:
-    """A 'python3' kernel exists and can import the course package."""
+    """A 'python3' kernel exists and its python imports what the lessons need
+    (:data:`KERNEL_IMPORTS`). The probe runs isolated (``python -I``: no PYTHONPATH, no user site,
+    no current folder on the path) from the temporary folder, so a checkout of the course in the
+    folder the doctor runs from cannot stand in for an installed package."""
     try:
         from jupyter_client.kernelspec import KernelSpecManager
 
@@ -179,18 +187,27 @@ def check_kernel() -> Finding:
     except Exception as exc:
         return Finding(False, f"no python3 Jupyter kernel ({type(exc).__name__})",
                        "run `python -m ipykernel install --sys-prefix` in the course's environment")
-    exe = spec.argv[0]
+    exe = spec.argv[0] if spec.argv else ""
     if exe in ("python", "python3", "{python}"):
         exe = sys.executable
+    code = "import " + ", ".join(KERNEL_IMPORTS)
     try:
-        r = subprocess.run([exe, "-c", "import roofline_lessons"], capture_output=True, text=True, timeout=60)
+        r = subprocess.run([exe, "-I", "-c", code], capture_output=True, text=True, timeout=60,
+                           cwd=tempfile.gettempdir())
     except (OSError, subprocess.SubprocessError) as exc:
-        return Finding(False, f"the python3 kernel ({exe}) cannot be started: {exc}",
+        return Finding(False, f"the python3 kernel ({exe}) cannot be started: {_one_line(exc)}",
                        "run `python -m ipykernel install --sys-prefix` in the course's environment")
     if r.returncode != 0:
-        return Finding(False, f"the python3 kernel ({exe}) cannot import roofline_lessons",
-                       "start JupyterLab from the course's environment: `make lab`")
-    return Finding(True, f"python3 kernel ({exe}) imports roofline_lessons")
+        last = (r.stderr.strip().splitlines() or ["no error message"])[-1]
+        return Finding(False, f"the python3 kernel ({exe}) cannot import what the lessons need ({last[:200]})",
+                       "install the course into the kernel's environment (`make install` there), or register "
+                       "this environment's kernel: `python -m ipykernel install --sys-prefix`, and start "
+                       "JupyterLab from it (`make lab`)")
+    return Finding(True, f"python3 kernel ({exe}) imports roofline_lessons, numpy, matplotlib and ipywidgets")
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def check_chart() -> Finding:
