@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Iterable
 
 
@@ -29,3 +30,18 @@ def unknown_name_error(kind: str, name: object, choices: Iterable[str]) -> Roofl
     return RooflineInputError(
         f"unknown {kind} {name!r}{hint} (known {kind}s: {', '.join(choices)})"
     )
+
+
+def whole_number(name: str, value: object, minimum: int) -> int:
+    """One whole number >= ``minimum`` (an int), or a RooflineInputError naming the value and what is
+    allowed. Text, booleans, None, nan and fractions are refused; 8.0 is 8."""
+    bad = RooflineInputError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    if isinstance(value, (bool, str, bytes)) or value is None:
+        raise bad
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise bad from None
+    if not math.isfinite(v) or v != math.floor(v) or v < minimum:
+        raise bad
+    return int(v)

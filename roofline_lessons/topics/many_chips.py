@@ -30,7 +30,7 @@ import numpy as np
 
 from ..core.costs import expected_experts_touched
 from ..core.dtypes import bytes_per_element
-from ..core.errors import RooflineInputError
+from ..core.errors import RooflineInputError, whole_number
 from ..core.hardware import Link, Part, get_part
 from ..core.models import Model, get_model
 from ..core.parallel import (SINGLE_CHIP, Parallelism, check_parallelism, choose_link, interconnect_ridge_flop_per_byte,
@@ -54,18 +54,6 @@ GPT_FAST_CONTEXT_TOKENS = 256
 # ---- validation ------------------------------------------------------------------------------
 
 
-def _whole(name: str, value, minimum: int) -> int:
-    """One whole number >= ``minimum``, or a RooflineInputError naming the value and what is allowed."""
-    bad = RooflineInputError(f"{name} must be a whole number >= {minimum}, got {value!r}")
-    if isinstance(value, (bool, str, bytes)) or value is None:
-        raise bad
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise bad from None
-    if not math.isfinite(v) or v != math.floor(v) or v < minimum:
-        raise bad
-    return int(v)
 
 
 def _phase(phase) -> str:
@@ -235,7 +223,7 @@ def latency_sensitivity(model, part, sizes, latencies_s, *, batch: int = 1, cont
     latency in ``latencies_s`` (latency-major order): how much of a conclusion rests on the assumed
     per-call latency."""
     m, p = _model(model), _part(part)
-    sizes = tuple(_whole("tensor parallel size", t, 1) for t in sizes)
+    sizes = tuple(whole_number("tensor parallel size", t, 1) for t in sizes)
     latencies = tuple(latencies_s)
     if not sizes or not latencies:
         raise RooflineInputError("latency_sensitivity needs at least one size and one latency")
@@ -280,7 +268,7 @@ def tensor_parallel_sweep(model, part, *, phase: str = "decode", batch: int = 1,
     m, p = _model(model), _part(part)
     if sizes is None:
         sizes = allowed_tensor_sizes(m, p)
-    sizes = tuple(_whole("tensor parallel size", t, 1) for t in sizes)
+    sizes = tuple(whole_number("tensor parallel size", t, 1) for t in sizes)
     if not sizes:
         raise RooflineInputError("sizes must name at least one tensor-parallel size (a whole number >= 1)")
     rows = []
@@ -317,14 +305,14 @@ class AllReduce:
 def activation_message_bytes(model, tokens: int, activations_dtype: str = "bf16") -> float:
     """Bytes of one tensor-parallel all-reduce: ``tokens`` × hidden size × bytes per element."""
     m = _model(model)
-    return float(_whole("tokens", tokens, 1) * m.hidden_size * bytes_per_element(activations_dtype))
+    return float(whole_number("tokens", tokens, 1) * m.hidden_size * bytes_per_element(activations_dtype))
 
 
 def one_all_reduce(part, tensor: int, message_bytes: float, *, link: str = "auto") -> AllReduce:
     """A ring all-reduce of ``message_bytes`` over ``tensor`` chips of ``part``: every chip sends
     2(n − 1)/n of the message, at the link's per-direction bandwidth, plus one call's latency."""
     p = _part(part)
-    t = _whole("tensor", tensor, 2)
+    t = whole_number("tensor", tensor, 2)
     if isinstance(message_bytes, bool) or not isinstance(message_bytes, (int, float, np.integer, np.floating)) \
             or not math.isfinite(message_bytes) or message_bytes <= 0:
         raise RooflineInputError(f"message_bytes must be a number of bytes above 0, got {message_bytes!r}")
@@ -428,7 +416,7 @@ class LinkRidge:
 def link_ridges(parts, chips: int = 8, dtype: str = "bf16") -> tuple[LinkRidge, ...]:
     """For each part, the link ``chips`` chips would use (scale-up if they fit its domain, else
     PCIe) and its ridge at ``dtype``'s dense peak."""
-    n = _whole("chips", chips, 2)
+    n = whole_number("chips", chips, 2)
     rows = []
     for pid in parts:
         p = _part(pid)
@@ -494,15 +482,15 @@ def comm_crossover(model, part, parallelism: Parallelism | int, *, phase: str = 
     An integer ``parallelism`` means tensor parallel of that size (communication not overlapped).
     """
     m, p = _model(model), _part(part)
-    par = Parallelism(tensor=_whole("tensor parallel size", parallelism, 2)) if not isinstance(
+    par = Parallelism(tensor=whole_number("tensor parallel size", parallelism, 2)) if not isinstance(
         parallelism, Parallelism) else parallelism
     if par.chips < 2:
         raise RooflineInputError(f"comm_crossover needs more than one chip, got {par.label}")
     phase = _phase(phase)
     variable = "batch" if phase == "decode" else "prompt_tokens"
-    top = _whole("up_to", up_to, 2) if up_to is not None else (4096 if phase == "decode" else m.max_context_tokens)
-    context_tokens = _whole("context_tokens", context_tokens, 0)
-    batch = _whole("batch", batch, 1)
+    top = whole_number("up_to", up_to, 2) if up_to is not None else (4096 if phase == "decode" else m.max_context_tokens)
+    context_tokens = whole_number("context_tokens", context_tokens, 0)
+    batch = whole_number("batch", batch, 1)
     dtypes = {"weights_dtype": weights_dtype, "kv_dtype": kv_dtype}
     grid = np.unique(np.concatenate([np.round(np.geomspace(1, top, 160)), [top]]).astype(np.int64))
     over = _over(m, p, par, phase, grid, batch, context_tokens, dtypes)
@@ -648,7 +636,7 @@ def gpt_fast_70b(context_tokens: int = GPT_FAST_CONTEXT_TOKENS, *, memory_bandwi
     text = f"{ms.kernel or ''}; {ms.conditions}"
     tensor = _from_text(r"tensor parallel (\d+)", text, "tensor-parallel size")
     batch = _from_text(r"batch (\d+)", text, "batch")
-    ctx = _whole("context_tokens", context_tokens, 0)
+    ctx = whole_number("context_tokens", context_tokens, 0)
     p = place(LLAMA_70B, part, phase="decode", batch=batch, context_tokens=ctx,
               parallelism=Parallelism(tensor=tensor))
     measured = float(ms.tokens_per_s or ms.value)
@@ -674,7 +662,7 @@ def pipeline_vs_tensor(model, part, chips: int = 2, *, batch: int = 1, context_t
                        ) -> tuple[SplitRow, ...]:
     """One decode step three ways: on one chip (whether or not it fits), tensor parallel over
     ``chips`` and pipeline parallel over ``chips`` stages (one batch in flight: no micro-batches)."""
-    n = _whole("chips", chips, 2)
+    n = whole_number("chips", chips, 2)
     p = _part(part)
     setups = (Setup(f"1 × {p.name}", p.id), Setup(f"{n} × {p.name}, TP {n}", p.id, Parallelism(tensor=n)),
               Setup(f"{n} × {p.name}, PP {n}", p.id, Parallelism(pipeline=n)))

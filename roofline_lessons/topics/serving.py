@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.errors import RooflineInputError
+from ..core.errors import RooflineInputError, whole_number
 from ..core.hardware import Part, get_part
 from ..core.models import Model, get_model
 from ..core.parallel import Parallelism
@@ -70,18 +70,6 @@ DTYPE_FIELDS = ("weights_dtype", "activations_dtype", "kv_dtype", "state_dtype",
 # ---- validation ------------------------------------------------------------------------------
 
 
-def _whole(name: str, value, minimum: int) -> int:
-    """One whole number >= ``minimum`` (an int), or a RooflineInputError naming the value."""
-    bad = RooflineInputError(f"{name} must be a whole number >= {minimum}, got {value!r}")
-    if isinstance(value, (bool, str, bytes)) or value is None:
-        raise bad
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise bad from None
-    if not math.isfinite(v) or v != math.floor(v) or v < minimum:
-        raise bad
-    return int(v)
 
 
 def _number(name: str, value, allowed: str, ok) -> float:
@@ -373,16 +361,16 @@ def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int
     fields = _dtypes(workload_dtypes)
     if parallelism is not None:
         fields["parallelism"] = parallelism
-    prompt = _whole("prompt_tokens", prompt_tokens, 1)
-    output = _whole("output_tokens", output_tokens, 1)
-    b = _whole("batch", batch, 1)
-    prefix = _whole("prefix_cached_tokens", prefix_cached_tokens, 0)
+    prompt = whole_number("prompt_tokens", prompt_tokens, 1)
+    output = whole_number("output_tokens", output_tokens, 1)
+    b = whole_number("batch", batch, 1)
+    prefix = whole_number("prefix_cached_tokens", prefix_cached_tokens, 0)
     if prefix >= prompt:
         raise RooflineInputError(f"prefix_cached_tokens must be below prompt_tokens ({prompt:,}): at least one "
                                  f"prompt token must be prefilled to produce the first output, got {prefix_cached_tokens!r}")
-    k = _whole("speculative_tokens", speculative_tokens, 0)
+    k = whole_number("speculative_tokens", speculative_tokens, 0)
     alpha = float(check_acceptance(acceptance))
-    chunk = None if chunk_tokens is None else _whole("chunk_tokens", chunk_tokens, 1)
+    chunk = None if chunk_tokens is None else whole_number("chunk_tokens", chunk_tokens, 1)
     draft = None
     if draft_model is not None:
         if k == 0:
@@ -464,9 +452,9 @@ def mixed_step(model: Model | str, part: Part | str, *, decode_batch: int, decod
     at ``decode_context_tokens`` cached each: the weights are read once for both (for an MoE, the
     experts touched by all of the step's tokens)."""
     fields = _dtypes(workload_dtypes)
-    bd = _whole("decode_batch", decode_batch, 1)
-    cd = _whole("decode_context_tokens", decode_context_tokens, 0)
-    ch = _whole("prefill_chunk_tokens", prefill_chunk_tokens, 1)
+    bd = whole_number("decode_batch", decode_batch, 1)
+    cd = whole_number("decode_context_tokens", decode_context_tokens, 0)
+    ch = whole_number("prefill_chunk_tokens", prefill_chunk_tokens, 1)
     d = place(model, part, phase="decode", batch=bd, context_tokens=cd, **fields)
     pf = place(model, part, phase="prefill", batch=1, prompt_tokens=ch, **fields)
     shared = place(model, part, phase="decode", batch=bd + ch, context_tokens=0, **fields).cost.weight_bytes

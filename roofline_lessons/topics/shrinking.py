@@ -33,7 +33,7 @@ import numpy as np
 
 from ..core.costs import Workload, model_cost, stored_weight_bytes
 from ..core.dtypes import check_dtype, weight_bytes_per_element
-from ..core.errors import RooflineInputError
+from ..core.errors import RooflineInputError, whole_number
 from ..core.hardware import Part, get_part
 from ..core.memory import state_bytes_per_sequence, usable_capacity_bytes, weight_bytes
 from ..core.models import Model, get_model
@@ -57,18 +57,6 @@ DEFAULT_PAGE_TOKENS = 16  #: vLLM's default KV block size, in tokens
 # ---- validation ------------------------------------------------------------------------------
 
 
-def _whole(name: str, value, minimum: int) -> int:
-    """One whole number >= ``minimum``, or a RooflineInputError naming the value and what is allowed."""
-    bad = RooflineInputError(f"{name} must be a whole number >= {minimum}, got {value!r}")
-    if isinstance(value, (bool, str, bytes)) or value is None:
-        raise bad
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise bad from None
-    if not math.isfinite(v) or v != math.floor(v) or v < minimum:
-        raise bad
-    return int(v)
 
 
 def _contexts(contexts) -> np.ndarray:
@@ -100,7 +88,7 @@ def sliding_what_if(model: Model | str, window: int = 1024, pattern: int = 6) ->
     if m.is_mla or m.is_hybrid or m.sliding_window is not None:
         raise RooflineInputError(f"the sliding-window what-if needs a plain full-attention model, got {m.id} "
                                  f"({attention_kind(m)})")
-    window, pattern = _whole("window", window, 1), _whole("pattern", pattern, 2)
+    window, pattern = whole_number("window", window, 1), whole_number("pattern", pattern, 2)
     return replace(m, id=f"{m.id}-sliding-what-if", name=f"{m.name}, sliding-window what-if "
                    f"({pattern - 1} of {pattern} layers slide over {window:,} tokens)",
                    sliding_window=window, sliding_window_pattern=pattern,
@@ -249,7 +237,7 @@ def kv_table(models=None, context_tokens: int = 32768, kv_dtype: str = "bf16") -
     """Per model: the caching layers by kind, bytes per token, and the KV cache and state of one
     sequence of ``context_tokens`` tokens."""
     check_dtype(kv_dtype)
-    t = _whole("context_tokens", context_tokens, 1)
+    t = whole_number("context_tokens", context_tokens, 1)
     rows = []
     for entry in (KV_MODELS if models is None else models):
         m = _resolve(entry)
@@ -307,7 +295,7 @@ def mla_forms(model: Model | str = "deepseek-v3", contexts=(1024, 4096, 32768, 1
     m = get_model(model)
     if not m.is_mla:
         raise RooflineInputError(f"{m.id} has no multi-head latent attention (try deepseek-v3)")
-    b = _whole("batch", batch, 1)
+    b = whole_number("batch", batch, 1)
     t = _contexts(contexts).astype(float)
     a = model_cost(m, phase="decode", batch=b, context_tokens=t, mla_absorbed=True)
     e = model_cost(m, phase="decode", batch=b, context_tokens=t, mla_absorbed=False)
@@ -362,8 +350,8 @@ def byte_budget(model: Model | str, part: Part | str, batch: int = 1, context_to
     """The bytes one decode step moves, split weights / KV / state / activations. ``formats``:
     Workload fields (``weights_dtype``, ``kv_dtype``, ``compute_dtype``, ``quantized_weights``,
     ``weight_group_size``…)."""
-    b = _whole("batch", batch, 1)
-    t = _whole("context_tokens", context_tokens, 0)
+    b = whole_number("batch", batch, 1)
+    t = whole_number("context_tokens", context_tokens, 0)
     p = place(_resolve(model), part, phase="decode", batch=b, context_tokens=t, **formats)
     c = p.cost
     return ByteBudget(label=label or _format_label(p), placement=p, weight_bytes=float(c.weight_bytes),
@@ -422,9 +410,9 @@ def byte_levers(model: Model | str = "llama-3.1-70b", part: Part | str = "h100-s
     INT4 KV, the architecture what-ifs (MQA, MLA, sliding windows, hybrid linear layers) and batching
     (``batch_factor`` × the batch)."""
     m = get_model(model)
-    b = _whole("batch", batch, 1)
-    t = _whole("context_tokens", context_tokens, 1)
-    k = _whole("batch_factor", batch_factor, 2)
+    b = whole_number("batch", batch, 1)
+    t = whole_number("context_tokens", context_tokens, 1)
+    k = whole_number("batch_factor", batch_factor, 2)
     base = byte_budget(m, part, b, t, label="baseline")
     levers = [
         ("int4 weights (group 128, weight-only)", False, m, b, {"weights_dtype": "int4"}),
@@ -476,7 +464,7 @@ def int4_bytes_per_weight(group_size: int = 128, zero_point: bool = False) -> fl
     """Bytes per int4 weight with one bf16 scale per ``group_size`` weights: 0.5 + 2 / group (the
     course's symmetric minimum). ``zero_point=True`` adds a 4-bit zero point per group (asymmetric, as
     AWQ stores by default): + 0.5 / group."""
-    g = _whole("group_size", group_size, 1)
+    g = whole_number("group_size", group_size, 1)
     return weight_bytes_per_element("int4", g) + (ZERO_POINT_BYTES / g if zero_point else 0.0)
 
 
@@ -490,7 +478,7 @@ def nvfp4_bytes_per_weight(tensor_elements: int | None = None) -> float:
     """Bytes per NVFP4 weight: 0.5 + 1 / 16 (an E4M3 scale per 16-element block), plus the per-tensor
     FP32 scale's share 4 / ``tensor_elements`` (left out when None: negligible for any real matrix).
     Not a course dtype: the placements price MXFP4 (``fp4``)."""
-    extra = 0.0 if tensor_elements is None else NVFP4_TENSOR_SCALE_BYTES / _whole("tensor_elements",
+    extra = 0.0 if tensor_elements is None else NVFP4_TENSOR_SCALE_BYTES / whole_number("tensor_elements",
                                                                                   tensor_elements, 1)
     return 0.5 + NVFP4_SCALE_BYTES / NVFP4_BLOCK + extra
 
@@ -530,8 +518,8 @@ class SpeedupBound:
 def speedup_bound(model: Model | str = "llama-3.1-70b", part: Part | str = "h100-sxm", context_tokens: int = 4096,
                   weights_dtype: str = "int4", batch: int = 1, **formats) -> SpeedupBound:
     """Batch-1 decode (by default) in BF16 and with ``weights_dtype`` weights, both from place()."""
-    b = _whole("batch", batch, 1)
-    t = _whole("context_tokens", context_tokens, 0)
+    b = whole_number("batch", batch, 1)
+    t = whole_number("context_tokens", context_tokens, 0)
     bf16 = place(model, part, phase="decode", batch=b, context_tokens=t)
     q = place(model, part, phase="decode", batch=b, context_tokens=t, weights_dtype=weights_dtype, **formats)
     return SpeedupBound(bf16=bf16, quantized=q)
@@ -583,8 +571,8 @@ class BatchSweep:
 def batch_sweep(model: Model | str, part: Part | str, context_tokens: int, max_batch: int = 4096, label: str = "",
                 **formats) -> BatchSweep:
     """Place decode steps at batches 1 … ``max_batch`` (place() on one array)."""
-    t = _whole("context_tokens", context_tokens, 0)
-    n = _whole("max_batch", max_batch, 1)
+    t = whole_number("context_tokens", context_tokens, 0)
+    n = whole_number("max_batch", max_batch, 1)
     b = np.arange(1, n + 1, dtype=float)
     p = place(model, part, phase="decode", batch=b, context_tokens=t, **formats)
     arr = lambda x: np.broadcast_to(np.asarray(x, dtype=float), b.shape).copy()
@@ -653,8 +641,8 @@ def window_pages(window_tokens: int, context_tokens: int, page_tokens: int = DEF
     hold its last min(context, window) tokens. Positions t − w … t − 1 lie on pages ⌊(t − w)/page⌋ …
     ⌊(t − 1)/page⌋, so a window whose start falls inside a page holds one page more than
     ceil(window / page) (the oldest page is freed only once all its tokens have left the window)."""
-    w, t, p = (_whole("window_tokens", window_tokens, 1), _whole("context_tokens", context_tokens, 1),
-               _whole("page_tokens", page_tokens, 1))
+    w, t, p = (whole_number("window_tokens", window_tokens, 1), whole_number("context_tokens", context_tokens, 1),
+               whole_number("page_tokens", page_tokens, 1))
     if t <= w:
         return math.ceil(t / p)
     return (t - 1) // p - (t - w) // p + 1
@@ -672,8 +660,8 @@ def paged_capacity(model: Model | str = "gemma-3-27b", part: Part | str = "h100-
     as shipped: ``weights_dtype="fp4", quantized_weights="experts"``)."""
     m, p = get_model(model), get_part(part)
     check_dtype(kv_dtype)
-    t = _whole("context_tokens", context_tokens, 1)
-    pg = _whole("page_tokens", page_tokens, 1)
+    t = whole_number("context_tokens", context_tokens, 1)
+    pg = whole_number("page_tokens", page_tokens, 1)
     if not m.num_sliding_attention_layers:
         raise RooflineInputError(f"{m.id} has no sliding-window layers: both allocators give the same pages "
                                  "(try gemma-3-27b or gpt-oss-120b)")
