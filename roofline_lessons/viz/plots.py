@@ -821,6 +821,19 @@ def _comm_text(placement: Placement) -> str:
     return "; ".join(said) or "no communication"
 
 
+def _placements_and_labels(placements, labels, chart: str) -> tuple[list, list[str]]:
+    """One Placement or a list, and one label each: a ValueError naming ``chart`` otherwise."""
+    if isinstance(placements, Placement):
+        placements = [placements]
+    placements = list(placements)
+    labels = [str(x) for x in labels]
+    if not placements:
+        raise ValueError(f"{chart} needs at least one Placement")
+    if len(labels) != len(placements):
+        raise ValueError(f"got {len(labels)} labels for {len(placements)} placements; give one label each")
+    return placements, labels
+
+
 def time_breakdown_chart(placements, labels, title=None):
     """One horizontal bar per setup: one chip's compute, memory and communication seconds in a step,
     drawn by the placement's rules (:func:`_time_segments`): not overlapped, the longer of compute
@@ -828,14 +841,7 @@ def time_breakdown_chart(placements, labels, title=None):
     from zero. The step time is printed at each bar's end. Colours and hatches read in grey too."""
     from matplotlib.patches import Patch
 
-    if isinstance(placements, Placement):
-        placements = [placements]
-    placements = list(placements)
-    labels = [str(x) for x in labels]
-    if not placements:
-        raise ValueError("time_breakdown_chart needs at least one Placement")
-    if len(labels) != len(placements):
-        raise ValueError(f"got {len(labels)} labels for {len(placements)} placements; give one label each")
+    placements, labels = _placements_and_labels(placements, labels, "time_breakdown_chart")
     segs = [_time_segments(pl) for pl in placements]
     steps = [float(pl.time_lower_bound_s) for pl in placements]
     factor, unit = _time_unit(max(steps))
@@ -1099,14 +1105,7 @@ def byte_budget_chart(placements, labels, title=None):
     Alt text: every bar's pieces with their shares, its step time and its bound."""
     from matplotlib.patches import Patch
 
-    if isinstance(placements, Placement):
-        placements = [placements]
-    placements = list(placements)
-    labels = [str(x) for x in labels]
-    if not placements:
-        raise ValueError("byte_budget_chart needs at least one Placement")
-    if len(labels) != len(placements):
-        raise ValueError(f"got {len(labels)} labels for {len(placements)} placements; give one label each")
+    placements, labels = _placements_and_labels(placements, labels, "byte_budget_chart")
     kinds = [_step_bytes_by_kind(pl) for pl in placements]
     totals = [sum(k.values()) for k in kinds]
     factor, unit, said_unit = _byte_unit(max(totals))
