@@ -869,7 +869,9 @@ def time_breakdown_chart(placements, labels, title=None):
     ax.set_ylim(-0.6, n - 0.4)
     ax.set_xlim(0, max(steps) * factor * 1.22)  # room for the step-time labels
     ax.tick_params(axis="x", labelsize=LABEL_PT)
-    ax.set_xlabel(f"Time per step, per chip ({unit}; lower bounds)")
+    assumed = any(pl.link is not None and pl.link.latency_basis == "assumed" for pl in placements)
+    ax.set_xlabel(f"Time per step, per chip ({unit}"
+                  + ("; comm at the assumed per-call latency)" if assumed else "; lower bounds)"))
     ax.set_ylabel("Setup", fontsize=LABEL_PT)
     title = title or "One step per chip: compute, memory and communication"
     ax.set_title(title, fontsize=11)
