@@ -5,19 +5,26 @@ Every chart a learner sees carries alt text: each image an executed cell shows m
 see roofline_lessons.viz.display). A chart without one fails its cell.
 
 The kernels nbval starts draw figures inline, as a learner's do (the test process itself uses Agg):
-otherwise no image would ever be shown and the check above would pass vacuously.
+otherwise no image would ever be shown and the check above would pass vacuously. And they write into
+a scratch data folder, never the learner's.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import tempfile
 
 import matplotlib
 import pytest
 
 matplotlib.use("Agg")  # this process; set before the variable below, which only kernels read
 os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+
+# Whatever is run under test — tests/, or a notebook on its own (lessons 8 and 9 save measurements,
+# lesson 13 the drill's progress) — writes into a scratch data folder, never into the learner's own
+# (~/.local/share/roofline-lessons). Kernels started by nbval inherit it.
+os.environ["ROOFLINE_LESSONS_DATA"] = tempfile.mkdtemp(prefix="roofline-lessons-test-data-")
 
 ALT = re.compile(r'<img\b[^>]*\balt="([^"]+)"', re.IGNORECASE)
 

@@ -1,5 +1,3 @@
-import os
-import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -9,9 +7,7 @@ matplotlib.use("Agg")  # kernels draw inline: see the conftest.py at the root
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Notebooks run under test (lesson 8 saves a measurement) write into a scratch data folder, never
-# into the learner's own (~/.local/share/roofline-lessons). Kernels started by nbval inherit this.
-os.environ["ROOFLINE_LESSONS_DATA"] = tempfile.mkdtemp(prefix="roofline-lessons-test-data-")
+# The scratch data folder every test and notebook writes into is set by the conftest.py at the root.
 
 
 @pytest.fixture

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from lab_driver import (CHROMIUM_ARGS, WIDGET_ERROR_TEXTS, dashboard_image_src, dashboard_notebooks, find_chromium,
+from lab_driver import (CHROMIUM_ARGS, DEADLINE_S, WIDGET_ERROR_TEXTS, dashboard_image_src, dashboard_notebooks,
+                        find_chromium,
                         jupyterlab_server, open_and_run_all, port_is_free, shutdown_kernels, wait_for_new_image,
                         wait_idle, widget_problems)
 
@@ -99,12 +100,12 @@ def check_dashboard(browser, base: str, token: str, rel_path: str, shot: str) ->
         controls = page.locator(".jp-OutputArea-output .widget-slider, .jp-OutputArea-output .widget-dropdown")
         error_text = page.get_by_text(re.compile("|".join(re.escape(s) for s in WIDGET_ERROR_TEXTS)))
         try:
-            controls.or_(error_text).first.wait_for(timeout=90_000)
+            controls.or_(error_text).first.wait_for(timeout=DEADLINE_S * 1000)
         except Exception:
-            problems.append("no widget controls appeared within 90 s")
+            problems.append(f"no widget controls appeared within {DEADLINE_S} s")
         time.sleep(1.0)
         try:
-            wait_idle(page, 120)
+            wait_idle(page)
         except Exception:
             problems.append("the kernel did not become idle after Run All")
         page.screenshot(path=str(ARTIFACTS / f"{shot}-1-ran.png"))
@@ -189,44 +190,55 @@ def test_server_is_stopped_and_port_freed(tmp_path):
         assert port_is_free(info["port"])
 
 
-def _drill_new_count(page, timeout_s: float = 60) -> int:
-    """The drill's 'N new' count, read once its header is rendered and in view."""
-    header = page.locator(".jp-OutputArea-output .widget-html").filter(has_text="learned of").first
+def _drill_header(page):
+    return page.locator(".jp-OutputArea-output .widget-html").filter(has_text="learned of").first
+
+
+def _drill_new_count(page, timeout_s: float = DEADLINE_S, not_equal: int | None = None) -> int:
+    """The drill's 'N new' count, read once its header is rendered and in view; with ``not_equal``,
+    the first count that differs from it (or the last one read, when the deadline passes)."""
+    header = _drill_header(page)
     header.wait_for(timeout=timeout_s * 1000)
     deadline = time.monotonic() + timeout_s
+    found = None
     while time.monotonic() < deadline:
         header.scroll_into_view_if_needed()
         found = re.search(r"(\d+) new", header.inner_text())
-        if found:
+        if found and (not_equal is None or int(found.group(1)) != not_equal):
             return int(found.group(1))
         time.sleep(0.25)
+    if found:
+        return int(found.group(1))
     raise AssertionError(f"the drill header never showed a count: {header.inner_text()!r}")
 
 
 def test_interview_drill_keeps_progress_across_a_kernel_restart(lab):
-    """Reveal and rate a card in the drill, restart the kernel, and find the progress still there."""
+    """Reveal and rate a card in the drill, restart the kernel, and find the progress still there.
+    Every wait is for a condition (the count changed, the old output gone), never a fixed pause."""
     base, token, browser = lab
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         assert open_and_run_all(page, base, token, "notebooks/13_interview_drill.ipynb")
-        wait_idle(page, 120)
+        wait_idle(page)
         new_before = _drill_new_count(page)
         assert widget_problems(page) == []
         reveal = page.get_by_role("button", name="reveal").first
         reveal.scroll_into_view_if_needed()
         reveal.click()
         page.locator(".jp-OutputArea-output .widget-html").filter(has_text="30-second answer.").first.wait_for(
-            timeout=20_000)
+            timeout=DEADLINE_S * 1000)
         page.get_by_role("button", name="good").first.click()
-        page.wait_for_timeout(1500)
+        rated = _drill_new_count(page, not_equal=new_before)  # the rating reached the kernel and was saved
+        assert rated == new_before - 1, (new_before, rated)
         page.screenshot(path=str(ARTIFACTS / "drill-1-rated.png"))
+        old_header = _drill_header(page).element_handle()
         # Restart the kernel and run everything again, as a learner coming back would
         page.locator(".lm-MenuBar-item", has_text="Run").first.click()
         page.locator("li[data-command='runmenu:restart-and-run-all']").click()
         page.locator(".jp-Dialog-button.jp-mod-accept").first.click()
-        page.wait_for_timeout(3000)
-        wait_idle(page, 120)
-        new_after = _drill_new_count(page)
+        old_header.wait_for_element_state("hidden", timeout=DEADLINE_S * 1000)  # the old output is gone
+        new_after = _drill_new_count(page)  # read from the header the new kernel drew
+        wait_idle(page)
         page.screenshot(path=str(ARTIFACTS / "drill-2-after-restart.png"))
         assert new_after == new_before - 1, (new_before, new_after)
         assert widget_problems(page) == []

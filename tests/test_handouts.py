@@ -212,7 +212,7 @@ def test_handout_offline_in_chromium(exported):
             page.on("requestfailed", lambda r: None if r.url.startswith(("about:", "data:"))
                     else failed.append(f"{r.url} {r.failure}"))  # a missing file of the MathJax copy
             page.goto(page_path.as_uri(), wait_until="load")
-            page.wait_for_function("() => window.MathJax && window.MathJax.isReady", timeout=15_000)
+            page.wait_for_function("() => window.MathJax && window.MathJax.isReady", timeout=300_000)
             page.evaluate("() => new Promise(done => MathJax.Hub.Queue(done))")  # after every typeset
             result = page.evaluate("""() => {
                 const formulas = document.querySelectorAll('script[type^="math/tex"]').length;

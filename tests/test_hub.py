@@ -34,6 +34,10 @@ EDIT_MARK = "my own note, written during the workshop"
 UPSTREAM_MARK = "An update the instructor committed after the first pull."
 NEWS_FILE = "workshop-news.md"
 SECRET_PREFIXES = ("WORKSHOP_", "CONFIGPROXY_", "JPY_COOKIE")
+#: how long a spawn, a pull or a cell may take before the test gives up: a deadline generous enough for
+#: a machine busy with other work (every wait returns as soon as its condition holds), not a speed
+#: target — benchmarks/hub_load.py measures how fast the hub is
+DEADLINE_S = 300
 CULL_ARGS = ("--MappingKernelManager.cull_idle_timeout=1200", "--MappingKernelManager.cull_interval=120")
 
 
@@ -57,7 +61,7 @@ def course(tmp_path_factory):
 def hub(tmp_path_factory, course):
     repo, branch = course
     data = tmp_path_factory.mktemp("hub")
-    with hubctl.Hub(data, PASSWORD, cull_every_s=60, spawn_timeout_s=60,
+    with hubctl.Hub(data, PASSWORD, cull_every_s=60, spawn_timeout_s=DEADLINE_S,
                     extra_env={"WORKSHOP_COURSE_REPO": repo, "WORKSHOP_COURSE_BRANCH": branch,
                                "WORKSHOP_ADMIN_PASSWORD": ADMIN_PASSWORD, "WORKSHOP_ADMINS": "instructor",
                                "WORKSHOP_LEARNERS": ",".join(LEARNERS)}) as h:
@@ -70,10 +74,10 @@ def learners(hub, course):
     repo, branch = course
     out = {}
     for name in LEARNERS:
-        learner = hubctl.Learner(hub.url, name)
+        learner = hubctl.Learner(hub.url, name, timeout_s=DEADLINE_S)
         assert learner.login(PASSWORD), f"{name} was refused with the right password:\n{hub.log_tail()}"
-        learner.spawn(timeout_s=60)
-        learner.pull(repo, branch, timeout_s=60)
+        learner.spawn(timeout_s=DEADLINE_S)
+        learner.pull(repo, branch, timeout_s=DEADLINE_S)
         out[name] = learner
     return out
 
@@ -82,7 +86,7 @@ def test_the_hub_refuses_to_start_without_a_password(tmp_path, course):
     env = {k: v for k, v in os.environ.items() if not k.startswith("WORKSHOP_")}
     env["WORKSHOP_DATA_DIR"] = str(tmp_path)
     done = subprocess.run([sys.executable, "-m", "jupyterhub", "-f", str(hubctl.CONFIG)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=DEADLINE_S)
     assert done.returncode != 0
     assert "WORKSHOP_PASSWORD" in done.stdout + done.stderr
     assert not (tmp_path / "jupyterhub.sqlite").exists(), "the hub got as far as creating its database"
@@ -181,8 +185,8 @@ def test_a_learners_kernel_imports_the_course_and_sees_no_secrets(learners):
         "assert numpy.ones(3).sum() == 3 and roofline_lessons.__name__ == 'roofline_lessons'",
         (f"leaked = [k for k in os.environ if k.startswith({SECRET_PREFIXES!r})]\n"
          "assert not leaked, leaked"),
-    ], timeout_s=60)
-    r = ada.session.delete(f"{ada.server_url}/api/kernels/{kernel}", headers=ada._headers(), timeout=30)
+    ], timeout_s=DEADLINE_S)
+    r = ada.session.delete(f"{ada.server_url}/api/kernels/{kernel}", headers=ada._headers(), timeout=DEADLINE_S)
     assert r.status_code == 204
 
 
@@ -206,7 +210,7 @@ def _commit_upstream(repo: str, branch: str, work: Path) -> None:
     lesson 1's LAST cell (the learner edits the first)."""
     def git(*args, cwd=work):
         done = subprocess.run(["git", "-c", "user.name=Instructor", "-c", "user.email=instructor@example.org",
-                               *args], cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
+                               *args], cwd=cwd, capture_output=True, text=True, timeout=DEADLINE_S, check=False)
         assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
 
     git("clone", "--quiet", "--branch", branch, repo, str(work), cwd=work.parent)
@@ -230,7 +234,7 @@ def test_an_update_arrives_and_a_learners_edit_survives_a_second_pull(hub, learn
     _commit_upstream(repo, branch, tmp_path / "instructor")
     home = Path(hub.data_dir) / "learners" / "ada" / hubctl.TARGET_DIR
     assert not (home / NEWS_FILE).exists()
-    events = ada.pull(repo, branch, timeout_s=60)
+    events = ada.pull(repo, branch, timeout_s=DEADLINE_S)
     assert events[-1]["phase"] == "finished"
     assert (home / NEWS_FILE).exists(), "the new commit's file did not arrive"
     after = ada.contents(LESSON1_PATH)["content"]

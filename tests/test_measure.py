@@ -55,9 +55,40 @@ def test_triad_computes_b_plus_c_in_place():
     assert np.all(a == b + c)
 
 
-def test_time_call_loops_tiny_calls():
-    t = time_call(lambda: None, repeats=3, min_time_s=0.001)
-    assert 0 < t.best_s <= t.median_s <= t.worst_s and t.best_s < 1e-3
+class _Clock:
+    """A stand-in for time.perf_counter: each call of the timed function advances it by ``cost_s``
+    (and by ``slow_s`` more on the calls listed), so time_call's loop is checked without a real clock."""
+
+    def __init__(self, cost_s, slow_calls=(), slow_s=0.0):
+        self.now, self.calls, self.cost_s, self.slow_calls, self.slow_s = 0.0, 0, cost_s, set(slow_calls), slow_s
+
+    def __call__(self):
+        return self.now
+
+    def fn(self):
+        self.calls += 1
+        self.now += self.cost_s + (self.slow_s if self.calls in self.slow_calls else 0.0)
+
+
+def test_time_call_loops_tiny_calls_until_the_minimum_time(monkeypatch):
+    import roofline_lessons.measure.probes as probes
+
+    clock = _Clock(cost_s=1e-6)
+    monkeypatch.setattr(probes.time, "perf_counter", clock)
+    t = time_call(clock.fn, repeats=3, min_time_s=0.001)
+    # 1 µs a call: the loop doubles from 1 to 1,024 calls (≥ 1 ms), then times 2 more repeats of 1,024
+    assert clock.calls == 1 + sum(2 ** i for i in range(11)) + 2 * 1024
+    assert (t.best_s, t.median_s, t.worst_s) == pytest.approx((1e-6, 1e-6, 1e-6))
+
+
+def test_time_call_keeps_best_median_and_worst(monkeypatch):
+    import roofline_lessons.measure.probes as probes
+
+    clock = _Clock(cost_s=0.01, slow_calls={3}, slow_s=0.02)  # the second timed run is disturbed
+    monkeypatch.setattr(probes.time, "perf_counter", clock)
+    t = time_call(clock.fn, repeats=3, min_time_s=0.005)
+    assert (t.best_s, t.median_s, t.worst_s) == pytest.approx((0.01, 0.01, 0.03))
+    assert t.spread == pytest.approx(0.0) and t.worst_spread == pytest.approx(2.0)
 
 
 def test_working_set_sizes_double():

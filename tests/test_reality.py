@@ -59,7 +59,7 @@ def test_the_measured_knee_is_where_throughput_stops_doubling():
 
 def test_a_run_times_every_planned_step_and_bounds_it_with_the_cost_model(monkeypatch, tmp_path):
     monkeypatch.setitem(reality.MODES, "tiny", {"batches": (1, 2), "context": 8, "contexts": (4, 8),
-                                                "prompts": (4,), "steps": 1})
+                                                "prompts": (4,), "steps": 1, "step_budget_s": None})
     check = reality.run("tiny", roofs=Roofs(), model=TINY)
     assert [s.batch for s in check.decode_by_batch] == [1, 2]
     assert [s.tokens for s in check.decode_by_context] == [4, 8]
@@ -99,14 +99,95 @@ def test_a_disturbed_timing_is_flagged():
     assert not steady.noisy and disturbed.noisy and disturbed.spread == pytest.approx(1.5)
 
 
-def test_the_fixed_cost_is_measured_and_the_rest_of_the_gap_is_slower_streaming(monkeypatch):
+def test_the_fixed_cost_is_measured_and_split_off_only_where_it_can_be(monkeypatch):
+    """A real (tiny) run: whatever the timings, the fixed cost is measured, and the step is either
+    split (a positive bandwidth from measured − fixed cost) or said to be inseparable — never a
+    negative or clamped figure. Which branch a run takes depends on the machine; both are checked."""
     monkeypatch.setitem(reality.MODES, "tiny", {"batches": (1,), "context": 8, "contexts": (8,),
-                                                "prompts": (4,), "steps": 1})
+                                                "prompts": (4,), "steps": 1, "step_budget_s": None})
     check = reality.run("tiny", roofs=Roofs(), model=TINY)
     assert check.dispatch_s > 0 and check.overhead_s() == check.dispatch_s
-    s = check.decode_by_batch[0]
-    assert check.effective_bandwidth_bytes_per_s(s) == pytest.approx(s.bytes / (s.measured_s - check.dispatch_s))
+    assert check.sizing == {} and check.model_sizing() is None  # a model given, not sized
+    for s in check.decode_by_batch + check.decode_by_context:
+        split = check.overhead_split(s)
+        if split.separable:
+            assert split.streaming_s == pytest.approx(s.measured_s - check.dispatch_s) and split.streaming_s > 0
+            assert check.effective_bandwidth_bytes_per_s(s) == pytest.approx(s.bytes / split.streaming_s)
+        else:
+            assert split.verdict == "not separable" and check.effective_bandwidth_bytes_per_s(s) is None
+            assert split.streaming_s is None and split.fraction_of_roof is None
     assert check.dtypes["flash_attention"] is False  # the numpy decoder is eager: priced that way
+
+
+def _split(measured, best, bound, overhead, moved=1e9, bandwidth=10e9):
+    return reality.OverheadSplit(measured, best, bound, overhead, moved, bandwidth)
+
+
+def test_a_fixed_cost_not_smaller_than_the_step_cannot_be_separated():
+    for overhead in (0.010, 0.012, 0.050):  # equal to the fastest run, above it, far above the median
+        split = _split(measured=0.011, best=0.010, bound=0.005, overhead=overhead)
+        assert not split.separable and split.verdict == "not separable"
+        assert split.streaming_s is None and split.effective_bandwidth_bytes_per_s is None
+        assert split.fraction_of_roof is None and split.overhead_share_of_gap is None
+
+
+def test_each_case_of_the_split_is_named_from_its_numbers():
+    both = _split(measured=0.200, best=0.190, bound=0.100, overhead=0.040)
+    assert both.verdict == "fixed cost and streaming" and both.overhead_share_of_gap == pytest.approx(0.4)
+    assert both.effective_bandwidth_bytes_per_s == pytest.approx(1e9 / 0.160)
+    assert both.fraction_of_roof == pytest.approx(1e9 / 0.160 / 10e9) and both.fraction_of_roof < 1
+    covers = _split(measured=0.120, best=0.115, bound=0.100, overhead=0.030)
+    assert covers.verdict == "fixed cost covers the gap" and covers.fraction_of_roof > 1
+    beat = _split(measured=0.080, best=0.078, bound=0.100, overhead=0.005)
+    assert beat.verdict == "beat the bound" and beat.gap_s < 0 and beat.overhead_share_of_gap is None
+    assert beat.effective_bandwidth_bytes_per_s == pytest.approx(1e9 / 0.075)
+
+
+def test_a_check_splits_with_its_own_fixed_cost():
+    check = reality.RealityCheck("quick", "now", dict(TINY.__dict__), 10e9, 100e9, 2**20, 1, dispatch_s=0.004)
+    step = sample(measured=0.010, compute=0.001, memory=0.005)
+    split = check.overhead_split(step)
+    assert split.overhead_s == 0.004 and split.bound_s == 0.005 and split.verdict == "fixed cost and streaming"
+    check.dispatch_s = 0.5
+    assert check.overhead_split(step).verdict == "not separable" and check.effective_bandwidth_bytes_per_s(step) is None
+
+
+def test_the_model_is_sized_to_the_cache_within_the_budgets():
+    from roofline_lessons.measure.decoder import CACHE_MULTIPLE, streamed_weight_bytes
+
+    llc, free = 32 * 2**20, 16 * 2**30
+    model, sizing = reality.size_model(llc, "quick", 20e9, free)  # 8 × 32 MiB = 256 MiB ≪ 20 GB/s × 0.08 s
+    assert sizing.reached and sizing.limited_by == "" and sizing.multiple >= CACHE_MULTIPLE
+    assert sizing.streamed_weight_bytes == streamed_weight_bytes(model)
+    big = 480 * 2**20  # a VM reporting its host's L3: 8× would be 3.75 GiB
+    model, sizing = reality.size_model(big, "quick", 13e9, free)
+    budget = reality.MODES["quick"]["step_budget_s"] * 13e9
+    assert not sizing.reached and sizing.limited_by == "time" and sizing.budget_bytes == int(budget)
+    assert streamed_weight_bytes(model) <= budget and sizing.multiple < CACHE_MULTIPLE
+    model, sizing = reality.size_model(big, "full", 13e9, free)  # no time budget in full mode
+    assert sizing.reached and streamed_weight_bytes(model) >= CACHE_MULTIPLE * big
+    model, sizing = reality.size_model(big, "full", 13e9, 4 * 2**30)  # a quarter of 4 GiB is 1 GiB
+    assert sizing.limited_by == "memory" and model.parameter_count() * 4 <= reality.MEMORY_SHARE * 4 * 2**30
+    model, sizing = reality.size_model(big, "full", 13e9, None)  # free memory unknown: no memory cap
+    assert sizing.reached
+    tiny_budget, _ = reality.size_model(big, "quick", 1e6, free)  # a budget under one layer: one layer, said so
+    assert tiny_budget.num_hidden_layers == 1
+    with pytest.raises(RooflineInputError, match="mode must be one of"):
+        reality.size_model(llc, "fast", 20e9, free)
+    with pytest.raises(RooflineInputError, match="bandwidth_bytes_per_s must be positive"):
+        reality.size_model(llc, "quick", 0, free)
+
+
+def test_a_sized_run_records_its_sizing_and_an_old_file_still_loads(monkeypatch, tmp_path):
+    monkeypatch.setattr(reality, "available_memory_bytes", lambda: 2**30)
+    monkeypatch.setattr(reality, "size_model", lambda llc, mode, bw, free: (TINY, reality.ModelSizing(
+        llc, 8, 1000, "memory", 2000)))
+    monkeypatch.setitem(reality.MODES, "tiny", {"batches": (1,), "context": 4, "contexts": (4,),
+                                                "prompts": (4,), "steps": 1, "step_budget_s": 0.01})
+    check = reality.run("tiny", roofs=Roofs())
+    again = reality.load(reality.save(check, tmp_path / "r.json"))
+    assert again.model_sizing() == reality.ModelSizing(2**20, 8, 1000, "memory", 2000)
+    assert reality.example().model_sizing() is None  # the shipped example predates the record
 
 
 def test_latest_saved_skips_gpu_runs(tmp_path):

@@ -179,7 +179,7 @@ class Hub:
             env["WORKSHOP_ALLOW_ROOT"] = "1"
         return env
 
-    def start(self, timeout_s: float = 60) -> "Hub":
+    def start(self, timeout_s: float = 180) -> "Hub":
         import requests
 
         gaps = missing()

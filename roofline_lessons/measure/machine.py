@@ -132,6 +132,18 @@ def blas_info() -> dict:
     return info
 
 
+def available_memory_bytes() -> int | None:
+    """Memory the kernel says a new program could use without swapping (``MemAvailable`` in
+    /proc/meminfo, bytes); None where the OS does not report it."""
+    text = _read("/proc/meminfo")
+    for line in (text or "").splitlines():
+        name, _, rest = line.partition(":")
+        if name == "MemAvailable" and rest.split():
+            fields = rest.split()
+            return int(fields[0]) * (1024 if len(fields) > 1 and fields[1].lower() == "kb" else 1)
+    return None
+
+
 def describe() -> dict:
     """A JSON-ready description of this machine."""
     return {

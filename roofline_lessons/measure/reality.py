@@ -7,7 +7,14 @@ float32. The **achieved fraction** is bound / measured (1 = on the roof). **MBU*
 utilisation) = bytes the step must move / measured time / bandwidth; **MFU** (model FLOP
 utilisation) = the step's FLOPs / measured time / peak. A third term, a fixed **overhead** per step
 (Python dispatching ~10 numpy calls per layer here; kernel launches and CPU scheduling on a GPU), is
-fitted from the measurements: time ≈ max(compute, memory) + overhead.
+measured on a tiny model with the same calls: time ≈ max(compute, memory) + overhead. Where that
+fixed cost is not smaller than a step's fastest run, the two cannot be separated on that run
+(:class:`OverheadSplit` says so; it never reports a negative or clamped figure).
+
+The decoder is sized so its weights dwarf the last-level cache (:data:`~.decoder.CACHE_MULTIPLE` ×),
+within a budget: quick mode keeps a batch-1 step's weight stream to ``step_budget_s`` at the
+measured bandwidth, and every mode keeps the weights within :data:`MEMORY_SHARE` of the free memory.
+:class:`ModelSizing` records which limit, if any, held the model below the target.
 
 Results are saved as JSON next to lesson 8's measurements (``reality-*.json``), atomically.
 """
@@ -27,17 +34,23 @@ from ..core.costs import model_cost
 from ..core.errors import RooflineInputError
 from ..core.files import atomic_write_text
 from ..core.models import Model
-from .decoder import KVCache, NumpyDecoder, llama_like, sized_for_cache
+from .decoder import (CACHE_MULTIPLE, KVCache, NumpyDecoder, family_member, llama_like, sized_for_cache,
+                      streamed_weight_bytes)
+from .machine import available_memory_bytes
 from .probes import Measurement, measure
 from .results import data_dir
 
-#: what each mode runs: decode batches (at ``context``), decode contexts (batch 1), prefill prompts
+#: what each mode runs: decode batches (at ``context``), decode contexts (batch 1), prefill prompts,
+#: timed runs per step (after a warm-up), and the time budget of one batch-1 step's weight stream at
+#: the measured bandwidth (seconds; None: no time limit) that caps the model's size
 MODES = {
-    "quick": {"batches": (1, 2, 4, 8, 16), "context": 128, "contexts": (64, 512), "prompts": (32, 128, 256),
-              "steps": 5},
+    "quick": {"batches": (1, 2, 4, 8, 16), "context": 128, "contexts": (64, 512), "prompts": (32, 128),
+              "steps": 3, "step_budget_s": 0.08},
     "full": {"batches": (1, 2, 4, 8, 16, 32, 64), "context": 256, "contexts": (64, 512, 2048),
-             "prompts": (32, 128, 512, 1024), "steps": 7},
+             "prompts": (32, 128, 512, 1024), "steps": 7, "step_budget_s": None},
 }
+#: the largest share of the free memory (``MemAvailable``) the decoder's weights may take
+MEMORY_SHARE = 0.25
 #: how the numpy decoder runs, as cost-model workload fields: float32 throughout, and eager attention
 #: (prefill computes the whole score square, then masks it: no FlashAttention fusion)
 FP32 = {"weights_dtype": "fp32", "activations_dtype": "fp32", "kv_dtype": "fp32", "compute_dtype": "fp32",
@@ -100,6 +113,123 @@ def mfu(flops: float, step_s: float, peak_flops_per_s: float) -> float:
     return flops / step_s / peak_flops_per_s
 
 
+@dataclass(frozen=True)
+class ModelSizing:
+    """How the decoder of a run was sized. ``target_multiple`` × the last-level cache is what its
+    streamed weights aim at (so a step reads them from DRAM); ``limited_by`` is ``""`` when that
+    was reached, else ``"time"`` (quick mode's step budget) or ``"memory"`` (:data:`MEMORY_SHARE`
+    of the free memory), with ``budget_bytes`` the cap that held it (bytes of streamed weights)."""
+
+    last_level_cache_bytes: int
+    target_multiple: int
+    streamed_weight_bytes: int
+    limited_by: str = ""
+    budget_bytes: int | None = None
+
+    @property
+    def multiple(self) -> float:
+        """Streamed weight bytes ÷ the last-level cache."""
+        return self.streamed_weight_bytes / self.last_level_cache_bytes
+
+    @property
+    def reached(self) -> bool:
+        return self.multiple >= self.target_multiple
+
+
+def size_model(last_level_cache_bytes: int, mode: str, bandwidth_bytes_per_s: float,
+               available_bytes: int | None) -> tuple[Model, ModelSizing]:
+    """The decoder for ``mode``: the smallest of the family whose streamed weights reach
+    :data:`~.decoder.CACHE_MULTIPLE` × the cache, unless a budget holds it smaller — quick mode's
+    ``step_budget_s`` × the measured bandwidth, or :data:`MEMORY_SHARE` of ``available_bytes`` (the
+    free memory; None: unknown, no memory cap)."""
+    if mode not in MODES:
+        raise RooflineInputError(f"mode must be one of {sorted(MODES)}, got {mode!r}")
+    if not bandwidth_bytes_per_s > 0:
+        raise RooflineInputError(f"bandwidth_bytes_per_s must be positive, got {bandwidth_bytes_per_s!r}")
+    caps = {}
+    budget_s = MODES[mode]["step_budget_s"]
+    if budget_s is not None:
+        caps["time"] = int(budget_s * bandwidth_bytes_per_s)
+    if available_bytes:
+        one = family_member(1)
+        embedding = one.vocab_size * one.hidden_size * 4  # the float32 table a step reads one row of
+        caps["memory"] = max(int(MEMORY_SHARE * available_bytes) - embedding, 1)
+    cap_name, cap = min(caps.items(), key=lambda kv: kv[1]) if caps else ("", None)
+    model = sized_for_cache(last_level_cache_bytes, CACHE_MULTIPLE, max_streamed_bytes=cap)
+    sizing = ModelSizing(int(last_level_cache_bytes), CACHE_MULTIPLE, streamed_weight_bytes(model))
+    if not sizing.reached:
+        sizing = ModelSizing(sizing.last_level_cache_bytes, CACHE_MULTIPLE, sizing.streamed_weight_bytes, cap_name, cap)
+    return model, sizing
+
+
+@dataclass(frozen=True)
+class OverheadSplit:
+    """A decode step's measured time against its bound, with the fixed cost per step taken out.
+    Seconds; ``bytes`` the step's byte count (cost model), ``bandwidth_bytes_per_s`` the measured
+    roof it is held against.
+
+    The split is made only where it can be: the fixed cost must be smaller than the step's fastest
+    run (``separable``). Otherwise the two cannot be told apart on this run, and the figures that
+    need the difference (``streaming_s``, ``effective_bandwidth_bytes_per_s``) are None — never a
+    negative or clamped number. ``verdict`` names the case:
+
+    - ``"not separable"``: the fixed cost is not smaller than the step's fastest run;
+    - ``"beat the bound"``: the step ran at or under its bound (the roofs measured are not this
+      step's: weights served from a cache, or a roof measured low);
+    - ``"fixed cost covers the gap"``: the fixed cost is at least the whole gap, so the kernels
+      streamed at or above the measured roof;
+    - ``"fixed cost and streaming"``: part of the gap is the fixed cost, the rest kernels streaming
+      below the roof."""
+
+    measured_s: float
+    best_s: float
+    bound_s: float
+    overhead_s: float
+    bytes: float
+    bandwidth_bytes_per_s: float
+
+    @property
+    def gap_s(self) -> float:
+        """measured − bound (negative if the step beat its bound)."""
+        return self.measured_s - self.bound_s
+
+    @property
+    def separable(self) -> bool:
+        return self.overhead_s < self.best_s
+
+    @property
+    def streaming_s(self) -> float | None:
+        """measured − fixed cost: the time the kernels themselves took; None when not separable."""
+        return self.measured_s - self.overhead_s if self.separable else None
+
+    @property
+    def effective_bandwidth_bytes_per_s(self) -> float | None:
+        """bytes ÷ (measured − fixed cost); None when not separable."""
+        streaming = self.streaming_s
+        return None if streaming is None else self.bytes / streaming
+
+    @property
+    def fraction_of_roof(self) -> float | None:
+        """The effective bandwidth over the measured roof; None when not separable."""
+        bw = self.effective_bandwidth_bytes_per_s
+        return None if bw is None else bw / self.bandwidth_bytes_per_s
+
+    @property
+    def overhead_share_of_gap(self) -> float | None:
+        """fixed cost ÷ gap, where there is a gap (None when the step beat its bound or is not separable)."""
+        return self.overhead_s / self.gap_s if self.separable and self.gap_s > 0 else None
+
+    @property
+    def verdict(self) -> str:
+        if not self.separable:
+            return "not separable"
+        if self.gap_s <= 0:
+            return "beat the bound"
+        if self.overhead_s >= self.gap_s:
+            return "fixed cost covers the gap"
+        return "fixed cost and streaming"
+
+
 def fit_overhead_s(samples) -> float:
     """The fixed cost per step that best explains ``measured ≈ bound + overhead`` (least squares for
     a constant: the mean of measured − bound), clamped at zero. Seconds."""
@@ -149,6 +279,8 @@ class RealityCheck:
     decode_by_batch: list[StepSample] = field(default_factory=list)
     decode_by_context: list[StepSample] = field(default_factory=list)
     prefill: list[StepSample] = field(default_factory=list)
+    #: how the decoder was sized (:class:`ModelSizing` as a dict); empty for a given model or an old file
+    sizing: dict = field(default_factory=dict)
 
     @property
     def samples(self) -> list[StepSample]:
@@ -171,10 +303,21 @@ class RealityCheck:
             return self.dispatch_s
         return fit_overhead_s([s for s in self.decode_by_batch + self.decode_by_context if s.batch == 1])
 
-    def effective_bandwidth_bytes_per_s(self, sample: StepSample) -> float:
+    def model_sizing(self) -> ModelSizing | None:
+        """How the decoder was sized (None for a run given its model, or a file from before sizing was kept)."""
+        return ModelSizing(**self.sizing) if self.sizing else None
+
+    def overhead_split(self, sample: StepSample) -> OverheadSplit:
+        """``sample`` split into the fixed cost per step and the rest (:class:`OverheadSplit`)."""
+        return OverheadSplit(sample.measured_s, sample.best_s, sample.bound_s, self.overhead_s(), sample.bytes,
+                             self.bandwidth_bytes_per_s)
+
+    def effective_bandwidth_bytes_per_s(self, sample: StepSample) -> float | None:
         """The bandwidth the step's kernels actually reached once the fixed cost is taken out:
-        bytes ÷ (measured − overhead). Below the triad roof, it is the second part of the gap."""
-        return sample.bytes / max(sample.measured_s - self.overhead_s(), 1e-12)
+        bytes ÷ (measured − overhead). Below the triad roof, it is the second part of the gap.
+        None when the fixed cost is not smaller than the step's fastest run: on this run the two
+        cannot be separated."""
+        return self.overhead_split(sample).effective_bandwidth_bytes_per_s
 
     def noisy_samples(self) -> list[StepSample]:
         """Steps whose timings spread too much to trust (median ÷ best above ``NOISY_SPREAD``)."""
@@ -235,8 +378,8 @@ def run(mode: str = "quick", roofs: Measurement | None = None, model: Model | No
         seed: int = 0) -> RealityCheck:
     """Measure the roofs (or take lesson 8's ``roofs``: anything with ``dram_bytes_per_s()``,
     ``peak_flops_per_s("float32")`` and a ``machine`` dict), build a decoder whose float32 weights are
-    at least 8× the last-level cache (or run ``model``), and time decode (by batch and by context)
-    and prefill."""
+    at least 8× the last-level cache within the mode's budgets (:func:`size_model`; or run
+    ``model``), and time decode (by batch and by context) and prefill."""
     if mode not in MODES:
         raise RooflineInputError(f"mode must be one of {sorted(MODES)}, got {mode!r}")
     plan = MODES[mode]
@@ -244,7 +387,9 @@ def run(mode: str = "quick", roofs: Measurement | None = None, model: Model | No
     bandwidth, peak = roofs.dram_bytes_per_s(), roofs.peak_flops_per_s("float32")
     caches = {k: int(v) for k, v in roofs.machine.get("caches", {}).items()}
     llc = max(caches.values()) if caches else 32 * 2**20
-    model = model if model is not None else sized_for_cache(llc)
+    sizing = None
+    if model is None:
+        model, sizing = size_model(llc, mode, bandwidth, available_memory_bytes())
     dec = NumpyDecoder(model, seed=seed)
     steps = plan["steps"]
     # the fixed cost per step: the same layers and calls on arrays too small to cost anything else
@@ -257,7 +402,8 @@ def run(mode: str = "quick", roofs: Measurement | None = None, model: Model | No
     capacity = max(plan["contexts"] + (plan["context"],)) + 1
     check = RealityCheck(mode, datetime.now(timezone.utc).isoformat(timespec="seconds"),
                          {k: v for k, v in asdict(model).items() if v not in (None, 0, 0.0, False, "")},
-                         bandwidth, peak, llc, dec.weight_bytes(), dict(roofs.machine), dict(FP32), dispatch_s)
+                         bandwidth, peak, llc, dec.weight_bytes(), dict(roofs.machine), dict(FP32), dispatch_s,
+                         sizing=asdict(sizing) if sizing else {})
     zeros = np.zeros((1, capacity), dtype=np.int64)
     for tokens in sorted(set(plan["contexts"]) | {plan["context"]}):
         one = dec.new_cache(1, capacity)
