@@ -13,10 +13,24 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import tempfile
 
-import matplotlib
-import pytest
+# Under pytest-xdist every worker is its own process on the same cores. A BLAS that starts one thread
+# per core in each of them oversubscribes the machine (two workers × two threads on two cores), and
+# its spinning threads then slow everything that shares the cores — the notebooks that measure most of
+# all. So each worker, and every kernel it starts (they inherit the environment), gets its share of the
+# cores. Set before numpy is first imported (matplotlib imports it below), which is when a BLAS reads it.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+if _WORKERS > 1:
+    _share = str(max(1, (os.cpu_count() or 1) // _WORKERS))
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, _share)
+    if "numpy" in sys.modules:  # too late for this process's BLAS; kernels still get the share
+        print("conftest: numpy was imported before the BLAS thread share could be set", file=sys.stderr)
+
+import matplotlib  # noqa: E402
+import pytest  # noqa: E402
 
 matplotlib.use("Agg")  # this process; set before the variable below, which only kernels read
 os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"

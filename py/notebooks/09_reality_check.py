@@ -167,12 +167,14 @@ import time
 import numpy as np
 
 rng = np.random.default_rng(0)
-# enough copies of one MLP weight matrix to be 4× the cache: every call streams W from DRAM
-n_w = max(2, int(4 * check.last_level_cache_bytes // (4 * model.hidden_size * model.intermediate_size)) + 1)
-weights = [rng.standard_normal((model.hidden_size, model.intermediate_size), dtype=np.float32) for _ in range(n_w)]
+# copies of one MLP weight matrix, cycled: 4× the cache, or as many bytes as a decode step above streams
+# if its model was held smaller — the same working set the steps themselves ran on
+matrix_bytes = 4 * model.hidden_size * model.intermediate_size
+n_w = max(2, int(min(4 * check.last_level_cache_bytes, streamed_weight_bytes(model)) // matrix_bytes) + 1)
+weights = [rng.random((model.hidden_size, model.intermediate_size), dtype=np.float32) for _ in range(n_w)]
 
 
-def per_matrix_s(rows, calls=1, repeats=5):
+def per_matrix_s(rows, calls=1, repeats=3):
     """Best time per weight matrix of ``calls`` products of ``rows`` rows each, W from DRAM."""
     x = np.ones((rows, model.hidden_size), dtype=np.float32)
     best = float("inf")
@@ -188,7 +190,8 @@ def per_matrix_s(rows, calls=1, repeats=5):
 one, two, four, two_calls = per_matrix_s(1), per_matrix_s(2), per_matrix_s(4), per_matrix_s(1, calls=2)
 extra_flops_s = 2 * model.hidden_size * model.intermediate_size / check.peak_flops_per_s  # one more row at peak
 md(f"`x @ W`, W {count(model.hidden_size)}×{count(model.intermediate_size)} float32, {n_w} matrices "
-   f"({binary(n_w * weights[0].nbytes)}) cycled so each comes from DRAM: 1 row {duration(one)}, 2 rows "
+   f"({binary(n_w * weights[0].nbytes)}, {num(n_w * weights[0].nbytes / check.last_level_cache_bytes)}× the cache) "
+   f"cycled so each comes from DRAM: 1 row {duration(one)}, 2 rows "
    f"{duration(two)}, 4 rows {duration(four)}; two separate 1-row calls {duration(two_calls)}. A second row's "
    f"FLOPs at the measured peak cost {duration(extra_flops_s)}.\n\n"
    + (f"Two rows in one call cost {num(two / one)}× one row — far more than the extra FLOPs — and "
