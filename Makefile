@@ -9,7 +9,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LESSON1 := notebooks/01_the_concept.ipynb
 NOTEBOOK_DIRS := notebooks exercises solutions
 
-.PHONY: lab test install install-test browser-deps hub hub-run doctor sync exercises bench clean
+.PHONY: lab test test-under-load install install-test browser-deps hub hub-run doctor sync exercises bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,10 +29,16 @@ install-test: $(VENV)/.installed-test
 lab: $(VENV)/.installed
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG) $(LESSON1)
 
-# Two workers, each file whole on one worker (a notebook's cells share one kernel; the browser tests
-# share one JupyterLab): about 3 minutes instead of 4 on a 2-core machine.
+# Two workers, each file whole on one worker (a notebook's cells share one kernel; each browser-test
+# file shares one JupyterLab, and there are two of them so both workers drive a browser).
 test: $(VENV)/.installed-test hub
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests $(NOTEBOOK_DIRS) --nbval-lax --nbval-current-env
+
+# The flake check: the whole suite RUNS times in a row while one busy process per core competes for
+# the CPU, stopping at the first failure (tests/run_under_load.py). About RUNS × 8 minutes on 2 cores.
+RUNS ?= 5
+test-under-load: $(VENV)/.installed-test hub
+	$(BIN)/python tests/run_under_load.py --runs $(RUNS) -- $(MAKE) --no-print-directory test
 
 # The browser tests drive Debian's Chromium (never a downloaded browser). Installs it via apt when
 # missing; needs root (CI) or sudo. Without it the browser tests skip locally and fail under CI=true.

@@ -1,0 +1,155 @@
+"""What the browser tests share (tests/test_browser.py and tests/test_browser_second_half.py): the
+JupyterLab-and-Chromium fixture, and the check of one dashboard. Two test files, so that pytest-xdist's
+two workers each drive half of the dashboards (each file is whole on one worker, with its own
+JupyterLab). No test lives here."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from lab_driver import (CHROMIUM_ARGS, DEADLINE_S, WIDGET_ERROR_TEXTS, dashboard_image_src, dashboard_notebooks,
+                        find_chromium, jupyterlab_server, open_and_run_all, shutdown_kernels, wait_for_new_image,
+                        wait_idle, widget_problems)
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "artifacts" / "browser"
+IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+DASHBOARDS = dashboard_notebooks(ROOT)
+
+BROKEN = '''# %%
+import ipywidgets as widgets
+import traitlets
+from IPython.display import display
+
+
+class MismatchedSlider(widgets.IntSlider):
+    """A slider that asks the browser for a front-end version that does not exist."""
+    _model_module_version = traitlets.Unicode("99.0.0").tag(sync=True)
+    _view_module_version = traitlets.Unicode("99.0.0").tag(sync=True)
+
+
+display(MismatchedSlider(description="broken"))
+'''
+
+
+def _missing() -> list[str]:
+    missing = []
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        missing.append("the Python package playwright (install the test extras: pip install -e '.[test]')")
+    if not find_chromium():
+        missing.append("a system Chromium (Debian: apt-get install chromium; or set ROOFLINE_CHROMIUM)")
+    return missing
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    missing = _missing()
+    if missing:
+        message = "browser tests need " + " and ".join(missing)
+        if IN_CI:
+            pytest.fail(message + ". CI=true, so a missing browser is a failure, not a skip.")
+        pytest.skip(message + ". See README, 'Browser tests'.")
+    import jupytext
+    from playwright.sync_api import sync_playwright
+
+    scratch = tmp_path_factory.mktemp("browser")
+    content = scratch / "course"  # a copy: running cells here never touches the learner's notebooks
+    shutil.copytree(ROOT / "notebooks", content / "notebooks")
+    broken = jupytext.reads(BROKEN, fmt="py:percent")
+    broken.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    jupytext.write(broken, str(content / "broken_widget.ipynb"), fmt="ipynb")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with jupyterlab_server(content, scratch / "server") as (base, token):
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_ARGS)
+            try:
+                yield base, token, browser
+            finally:
+                browser.close()
+
+
+def images_without_alt(page) -> list[str]:
+    """Every image in an output (static charts and the dashboard's) states its message in alt text."""
+    imgs = page.locator(".jp-OutputArea-output img")
+    bad = [i for i in range(imgs.count()) if not (imgs.nth(i).get_attribute("alt") or "").strip()]
+    return [f"{len(bad)} of {imgs.count()} images in the outputs have no alt text"] if bad else []
+
+
+def check_dashboard(browser, base: str, token: str, rel_path: str, shot: str) -> list[str]:
+    """Open a notebook, run it, and exercise its dashboard; returns the problems seen (empty = fine)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    problems: list[str] = []
+    try:
+        if not open_and_run_all(page, base, token, rel_path):
+            return ["Run All Cells did not run the notebook"]
+        controls = page.locator(".jp-OutputArea-output .widget-slider, .jp-OutputArea-output .widget-dropdown")
+        error_text = page.get_by_text(re.compile("|".join(re.escape(s) for s in WIDGET_ERROR_TEXTS)))
+        try:
+            controls.or_(error_text).first.wait_for(timeout=DEADLINE_S * 1000)
+        except Exception:
+            problems.append(f"no widget controls appeared within {DEADLINE_S} s")
+        time.sleep(1.0)
+        try:
+            wait_idle(page)
+        except Exception:
+            problems.append("the kernel did not become idle after Run All")
+        page.screenshot(path=str(ARTIFACTS / f"{shot}-1-ran.png"))
+        problems += widget_problems(page)
+        problems += images_without_alt(page)
+        if problems:
+            return problems
+        if not controls.first.is_visible():
+            return ["the widget controls are not visible"]
+        before = wait_for_new_image(page, None)
+        if not before:
+            return ["the dashboard shows no chart image"]
+        handles = page.locator(".jp-OutputArea-output .widget-slider .noUi-handle")
+        dropdowns = page.locator(".jp-OutputArea-output .widget-dropdown select")
+        if handles.count() == 0 and dropdowns.count() == 0:
+            return ["the dashboard has neither a slider nor a dropdown to move"]
+        after_slider = before
+        if handles.count():
+            handle = handles.first
+            handle.scroll_into_view_if_needed()
+            handle.focus()
+            for _ in range(3):
+                handle.press("ArrowRight")
+            wait_for_new_image(page, before)
+            wait_idle(page)
+            after_slider = dashboard_image_src(page)
+            page.screenshot(path=str(ARTIFACTS / f"{shot}-2-slider.png"))
+            if after_slider == before:
+                problems.append("moving the slider did not change the chart")
+        if dropdowns.count() == 0:
+            return problems + widget_problems(page)
+        dropdown = dropdowns.first
+        options = dropdown.locator("option").all_inner_texts()
+        current = dropdown.input_value()
+        dropdown.select_option(next(o for o in options if o != current))
+        wait_for_new_image(page, after_slider)
+        wait_idle(page)
+        after_dropdown = dashboard_image_src(page)
+        page.screenshot(path=str(ARTIFACTS / f"{shot}-3-dropdown.png"))
+        if after_dropdown == after_slider:
+            problems.append("changing a dropdown did not change the chart")
+        problems += widget_problems(page)
+        problems += images_without_alt(page)
+        return problems
+    finally:
+        page.close()
+        shutdown_kernels(base, token)
+
+
+
+
+def halves(items: list) -> tuple[list, list]:
+    """The dashboards split in two (first half to tests/test_browser.py, the rest to the second file)."""
+    middle = (len(items) + 1) // 2
+    return items[:middle], items[middle:]

@@ -1,0 +1,78 @@
+"""The course in a real browser, second half: the rest of the dashboards (see tests/test_browser.py)
+and the interview drill's progress across a kernel restart."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from browser_checks import ARTIFACTS, DASHBOARDS, check_dashboard, halves, lab  # noqa: F401
+from lab_driver import DEADLINE_S, open_and_run_all, shutdown_kernels, wait_idle, widget_problems
+
+pytestmark = pytest.mark.browser
+_, SECOND_HALF = halves(DASHBOARDS)
+
+
+@pytest.mark.parametrize("notebook", SECOND_HALF, ids=lambda p: p.name)
+def test_dashboard_works_in_jupyterlab(lab, notebook):
+    base, token, browser = lab
+    problems = check_dashboard(browser, base, token, f"notebooks/{notebook.name}", notebook.stem)
+    assert problems == [], f"{notebook.name} in JupyterLab: {problems} (screenshots in {ARTIFACTS})"
+
+
+def _drill_header(page):
+    return page.locator(".jp-OutputArea-output .widget-html").filter(has_text="learned of").first
+
+
+def _drill_new_count(page, timeout_s: float = DEADLINE_S, not_equal: int | None = None) -> int:
+    """The drill's 'N new' count, read once its header is rendered and in view; with ``not_equal``,
+    the first count that differs from it (or the last one read, when the deadline passes)."""
+    header = _drill_header(page)
+    header.wait_for(timeout=timeout_s * 1000)
+    deadline = time.monotonic() + timeout_s
+    found = None
+    while time.monotonic() < deadline:
+        header.scroll_into_view_if_needed()
+        found = re.search(r"(\d+) new", header.inner_text())
+        if found and (not_equal is None or int(found.group(1)) != not_equal):
+            return int(found.group(1))
+        time.sleep(0.25)
+    if found:
+        return int(found.group(1))
+    raise AssertionError(f"the drill header never showed a count: {header.inner_text()!r}")
+
+
+def test_interview_drill_keeps_progress_across_a_kernel_restart(lab):
+    """Reveal and rate a card in the drill, restart the kernel, and find the progress still there.
+    Every wait is for a condition (the count changed, the old output gone), never a fixed pause."""
+    base, token, browser = lab
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        assert open_and_run_all(page, base, token, "notebooks/13_interview_drill.ipynb")
+        wait_idle(page)
+        new_before = _drill_new_count(page)
+        assert widget_problems(page) == []
+        reveal = page.get_by_role("button", name="reveal").first
+        reveal.scroll_into_view_if_needed()
+        reveal.click()
+        page.locator(".jp-OutputArea-output .widget-html").filter(has_text="30-second answer.").first.wait_for(
+            timeout=DEADLINE_S * 1000)
+        page.get_by_role("button", name="good").first.click()
+        rated = _drill_new_count(page, not_equal=new_before)  # the rating reached the kernel and was saved
+        assert rated == new_before - 1, (new_before, rated)
+        page.screenshot(path=str(ARTIFACTS / "drill-1-rated.png"))
+        old_header = _drill_header(page).element_handle()
+        # Restart the kernel and run everything again, as a learner coming back would
+        page.locator(".lm-MenuBar-item", has_text="Run").first.click()
+        page.locator("li[data-command='runmenu:restart-and-run-all']").click()
+        page.locator(".jp-Dialog-button.jp-mod-accept").first.click()
+        old_header.wait_for_element_state("hidden", timeout=DEADLINE_S * 1000)  # the old output is gone
+        new_after = _drill_new_count(page)  # read from the header the new kernel drew
+        wait_idle(page)
+        page.screenshot(path=str(ARTIFACTS / "drill-2-after-restart.png"))
+        assert new_after == new_before - 1, (new_before, new_after)
+        assert widget_problems(page) == []
+    finally:
+        page.close()
+        shutdown_kernels(base, token)
