@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from lab_driver import (CHROMIUM_ARGS, DEADLINE_S, WIDGET_ERROR_TEXTS, dashboard_image_src, dashboard_notebooks,
-                        find_chromium, jupyterlab_server, open_and_run_all, shutdown_kernels, wait_for_new_image,
-                        wait_idle, widget_problems)
+from lab_driver import (CHROMIUM_ARGS, DEADLINE_S, WIDGET_ERROR_TEXTS, LabPage, dashboard_image_src,
+                        dashboard_notebooks, find_chromium, jupyterlab_server, wait_for_new_image, wait_idle,
+                        widget_problems)
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts" / "browser"
@@ -75,6 +75,17 @@ def lab(tmp_path_factory):
                 browser.close()
 
 
+@pytest.fixture(scope="module")
+def lab_page(lab):
+    """One JupyterLab page for the whole file (see :class:`lab_driver.LabPage`)."""
+    base, token, browser = lab
+    shared = LabPage(browser, base, token)
+    try:
+        yield shared
+    finally:
+        shared.close()
+
+
 def images_without_alt(page) -> list[str]:
     """Every image in an output (static charts and the dashboard's) states its message in alt text."""
     imgs = page.locator(".jp-OutputArea-output img")
@@ -82,71 +93,77 @@ def images_without_alt(page) -> list[str]:
     return [f"{len(bad)} of {imgs.count()} images in the outputs have no alt text"] if bad else []
 
 
-def check_dashboard(browser, base: str, token: str, rel_path: str, shot: str) -> list[str]:
-    """Open a notebook, run it, and exercise its dashboard; returns the problems seen (empty = fine)."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    problems: list[str] = []
+def check_dashboard(lab_page: LabPage, rel_path: str, shot: str) -> list[str]:
+    """Open a notebook in the shared page, run it, and exercise its dashboard; returns the problems
+    seen (empty = fine). The notebook is closed, its kernel shut down, whatever happened, and after a
+    problem the page is reloaded, so a failed test leaves nothing behind for the next one."""
+    problems = ["the check did not finish"]
     try:
-        if not open_and_run_all(page, base, token, rel_path):
-            return ["Run All Cells did not run the notebook"]
-        controls = page.locator(".jp-OutputArea-output .widget-slider, .jp-OutputArea-output .widget-dropdown")
-        error_text = page.get_by_text(re.compile("|".join(re.escape(s) for s in WIDGET_ERROR_TEXTS)))
-        try:
-            controls.or_(error_text).first.wait_for(timeout=DEADLINE_S * 1000)
-        except Exception:
-            problems.append(f"no widget controls appeared within {DEADLINE_S} s")
-        time.sleep(1.0)
-        try:
-            wait_idle(page)
-        except Exception:
-            problems.append("the kernel did not become idle after Run All")
-        page.screenshot(path=str(ARTIFACTS / f"{shot}-1-ran.png"))
-        problems += widget_problems(page)
-        problems += images_without_alt(page)
-        if problems:
-            return problems
-        if not controls.first.is_visible():
-            return ["the widget controls are not visible"]
-        before = wait_for_new_image(page, None)
-        if not before:
-            return ["the dashboard shows no chart image"]
-        handles = page.locator(".jp-OutputArea-output .widget-slider .noUi-handle")
-        dropdowns = page.locator(".jp-OutputArea-output .widget-dropdown select")
-        if handles.count() == 0 and dropdowns.count() == 0:
-            return ["the dashboard has neither a slider nor a dropdown to move"]
-        after_slider = before
-        if handles.count():
-            handle = handles.first
-            handle.scroll_into_view_if_needed()
-            handle.focus()
-            for _ in range(3):
-                handle.press("ArrowRight")
-            wait_for_new_image(page, before)
-            wait_idle(page)
-            after_slider = dashboard_image_src(page)
-            page.screenshot(path=str(ARTIFACTS / f"{shot}-2-slider.png"))
-            if after_slider == before:
-                problems.append("moving the slider did not change the chart")
-        if dropdowns.count() == 0:
-            return problems + widget_problems(page)
-        dropdown = dropdowns.first
-        options = dropdown.locator("option").all_inner_texts()
-        current = dropdown.input_value()
-        dropdown.select_option(next(o for o in options if o != current))
-        wait_for_new_image(page, after_slider)
-        wait_idle(page)
-        after_dropdown = dashboard_image_src(page)
-        page.screenshot(path=str(ARTIFACTS / f"{shot}-3-dropdown.png"))
-        if after_dropdown == after_slider:
-            problems.append("changing a dropdown did not change the chart")
-        problems += widget_problems(page)
-        problems += images_without_alt(page)
+        problems = _exercise_dashboard(lab_page, rel_path, shot)
         return problems
     finally:
-        page.close()
-        shutdown_kernels(base, token)
+        if not lab_page.close_notebook() or problems:
+            lab_page.reload()
 
 
+def _exercise_dashboard(lab_page: LabPage, rel_path: str, shot: str) -> list[str]:
+    page = lab_page.page
+    problems: list[str] = []
+    if not lab_page.open_and_run_all(rel_path):
+        return ["Run All Cells did not run the notebook"]
+    controls = page.locator(".jp-OutputArea-output .widget-slider, .jp-OutputArea-output .widget-dropdown")
+    error_text = page.get_by_text(re.compile("|".join(re.escape(s) for s in WIDGET_ERROR_TEXTS)))
+    try:
+        controls.or_(error_text).first.wait_for(timeout=DEADLINE_S * 1000)
+    except Exception:
+        problems.append(f"no widget controls appeared within {DEADLINE_S} s")
+    time.sleep(1.0)
+    try:
+        wait_idle(page)
+    except Exception:
+        problems.append("the kernel did not become idle after Run All")
+    page.screenshot(path=str(ARTIFACTS / f"{shot}-1-ran.png"))
+    problems += widget_problems(page)
+    problems += images_without_alt(page)
+    if problems:
+        return problems
+    if not controls.first.is_visible():
+        return ["the widget controls are not visible"]
+    before = wait_for_new_image(page, None)
+    if not before:
+        return ["the dashboard shows no chart image"]
+    handles = page.locator(".jp-OutputArea-output .widget-slider .noUi-handle")
+    dropdowns = page.locator(".jp-OutputArea-output .widget-dropdown select")
+    if handles.count() == 0 and dropdowns.count() == 0:
+        return ["the dashboard has neither a slider nor a dropdown to move"]
+    after_slider = before
+    if handles.count():
+        handle = handles.first
+        handle.scroll_into_view_if_needed()
+        handle.focus()
+        for _ in range(3):
+            handle.press("ArrowRight")
+        wait_for_new_image(page, before)
+        wait_idle(page)
+        after_slider = dashboard_image_src(page)
+        page.screenshot(path=str(ARTIFACTS / f"{shot}-2-slider.png"))
+        if after_slider == before:
+            problems.append("moving the slider did not change the chart")
+    if dropdowns.count() == 0:
+        return problems + widget_problems(page)
+    dropdown = dropdowns.first
+    options = dropdown.locator("option").all_inner_texts()
+    current = dropdown.input_value()
+    dropdown.select_option(next(o for o in options if o != current))
+    wait_for_new_image(page, after_slider)
+    wait_idle(page)
+    after_dropdown = dashboard_image_src(page)
+    page.screenshot(path=str(ARTIFACTS / f"{shot}-3-dropdown.png"))
+    if after_dropdown == after_slider:
+        problems.append("changing a dropdown did not change the chart")
+    problems += widget_problems(page)
+    problems += images_without_alt(page)
+    return problems
 
 
 def halves(items: list) -> tuple[list, list]:

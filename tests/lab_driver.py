@@ -232,3 +232,58 @@ def open_and_run_all(page, base: str, token: str, rel_path: str) -> bool:
         return True
     run_all(page)  # the first click can land before the kernel is attached
     return cells_started(page, timeout_s=DEADLINE_S)
+
+
+class LabPage:
+    """One JupyterLab page kept open for a whole test file: each notebook is opened in it (File → Open
+    from Path…) and closed again with its kernel shut down (File → Close and Shut Down), so the app
+    loads once instead of once per notebook. After a failure the page is reloaded from scratch, so one
+    test's leftovers never reach the next."""
+
+    def __init__(self, browser, base: str, token: str) -> None:
+        self.browser, self.base, self.token = browser, base, token
+        self.page = None
+        self.reload()
+
+    def reload(self) -> None:
+        if self.page is not None:
+            self.page.close()
+        self.page = self.browser.new_page(viewport={"width": 1400, "height": 1000})
+        self.page.goto(f"{self.base}/lab?reset&token={self.token}")
+        self.page.locator(".jp-LabShell").first.wait_for(timeout=DEADLINE_S * 1000)
+        shutdown_kernels(self.base, self.token)
+
+    def open_and_run_all(self, rel_path: str) -> bool:
+        """Open ``rel_path`` in the app and Run All Cells; False if the cells never started."""
+        page = self.page
+        page.locator(".lm-MenuBar-item", has_text="File").first.click()
+        page.locator("li[data-command='filebrowser:open-path']").click()
+        page.locator(".jp-Dialog input").fill(rel_path)
+        page.locator(".jp-Dialog-button.jp-mod-accept").click()
+        page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for(timeout=DEADLINE_S * 1000)
+        wait_idle(page)
+        run_all(page)
+        if cells_started(page, timeout_s=60):
+            return True
+        run_all(page)  # the first click can land before the kernel is attached
+        return cells_started(page, timeout_s=DEADLINE_S)
+
+    def close_notebook(self) -> bool:
+        """Close the open notebook and shut its kernel down; False (and a fresh page) if that failed."""
+        page = self.page
+        try:
+            page.keyboard.press("Escape")  # leave any open menu
+            page.locator(".lm-MenuBar-item", has_text="File").first.click()
+            page.locator("li[data-command='filemenu:close-and-cleanup']").click(timeout=30_000)
+            page.locator(".jp-Dialog-button.jp-mod-accept").click(timeout=30_000)
+            page.locator(".jp-NotebookPanel").first.wait_for(state="detached", timeout=DEADLINE_S * 1000)
+        except Exception:
+            self.reload()
+            return False
+        finally:
+            shutdown_kernels(self.base, self.token)
+        return True
+
+    def close(self) -> None:
+        if self.page is not None:
+            self.page.close()

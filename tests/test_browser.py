@@ -13,7 +13,7 @@ Screenshots go to artifacts/browser/ (git-ignored).
 from __future__ import annotations
 
 import pytest
-from browser_checks import ARTIFACTS, DASHBOARDS, IN_CI, ROOT, _missing, check_dashboard, halves, lab  # noqa: F401
+from browser_checks import ARTIFACTS, DASHBOARDS, IN_CI, ROOT, _missing, check_dashboard, halves, lab, lab_page  # noqa: F401
 from lab_driver import jupyterlab_server, port_is_free
 
 pytestmark = pytest.mark.browser
@@ -27,16 +27,14 @@ def test_dashboards_are_found_and_each_is_in_one_half():
 
 
 @pytest.mark.parametrize("notebook", FIRST_HALF, ids=lambda p: p.name)
-def test_dashboard_works_in_jupyterlab(lab, notebook):
-    base, token, browser = lab
-    problems = check_dashboard(browser, base, token, f"notebooks/{notebook.name}", notebook.stem)
+def test_dashboard_works_in_jupyterlab(lab_page, notebook):
+    problems = check_dashboard(lab_page, f"notebooks/{notebook.name}", notebook.stem)
     assert problems == [], f"{notebook.name} in JupyterLab: {problems} (screenshots in {ARTIFACTS})"
 
 
-def test_a_broken_widget_is_caught(lab):
+def test_a_broken_widget_is_caught(lab_page):
     """The check above can fail: a widget asking for a front-end that does not match is reported."""
-    base, token, browser = lab
-    problems = check_dashboard(browser, base, token, "broken_widget.ipynb", "broken-widget")
+    problems = check_dashboard(lab_page, "broken_widget.ipynb", "broken-widget")
     assert any("the page shows" in p for p in problems), problems
 
 

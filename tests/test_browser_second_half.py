@@ -7,7 +7,7 @@ import re
 import time
 
 import pytest
-from browser_checks import ARTIFACTS, DASHBOARDS, check_dashboard, halves, lab  # noqa: F401
+from browser_checks import ARTIFACTS, DASHBOARDS, check_dashboard, halves, lab, lab_page  # noqa: F401
 from lab_driver import DEADLINE_S, open_and_run_all, shutdown_kernels, wait_idle, widget_problems
 
 pytestmark = pytest.mark.browser
@@ -15,9 +15,8 @@ _, SECOND_HALF = halves(DASHBOARDS)
 
 
 @pytest.mark.parametrize("notebook", SECOND_HALF, ids=lambda p: p.name)
-def test_dashboard_works_in_jupyterlab(lab, notebook):
-    base, token, browser = lab
-    problems = check_dashboard(browser, base, token, f"notebooks/{notebook.name}", notebook.stem)
+def test_dashboard_works_in_jupyterlab(lab_page, notebook):
+    problems = check_dashboard(lab_page, f"notebooks/{notebook.name}", notebook.stem)
     assert problems == [], f"{notebook.name} in JupyterLab: {problems} (screenshots in {ARTIFACTS})"
 
 
