@@ -15,13 +15,19 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# --no-compile: Python compiles each module when it is first imported, so pip does not spend half a
+# minute compiling thousands of files the course never imports.
+PIP_INSTALL := $(BIN)/python -m pip install --quiet --no-compile
+
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(PIP_INSTALL) -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $@
+# The tests need the hub too (tests/test_hub.py): one pip run installs the test and hub extras, and
+# marks the course and the hub installed as well.
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(PIP_INSTALL) -e '.[test,hub]'
+	touch $(VENV)/.installed $(VENV)/.installed-hub $@
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
@@ -53,7 +59,7 @@ browser-deps:
 HUB_PROXY := workshop/node_modules/.bin/configurable-http-proxy
 
 $(VENV)/.installed-hub: pyproject.toml $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -e '.[hub]'
+	$(PIP_INSTALL) -e '.[hub]'
 	touch $@
 
 $(HUB_PROXY): workshop/package.json workshop/package-lock.json
