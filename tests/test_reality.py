@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from roofline_lessons.core.errors import RooflineInputError
+from roofline_lessons.core.units import percent
 from roofline_lessons.measure import reality
 from roofline_lessons.measure.decoder import llama_like
 from roofline_lessons.measure.reality import StepSample, fit_overhead_s, mbu, measured_knee, mfu
@@ -119,28 +120,71 @@ def test_the_fixed_cost_is_measured_and_split_off_only_where_it_can_be(monkeypat
     assert check.dtypes["flash_attention"] is False  # the numpy decoder is eager: priced that way
 
 
-def _split(measured, best, bound, overhead, moved=1e9, bandwidth=10e9):
-    return reality.OverheadSplit(measured, best, bound, overhead, moved, bandwidth)
+def _split(measured, best, bound, overhead, moved=1e9, bandwidth=10e9, binds="memory", spread=0.0):
+    return reality.OverheadSplit(measured, best, bound, overhead, moved, bandwidth, binds, spread)
 
 
-def test_a_fixed_cost_not_smaller_than_the_step_cannot_be_separated():
-    for overhead in (0.010, 0.012, 0.050):  # equal to the fastest run, above it, far above the median
+def test_a_fixed_cost_not_clearly_smaller_than_the_step_cannot_be_separated():
+    # equal to the fastest run, above it, far above the median, and just under it (2 % of the run left:
+    # a difference of two noisy timings, under SPLIT_MARGIN)
+    for overhead in (0.010, 0.012, 0.050, 0.0098):
         split = _split(measured=0.011, best=0.010, bound=0.005, overhead=overhead)
         assert not split.separable and split.verdict == "not separable"
         assert split.streaming_s is None and split.effective_bandwidth_bytes_per_s is None
         assert split.fraction_of_roof is None and split.overhead_share_of_gap is None
+        assert "cannot be separated" in reality.describe_split(split)
+    # a clear difference, but inside the spread of the two timings: still not separable
+    noisy = _split(measured=0.020, best=0.010, bound=0.005, overhead=0.006, spread=0.001)
+    assert noisy.best_s - noisy.overhead_s > reality.SPLIT_MARGIN * noisy.best_s and not noisy.separable
+    assert _split(measured=0.0105, best=0.010, bound=0.005, overhead=0.006, spread=0.001).separable
 
 
 def test_each_case_of_the_split_is_named_from_its_numbers():
     both = _split(measured=0.200, best=0.190, bound=0.100, overhead=0.040)
     assert both.verdict == "fixed cost and streaming" and both.overhead_share_of_gap == pytest.approx(0.4)
     assert both.effective_bandwidth_bytes_per_s == pytest.approx(1e9 / 0.160)
-    assert both.fraction_of_roof == pytest.approx(1e9 / 0.160 / 10e9) and both.fraction_of_roof < 1
+    assert both.fraction_of_roof == pytest.approx(0.100 / 0.160) and both.fraction_of_roof < 1
     covers = _split(measured=0.120, best=0.115, bound=0.100, overhead=0.030)
     assert covers.verdict == "fixed cost covers the gap" and covers.fraction_of_roof > 1
     beat = _split(measured=0.080, best=0.078, bound=0.100, overhead=0.005)
     assert beat.verdict == "beat the bound" and beat.gap_s < 0 and beat.overhead_share_of_gap is None
-    assert beat.effective_bandwidth_bytes_per_s == pytest.approx(1e9 / 0.075)
+    assert beat.effective_bandwidth_bytes_per_s == pytest.approx(1e9 / 0.075) and beat.fraction_of_roof > 1
+
+
+def test_the_split_boundaries():
+    exactly = _split(measured=0.130, best=0.125, bound=0.100, overhead=0.030)  # fixed cost == gap
+    assert exactly.verdict == "fixed cost covers the gap" and exactly.fraction_of_roof == pytest.approx(1.0)
+    on_roof = _split(measured=0.100, best=0.095, bound=0.100, overhead=0.010)  # gap == 0
+    assert on_roof.verdict == "beat the bound"
+
+
+def test_a_compute_bound_step_is_held_against_the_matmul_roof():
+    """fraction_of_roof is bound ÷ the kernels' own time, whichever roof binds: a compute-bound step
+    that the fixed cost covers ran at or above the matmul roof, and says so."""
+    covers = _split(measured=0.011, best=0.0105, bound=0.005, overhead=0.007, moved=1e7, binds="compute")
+    assert covers.verdict == "fixed cost covers the gap" and covers.fraction_of_roof == pytest.approx(0.005 / 0.004)
+    text = reality.describe_split(covers)
+    assert "matmul roof" in text and "at or above it" in text and "hypothesis" in text
+
+
+def test_every_verdict_reads_what_its_numbers_say():
+    texts = {
+        "fixed cost and streaming": _split(measured=0.200, best=0.190, bound=0.100, overhead=0.040),
+        "fixed cost covers the gap": _split(measured=0.120, best=0.115, bound=0.100, overhead=0.030),
+        "beat the bound": _split(measured=0.080, best=0.078, bound=0.100, overhead=0.005),
+        "not separable": _split(measured=0.011, best=0.010, bound=0.005, overhead=0.012),
+    }
+    for verdict, split in texts.items():
+        assert split.verdict == verdict
+    both = reality.describe_split(texts["fixed cost and streaming"])
+    assert "40 %" in both and "the other 60 %" in both and "hypothesis" in both
+    assert f"running at {percent(0.100 / 0.160, 0)} of the DRAM" in both
+    assert "at or above" in reality.describe_split(texts["fixed cost covers the gap"])
+    assert "no gap to split" in reality.describe_split(texts["beat the bound"])
+    # a share that rounds to 100 % never prints "the other 0 %"
+    nearly_all = _split(measured=0.2000, best=0.1900, bound=0.1000, overhead=0.0996)
+    text = reality.describe_split(nearly_all)
+    assert nearly_all.verdict == "fixed cost and streaming" and "the other 0 %" not in text and "under 1 %" in text
 
 
 def test_a_check_splits_with_its_own_fixed_cost():
@@ -170,8 +214,11 @@ def test_the_model_is_sized_to_the_cache_within_the_budgets():
     assert sizing.limited_by == "memory" and model.parameter_count() * 4 <= reality.MEMORY_SHARE * 4 * 2**30
     model, sizing = reality.size_model(big, "full", 13e9, None)  # free memory unknown: no memory cap
     assert sizing.reached
-    tiny_budget, _ = reality.size_model(big, "quick", 1e6, free)  # a budget under one layer: one layer, said so
-    assert tiny_budget.num_hidden_layers == 1
+    tiny_budget, sizing = reality.size_model(big, "quick", 1e6, free)  # a budget under one layer: one layer
+    assert tiny_budget.num_hidden_layers == 1 and sizing.limited_by == "time" and sizing.over_budget
+    huge = 2 * 2**30  # 8 × 2 GiB is past the family's largest model (256 layers)
+    model, sizing = reality.size_model(huge, "full", 13e9, None)
+    assert model.num_hidden_layers == 256 and sizing.limited_by == "family" and not sizing.over_budget
     with pytest.raises(RooflineInputError, match="mode must be one of"):
         reality.size_model(llc, "fast", 20e9, free)
     with pytest.raises(RooflineInputError, match="bandwidth_bytes_per_s must be positive"):

@@ -46,22 +46,23 @@ MODE = "quick"  # "full" runs more batches, contexts and prompts with more repea
 # cache (lesson 8: a working set that fits is fed by a faster, cache-level roof). Two budgets can hold
 # it smaller, and the lesson says when one did: in quick mode a batch-1 step's weights take at most
 # `step_budget_s` to stream at the measured bandwidth (so the lesson runs in seconds on a machine with a
-# huge cache), and in every mode the weights take at most a quarter of the free memory. Its weights are
-# seeded random numbers — a step's time does not depend on trained values.
+# huge cache), and in every mode the weights take at most `MEMORY_SHARE` of the free memory (where the
+# operating system reports it). Its weights are seeded random numbers — a step's time does not depend
+# on trained values.
 #
 # ## Measure
 #
 # One call measures the roofs (lesson 8's probes), builds the decoder and times decode over batch
 # and over context, and prefill over prompt length. Each time is the median of several runs of the
-# step (5 in quick mode), after a warm-up; the tables show the spread (median ÷ best) so a disturbed
-# measurement shows itself.
+# step after a warm-up (the count is printed below); the tables show the spread (median ÷ best) so a
+# disturbed measurement shows itself.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 check = reality.run(MODE)
 path = reality.save(check)
 model = check.model_config()
-print(f"saved to {path}")
+print(f"saved to {path}; {reality.MODES[MODE]['steps']} timed runs per step ({MODE} mode)")
 md(f"**{model.name}**: {model.num_hidden_layers} layers, hidden size {count(model.hidden_size)}, "
    f"{model.num_attention_heads} query and {model.num_key_value_heads} key/value heads of {model.head_dim}, "
    f"MLP {count(model.intermediate_size)}, vocabulary {count(model.vocab_size)}: "
@@ -73,14 +74,22 @@ md(f"**{model.name}**: {model.num_hidden_layers} layers, hidden size {count(mode
    f"{si(check.peak_flops_per_s, 'FLOP/s')}.")
 sizing = check.model_sizing()
 if sizing and not sizing.reached:
+    from roofline_lessons.measure.machine import available_memory_bytes
+
     held = {"time": f"{MODE} mode's time budget ({duration(reality.MODES[MODE]['step_budget_s'])} of weight stream "
                     f"per batch-1 step at the measured bandwidth)",
-            "memory": f"the memory budget ({percent(reality.MEMORY_SHARE, 0)} of the free memory)"}[sizing.limited_by]
-    md(f"**The model is smaller than the target:** {held} holds it to {num(sizing.multiple)}× the cache, not "
-       f"{sizing.target_multiple}×. A step may then find part of its weights still in the cache from the step "
-       "before, and run faster than a DRAM bound allows — if a step below beats its bound, that is the first "
-       "hypothesis. " + ("Full mode has no time budget: run it for the full-size model."
-                          if sizing.limited_by == "time" else "Close other programs to free memory and run again."))
+            "memory": f"the memory budget ({percent(reality.MEMORY_SHARE, 0)} of the free memory)",
+            "family": "the size of the model family (its largest model)"}[sizing.limited_by]
+    full_reaches = reality.size_model(check.last_level_cache_bytes, "full", check.bandwidth_bytes_per_s,
+                                      available_memory_bytes())[1].reached
+    md(f"**The model is smaller than the target:** {held} "
+       + ("is less than even one layer, so the smallest model ran" if sizing.over_budget else "holds it")
+       + f" — {num(sizing.multiple)}× the cache, not {sizing.target_multiple}×. A step may then find part of its "
+       "weights still in the cache from the step before, and run faster than a DRAM bound allows: if a step below "
+       "beats its bound, that is the first hypothesis. "
+       + ("Full mode has no time budget and would reach the target here: run it for the full-size model."
+          if sizing.limited_by == "time" and full_reaches else
+          "Closing other programs frees memory for a larger model." if sizing.limited_by == "memory" else ""))
 
 # %% [markdown]
 # ## Every step against its bound
@@ -104,13 +113,19 @@ for caption, samples in ((f"Decode by batch, {count(check.decode_by_batch[0].tok
                          ("Prefill at batch 1, by prompt length", check.prefill)):
     md(f"**{caption}**")
     show_table(headers, step_rows(samples))
-beaten = [s for s in check.samples if s.achieved > 1]
+beaten = [s for s in check.samples if s.measured_s <= s.bound_s]
 if beaten:
-    md(f"**{len(beaten)} of {len(check.samples)} steps ran faster than their bound** (achieved above 100 %), which a "
-       "bound forbids on the roofs it was priced with. So on this run those roofs are not those steps' roofs. Two "
-       "hypotheses to test: part of the weights was served from a cache (see the model's size against the cache "
-       "above), or lesson 8's triad, counted STREAM-style, reads low for a step that mostly *reads* (a triad also "
-       "writes, and a write first reads its cache line: traffic the triad's byte count leaves out).")
+    kinds = {s.binds for s in beaten}
+    md(f"**{len(beaten)} of {len(check.samples)} steps ran at or under their bound** (achieved 100 % or more), which "
+       "a bound forbids on the roofs it was priced with. So on this run those roofs are not those steps' roofs. "
+       "Hypotheses to test: "
+       + ("part of the weights was served from a cache (see the model's size against the cache above), or lesson 8's "
+          "triad, counted STREAM-style, reads low for a step that mostly *reads* (a triad also writes, and a write "
+          "first reads its cache line: traffic the triad's byte count leaves out); "
+          if "memory" in kinds else "")
+       + ("the matmul roof was measured low (a square matmul of one size is not every shape's best rate); "
+          if "compute" in kinds else "")
+       + "or the cost model counts more bytes or FLOPs than this loop moves.")
 noisy = check.noisy_samples()
 if noisy:
     md(f"**Warning: {len(noisy)} of {len(check.samples)} timings spread more than {num(reality.NOISY_SPREAD)}× "
@@ -167,8 +182,8 @@ import time
 import numpy as np
 
 rng = np.random.default_rng(0)
-# copies of one MLP weight matrix, cycled: 4× the cache, or as many bytes as a decode step above streams
-# if its model was held smaller — the same working set the steps themselves ran on
+# copies of one MLP weight matrix, cycled: 4× the cache or as many bytes as a decode step above streams,
+# whichever is smaller — never a larger working set than the steps themselves ran on
 matrix_bytes = 4 * model.hidden_size * model.intermediate_size
 n_w = max(2, int(min(4 * check.last_level_cache_bytes, streamed_weight_bytes(model)) // matrix_bytes) + 1)
 weights = [rng.random((model.hidden_size, model.intermediate_size), dtype=np.float32) for _ in range(n_w)]
@@ -189,17 +204,27 @@ def per_matrix_s(rows, calls=1, repeats=3):
 
 one, two, four, two_calls = per_matrix_s(1), per_matrix_s(2), per_matrix_s(4), per_matrix_s(1, calls=2)
 extra_flops_s = 2 * model.hidden_size * model.intermediate_size / check.peak_flops_per_s  # one more row at peak
+cycle_multiple = n_w * weights[0].nbytes / check.last_level_cache_bytes
+extra_over_flops = (two - one) / extra_flops_s  # what the second row cost, in units of its FLOPs at the peak
+switch = two > 1.3 * one + extra_flops_s
+flat = four < 1.3 * two  # four rows within 30 % of two
 md(f"`x @ W`, W {count(model.hidden_size)}×{count(model.intermediate_size)} float32, {n_w} matrices "
-   f"({binary(n_w * weights[0].nbytes)}, {num(n_w * weights[0].nbytes / check.last_level_cache_bytes)}× the cache) "
-   f"cycled so each comes from DRAM: 1 row {duration(one)}, 2 rows "
-   f"{duration(two)}, 4 rows {duration(four)}; two separate 1-row calls {duration(two_calls)}. A second row's "
-   f"FLOPs at the measured peak cost {duration(extra_flops_s)}.\n\n"
-   + (f"Two rows in one call cost {num(two / one)}× one row — far more than the extra FLOPs — and "
-      f"{'more' if two > two_calls else 'less'} than two one-row calls; four rows cost about what two do "
-      f"({num(four / two)}×). So the price is paid per call by the kernel used for ≥ 2 rows, not per row: the "
-      "hypothesis (a kernel switch) survives this test. Why that kernel is slower at few rows (packing W into "
-      "blocks is one candidate) is a further hypothesis, not tested here."
-      if two > 1.3 * one + extra_flops_s else
+   f"({binary(n_w * weights[0].nbytes)}, {num(cycle_multiple)}× the cache) cycled "
+   + ("so each comes from DRAM" if cycle_multiple >= 2 else
+      "— **less than twice the cache, so some of them may come from it**: read the times with that in mind")
+   + f": 1 row {duration(one)}, 2 rows {duration(two)}, 4 rows {duration(four)}; two separate 1-row calls "
+   f"{duration(two_calls)}. A second row's FLOPs at the measured peak cost {duration(extra_flops_s)}.\n\n"
+   + (f"Two rows in one call cost {num(two / one)}× one row — the second row cost {num(extra_over_flops)}× its "
+      f"FLOPs at the peak — and {'more' if two > two_calls else 'less'} than two one-row calls; four rows cost "
+      f"{num(four / two)}× two. "
+      + ("Four rows cost little more than two, so the price is paid per call by the kernel used for ≥ 2 rows, not "
+         "per row: the hypothesis (a kernel switch) survives this test. "
+         if flat else
+         "Four rows cost clearly more than two, so part of the price grows with the rows: this test does not "
+         "separate a kernel switch from a per-row cost. ")
+      + "Why such a kernel is slower at few rows (packing W into blocks is one candidate) is a further hypothesis, "
+        "not tested here."
+      if switch else
       f"Two rows cost {num(two / one)}× one row, close to the extra FLOPs: this test does not support a kernel "
       "switch — look elsewhere."))
 
@@ -213,20 +238,23 @@ md(f"`x @ W`, W {count(model.hidden_size)}×{count(model.intermediate_size)} flo
 # themselves streaming below the triad roof:
 # time ≈ bytes ÷ (the bandwidth the kernels reach) + overhead.
 #
-# The split needs the fixed cost to be smaller than the step: where it is not smaller than the
-# step's fastest run, the two cannot be separated on that run, and the table says so instead of
-# printing a bandwidth.
+# The split needs the fixed cost to be clearly smaller than the step: where the step's fastest run
+# exceeds it by less than a tenth of the run, or by less than the two timings' own spread, the two
+# cannot be separated on that run, and the table says so instead of printing a bandwidth.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 overhead = check.overhead_s()
 ones = [s for s in check.decode_by_batch + check.decode_by_context if s.batch == 1]
+batch1 = next(s for s in check.decode_by_batch if s.batch == 1)
 
 
 def reached(split):
     """The bandwidth the kernels reached, or why this run cannot say."""
     if split.effective_bandwidth_bytes_per_s is None:
         return ["cannot be separated", "—"]
+    if split.binds != "memory":
+        return ["— (compute binds)", "—"]
     return [si(split.effective_bandwidth_bytes_per_s, "B/s"), percent(split.fraction_of_roof, 0)]
 
 
@@ -234,33 +262,13 @@ show_table(["batch-1 step, context", "bound", "measured (fastest run)", "fixed c
             "of the triad roof"],
            [[count(s.tokens), duration(s.bound_s), f"{duration(s.measured_s)} ({duration(s.best_s)})",
              duration(overhead), *reached(check.overhead_split(s))] for s in ones])
-split = check.overhead_split(first)
-if split.verdict == "not separable":
-    text = (f"Fixed cost per step: **{duration(overhead)}** — not smaller than the batch-1 step's fastest run "
-            f"({duration(first.best_s)}). On this run the fixed cost and the kernels' own time **cannot be "
-            "separated**: the model is too small against the fixed cost, or the machine was busy while the tiny "
-            "model was timed. Run the measurement again, or in full mode.")
-elif split.verdict == "beat the bound":
-    text = (f"Fixed cost per step: **{duration(overhead)}**. The batch-1 step ran at or under its bound "
-            f"({duration(first.measured_s)} against {duration(first.bound_s)}): there is no gap to split, and once "
-            f"the fixed cost is taken out its kernels streamed at {percent(split.fraction_of_roof, 0)} of the triad "
-            "roof. The roof, not the step, is what to question here (see the note under the tables).")
-elif split.verdict == "fixed cost covers the gap":
-    text = (f"Fixed cost per step: **{duration(overhead)}**, at least the whole batch-1 gap ({duration(split.gap_s)}): "
-            f"taken out, the kernels streamed the weights at {percent(split.fraction_of_roof, 0)} of the triad "
-            "bandwidth lesson 8 measured — at or above that roof, so on this run the fixed cost explains the gap "
-            "and the roof itself reads low for these kernels (see the note under the tables).")
-else:
-    text = (f"Fixed cost per step: **{duration(overhead)}**, {percent(split.overhead_share_of_gap, 0)} of the "
-            f"batch-1 gap ({duration(split.gap_s)}); the other {percent(1 - split.overhead_share_of_gap, 0)} is "
-            f"streaming: the matrix–vector kernels read the weights at {percent(split.fraction_of_roof, 0)} of the "
-            "triad bandwidth lesson 8 measured (a triad is the friendliest access pattern there is; a real kernel "
-            "pays for its own loop structure).")
+split = check.overhead_split(batch1)
+text = reality.describe_split(split)
 md(text + "\n\n"
-   "A fixed cost dominates when the bound is small — small models, small batches, fast memory — which is why a "
-   "small model on a big GPU decodes far below its roof. On a GPU, **CUDA graphs** record a step's kernel launches "
-   "once and replay them with one launch, and **fused kernels** do the work of several in one, so fewer launches "
-   "and fewer round trips through memory are paid per token.")
+   "In general, a fixed cost per step weighs most when the bound is small — small models, small batches, fast "
+   "memory — which is why a small model on a big GPU can decode far below its roof. On a GPU, **CUDA graphs** record "
+   "a step's kernel launches once and replay them with one launch, and **fused kernels** do the work of several in "
+   "one, so fewer launches and fewer round trips through memory are paid per token.")
 
 # %% [markdown]
 # ## Published measurements against the course's bounds
@@ -311,8 +319,12 @@ md(f"What each gap teaches. **gpt-fast** reaches {percent(gpt.tokens_per_s / gpt
    f"the faster GPU further from its floor. Its CUDA Graphs A/B test, {num(graphs['h100-sxm'].value)}× on the "
    f"H100 SXM against {num(graphs['l4'].value)}× on the L4, shows launch overhead is *part* of the H100's gap: "
    f"removing it lifts {percent(h100_floor, 0)} to at most {percent(h100_floor * graphs['h100-sxm'].value, 0)} "
-   "of the floor. What the rest is, the A/B test does not say; on this CPU the rest was kernels streaming below "
-   "the roof, a hypothesis worth testing on the GPU.")
+   "of the floor. What the rest is, the A/B test does not say. "
+   + ("On this CPU, what was left after the fixed cost was the kernels running below the roof — by subtraction, so "
+      "a hypothesis, and one worth testing on the GPU."
+      if split.verdict == "fixed cost and streaming" else
+      f"On this CPU this run cannot say either (its batch-1 split: {split.verdict}); a run where the fixed cost and "
+      "the kernels separate would."))
 
 # %% [markdown]
 # ## On a GPU
@@ -350,9 +362,10 @@ decode_vs_bound_chart(check)
 # - MBU uses the model's byte count: it equals the achieved fraction when memory binds, and it is not
 #   a measured bandwidth (neither is gpt-fast's "bandwidth achieved").
 # - The cost model's knee and the measured one need not agree; state a hypothesis and test it.
-# - Below the bound, two parts: a fixed cost per step (measured with a tiny model) and kernels that
-#   stream below the triad roof. The fixed cost dominates small models at small batch; CUDA graphs
-#   and fused kernels attack it on a GPU.
+# - Above the bound, the gap has two parts where a run can separate them: a fixed cost per step
+#   (measured with a tiny model) and the kernels' own shortfall against the roof (what is left: a
+#   hypothesis about streaming, not a measurement). A fixed cost weighs most on small models at small
+#   batch; CUDA graphs and fused kernels attack it on a GPU.
 #
 # **Interview questions this lesson prepares you for**
 #

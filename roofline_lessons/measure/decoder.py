@@ -25,6 +25,8 @@ ROPE_THETA = 10_000.0
 RMS_EPS = 1e-5
 #: a decode loop on a CPU streams its weights from DRAM only if they dwarf the last-level cache
 CACHE_MULTIPLE = 8
+#: the most layers :func:`sized_for_cache` gives its model family
+FAMILY_LAYERS = 256
 
 
 def llama_like(name: str, *, hidden_size: int, num_hidden_layers: int, num_attention_heads: int,
@@ -65,7 +67,7 @@ def sized_for_cache(last_level_cache_bytes: int, multiple: int = CACHE_MULTIPLE,
         raise RooflineInputError(f"max_streamed_bytes must be positive (bytes) or None, got {max_streamed_bytes!r}")
     target = multiple * last_level_cache_bytes
     previous = None
-    for layers in range(1, 257):
+    for layers in range(1, FAMILY_LAYERS + 1):
         model = family_member(layers)
         streamed = streamed_weight_bytes(model, element_bytes)
         if max_streamed_bytes is not None and streamed > max_streamed_bytes:
@@ -75,7 +77,7 @@ def sized_for_cache(last_level_cache_bytes: int, multiple: int = CACHE_MULTIPLE,
         previous = model
     if max_streamed_bytes is not None:
         return previous
-    raise RooflineInputError(f"no model up to 256 layers reaches {multiple}× a {last_level_cache_bytes:,}-byte cache")
+    raise RooflineInputError(f"no model up to {FAMILY_LAYERS} layers reaches {multiple}× a {last_level_cache_bytes:,}-byte cache")
 
 
 def family_member(layers: int) -> Model:

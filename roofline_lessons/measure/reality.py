@@ -8,8 +8,8 @@ utilisation) = bytes the step must move / measured time / bandwidth; **MFU** (mo
 utilisation) = the step's FLOPs / measured time / peak. A third term, a fixed **overhead** per step
 (Python dispatching ~10 numpy calls per layer here; kernel launches and CPU scheduling on a GPU), is
 measured on a tiny model with the same calls: time ≈ max(compute, memory) + overhead. Where that
-fixed cost is not smaller than a step's fastest run, the two cannot be separated on that run
-(:class:`OverheadSplit` says so; it never reports a negative or clamped figure).
+fixed cost is not clearly smaller than a step's fastest run, the two cannot be separated on that
+run (:class:`OverheadSplit` says so; it never reports a negative or clamped figure).
 
 The decoder is sized so its weights dwarf the last-level cache (:data:`~.decoder.CACHE_MULTIPLE` ×),
 within a budget: quick mode keeps a batch-1 step's weight stream to ``step_budget_s`` at the
@@ -34,8 +34,8 @@ from ..core.costs import model_cost
 from ..core.errors import RooflineInputError
 from ..core.files import atomic_write_text
 from ..core.models import Model
-from .decoder import (CACHE_MULTIPLE, KVCache, NumpyDecoder, family_member, llama_like, sized_for_cache,
-                      streamed_weight_bytes)
+from .decoder import (CACHE_MULTIPLE, FAMILY_LAYERS, KVCache, NumpyDecoder, family_member, llama_like,
+                      sized_for_cache, streamed_weight_bytes)
 from .machine import available_memory_bytes
 from .probes import Measurement, measure
 from .results import data_dir
@@ -118,7 +118,9 @@ class ModelSizing:
     """How the decoder of a run was sized. ``target_multiple`` × the last-level cache is what its
     streamed weights aim at (so a step reads them from DRAM); ``limited_by`` is ``""`` when that
     was reached, else ``"time"`` (quick mode's step budget) or ``"memory"`` (:data:`MEMORY_SHARE`
-    of the free memory), with ``budget_bytes`` the cap that held it (bytes of streamed weights)."""
+    of the free memory), with ``budget_bytes`` the cap that held it (bytes of streamed weights), or
+    ``"family"`` when even the family's largest model (:data:`~.decoder.FAMILY_LAYERS` layers) is
+    short of the target."""
 
     last_level_cache_bytes: int
     target_multiple: int
@@ -134,6 +136,11 @@ class ModelSizing:
     @property
     def reached(self) -> bool:
         return self.multiple >= self.target_multiple
+
+    @property
+    def over_budget(self) -> bool:
+        """True when even the smallest model (one layer) streams more than the budget allowed."""
+        return self.budget_bytes is not None and self.streamed_weight_bytes > self.budget_bytes
 
 
 def size_model(last_level_cache_bytes: int, mode: str, bandwidth_bytes_per_s: float,
@@ -155,31 +162,46 @@ def size_model(last_level_cache_bytes: int, mode: str, bandwidth_bytes_per_s: fl
         embedding = one.vocab_size * one.hidden_size * 4  # the float32 table a step reads one row of
         caps["memory"] = max(int(MEMORY_SHARE * available_bytes) - embedding, 1)
     cap_name, cap = min(caps.items(), key=lambda kv: kv[1]) if caps else ("", None)
-    model = sized_for_cache(last_level_cache_bytes, CACHE_MULTIPLE, max_streamed_bytes=cap)
-    sizing = ModelSizing(int(last_level_cache_bytes), CACHE_MULTIPLE, streamed_weight_bytes(model))
+    try:
+        model = sized_for_cache(last_level_cache_bytes, CACHE_MULTIPLE, max_streamed_bytes=cap)
+    except RooflineInputError:  # no cap, and even the family's largest model is short of the target
+        model = family_member(FAMILY_LAYERS)
+    streamed = streamed_weight_bytes(model)
+    sizing = ModelSizing(int(last_level_cache_bytes), CACHE_MULTIPLE, streamed)
     if not sizing.reached:
-        sizing = ModelSizing(sizing.last_level_cache_bytes, CACHE_MULTIPLE, sizing.streamed_weight_bytes, cap_name, cap)
+        if model.num_hidden_layers >= FAMILY_LAYERS and (cap is None or streamed <= cap):
+            sizing = ModelSizing(sizing.last_level_cache_bytes, CACHE_MULTIPLE, streamed, "family")
+        else:  # a budget held it (one layer may even exceed a very small budget: ``over_budget``)
+            sizing = ModelSizing(sizing.last_level_cache_bytes, CACHE_MULTIPLE, streamed, cap_name, cap)
     return model, sizing
+
+
+#: the kernels' own time (fastest run − fixed cost) must be at least this share of the step's fastest
+#: run, and more than the two timings' spreads, for the split to be made: a smaller difference of two
+#: noisy timings would print a bandwidth that means nothing
+SPLIT_MARGIN = 0.1
 
 
 @dataclass(frozen=True)
 class OverheadSplit:
     """A decode step's measured time against its bound, with the fixed cost per step taken out.
     Seconds; ``bytes`` the step's byte count (cost model), ``bandwidth_bytes_per_s`` the measured
-    roof it is held against.
+    DRAM roof, ``binds`` the roof that sets the bound (``"memory"`` or ``"compute"``), and
+    ``overhead_spread_s`` how much the fixed cost's own runs spread (median − best).
 
-    The split is made only where it can be: the fixed cost must be smaller than the step's fastest
-    run (``separable``). Otherwise the two cannot be told apart on this run, and the figures that
-    need the difference (``streaming_s``, ``effective_bandwidth_bytes_per_s``) are None — never a
-    negative or clamped number. ``verdict`` names the case:
+    The split is made only where it can be (``separable``): the step's fastest run must exceed the
+    fixed cost by more than :data:`SPLIT_MARGIN` of it and by more than both timings' spreads.
+    Otherwise the two cannot be told apart on this run, and the figures that need the difference
+    (``streaming_s``, ``effective_bandwidth_bytes_per_s``, ``fraction_of_roof``) are None — never a
+    negative, clamped or noise-sized number. ``verdict`` names the case:
 
-    - ``"not separable"``: the fixed cost is not smaller than the step's fastest run;
-    - ``"beat the bound"``: the step ran at or under its bound (the roofs measured are not this
-      step's: weights served from a cache, or a roof measured low);
-    - ``"fixed cost covers the gap"``: the fixed cost is at least the whole gap, so the kernels
-      streamed at or above the measured roof;
-    - ``"fixed cost and streaming"``: part of the gap is the fixed cost, the rest kernels streaming
-      below the roof."""
+    - ``"not separable"``: as above;
+    - ``"beat the bound"``: the step ran at or under its bound (so on this run the roofs are not this
+      step's roofs);
+    - ``"fixed cost covers the gap"``: the fixed cost is at least the whole gap, so with it taken out
+      the kernels ran at or above the roof that binds;
+    - ``"fixed cost and streaming"``: part of the gap is the fixed cost, the rest is the kernels
+      running below the roof that binds."""
 
     measured_s: float
     best_s: float
@@ -187,6 +209,8 @@ class OverheadSplit:
     overhead_s: float
     bytes: float
     bandwidth_bytes_per_s: float
+    binds: str = "memory"
+    overhead_spread_s: float = 0.0
 
     @property
     def gap_s(self) -> float:
@@ -195,7 +219,8 @@ class OverheadSplit:
 
     @property
     def separable(self) -> bool:
-        return self.overhead_s < self.best_s
+        noise = max(SPLIT_MARGIN * self.best_s, (self.measured_s - self.best_s) + max(self.overhead_spread_s, 0.0))
+        return self.best_s - self.overhead_s > noise
 
     @property
     def streaming_s(self) -> float | None:
@@ -210,9 +235,11 @@ class OverheadSplit:
 
     @property
     def fraction_of_roof(self) -> float | None:
-        """The effective bandwidth over the measured roof; None when not separable."""
-        bw = self.effective_bandwidth_bytes_per_s
-        return None if bw is None else bw / self.bandwidth_bytes_per_s
+        """bound ÷ (measured − fixed cost): how close the kernels came to the roof that binds once
+        the fixed cost is out (the DRAM roof for a memory-bound step: the effective bandwidth over it);
+        None when not separable."""
+        streaming = self.streaming_s
+        return None if streaming is None else self.bound_s / streaming
 
     @property
     def overhead_share_of_gap(self) -> float | None:
@@ -228,6 +255,39 @@ class OverheadSplit:
         if self.overhead_s >= self.gap_s:
             return "fixed cost covers the gap"
         return "fixed cost and streaming"
+
+
+def describe_split(split: OverheadSplit) -> str:
+    """What a learner reads about a step's split (Markdown): every comparison in it is the verdict's,
+    every figure from ``split``; a hypothesis is called one."""
+    from ..core.units import duration, percent
+
+    roof = "the DRAM (triad) roof" if split.binds == "memory" else "the matmul roof"
+    fixed = f"Fixed cost per step: **{duration(split.overhead_s)}**"
+    if split.verdict == "not separable":
+        return (f"{fixed} — not clearly smaller than the step's fastest run ({duration(split.best_s)}): the difference "
+                f"is under {percent(SPLIT_MARGIN, 0)} of the run or inside the timings' own spread. On this run the "
+                "fixed cost and the kernels' own time **cannot be separated**: the model is too small against the "
+                "fixed cost, or the machine was busy while one of them was timed. Run the measurement again, or in "
+                "full mode.")
+    reached = percent(split.fraction_of_roof, 0)
+    if split.verdict == "beat the bound":
+        return (f"{fixed}. The step ran at or under its bound ({duration(split.measured_s)} against "
+                f"{duration(split.bound_s)}): there is no gap to split, and with the fixed cost taken out its kernels "
+                f"ran at {reached} of {roof}. The roof, not the step, is what to question here (see the note under "
+                "the tables).")
+    if split.verdict == "fixed cost covers the gap":
+        return (f"{fixed}, at least the whole gap ({duration(split.gap_s)}): with it taken out, the kernels ran at "
+                f"{reached} of {roof} — at or above it. A **hypothesis** for this run: the fixed cost explains the "
+                "gap, and the roof reads low for these kernels (the tiny model's fixed cost may also not carry over "
+                "unchanged to the real one).")
+    share = split.overhead_share_of_gap
+    rest = (f"the other {percent(1 - share, 0)}" if round(100 * (1 - share)) >= 1 else "the rest (under 1 %)")
+    return (f"{fixed}, {percent(share, 0)} of the gap ({duration(split.gap_s)}); {rest} is the kernels themselves, "
+            f"running at {reached} of {roof} once the fixed cost is out. That share is what is *left* after the "
+            "measured fixed cost, not a measurement of its own: a **hypothesis** is that the kernels (mostly "
+            "matrix–vector products here) stream below the triad's rate, which is the friendliest access pattern "
+            "there is.")
 
 
 def fit_overhead_s(samples) -> float:
@@ -281,6 +341,8 @@ class RealityCheck:
     prefill: list[StepSample] = field(default_factory=list)
     #: how the decoder was sized (:class:`ModelSizing` as a dict); empty for a given model or an old file
     sizing: dict = field(default_factory=dict)
+    #: the fastest run of the fixed-cost measurement (``dispatch_s`` is its median); 0 in an old file
+    dispatch_best_s: float = 0.0
 
     @property
     def samples(self) -> list[StepSample]:
@@ -309,8 +371,9 @@ class RealityCheck:
 
     def overhead_split(self, sample: StepSample) -> OverheadSplit:
         """``sample`` split into the fixed cost per step and the rest (:class:`OverheadSplit`)."""
+        spread = self.dispatch_s - self.dispatch_best_s if self.dispatch_s > 0 and self.dispatch_best_s > 0 else 0.0
         return OverheadSplit(sample.measured_s, sample.best_s, sample.bound_s, self.overhead_s(), sample.bytes,
-                             self.bandwidth_bytes_per_s)
+                             self.bandwidth_bytes_per_s, sample.binds, spread)
 
     def effective_bandwidth_bytes_per_s(self, sample: StepSample) -> float | None:
         """The bandwidth the step's kernels actually reached once the fixed cost is taken out:
@@ -398,12 +461,12 @@ def run(mode: str = "quick", roofs: Measurement | None = None, model: Model | No
                                    vocab_size=64), seed=seed)
     tiny_cache = tiny.new_cache(1, 9)
     tiny.prefill(np.zeros((1, 8), dtype=np.int64), tiny_cache)
-    dispatch_s = _decode_timing(tiny, tiny_cache, max(steps, 5) * 4)[0]
+    dispatch_s, dispatch_best_s = _decode_timing(tiny, tiny_cache, max(steps, 5) * 4)
     capacity = max(plan["contexts"] + (plan["context"],)) + 1
     check = RealityCheck(mode, datetime.now(timezone.utc).isoformat(timespec="seconds"),
                          {k: v for k, v in asdict(model).items() if v not in (None, 0, 0.0, False, "")},
                          bandwidth, peak, llc, dec.weight_bytes(), dict(roofs.machine), dict(FP32), dispatch_s,
-                         sizing=asdict(sizing) if sizing else {})
+                         sizing=asdict(sizing) if sizing else {}, dispatch_best_s=dispatch_best_s)
     zeros = np.zeros((1, capacity), dtype=np.int64)
     for tokens in sorted(set(plan["contexts"]) | {plan["context"]}):
         one = dec.new_cache(1, capacity)
