@@ -15,9 +15,9 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# --no-compile: Python compiles each module when it is first imported, so pip does not spend half a
-# minute compiling thousands of files the course never imports.
-PIP_INSTALL := $(BIN)/python -m pip install --quiet --no-compile
+# pip byte-compiles what it installs: a fresh clone's first `make test` starts dozens of Python
+# processes at once, and without the compiled files each of them would compile the same modules.
+PIP_INSTALL := $(BIN)/python -m pip install --quiet
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(PIP_INSTALL) -e .
