@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from lab_driver import (CHROMIUM_ARGS, DEADLINE_S, WIDGET_ERROR_TEXTS, LabPage, dashboard_image_src,
-                        dashboard_notebooks, find_chromium, jupyterlab_server, wait_for_new_image, wait_idle,
-                        widget_problems)
+from lab_driver import (CHROMIUM_ARGS, DEADLINE_S, WIDGET_ERROR_TEXTS, LabPage, browser_missing,
+                        dashboard_image_src, dashboard_notebooks, find_chromium, jupyterlab_server,
+                        wait_for_new_image, wait_idle, widget_problems)
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts" / "browser"
@@ -37,15 +37,7 @@ display(MismatchedSlider(description="broken"))
 '''
 
 
-def _missing() -> list[str]:
-    missing = []
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        missing.append("the Python package playwright (install the test extras: pip install -e '.[test]')")
-    if not find_chromium():
-        missing.append("a system Chromium (Debian: apt-get install chromium; or set ROOFLINE_CHROMIUM)")
-    return missing
+_missing = browser_missing
 
 
 @pytest.fixture(scope="module")

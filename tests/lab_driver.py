@@ -67,6 +67,18 @@ def port_is_free(port: int) -> bool:
         return True
 
 
+def browser_missing() -> list[str]:
+    """What the browser tests need and this machine lacks (empty: nothing)."""
+    missing = []
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        missing.append("the Python package playwright (install the test extras: pip install -e '.[test]')")
+    if not find_chromium():
+        missing.append("a system Chromium (Debian: apt-get install chromium; or set ROOFLINE_CHROMIUM)")
+    return missing
+
+
 def dashboard_notebooks(root: Path) -> list[Path]:
     """Lesson notebooks that show a dashboard: they call a ``*_dashboard(`` from the package."""
     found = []
@@ -225,6 +237,12 @@ def open_and_run_all(page, base: str, token: str, rel_path: str) -> bool:
     """Open a notebook in a fresh workspace and Run All Cells; False if the cells never started."""
     # ?reset: a fresh workspace, so tabs left open by an earlier page do not take the focus
     page.goto(f"{base}/lab/tree/{rel_path}?reset&token={token}")
+    return run_all_once_open(page)
+
+
+def run_all_once_open(page) -> bool:
+    """Wait for the notebook just opened and its kernel, then Run All Cells; False if the cells never
+    started."""
     page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for(timeout=DEADLINE_S * 1000)
     wait_idle(page)
     run_all(page)
@@ -260,13 +278,7 @@ class LabPage:
         page.locator("li[data-command='filebrowser:open-path']").click()
         page.locator(".jp-Dialog input").fill(rel_path)
         page.locator(".jp-Dialog-button.jp-mod-accept").click()
-        page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for(timeout=DEADLINE_S * 1000)
-        wait_idle(page)
-        run_all(page)
-        if cells_started(page, timeout_s=60):
-            return True
-        run_all(page)  # the first click can land before the kernel is attached
-        return cells_started(page, timeout_s=DEADLINE_S)
+        return run_all_once_open(page)
 
     def close_notebook(self) -> bool:
         """Close the open notebook and shut its kernel down; False (and a fresh page) if that failed."""

@@ -167,16 +167,9 @@ def test_remote_references_and_strip_remote():
 
 def _browser_missing() -> list[str]:
     sys.path.insert(0, str(Path(__file__).parent))
-    from lab_driver import find_chromium
+    from lab_driver import browser_missing
 
-    missing = []
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        missing.append("the Python package playwright (install the test extras: pip install -e '.[test]')")
-    if not find_chromium():
-        missing.append("a system Chromium (Debian: apt-get install chromium; or set ROOFLINE_CHROMIUM)")
-    return missing
+    return browser_missing()
 
 
 @pytest.mark.browser
