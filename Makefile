@@ -1,6 +1,7 @@
 # Two commands do all set-up:
 #   make lab   — create .venv, install the course, open JupyterLab on lesson 1 (localhost, with its token)
-#   make test  — create .venv if needed, install the test extras, run unit tests + every notebook
+#   make test  — create .venv if needed, install the test and hub extras (and the hub proxy from npm),
+#                run unit tests + every notebook
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin

@@ -22,8 +22,9 @@ import tempfile
 # all. So each worker, and every kernel it starts (they inherit the environment), gets its share of the
 # cores. Set before numpy is first imported (matplotlib imports it below), which is when a BLAS reads it.
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 if _WORKERS > 1:
-    _share = str(max(1, (os.cpu_count() or 1) // _WORKERS))
+    _share = str(max(1, _CORES // _WORKERS))
     for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_var, _share)
     if "numpy" in sys.modules:  # too late for this process's BLAS; kernels still get the share

@@ -190,7 +190,8 @@ def run_all(page) -> None:
 
 
 def cells_started(page, timeout_s: float) -> bool:
-    """True once any rendered code cell shows an execution prompt ([*] or [1]).
+    """True once any rendered code cell shows an execution prompt ([*] or [1]), or the kernel reports
+    Busy: either means Run All reached the kernel, so it is never clicked a second time.
 
     JupyterLab renders only the cells near the viewport, so look at all prompts, not the first one.
     """
@@ -198,6 +199,8 @@ def cells_started(page, timeout_s: float) -> bool:
     while time.monotonic() < deadline:
         texts = page.locator(".jp-NotebookPanel .jp-InputPrompt").all_inner_texts()
         if any("*" in s or any(ch.isdigit() for ch in s) for s in texts):
+            return True
+        if page.locator("#jp-main-statusbar").get_by_text("Busy").count():
             return True
         time.sleep(0.25)
     return False

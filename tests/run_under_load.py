@@ -22,6 +22,11 @@ import time
 BUSY = "while True:\n    pass\n"
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, which a container's limit narrows)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def start_load(processes: int) -> list[subprocess.Popen]:
     """``processes`` busy loops at normal priority: they compete with the suite for the cores as
     another program's work would."""
@@ -39,8 +44,8 @@ def stop_load(procs: list[subprocess.Popen]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="how many times to run the command (default 5)")
-    parser.add_argument("--load", type=int, default=os.cpu_count() or 1,
-                        help="busy processes competing for the CPU (default: one per core)")
+    parser.add_argument("--load", type=int, default=usable_cores(),
+                        help="busy processes competing for the CPU (default: one per core this process may use)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command to run, after --")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -49,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1 or args.load < 0:
         parser.error(f"--runs must be ≥ 1 and --load ≥ 0, got {args.runs} and {args.load}")
     load = start_load(args.load)
-    print(f"under load: {args.load} busy process(es) on {os.cpu_count()} core(s); running {' '.join(command)} "
+    print(f"under load: {args.load} busy process(es) on {usable_cores()} core(s); running {' '.join(command)} "
           f"{args.runs} time(s)", flush=True)
     passed = failed = 0
     try:

@@ -44,9 +44,9 @@ MODE = "quick"  # "full" runs more batches, contexts and prompts with more repea
 # reads (all of them but the embedding table, of which it reads one row per token) aim at
 # `CACHE_MULTIPLE` times the cache, so every step streams them from DRAM instead of finding them in a
 # cache (lesson 8: a working set that fits is fed by a faster, cache-level roof). Two budgets can hold
-# it smaller, and the lesson says when one did: in quick mode a batch-1 step's weights take at most
+# it smaller, and the lesson says when one did: in quick mode a batch-1 step's weights aim to take at most
 # `step_budget_s` to stream at the measured bandwidth (so the lesson runs in seconds on a machine with a
-# huge cache), and in every mode the weights take at most `MEMORY_SHARE` of the free memory (where the
+# huge cache), and in every mode the weights aim at most at `MEMORY_SHARE` of the free memory (where the
 # operating system reports it). Its weights are seeded random numbers — a step's time does not depend
 # on trained values.
 #
@@ -117,19 +117,20 @@ beaten = [s for s in check.samples if s.measured_s <= s.bound_s]
 if beaten:
     kinds = {s.binds for s in beaten}
     md(f"**{len(beaten)} of {len(check.samples)} steps ran at or under their bound** (achieved 100 % or more), which "
-       "a bound forbids on the roofs it was priced with. So on this run those roofs are not those steps' roofs. "
+       "a bound forbids on the roofs and counts it was priced with. So either those roofs are not those steps' roofs, or "
+       "the bound's counts are not this loop's. "
        "Hypotheses to test: "
        + ("part of the weights was served from a cache (see the model's size against the cache above), or lesson 8's "
           "triad, counted STREAM-style, reads low for a step that mostly *reads* (a triad also writes, and a write "
           "first reads its cache line: traffic the triad's byte count leaves out); "
           if "memory" in kinds else "")
-       + ("the matmul roof was measured low (a square matmul of one size is not every shape's best rate); "
+       + ("the matmul roof was measured low (the best square matmul measured is not every shape's best rate); "
           if "compute" in kinds else "")
        + "or the cost model counts more bytes or FLOPs than this loop moves.")
 noisy = check.noisy_samples()
 if noisy:
     md(f"**Warning: {len(noisy)} of {len(check.samples)} timings spread more than {num(reality.NOISY_SPREAD)}× "
-       "between their best and median run** — something else used the cores. Run the measurement cell again "
+       "between their best and median run** — probably something else used the cores, or the clock changed. Run the measurement cell again "
        "before reading the numbers below.")
 
 # %% [markdown]
@@ -217,7 +218,7 @@ md(f"`x @ W`, W {count(model.hidden_size)}×{count(model.intermediate_size)} flo
    + (f"Two rows in one call cost {num(two / one)}× one row — the second row cost {num(extra_over_flops)}× its "
       f"FLOPs at the peak — and {'more' if two > two_calls else 'less'} than two one-row calls; four rows cost "
       f"{num(four / two)}× two. "
-      + ("Four rows cost little more than two, so the price is paid per call by the kernel used for ≥ 2 rows, not "
+      + ("Four rows cost within 30 % of two, so the price is paid per call by the kernel used for ≥ 2 rows, not "
          "per row: the hypothesis (a kernel switch) survives this test. "
          if flat else
          "Four rows cost clearly more than two, so part of the price grows with the rows: this test does not "
@@ -225,8 +226,8 @@ md(f"`x @ W`, W {count(model.hidden_size)}×{count(model.intermediate_size)} flo
       + "Why such a kernel is slower at few rows (packing W into blocks is one candidate) is a further hypothesis, "
         "not tested here."
       if switch else
-      f"Two rows cost {num(two / one)}× one row, close to the extra FLOPs: this test does not support a kernel "
-      "switch — look elsewhere."))
+      f"Two rows cost {num(two / one)}× one row, within 30 % of one row plus the second row's FLOPs at the peak (it "
+      f"cost {num(extra_over_flops)}× them): this test does not support a kernel switch — look elsewhere."))
 
 # %% [markdown]
 # ## The third regime: overhead
@@ -234,9 +235,9 @@ md(f"`x @ W`, W {count(model.hidden_size)}×{count(model.intermediate_size)} flo
 # The roofline has two terms. A real step adds a third, a fixed cost per step: here Python
 # dispatching about ten numpy calls per layer; on a GPU, kernel launches and the CPU scheduling
 # them. It is measured, not fitted: the same layers and calls on a tiny model (arrays of a few
-# dozen numbers) take only that fixed cost. What is left of the batch-1 gap after it is the kernels
-# themselves streaming below the triad roof:
-# time ≈ bytes ÷ (the bandwidth the kernels reach) + overhead.
+# dozen numbers) take, to a first approximation, only that fixed cost. What is left of the batch-1
+# gap after it, if anything, is attributed by subtraction to the kernels themselves — a hypothesis:
+# that they stream below the triad roof, time ≈ bytes ÷ (the bandwidth the kernels reach) + overhead.
 #
 # The split needs the fixed cost to be clearly smaller than the step: where the step's fastest run
 # exceeds it by less than a tenth of the run, or by less than the two timings' own spread, the two
@@ -308,23 +309,36 @@ show_table(["measurement (conditions)", "bound", "measured", "achieved", "source
 # %% jupyter={"source_hidden": true}
 graphs = {p: best_measurement(p, "cuda_graphs_decode_speedup") for p in ("l4", "h100-sxm")}
 h100_floor = best_measurement("h100-sxm", "decode_fraction_of_memory_floor").value
+l4_floor = best_measurement("l4", "decode_fraction_of_memory_floor").value
 md(f"What each gap teaches. **gpt-fast** reaches {percent(gpt.tokens_per_s / gpt_bound_tps, 0)} of the bound the "
    f"cost model gives at {count(GPT_FAST_CONTEXT)} cached tokens (its quoted 'bandwidth achieved', "
    f"{si(gpt.value, 'B/s')}, is model bytes × tokens/s: the same fraction times the bandwidth, not a measurement of "
-   f"it; the catalog records the run as “{gpt.kernel}”). **FlashAttention-3** is compute-bound and "
+   f"it; the catalog records the run as “{gpt.kernel}”). **FlashAttention-3** "
    f"reaches {percent(fa3.value / h100.peak_flops_per_s('fp16'), 0)} of the dense FP16 peak — only at these "
    f"conditions. A **stream triad** reaches {percent(triad.value / h100_pcie.memory_bandwidth_bytes_per_s, 0)} of "
    "the datasheet bandwidth: no real kernel gets all of it. The **batch-1 study** (its rows use its own memory "
    "floor — weights and KV cache over the datasheet bandwidth — for a model not in this course's catalog) finds "
-   f"the faster GPU further from its floor. Its CUDA Graphs A/B test, {num(graphs['h100-sxm'].value)}× on the "
-   f"H100 SXM against {num(graphs['l4'].value)}× on the L4, shows launch overhead is *part* of the H100's gap: "
-   f"removing it lifts {percent(h100_floor, 0)} to at most {percent(h100_floor * graphs['h100-sxm'].value, 0)} "
-   "of the floor. What the rest is, the A/B test does not say. "
-   + ("On this CPU, what was left after the fixed cost was the kernels running below the roof — by subtraction, so "
-      "a hypothesis, and one worth testing on the GPU."
-      if split.verdict == "fixed cost and streaming" else
-      f"On this CPU this run cannot say either (its batch-1 split: {split.verdict}); a run where the fixed cost and "
-      "the kernels separate would."))
+   + (f"the GPU with more bandwidth ({get_part('h100-sxm').name}, {si(h100.memory_bandwidth_bytes_per_s, 'B/s')}) "
+      f"further from its floor ({percent(h100_floor, 0)}) than the {get_part('l4').name} "
+      f"({si(get_part('l4').memory_bandwidth_bytes_per_s, 'B/s')}, {percent(l4_floor, 0)}). "
+      if h100_floor < l4_floor else
+      f"the {get_part('h100-sxm').name} at {percent(h100_floor, 0)} of its floor and the {get_part('l4').name} at "
+      f"{percent(l4_floor, 0)}. ")
+   + f"Its CUDA Graphs A/B test, {num(graphs['h100-sxm'].value)}× on the H100 SXM against "
+   f"{num(graphs['l4'].value)}× on the L4, shows launch overhead is "
+   + ("*part* of the H100's gap" if h100_floor * graphs['h100-sxm'].value < 1 else "the H100's whole gap or more")
+   + f": removing it lifts {percent(h100_floor, 0)} to at most "
+   f"{percent(h100_floor * graphs['h100-sxm'].value, 0)} of the floor. What the rest is, the A/B test does not say. "
+   + {"fixed cost and streaming": "On this CPU, what was left after the fixed cost was attributed to the kernels "
+                                  "running below the roof — by subtraction, so a hypothesis, and one worth testing "
+                                  "on the GPU.",
+      "fixed cost covers the gap": "On this CPU the measured fixed cost was at least the whole batch-1 gap: no "
+                                   "shortfall was left to attribute to the kernels (a hypothesis, since the tiny "
+                                   "model's fixed cost may not carry over unchanged).",
+      "beat the bound": "On this CPU the batch-1 step beat its bound, so the roofs or the counts, not a shortfall, are "
+                        "what this run puts in question.",
+      "not separable": "On this CPU this run cannot say either: its fixed cost and the kernels' own time could not be "
+                       "separated."}[split.verdict])
 
 # %% [markdown]
 # ## On a GPU

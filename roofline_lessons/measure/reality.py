@@ -190,7 +190,8 @@ class OverheadSplit:
     ``overhead_spread_s`` how much the fixed cost's own runs spread (median − best).
 
     The split is made only where it can be (``separable``): the step's fastest run must exceed the
-    fixed cost by more than :data:`SPLIT_MARGIN` of it and by more than both timings' spreads.
+    fixed cost by more than :data:`SPLIT_MARGIN` of that fastest run and by more than both timings'
+    spreads.
     Otherwise the two cannot be told apart on this run, and the figures that need the difference
     (``streaming_s``, ``effective_bandwidth_bytes_per_s``, ``fraction_of_roof``) are None — never a
     negative, clamped or noise-sized number. ``verdict`` names the case:
@@ -274,8 +275,8 @@ def describe_split(split: OverheadSplit) -> str:
     if split.verdict == "beat the bound":
         return (f"{fixed}. The step ran at or under its bound ({duration(split.measured_s)} against "
                 f"{duration(split.bound_s)}): there is no gap to split, and with the fixed cost taken out its kernels "
-                f"ran at {reached} of {roof}. The roof, not the step, is what to question here (see the note under "
-                "the tables).")
+                f"ran at {reached} of {roof}. The roof or the bound's counts, not the step, are what to question here "
+                "(see the note under the tables).")
     if split.verdict == "fixed cost covers the gap":
         return (f"{fixed}, at least the whole gap ({duration(split.gap_s)}): with it taken out, the kernels ran at "
                 f"{reached} of {roof} — at or above it. A **hypothesis** for this run: the fixed cost explains the "
@@ -283,11 +284,12 @@ def describe_split(split: OverheadSplit) -> str:
                 "unchanged to the real one).")
     share = split.overhead_share_of_gap
     rest = (f"the other {percent(1 - share, 0)}" if round(100 * (1 - share)) >= 1 else "the rest (under 1 %)")
+    why = ("the kernels (mostly matrix–vector products here) stream below the triad's rate, which is the "
+           "friendliest access pattern there is" if split.binds == "memory" else
+           "the kernels run below the best square matmul's rate at this step's shapes")
     return (f"{fixed}, {percent(share, 0)} of the gap ({duration(split.gap_s)}); {rest} is the kernels themselves, "
             f"running at {reached} of {roof} once the fixed cost is out. That share is what is *left* after the "
-            "measured fixed cost, not a measurement of its own: a **hypothesis** is that the kernels (mostly "
-            "matrix–vector products here) stream below the triad's rate, which is the friendliest access pattern "
-            "there is.")
+            f"measured fixed cost, not a measurement of its own: a **hypothesis** is that {why}.")
 
 
 def fit_overhead_s(samples) -> float:
