@@ -2,6 +2,7 @@
 
 import importlib
 import json
+import re
 import os
 import subprocess
 import sys
@@ -86,6 +87,9 @@ def test_no_prose_hiding_in_code_cells(script):
         lines = [ln for ln in cell.source.splitlines() if ln.strip()]
         prose = [ln for ln in lines if ln.startswith("# ") and "SOLUTION" not in ln]
         assert not (len(prose) >= 4 and len(prose) > 0.5 * len(lines)), f"{script} cell {i} reads like prose"
+        headings = [ln for ln in lines if re.match(r"#\s*#{1,6}\s+\S", ln)]
+        assert not headings, (f"{script} cell {i} holds a markdown heading as a comment (the learner never sees it; "
+                              f"give it a `# %% [markdown]` cell): {headings}")
 
 
 def test_every_ipynb_has_its_script():

@@ -107,7 +107,8 @@ md(f"At batch 1 the crossing lies {where} the model's native context ({crossing_
    f"`max_context_tokens` of {max_ctx:,}): "
    + ("the weights dominate every batch-1 step it was built for. " if crossing_1 > max_ctx else "")
    + "But the weights are shared by the batch and the KV caches are not, so the crossing moves in as 1/batch.")
-#
+
+# %% [markdown]
 # ## Two dots for one model
 #
 # Put each layer kind (with its share of the MLPs) on the roofline separately, batch 16, as the
@@ -156,7 +157,8 @@ md(f"(The all-attention variant has {fewer} parameters — {variant.parameter_co
    f"DeltaNet one.) Quadrupling the KV cache per token is what the hybrid avoids: at 128 K tokens on an H200 that is "
    f"{fit_variant} conversations against {fit_hybrid}"
    + (f", {fit_hybrid / fit_variant:,.1f}× the batch." if fit_variant else "."))
-#
+
+# %% [markdown]
 # ## A lever: the state's number format
 #
 # The reference implementation keeps the state in float32. Keeping it in BF16 halves its bytes:

@@ -701,6 +701,7 @@ md(f"<details><summary>Answer</summary>\n\nThe user sees the whole step: 4 stage
    "time idle: with one batch in flight, three of the four stages wait at any moment. Three more independent "
    "batches would fill the pipe.\n\n</details>")
 
+# %% [markdown]
 # ## 9. Measured against the bound: gpt-fast's 70B on 8 × A100
 #
 # The catalog holds one published multi-chip decode rate. As it records it:
@@ -774,6 +775,7 @@ md(f"gpt-fast reaches **{percent(gf.fraction_of_bound, 0)} of the estimate** at 
    "suspect here. Test: a timeline of kernel time against wall-clock time.\n\n"
    "Probably several contribute — itself a hypothesis: only measurements can split the gap.")
 
+# %% [markdown]
 # ## Explore: the many-chips dashboard
 #
 # Pick a model and a part, how to split the step (tensor, pipeline or expert) and over how many
