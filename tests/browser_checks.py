@@ -8,13 +8,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import time
 from pathlib import Path
 
 import pytest
 from lab_driver import (CHROMIUM_ARGS, DEADLINE_S, WIDGET_ERROR_TEXTS, LabPage, browser_missing,
                         dashboard_image_src, dashboard_notebooks, find_chromium, jupyterlab_server,
-                        wait_for_new_image, wait_idle, widget_problems)
+                        wait_for_new_image, wait_idle, wait_ran_all, widget_problems)
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts" / "browser"
@@ -109,11 +108,10 @@ def _exercise_dashboard(lab_page: LabPage, rel_path: str, shot: str) -> list[str
         controls.or_(error_text).first.wait_for(timeout=DEADLINE_S * 1000)
     except Exception:
         problems.append(f"no widget controls appeared within {DEADLINE_S} s")
-    time.sleep(1.0)
     try:
-        wait_idle(page)
-    except Exception:
-        problems.append("the kernel did not become idle after Run All")
+        wait_ran_all(page)
+    except Exception as err:
+        problems.append(f"Run All did not finish: {err}")
     page.screenshot(path=str(ARTIFACTS / f"{shot}-1-ran.png"))
     problems += widget_problems(page)
     problems += images_without_alt(page)

@@ -90,10 +90,12 @@ def dashboard_notebooks(root: Path) -> list[Path]:
 
 
 def _lab_settings(settings_dir: Path) -> None:
-    """Quiet, non-writing JupyterLab: no news toast, no autosave."""
+    """Quiet, non-writing JupyterLab: no news toast, no autosave; every cell of a notebook in the
+    page (no windowing), so :func:`wait_ran_all` can read every cell's prompt."""
     files = {
         "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false"},
         "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+        "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
     }
     for rel, value in files.items():
         path = settings_dir / rel
@@ -181,6 +183,31 @@ def widget_problems(page) -> list[str]:
 def wait_idle(page, timeout_s: float = DEADLINE_S) -> None:
     """Wait until the kernel reports Idle in the status bar."""
     page.locator("#jp-main-statusbar").get_by_text("Idle").first.wait_for(timeout=timeout_s * 1000)
+
+
+def wait_ran_all(page, timeout_s: float = DEADLINE_S, quiet_s: float = 0.5) -> None:
+    """Wait until Run All has finished: no code cell whose prompt shows is queued (``[*]``) or not yet
+    run (``[ ]``), and the kernel has reported Idle at every look for ``quiet_s`` seconds (between two
+    cells the status shows Idle only for an instant; a cell with a hidden input shows no prompt, so
+    the cells after it, or the quiet status, say whether it ran). Raises TimeoutError with the prompts
+    seen if that does not happen within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    prompts: list[str] = []
+    quiet_since = None
+    while time.monotonic() < deadline:
+        prompts = page.locator(".jp-NotebookPanel .jp-CodeCell .jp-InputPrompt").all_inner_texts()
+        shown = [s.strip() for s in prompts if s.strip()]
+        ran = bool(shown) and all("*" not in s and any(ch.isdigit() for ch in s) for s in shown)
+        idle = ran and page.locator("#jp-main-statusbar").get_by_text("Idle").count() > 0
+        now = time.monotonic()
+        if not idle:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = now
+        elif now - quiet_since >= quiet_s:
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"Run All did not finish within {timeout_s} s; prompts: {prompts}")
 
 
 def run_all(page) -> None:
