@@ -44,6 +44,18 @@ def _count(name: str, minimum: int):
     return parse
 
 
+def _seconds(name: str):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not (value >= 0 and value != float("inf")):
+            raise argparse.ArgumentTypeError(f"--{name} must be a number of seconds >= 0 (e.g. 5e-6), got {text!r}")
+        return value
+    return parse
+
+
 def _dtype(text: str) -> str:
     from .core.dtypes import DTYPES
 
@@ -231,50 +243,62 @@ def cmd_place(args) -> int:
         print(f"  formats              weights {w.weights_dtype} at {num(per)} bytes each ({w.weight_recipe}{kept})"
               f"{deq}; KV {w.kv_dtype} at {num(kv_bytes_per_element(w.kv_dtype, kv_group))} bytes per element")
     print(f"  FLOPs                {si(d['flops'], 'FLOP')}")
-    print(f"  bytes moved          {si(d['bytes'], 'B')}  (weights {si(d['weight_bytes'], 'B')}, "
+    print(f"  bytes, compulsory    {si(d['compulsory_bytes'], 'B')}  (weights used, read once; KV history read and "
+          f"new entries written; state; ids in, logits out)")
+    print(f"  bytes, unfused       {si(d['bytes'], 'B')}  (weights {si(d['weight_bytes'], 'B')}, "
           f"activations {si(d['activation_bytes'], 'B')}, KV {si(d['kv_bytes'], 'B')}, "
-          f"state {si(d['state_bytes'], 'B')})")
-    print(f"  intensity            {num(d['intensity'])} FLOP/byte of all traffic; "
-          f"{num(d['intensity_per_weight_byte'])} FLOP per weight byte")
+          f"state {si(d['state_bytes'], 'B')}: each operator's activations through HBM)")
+    print(f"  intensity            {num(d['compulsory_intensity'])} FLOP/byte of compulsory traffic, "
+          f"{num(d['intensity'])} of unfused traffic; {num(d['intensity_per_weight_byte'])} FLOP per weight byte")
     print(f"  ridge point          {num(d['ridge_point'])} FLOP/byte "
           f"({si(d['peak_flops_per_s'], 'FLOP/s')} / {si(d['bandwidth_bytes_per_s'], 'B/s')})")
     if d["dequant_time_s"]:
-        print(f"                       this step's compute roof: its FLOPs over the matmuls at "
+        print(f"                       this step's compute roof in the estimate: its FLOPs over the matmuls at "
               f"{si(d['matmul_peak_flops_per_s'], 'FLOP/s')} plus the dequant in series (the conservative case); "
-              f"the matmuls' own ridge is {num(d['matmul_peak_flops_per_s'] / d['bandwidth_bytes_per_s'])} FLOP/byte")
-    hbm_bound = "memory" if d["memory_time_s"] > d["compute_time_s"] else "compute"
+              f"the matmuls' own ridge is {num(d['matmul_peak_flops_per_s'] / d['bandwidth_bytes_per_s'])} FLOP/byte "
+              "(the bound overlaps the dequant with the matmuls)")
+    bound_roof = "memory" if d["memory_lower_bound_s"] > d["compute_lower_bound_s"] else "compute"
     print(f"  attainable           {si(d['attainable_flops_per_s'], 'FLOP/s')} = {percent(d['fraction_of_peak'])} "
-          f"of peak -> {hbm_bound}-bound on its own memory and compute")
+          f"of peak on unfused traffic; the bound's binding roof on this chip: {bound_roof}")
     if p.per_chip:
         overlap = ("overlapped with compute (best case)" if p.parallelism.overlap_comm
                    else "not overlapped with compute (added)")
         send = (f" (of it {si(d['pipeline_send_bytes'], 'B')} to the next pipeline stage, timed below)"
                 if p.parallelism.pipeline > 1 else "")
-        print(f"  communication        {si(d['comm_bytes'], 'B')} sent{send}; {count(d['collective_calls'])} "
-              f"collective calls -> {duration(d['comm_time_s'])}, {overlap}; latency {duration(p.link.latency_s)} "
-              f"per call ({p.link.latency_basis})")
+        latency_s = d["collective_latency_s"]
+        basis = p.link.latency_basis if p.parallelism.collective_latency_s is None else "--collective-latency"
+        algo = "in-switch reduction (NVLS)" if p.link.in_switch_reduction else "ring"
+        print(f"  communication        {si(d['comm_bytes'], 'B')} sent by ring{send}; {count(d['collective_calls'])} "
+              f"collective calls -> {duration(d['comm_time_s'])} in the estimate, {overlap}; latency "
+              f"{duration(latency_s)} per call ({basis})")
+        print(f"                       least traffic ({algo}): {si(d['comm_bound_bytes'], 'B')} -> "
+              f"{duration(d['comm_lower_bound_s'])} at the link's bandwidth, no latency, overlapped (the bound)")
         if p.parallelism.pipeline > 1:
             print(f"  pipeline             {count(p.parallelism.pipeline)} stages one after another: stage "
                   f"{duration(d['stage_time_s'])}, send between stages {duration(d['pipeline_send_s'])}")
         print(f"  interconnect         {num(d['interconnect_intensity'])} FLOP per byte sent; ridge "
               f"{num(d['interconnect_ridge_point'])} FLOP/byte")
-    print(f"  time lower bound     {duration(d['time_lower_bound_s'])} for the whole step"
-          f"{'' if p.per_chip else ', perfect overlap'} -> {d['bound']}-bound "
-          f"(≤ {num(d['tokens_per_s_upper_bound'])} tokens/s{' for all chips together' if p.per_chip else ''})")
-    print(f"                       {duration(d['time_lower_bound_per_op_sum_s'])} summed operator by operator "
-          "(each its own bound, one after another)")
+    together = " for all chips together" if p.per_chip else ""
+    print(f"  time lower bound     {duration(d['time_lower_bound_s'])} for the whole step: compulsory traffic, "
+          f"units and communication overlapped, no latency "
+          f"(≤ {num(d['tokens_per_s_upper_bound'])} tokens/s{together}); no implementation is faster")
+    print(f"  time estimate        {duration(d['time_estimate_s'])} -> {d['bound']}-bound "
+          f"({num(d['tokens_per_s_estimate'])} tokens/s{together}); conventions: "
+          + "; ".join(d["estimate_conventions"]))
+    print(f"                       {duration(d['time_lower_bound_per_op_sum_s'])} as a kernel per operator, "
+          "one after another (an estimate)")
     fits = "fits" if d["fits_in_memory"] else "does NOT fit"
     fits_u = "fits" if d["fits_in_usable_memory"] else "does NOT fit"
     fullest = " (the fullest chip's: every pipeline stage must fit)" if p.parallelism.pipeline > 1 else ""
     print(f"  {'memory per chip' if p.per_chip else 'memory':<21}{binary(d['memory_required_bytes'])} of "
           f"{binary(d['memory_capacity_bytes'])}{fullest} "
           f"-> {fits}; in {percent(util, 0)} of it ({binary(d['usable_memory_bytes'])}) -> {fits_u}")
-    print(f"\n  top operators by time bound{' (per chip)' if p.per_chip else ''}:")
+    print(f"\n  top operators, each as its own kernel (the unfused view){' (per chip)' if p.per_chip else ''}:")
     ops = sorted(d["ops"], key=lambda o: o["time_lower_bound_s"], reverse=True)[:8]
     rows = [[o["name"], o["block"], si(o["flops"], "FLOP"), si(o["bytes"], "B"),
              num(o["intensity"]) if o["intensity"] is not None else "—", duration(o["time_lower_bound_s"]),
              o["bound"]] for o in ops]
-    print("  " + _table(["operator", "block", "FLOPs", "bytes", "FLOP/B", "time bound", "bound"], rows)
+    print("  " + _table(["operator", "block", "FLOPs", "bytes", "FLOP/B", "kernel bound", "bound"], rows)
           .replace("\n", "\n  "))
     return 0
 
@@ -290,8 +314,8 @@ def _format_flags(sp, names) -> None:
     sp.add_argument("--group-size", type=_count("group-size", 1), default=None,
                     help="elements per scale of 4-bit weights (default: int4 128, fp4 32 = MXFP4)")
     sp.add_argument("--quantized-weights", choices=names.QUANTIZED_WEIGHTS, default=None,
-                    help="which weights take --weights (default: all for 8/16-bit, linear for 4-bit: embedding, "
-                         "lm_head and norms stay BF16; experts = MoE experts only, as gpt-oss ships)")
+                    help="which weights take --weights (default: linear for 8- and 4-bit: embedding, lm_head, norms "
+                         "and router stay BF16; all = every weight; experts = MoE experts only, as gpt-oss ships)")
     sp.add_argument("--mla", choices=("auto", "absorbed", "expanded"), default="auto",
                     help="MLA models: attention in the latent (absorbed) or expanded per head "
                          "(default auto: absorbed in decode, expanded in prefill)")
@@ -302,7 +326,8 @@ def _parallelism(args):
     from .core.parallel import Parallelism
 
     par = Parallelism(tensor=args.tensor_parallel, expert=args.expert_parallel, pipeline=args.pipeline_parallel,
-                      overlap_comm=args.overlap_comm, link=args.link)
+                      overlap_comm=args.overlap_comm, link=args.link,
+                      collective_latency_s=args.collective_latency)
     return None if par == Parallelism() else par
 
 
@@ -315,6 +340,9 @@ def _parallel_flags(sp, names) -> None:
                     help="pipeline stages the layers are split into (default 1)")
     sp.add_argument("--overlap-comm", action="store_true",
                     help="best case: communication hidden under compute (default: added to it)")
+    sp.add_argument("--collective-latency", type=_seconds("collective-latency"), default=None, metavar="SECONDS",
+                    help="seconds per collective call in the estimate (default: the catalog's assumed figure, "
+                         "10 µs); the lower bound never counts a per-call latency")
     sp.add_argument("--link", choices=names.LINK_CHOICES, default="auto",
                     help="link between chips (default auto: the scale-up link when the chips fit its domain, else PCIe)")
 

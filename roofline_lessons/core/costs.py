@@ -34,17 +34,24 @@ Conventions (what a lesson can quote):
   weight lens of intensity is weight-matmul FLOPs per weight byte.
 - Activation memory (a transient) is not part of the footprint; see :mod:`roofline_lessons.core.memory`.
 - **Weight formats.** ``weights_dtype`` is the stored format of the weights that ``quantized_weights``
-  names: ``"all"`` (every weight, norms and embedding included: the default for 8- and 16-bit
-  formats), ``"linear"`` (every matmul weight, but the embedding, the lm_head, the norms and an
-  MoE router stay BF16: the default for 4-bit formats, GPTQ/AWQ-style), ``"mlp"`` (MLPs and experts only: attention
-  stays BF16) or ``"experts"`` (MoE experts only: gpt-oss's MXFP4 release). A 4-bit weight costs
+  names: ``"all"`` (every weight, norms and embedding included: the default for 16- and 32-bit
+  formats, where it changes nothing), ``"linear"`` (every matmul weight in the transformer blocks,
+  but the embedding, the lm_head, the norms and an MoE router stay BF16: the default for 8- and 4-bit
+  formats, as published FP8 checkpoints (NVIDIA ModelOpt, llm-compressor: lm_head ignored) and
+  GPTQ/AWQ do), ``"mlp"`` (MLPs and experts only: attention stays BF16) or ``"experts"`` (MoE experts
+  only: gpt-oss's MXFP4 release). Under an FP8/FP4 ``compute_dtype`` a matmul whose weights the
+  recipe leaves in BF16 runs at the BF16 rate (``unquantized_matmul_flops``). A 4-bit weight costs
   its half byte plus its group's scale (:func:`~roofline_lessons.core.dtypes.weight_bytes_per_element`).
   Weight-only formats (weights narrower than ``compute_dtype``) are dequantised on the fly:
   ``dequant_flops`` = 2 per quantised weight read (convert, scale), run on the vector units and
   priced at the part's FP32 rate by the placement; they are kept out of ``flops`` (not model math).
-  The placement ADDS that time to the tensor-core time: the conservative case. Well-pipelined
-  weight-only kernels (Marlin-style) overlap much of the dequantisation with the matmuls, so the
-  real cost lies between zero and this figure — a bound on the erosion, not a measurement.
+  The placement's *estimate* ADDS that time to the tensor-core time (dequantisation in series, the
+  conservative convention); its *lower bound* overlaps the two (separate units, max): well-pipelined
+  weight-only kernels (Marlin-style) hide much of it, so the real cost lies between the two.
+- **Compulsory traffic.** ``bytes`` is the unfused view: every operator's activations go to HBM and
+  back. ``compulsory_bytes`` keeps only what no implementation can avoid (weights used, read once;
+  the KV history read and the new entries written; the recurrent state read and its final value
+  written; token ids in, logits out); the placement's lower bound uses it.
 - **KV formats.** ``kv_dtype`` int8/int4 carry one bf16 scale per token and head (MLA: per latent).
 - **Sliding-window layers** (Gemma 3, gpt-oss) attend to and read at most ``sliding_window`` keys;
   they are the ``sliding_attention`` block. A model whose every layer slides (Mistral-7B-v0.1)
@@ -75,6 +82,8 @@ PHASES = ("prefill", "decode")
 LOW_PRECISION_COMPUTE = ("fp8", "fp4", "int8", "int4")
 #: which weights a narrow ``weights_dtype`` applies to (see the module docstring)
 QUANTIZED_WEIGHTS = ("all", "linear", "mlp", "experts")
+#: bytes of one token id read by the embedding (int32)
+TOKEN_ID_BYTES = 4.0
 #: FLOPs to dequantise one weight on the fly (integer/FP4 → BF16 convert, multiply by its scale)
 DEQUANT_FLOPS_PER_WEIGHT = 2.0
 
@@ -162,7 +171,7 @@ class Workload:
         """Which weights are stored in ``weights_dtype``: ``quantized_weights``, or its default."""
         if self.quantized_weights is not None:
             return self.quantized_weights
-        return "all" if bytes_per_element(self.weights_dtype) >= 1 else "linear"
+        return "all" if bytes_per_element(self.weights_dtype) >= 2 else "linear"
 
     @property
     def weight_only(self) -> bool:
@@ -207,8 +216,23 @@ class _Traffic:
 
     @property
     def bytes(self) -> ArrayLike:
-        """All traffic: weights + activations + KV cache + recurrent state."""
+        """All traffic: weights + activations + KV cache + recurrent state (the unfused view)."""
         return self.weight_bytes + self.activation_bytes + self.kv_bytes + self.state_bytes
+
+    @property
+    def compulsory_bytes(self) -> ArrayLike:
+        """The traffic no implementation can avoid: each weight the step uses read once, the KV cache
+        the step needs read (history, not the new tokens' own K and V) and the new entries written, the
+        recurrent state read and its final value written (no chunk-boundary states), the step's token
+        ids in and its logits out. Every other activation could stay on chip in a fused kernel."""
+        return (self.weight_bytes + self.kv_bytes - self.kv_scratch_bytes + self.state_bytes
+                - self.state_scratch_bytes + self.io_bytes)
+
+    @property
+    def compulsory_intensity(self) -> ArrayLike:
+        """FLOPs per compulsory byte (FLOP/byte): the intensity the lower bound sees."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.divide(self.flops, self.compulsory_bytes)
 
     @property
     def intensity(self) -> ArrayLike:
@@ -249,6 +273,12 @@ class OpCost(_Traffic):
     state_write_bytes: ArrayLike = 0.0
     weight_matmul_flops: ArrayLike = 0.0  #: the part of ``flops`` that multiplies by weights
     dequant_flops: ArrayLike = 0.0  #: vector FLOPs dequantising weight-only weights (not in ``flops``)
+    #: the part of ``weight_matmul_flops`` whose weights the recipe leaves in BF16 under a low-precision
+    #: ``compute_dtype``: they run at the BF16 rate, not the FP8/FP4 one
+    unquantized_matmul_flops: ArrayLike = 0.0
+    kv_scratch_bytes: ArrayLike = 0.0  #: the part of ``kv_read_bytes`` that is not compulsory (new tokens' K, V read back)
+    state_scratch_bytes: ArrayLike = 0.0  #: the part of the state traffic that is not compulsory (chunk-boundary states)
+    io_bytes: ArrayLike = 0.0  #: the part of ``activation_bytes`` that is compulsory: token ids in, logits out
     bytes_per_weight: float = 2.0  #: bytes one stored weight of this operator costs (its scale's share in)
     weight_params: int = 0  #: parameters this operator holds (per layer)
     active_weight_params: int = 0  #: parameters one token uses (routed experts only)
@@ -263,6 +293,10 @@ class OpCost(_Traffic):
             flops=self.flops * k,
             weight_matmul_flops=self.weight_matmul_flops * k,
             dequant_flops=self.dequant_flops * k,
+            unquantized_matmul_flops=self.unquantized_matmul_flops * k,
+            kv_scratch_bytes=self.kv_scratch_bytes * k,
+            state_scratch_bytes=self.state_scratch_bytes * k,
+            io_bytes=self.io_bytes * k,
             weight_bytes=self.weight_bytes * k,
             activation_bytes=self.activation_bytes * k,
             kv_read_bytes=self.kv_read_bytes * k,
@@ -284,6 +318,10 @@ _TOTAL_FIELDS = (
     "kv_write_bytes",
     "state_read_bytes",
     "state_write_bytes",
+    "unquantized_matmul_flops",
+    "kv_scratch_bytes",
+    "state_scratch_bytes",
+    "io_bytes",
 )
 
 
@@ -309,6 +347,10 @@ class ModelCost(_Traffic):
     kv_write_bytes = property(lambda self: self.totals["kv_write_bytes"])
     state_read_bytes = property(lambda self: self.totals["state_read_bytes"])
     state_write_bytes = property(lambda self: self.totals["state_write_bytes"])
+    unquantized_matmul_flops = property(lambda self: self.totals["unquantized_matmul_flops"])
+    kv_scratch_bytes = property(lambda self: self.totals["kv_scratch_bytes"])
+    state_scratch_bytes = property(lambda self: self.totals["state_scratch_bytes"])
+    io_bytes = property(lambda self: self.totals["io_bytes"])
 
     def blocks(self) -> tuple[str, ...]:
         """The blocks present, in order (embedding, full_attention, gated_deltanet, mlp/moe, head)."""
@@ -362,11 +404,16 @@ class _Ctx:
 
     def op(self, name, block, layers, *, flops=0.0, params=0, weight_bytes=None, act_read=0.0,
            act_write=0.0, active_params=None, note="", weight_matmul_flops=0.0, weights_read=None,
-           **kv_state) -> OpCost:
-        """``weights_read``: weight elements the step reads (default: all ``params``)."""
+           ids_in=0.0, logits_out=0.0, **kv_state) -> OpCost:
+        """``weights_read``: weight elements the step reads (default: all ``params``). Compulsory
+        traffic in and out of the step: ``ids_in`` token ids (4 bytes each, added to the activations'
+        traffic), ``logits_out`` elements of ``act_write`` that are the step's logits."""
         read = params if weights_read is None else weights_read
         wb = self.wb(block, name)
-        dequant = DEQUANT_FLOPS_PER_WEIGHT * read if self.w.weight_only and self.quantized(block, name) else 0.0
+        quantized = self.quantized(block, name)
+        dequant = DEQUANT_FLOPS_PER_WEIGHT * read if self.w.weight_only and quantized else 0.0
+        # a matmul whose weights stay BF16 under an FP8/FP4 recipe runs at the BF16 rate
+        unquantized = weight_matmul_flops if (self.w.compute_dtype in LOW_PRECISION_COMPUTE and not quantized) else 0.0
         if weight_bytes is None:
             weight_bytes = read * wb
         return OpCost(
@@ -376,9 +423,11 @@ class _Ctx:
             flops=flops,
             weight_matmul_flops=weight_matmul_flops,
             dequant_flops=dequant,
+            unquantized_matmul_flops=unquantized,
             bytes_per_weight=wb,
             weight_bytes=weight_bytes,
-            activation_bytes=(act_read + act_write) * self.ab,
+            activation_bytes=(act_read + act_write) * self.ab + TOKEN_ID_BYTES * ids_in,
+            io_bytes=TOKEN_ID_BYTES * ids_in + logits_out * self.ab,
             weight_params=int(params),
             active_weight_params=int(params if active_params is None else active_params),
             note=note,
@@ -418,6 +467,13 @@ def _attention_pairs(w: Workload, window: int | None):
     return keys, keys, keys
 
 
+def _own_share(w: Workload, keys):
+    """The share of the keys attention reads that the step itself just wrote (its new tokens' K and
+    V): all of them in prefill (no earlier context), the one new token's in decode. That share of
+    the KV read is not compulsory (a fused kernel can keep it on chip)."""
+    return 1.0 if w.phase == "prefill" else np.divide(1.0, keys)
+
+
 def _full_attention_ops(c: _Ctx, layers: int, window: int | None = None,
                         blk: str = "full_attention") -> list[OpCost]:
     m, w, N, b = c.m, c.w, c.N, c.b
@@ -439,6 +495,7 @@ def _full_attention_ops(c: _Ctx, layers: int, window: int | None = None,
     ops.append(c.op("kv_cache_write", blk, layers, act_read=kv_new, kv_write_bytes=kv_new * c.kvb,
                     note="store the new tokens' K and V"))
     pairs, keys, score_elems = _attention_pairs(w, window)
+    own = _own_share(w, keys)
     if not w.flash_attention:
         pairs = score_elems  # an eager kernel computes every score of the square, then masks
     qk_flops = 2.0 * hd * nq * pairs * b
@@ -451,17 +508,17 @@ def _full_attention_ops(c: _Ctx, layers: int, window: int | None = None,
     if w.flash_attention:
         ops.append(c.op("attention (fused: QKᵀ, softmax, ×V)", blk, layers,
                         flops=2.0 * qk_flops + sm_flops, act_read=q_elems, act_write=q_elems,
-                        kv_read_bytes=2.0 * kv_read_k,
+                        kv_read_bytes=2.0 * kv_read_k, kv_scratch_bytes=2.0 * kv_read_k * own,
                         note=f"FlashAttention, {where}; scores stay on chip; Q, K, V read once"))
     else:
         s = b * nq * score_elems
         ops += [
             c.op("qk_scores (QKᵀ)", blk, layers, flops=qk_flops, act_read=q_elems, act_write=s,
-                 kv_read_bytes=kv_read_k, note=f"{where}; the score matrix is written to HBM"),
+                 kv_read_bytes=kv_read_k, kv_scratch_bytes=kv_read_k * own, note=f"{where}; the score matrix is written to HBM"),
             c.op("softmax", blk, layers, flops=sm_flops, act_read=s, act_write=s,
                  note="5 FLOPs per score (mask included); reads and writes the whole score matrix"),
             c.op("score_v (P×V)", blk, layers, flops=qk_flops, act_read=s, act_write=q_elems,
-                 kv_read_bytes=kv_read_k, note=f"{where}"),
+                 kv_read_bytes=kv_read_k, kv_scratch_bytes=kv_read_k * own, note=f"{where}"),
         ]
     if m.attn_output_gate:
         ops.append(c.op("output_gate", blk, layers, flops=5.0 * q_elems, act_read=2.0 * q_elems,
@@ -495,6 +552,7 @@ def _mla_ops(c: _Ctx, layers: int) -> list[OpCost]:
     ops.append(c.op("kv_cache_write", blk, layers, act_read=N * latent, kv_write_bytes=N * latent * kvb,
                     note=f"store each new token's latent: {latent} elements, shared by all {nh} heads"))
     pairs, keys, score_elems = _attention_pairs(w, None)
+    own = _own_share(w, keys)
     if not w.flash_attention:
         pairs = score_elems
     latent_read = b * keys * latent * kvb
@@ -509,6 +567,7 @@ def _mla_ops(c: _Ctx, layers: int) -> list[OpCost]:
             c.op("attention (absorbed, in the latent)", blk, layers,
                  flops=(2.0 * latent + 2.0 * rkv + 5.0) * nh * pairs * b,
                  act_read=N * nh * latent + scores, act_write=N * nh * rkv, kv_read_bytes=latent_read,
+                 kv_scratch_bytes=latent_read * own,
                  note=f"absorbed MLA, {where}: every head reads the same {latent}-element latent per key"),
             c.op("v_up (W_UV of kv_b_proj)", blk, layers, flops=2.0 * N * nh * rkv * vd,
                  weight_matmul_flops=2.0 * N * nh * rkv * vd, params=rkv * nh * vd,
@@ -520,6 +579,7 @@ def _mla_ops(c: _Ctx, layers: int) -> list[OpCost]:
             c.op("kv_b_proj (expand the latent)", blk, layers, flops=2.0 * expand * rkv * nh * (nope + vd),
                  weight_matmul_flops=2.0 * expand * rkv * nh * (nope + vd), params=rkv * nh * (nope + vd),
                  act_write=expand * nh * (nope + vd), kv_read_bytes=latent_read,
+                 kv_scratch_bytes=latent_read * own,
                  note="every key's latent expanded to per-head K (no-rope part) and V"),
             c.op("attention (expanded)", blk, layers, flops=(2.0 * (nope + rope) + 2.0 * vd + 5.0) * nh * pairs * b,
                  act_read=N * nh * (nope + rope) + expand * (nh * (nope + vd) + rope) + scores,
@@ -541,12 +601,14 @@ def _deltanet_ops(c: _Ctx, layers: int) -> list[OpCost]:
     state = b * nv * dk * dv * c.sb
     if decode:
         state_read, state_write = state, state
+        scratch = 0.0
         state_note = "recurrent state read and written every step"
     else:
         chunk = w.deltanet_chunk_tokens
         chunks = np.ceil(w.prompt_tokens / chunk)
         boundary = b * chunks * nv * dk * dv * c.ab  # one state per chunk, in the activations' format
         state_read, state_write = boundary, boundary + state
+        scratch = 2.0 * boundary
         state_note = (f"chunked kernel ({chunk}-token chunks): the state at every chunk boundary is "
                       "written to HBM and read back by the output kernel; the final state written once")
     return [
@@ -563,7 +625,8 @@ def _deltanet_ops(c: _Ctx, layers: int) -> list[OpCost]:
              note="β = sigmoid(b), α = exp(−exp(A)·softplus(a + dt_bias)), L2-normalised q and k"),
         c.op("state_update+readout", blk, layers, flops=7.0 * N * nv * dk * dv,
              act_read=N * (2 * kd + vd + 2 * nv), act_write=N * vd,
-             state_read_bytes=state_read, state_write_bytes=state_write, note=state_note),
+             state_read_bytes=state_read, state_write_bytes=state_write, state_scratch_bytes=scratch,
+             note=state_note),
         c.op("gated_norm", blk, layers, flops=9.0 * N * vd, params=dv, act_read=2.0 * N * vd, act_write=N * vd,
              note="RMSNorm per head × SiLU(z)"),
         c.linear("out_proj", blk, layers, N, vd, h),
@@ -656,7 +719,7 @@ def model_cost(model: Model | str, workload: Workload | None = None, **workload_
     ops: list[OpCost] = []
     rows = np.minimum(N, m.vocab_size)
     ops.append(c.op("embed_tokens", "embedding", 1, params=m.vocab_size * h, weights_read=rows * h,
-                    act_write=N * h, active_params=m.vocab_size * h,
+                    act_write=N * h, active_params=m.vocab_size * h, ids_in=N,
                     note="gather: reads only the looked-up rows (one per token, at most the vocabulary)"))
     n_full, n_slide, n_dn = m.num_full_attention_layers, m.num_sliding_attention_layers, m.num_deltanet_layers
     if m.is_mla:
@@ -677,6 +740,7 @@ def model_cost(model: Model | str, workload: Workload | None = None, **workload_
     ops.append(c.op("lm_head", "head", 1, flops=2.0 * b * h * m.vocab_size,
                     weight_matmul_flops=2.0 * b * h * m.vocab_size, params=head_params,
                     weights_read=m.vocab_size * h, act_read=b * h, act_write=b * m.vocab_size,
+                    logits_out=b * m.vocab_size,
                     note=f"logits for the {last}"))
     return ModelCost(model=m, workload=workload, ops=tuple(ops))
 

@@ -61,6 +61,11 @@ class Link:
     source: str
     as_of: str
     notes: str = ""
+    #: True when the link's switch reduces in the switch (NVLink SHARP, "NVLS", on third-generation
+    #: NVSwitch, NVLink 4 and later): an all-reduce then sends each byte once instead of the ring's
+    #: 2(n − 1)/n; ``in_switch_source`` says where that comes from
+    in_switch_reduction: bool = False
+    in_switch_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -213,7 +218,17 @@ def _link(part_id: str, kind: str, entry: dict | None) -> Link | None:
     return Link(kind=kind, name=entry["name"], per_direction_bytes_per_s=per, bidirectional_bytes_per_s=both,
                 max_chips=int(entry["max_chips"]), latency_s=float(entry["latency_s"]),
                 latency_basis=entry["latency_basis"], latency_source=entry["latency_source"],
-                source=entry["source"], as_of=str(entry["as_of"]), notes=entry.get("notes", ""))
+                source=entry["source"], as_of=str(entry["as_of"]), notes=entry.get("notes", ""),
+                in_switch_reduction=_in_switch(where, entry), in_switch_source=entry.get("in_switch_source", ""))
+
+
+def _in_switch(where: str, entry: dict) -> bool:
+    value = entry.get("in_switch_reduction", False)
+    if not isinstance(value, bool):
+        raise ValueError(f"{where}: in_switch_reduction must be true or false, got {value!r}")
+    if value and not str(entry.get("in_switch_source", "")).strip():
+        raise ValueError(f"{where}: in_switch_reduction = true needs in_switch_source")
+    return value
 
 
 def _board_power_w(part_id: str, entry: dict) -> float | None:

@@ -39,9 +39,16 @@ Conventions (what a lesson can quote):
   assumption, ``latency_basis = "assumed"``: about 10 µs, the order of one NCCL call in an 8-GPU
   node). That is a one-shot, switch-style model: a textbook ring pays 2(n − 1) hop latencies and
   NCCL's tree and low-latency protocols grow roughly with log n, while custom one-shot kernels take
-  a few µs. Every time that includes it is an estimate at the assumed latency, not a lower bound.
-  By default communication is *not* overlapped with compute: a stage takes max(compute, memory)
-  + communication. ``overlap_comm=True`` gives the best case, max(compute, memory, communication).
+  a few µs. Every time that includes it is an estimate at the assumed latency, not a lower bound
+  (``collective_latency_s`` sets another figure for the estimate). In the estimate communication is by
+  default *not* overlapped with compute: a stage takes max(compute, memory) + communication;
+  ``overlap_comm=True`` makes it max(compute, memory, communication).
+- **The lower bound** (:attr:`~roofline_lessons.core.placement.Placement.time_lower_bound_s`) counts
+  no per-call latency, overlaps communication with compute and memory, and takes the least bytes
+  any algorithm the link supports sends: where the switch reduces in the switch (NVLink SHARP on
+  NVLink 4 NVSwitch and later, ``Link.in_switch_reduction``) an all-reduce sends each byte once
+  instead of the ring's 2(t−1)/t; elsewhere the ring's bytes. All-gathers and all-to-alls keep their
+  bytes (in-switch multicast does not cut the bytes a chip sends per direction there).
 - **Which link.** ``link="auto"`` uses the scale-up link (NVLink, Infinity Fabric, ICI) when the
   chips fit its domain, else PCIe (a part with no scale-up link, or the H100 PCIe's bridge past 2
   chips), and says so. More chips than the link's domain is refused: that traffic would cross a
@@ -83,6 +90,9 @@ class Parallelism:
     pipeline: int = 1
     overlap_comm: bool = False
     link: str = "auto"
+    #: seconds per collective call in the estimate (None: the link's catalogued, assumed figure);
+    #: the lower bound never counts a per-call latency
+    collective_latency_s: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("tensor", "expert", "pipeline"):
@@ -93,6 +103,11 @@ class Parallelism:
             raise RooflineInputError(f"unknown link {self.link!r}; links are: {', '.join(LINK_CHOICES)}")
         if not isinstance(self.overlap_comm, (bool, np.bool_)):
             raise RooflineInputError(f"overlap_comm must be True or False, got {self.overlap_comm!r}")
+        lat = self.collective_latency_s
+        if lat is not None and (isinstance(lat, bool) or not isinstance(lat, (int, float, np.floating, np.integer))
+                                or not math.isfinite(lat) or lat < 0):
+            raise RooflineInputError(f"collective_latency_s must be a number of seconds >= 0 (or None for the "
+                                     f"catalog's assumed figure), got {lat!r}")
 
     @property
     def chips(self) -> int:
@@ -183,7 +198,8 @@ def choose_link(part: Part | str, par: Parallelism) -> tuple[Link | None, tuple[
 # ---- per-chip cost ---------------------------------------------------------------------------
 
 _FIELDS = ("flops", "weight_matmul_flops", "dequant_flops", "weight_bytes", "activation_bytes", "kv_read_bytes", "kv_write_bytes",
-           "state_read_bytes", "state_write_bytes", "weight_params", "active_weight_params")
+           "state_read_bytes", "state_write_bytes", "weight_params", "active_weight_params",
+           "unquantized_matmul_flops", "kv_scratch_bytes", "state_scratch_bytes", "io_bytes")
 
 
 def _scaled(op: OpCost, factor: float, *, kv_factor: float | None = None, note: str = "") -> OpCost:
@@ -219,12 +235,19 @@ def _stage_layers(layers: int, p: int) -> list[int]:
 
 @dataclass(frozen=True)
 class CommPart:
-    """One kind of collective in a chip's stage: calls, bytes this chip sends, seconds."""
+    """One kind of collective in a chip's stage: calls, bytes this chip sends and seconds by the
+    estimate's algorithm (ring, per-call latency), and the least bytes any algorithm the link
+    supports sends (``bound_bytes``: in-switch reduction where the switch does it)."""
 
     name: str
     calls: float
     bytes: object
     time_s: object
+    bound_bytes: object = None  #: None: the same as ``bytes``
+
+    @property
+    def least_bytes(self):
+        return self.bytes if self.bound_bytes is None else self.bound_bytes
 
 
 @dataclass(frozen=True)
@@ -251,10 +274,29 @@ class Comm:
         """Collective calls this chip makes in the step (sends between stages excluded), summed."""
         return _plain(sum((c.calls for c in self.parts), 0.0))
 
+    @property
+    def bound_bytes(self):
+        """The least bytes this chip must send in its stage's collectives (any algorithm the link supports)."""
+        return sum((c.least_bytes for c in self.parts), 0.0)
 
-def _collective(link: Link, name: str, calls: float, nbytes) -> CommPart:
-    return CommPart(name=name, calls=calls, bytes=nbytes,
-                    time_s=calls * link.latency_s + np.divide(nbytes, link.per_direction_bytes_per_s))
+    @property
+    def bound_time_s(self):
+        """Seconds those least bytes need at the link's per-direction bandwidth, no per-call latency."""
+        if self.link is None:
+            return 0.0
+        return np.divide(self.bound_bytes, self.link.per_direction_bytes_per_s)
+
+    @property
+    def pipeline_send_bound_s(self):
+        """Seconds one send between stages needs at the link's bandwidth, no per-call latency."""
+        if self.link is None:
+            return 0.0
+        return np.divide(self.pipeline_send_bytes, self.link.per_direction_bytes_per_s)
+
+
+def _collective(link: Link, name: str, calls: float, nbytes, latency_s: float, bound_bytes=None) -> CommPart:
+    return CommPart(name=name, calls=calls, bytes=nbytes, bound_bytes=bound_bytes,
+                    time_s=calls * latency_s + np.divide(nbytes, link.per_direction_bytes_per_s))
 
 
 def communication(model: Model, workload: Workload, par: Parallelism, link: Link | None, *, layers: int,
@@ -271,24 +313,28 @@ def communication(model: Model, workload: Workload, par: Parallelism, link: Link
     b_local = np.ceil(np.asarray(workload.batch, dtype=float) / e)
     tokens_local = b_local * workload.new_tokens_per_sequence
     message = tokens_local * h * ab
+    lat = link.latency_s if par.collective_latency_s is None else float(par.collective_latency_s)
     parts = []
     if t > 1:
         ring = 2.0 * (t - 1) / t
-        parts.append(_collective(link, "tensor all-reduce (2 per layer)", 2.0 * layers, 2.0 * layers * ring * message))
+        # in-switch reduction (NVLS): each byte of the message is sent once, whatever t
+        least = 1.0 if link.in_switch_reduction else ring
+        parts.append(_collective(link, "tensor all-reduce (2 per layer)", 2.0 * layers, 2.0 * layers * ring * message,
+                                 lat, 2.0 * layers * least * message))
         if first:
-            parts.append(_collective(link, "embedding all-reduce", 1.0, ring * message))
+            parts.append(_collective(link, "embedding all-reduce", 1.0, ring * message, lat, least * message))
         if last:
             logits = b_local * model.vocab_size * ab
-            parts.append(_collective(link, "logits all-gather", 1.0, (t - 1) / t * logits))
+            parts.append(_collective(link, "logits all-gather", 1.0, (t - 1) / t * logits, lat))
     if e > 1 and model.is_moe:
         routed = tokens_local * model.num_experts_per_tok * h * ab * (e - 1) / e / t
         moe_layers = layers * model.num_moe_layers / model.num_hidden_layers
         parts.append(_collective(link, "expert all-to-all (2 per MoE layer)", 2.0 * moe_layers,
-                                 2.0 * moe_layers * routed))
+                                 2.0 * moe_layers * routed, lat))
     send_bytes, send_s = 0.0, 0.0
     if p > 1:
         send_bytes = message / t
-        send_s = link.latency_s + np.divide(send_bytes, link.per_direction_bytes_per_s)
+        send_s = lat + np.divide(send_bytes, link.per_direction_bytes_per_s)
     return Comm(link=link, parts=tuple(parts), pipeline_send_bytes=send_bytes, pipeline_send_s=send_s)
 
 

@@ -24,6 +24,15 @@ from .parallel import interconnect_ridge_flop_per_byte
 
 INTERCONNECT = "interconnect"
 
+#: what the estimate (:attr:`Placement.time_estimate_s`) assumes that the lower bound does not
+ESTIMATE_CONVENTIONS = {
+    "unfused": "operators unfused: each one's activations written to HBM and read back",
+    "dequant": "weight-only dequantisation in series with the matmuls (added, not overlapped)",
+    "ring": "collectives by the ring algorithm",
+    "latency": "{us:g} µs per collective call (assumed)",
+    "serial": "communication after the compute, not overlapped",
+}
+
 
 @dataclass(frozen=True)
 class Placement:
@@ -36,7 +45,8 @@ class Placement:
     parallelism: Parallelism = SINGLE_CHIP
     comm: Comm | None = None  #: what one chip sends; None on one chip
     parallel_warnings: tuple[str, ...] = ()
-    other_stages_s: object = 0.0  #: seconds of every other pipeline stage of the step, summed
+    other_stages_s: object = 0.0  #: seconds of every other pipeline stage of the step, summed (the estimate)
+    other_stages_lower_bound_s: object = 0.0  #: the same for the lower bound
     stage_repeats: int = 1  #: how many of the pipeline's stages are this one (same layers, same ends)
 
     @property
@@ -115,18 +125,54 @@ class Placement:
         """Seconds dequantising weight-only weights takes on the vector units (0 otherwise)."""
         return np.divide(self.cost.dequant_flops, self.vector_peak_flops_per_s)
 
+    def _tensor_time_s(self, c) -> object:
+        """Seconds ``c``'s FLOPs (an op or a whole step) need on the tensor units, each class at its
+        own format's peak: quantised weight matmuls at ``compute_dtype``'s rate, matmuls whose weights
+        stay BF16 at the BF16 rate, the rest at ``other_compute_dtype``'s."""
+        unq = c.unquantized_matmul_flops
+        t = (np.divide(c.weight_matmul_flops - unq, self.matmul_peak_flops_per_s)
+             + np.divide(c.other_flops, self.other_peak_flops_per_s))
+        if np.any(np.asarray(unq) > 0):
+            t = t + np.divide(unq, self.part.peak_flops_per_s("bf16"))
+        return t
+
+    @property
+    def tensor_time_s(self):
+        """Seconds the model's FLOPs need on the tensor units (no dequantisation)."""
+        return self._tensor_time_s(self.cost)
+
     @property
     def compute_time_s(self):
-        """Seconds the FLOPs need at their own peaks: weight matmuls at ``compute_dtype``'s rate,
-        the rest at ``other_compute_dtype``'s, plus any weight-only dequantisation on the vector units."""
-        c = self.cost
-        return (np.divide(c.weight_matmul_flops, self.matmul_peak_flops_per_s)
-                + np.divide(c.other_flops, self.other_peak_flops_per_s) + self.dequant_time_s)
+        """The estimate's compute seconds: the tensor units' time (:attr:`tensor_time_s`) plus any
+        weight-only dequantisation on the vector units, in series (the conservative convention)."""
+        return self.tensor_time_s + self.dequant_time_s
+
+    @property
+    def compute_lower_bound_s(self):
+        """The bound's compute seconds: tensor units and vector units are separate, so the larger of
+        the tensor time and the dequantisation time (they overlap), never their sum."""
+        return np.maximum(self.tensor_time_s, self.dequant_time_s)
 
     @property
     def memory_time_s(self):
-        """Seconds the bytes need at the memory bandwidth."""
+        """The estimate's memory seconds: every byte of the unfused view at the memory bandwidth."""
         return np.divide(self.cost.bytes, self.bandwidth_bytes_per_s)
+
+    @property
+    def memory_lower_bound_s(self):
+        """The bound's memory seconds: compulsory bytes only (``cost.compulsory_bytes``)."""
+        return np.divide(self.cost.compulsory_bytes, self.bandwidth_bytes_per_s)
+
+    @property
+    def compulsory_intensity(self):
+        """FLOPs per compulsory byte: the intensity the lower bound sees (FLOP/byte)."""
+        return self.cost.compulsory_intensity
+
+    @property
+    def comm_lower_bound_s(self):
+        """The bound's communication seconds: the least bytes any algorithm the link supports sends
+        (in-switch reduction where the switch does it), at its bandwidth, no per-call latency."""
+        return 0.0 if self.comm is None else self.comm.bound_time_s
 
     @property
     def peak_flops_per_s(self):
@@ -202,26 +248,61 @@ class Placement:
         return stage + self.other_stages_s + (p - 1) * self.pipeline_send_s
 
     @property
-    def time_lower_bound_s(self):
-        """max(compute time, bytes / bandwidth) for the whole step, perfect overlap assumed.
+    def stage_lower_bound_s(self):
+        """One chip's (the busiest stage's) lower bound: max(compute, compulsory memory, least
+        communication), everything overlapped, no per-call latency."""
+        return np.maximum(np.maximum(self.compute_lower_bound_s, self.memory_lower_bound_s), self.comm_lower_bound_s)
 
-        Several chips: the step through all pipeline stages one after another, Σ of the stages'
-        times + the sends (:meth:`step_time_for_s`), communication added unless ``overlap_comm``.
-        With communication the figure is an estimate at the catalog's (assumed) per-call latency.
+    @property
+    def time_lower_bound_s(self):
+        """The step's **lower bound**, seconds: no implementation on this part can be faster.
+
+        Compulsory traffic only (:attr:`memory_lower_bound_s`), each FLOP class at its own format's
+        peak with the tensor and vector units overlapped (:attr:`compute_lower_bound_s`), the least
+        communication overlapped with both (:attr:`comm_lower_bound_s`), no per-call latency. With
+        pipeline stages one batch passes through them one after another: Σ of the stages' bounds
+        + the p − 1 sends at the link's bandwidth.
         """
+        if self.comm is None:
+            return self.stage_lower_bound_s
+        p = self.parallelism.pipeline
+        return self.stage_lower_bound_s + self.other_stages_lower_bound_s + (p - 1) * self.comm.pipeline_send_bound_s
+
+    @property
+    def time_estimate_s(self):
+        """The step's **estimate**, seconds, by named conventions (:data:`ESTIMATE_CONVENTIONS`):
+        operators unfused (every activation through HBM), weight-only dequantisation in series with
+        the matmuls, collectives by the ring algorithm with the per-call latency and — unless
+        ``overlap_comm`` — after the compute. Several chips: Σ of the stages + the sends
+        (:meth:`step_time_for_s`). Never below :attr:`time_lower_bound_s` (tested)."""
         return self.step_time_for_s(self.compute_time_s, self.memory_time_s)
+
+    @property
+    def estimate_conventions(self) -> tuple[str, ...]:
+        """The conventions behind :attr:`time_estimate_s` that apply to this placement."""
+        out = [ESTIMATE_CONVENTIONS["unfused"]]
+        if np.any(np.asarray(self.cost.dequant_flops) > 0):
+            out.append(ESTIMATE_CONVENTIONS["dequant"])
+        if self.comm is not None:
+            lat = self.parallelism.collective_latency_s
+            lat = self.link.latency_s if lat is None else lat
+            out.append(ESTIMATE_CONVENTIONS["ring"] + (" (the link reduces in the switch; the bound counts that)"
+                                                       if self.link.in_switch_reduction else ""))
+            out.append(ESTIMATE_CONVENTIONS["latency"].format(us=lat * 1e6))
+            if not self.parallelism.overlap_comm:
+                out.append(ESTIMATE_CONVENTIONS["serial"])
+        return tuple(out)
 
     def op_compute_time_s(self, op):
         """Seconds one layer of ``op`` needs for its FLOPs at their own peaks (dequantisation included)."""
-        return (np.divide(op.weight_matmul_flops, self.matmul_peak_flops_per_s)
-                + np.divide(op.other_flops, self.other_peak_flops_per_s)
-                + np.divide(op.dequant_flops, self.vector_peak_flops_per_s))
+        return self._tensor_time_s(op) + np.divide(op.dequant_flops, self.vector_peak_flops_per_s)
 
     @property
     def time_lower_bound_per_op_sum_s(self):
-        """Σ over operators of each one's own bound: tighter when operators run one after another
-        (several chips: per stage, plus its communication, or with ``overlap_comm`` the larger of the
-        two, times the stages, plus the sends)."""
+        """An estimate: Σ over operators of each one's time as a kernel of its own (a kernel per
+        operator, run one after another, each at max(compute, its unfused bytes)); several chips: per
+        stage, plus its communication (the estimate's), or with ``overlap_comm`` the larger of the two,
+        times the stages, plus the sends."""
         ops = sum(
             np.maximum(self.op_compute_time_s(op), np.divide(op.bytes, self.bandwidth_bytes_per_s)) * op.layers
             for op in self.cost.ops
@@ -234,8 +315,13 @@ class Placement:
 
     @property
     def tokens_per_s_upper_bound(self):
-        """New tokens per second the step can produce at best (decode: batch / step time)."""
+        """New tokens per second no implementation can beat (tokens / :attr:`time_lower_bound_s`)."""
         return np.divide(self.workload.tokens, self.time_lower_bound_s)
+
+    @property
+    def tokens_per_s_estimate(self):
+        """New tokens per second by the estimate's conventions (tokens / :attr:`time_estimate_s`)."""
+        return np.divide(self.workload.tokens, self.time_estimate_s)
 
     @property
     def memory_required_bytes(self):
@@ -349,6 +435,14 @@ class Placement:
             "fraction_of_peak": num(self.fraction_of_peak),
             "bound": self.bound if isinstance(self.bound, str) else list(self.bound),
             "time_lower_bound_s": num(self.time_lower_bound_s),
+            "time_estimate_s": num(self.time_estimate_s),
+            "estimate_conventions": list(self.estimate_conventions),
+            "compute_lower_bound_s": num(self.compute_lower_bound_s),
+            "memory_lower_bound_s": num(self.memory_lower_bound_s),
+            "comm_lower_bound_s": num(self.comm_lower_bound_s),
+            "compulsory_bytes": num(self.cost.compulsory_bytes),
+            "compulsory_intensity": num(self.compulsory_intensity),
+            "tokens_per_s_estimate": num(self.tokens_per_s_estimate),
             "time_lower_bound_per_op_sum_s": num(self.time_lower_bound_per_op_sum_s),
             "tokens_per_s_upper_bound": num(self.tokens_per_s_upper_bound),
             "memory_required_bytes": num(self.memory_required_bytes),
@@ -363,7 +457,11 @@ class Placement:
             "link": None if self.link is None else self.link.name,
             "interconnect_bandwidth_bytes_per_s": self.interconnect_bandwidth_bytes_per_s,
             "interconnect_bidirectional_bytes_per_s": None if self.link is None else self.link.bidirectional_bytes_per_s,
-            "collective_latency_s": None if self.link is None else self.link.latency_s,
+            "collective_latency_s": None if self.link is None else (
+                self.link.latency_s if self.parallelism.collective_latency_s is None
+                else float(self.parallelism.collective_latency_s)),
+            "in_switch_reduction": None if self.link is None else self.link.in_switch_reduction,
+            "comm_bound_bytes": num(0.0 if self.comm is None else self.comm.bound_bytes),
             "collective_calls": 0 if self.comm is None else num(self.comm.calls),
             "comm_bytes": num(self.comm_bytes),
             "comm_time_s": num(self.comm_time_s),
@@ -423,7 +521,10 @@ def stage_placements(model: Model | str, part: Part | str, workload: Workload | 
                           stage_repeats=s.stages)
                 for s in chip_shares(cost.model, cost.workload, par, link))
     total = sum(s.stage_repeats * np.asarray(s.stage_time_s, dtype=float) for s in out)
-    return tuple(replace(s, other_stages_s=_plain(total - np.asarray(s.stage_time_s, dtype=float))) for s in out)
+    total_lb = sum(s.stage_repeats * np.asarray(s.stage_lower_bound_s, dtype=float) for s in out)
+    return tuple(replace(s, other_stages_s=_plain(total - np.asarray(s.stage_time_s, dtype=float)),
+                         other_stages_lower_bound_s=_plain(total_lb - np.asarray(s.stage_lower_bound_s, dtype=float)))
+                 for s in out)
 
 
 def place(model: Model | str, part: Part | str, workload: Workload | None = None, *,
@@ -441,14 +542,17 @@ def place(model: Model | str, part: Part | str, workload: Workload | None = None
     # first: most layers and the embedding)
     fullest = max((s.footprint for s in stages), key=lambda f: float(np.max(f.total_bytes)))
     total = sum(s.stage_repeats * np.asarray(s.stage_time_s, dtype=float) for s in stages)
+    total_lb = sum(s.stage_repeats * np.asarray(s.stage_lower_bound_s, dtype=float) for s in stages)
     busiest = _busiest(list(stages))
     return replace(busiest, footprint=fullest,
-                   other_stages_s=_plain(total - np.asarray(busiest.stage_time_s, dtype=float)))
+                   other_stages_s=_plain(total - np.asarray(busiest.stage_time_s, dtype=float)),
+                   other_stages_lower_bound_s=_plain(total_lb - np.asarray(busiest.stage_lower_bound_s, dtype=float)))
 
 
 #: OpCost fields that differ between pipeline stages (merged element by element)
 _OP_FIELDS = ("flops", "weight_matmul_flops", "dequant_flops", "weight_bytes", "activation_bytes", "kv_read_bytes",
-              "kv_write_bytes", "state_read_bytes", "state_write_bytes", "weight_params", "active_weight_params")
+              "kv_write_bytes", "state_read_bytes", "state_write_bytes", "weight_params", "active_weight_params",
+              "unquantized_matmul_flops", "kv_scratch_bytes", "state_scratch_bytes", "io_bytes")
 
 
 def _busiest(cands: list[Placement]) -> Placement:
@@ -485,7 +589,8 @@ def _busiest(cands: list[Placement]) -> Placement:
         present = [next((x for x in c.comm.parts if x.name == name), None) for c in cands]
         parts.append(CommPart(name=name, calls=choose([0.0 if x is None else x.calls for x in present]),
                               bytes=choose([0.0 if x is None else x.bytes for x in present]),
-                              time_s=choose([0.0 if x is None else x.time_s for x in present])))
+                              time_s=choose([0.0 if x is None else x.time_s for x in present]),
+                              bound_bytes=choose([0.0 if x is None else x.least_bytes for x in present])))
     first = cands[0]
     comm = Comm(link=first.comm.link, parts=tuple(parts),
                 pipeline_send_bytes=choose([c.comm.pipeline_send_bytes for c in cands]),
