@@ -257,7 +257,9 @@ def cmd_place(args) -> int:
               f"{si(d['matmul_peak_flops_per_s'], 'FLOP/s')} plus the dequant in series (the conservative case); "
               f"the matmuls' own ridge is {num(d['matmul_peak_flops_per_s'] / d['bandwidth_bytes_per_s'])} FLOP/byte "
               "(the bound overlaps the dequant with the matmuls)")
-    bound_roof = "memory" if d["memory_lower_bound_s"] > d["compute_lower_bound_s"] else "compute"
+    terms = {"compute": d["compute_lower_bound_s"], "memory": d["memory_lower_bound_s"],
+             "interconnect": d["comm_lower_bound_s"]}
+    bound_roof = max(terms, key=terms.get)  # the bound's largest term (compute on a tie with memory: dict order)
     print(f"  attainable           {si(d['attainable_flops_per_s'], 'FLOP/s')} = {percent(d['fraction_of_peak'])} "
           f"of peak on unfused traffic; the bound's binding roof on this chip: {bound_roof}")
     if p.per_chip:
@@ -314,8 +316,8 @@ def _format_flags(sp, names) -> None:
     sp.add_argument("--group-size", type=_count("group-size", 1), default=None,
                     help="elements per scale of 4-bit weights (default: int4 128, fp4 32 = MXFP4)")
     sp.add_argument("--quantized-weights", choices=names.QUANTIZED_WEIGHTS, default=None,
-                    help="which weights take --weights (default: linear for 8- and 4-bit: embedding, lm_head, norms "
-                         "and router stay BF16; all = every weight; experts = MoE experts only, as gpt-oss ships)")
+                    help="which weights take --weights (default: all for 8/16-bit, linear for 4-bit: embedding, "
+                         "lm_head and norms stay BF16; experts = MoE experts only, as gpt-oss ships)")
     sp.add_argument("--mla", choices=("auto", "absorbed", "expanded"), default="auto",
                     help="MLA models: attention in the latent (absorbed) or expanded per head "
                          "(default auto: absorbed in decode, expanded in prefill)")
@@ -404,8 +406,10 @@ def cmd_serve(args) -> int:
     fits = "fits" if t.fits_in_memory else "does NOT fit"
     print(f"  {'memory per chip' if t.chips > 1 else 'memory':<21}{binary(t.memory_required_bytes)} of "
           f"{binary(t.memory_capacity_bytes)} at the final context -> {fits}")
-    note = "Times are lower bounds and rates upper bounds (the roofline of each step, perfect overlap"
-    note += ")" if t.chips == 1 else "; communication added to each step unless --overlap-comm)"
+    note = ("Times and rates are estimates: each step by the conventions `place` names (operators unfused, "
+            "dequantisation in series")
+    note += ")" if t.chips == 1 else ", ring collectives at the assumed per-call latency, added unless --overlap-comm)"
+    note += ", one static batch (the whole batch prefills, then decodes)"
     if t.batch > 1 and t.chips == 1:
         note += f"; figures are per chip: all {count(t.batch)} sequences on a single chip"
     print(f"\n{note}.")

@@ -130,18 +130,6 @@ def test_bf16_weights_under_an_fp8_recipe_run_at_the_bf16_rate():
     assert p.op_compute_time_s(gate) == pytest.approx(gate.weight_matmul_flops / fp8 + gate.other_flops / bf16)
 
 
-def test_the_8_bit_default_recipe_is_the_linear_layers():
-    p = place("llama-3.1-8b", "h100-sxm", phase="decode", weights_dtype="fp8", compute_dtype="fp8")
-    assert p.workload.weight_recipe == "linear"
-    ops = {op.name: op for op in p.cost.ops}
-    assert ops["lm_head"].bytes_per_weight == 2 and ops["embed_tokens"].bytes_per_weight == 2
-    assert ops["q_proj"].bytes_per_weight == 1 and ops["down_proj"].bytes_per_weight == 1
-    assert ops["lm_head"].unquantized_matmul_flops == ops["lm_head"].weight_matmul_flops
-    everything = place("llama-3.1-8b", "h100-sxm", phase="decode", weights_dtype="fp8", compute_dtype="fp8",
-                       quantized_weights="all")
-    assert everything.cost.weight_bytes < p.cost.weight_bytes
-
-
 def test_weight_only_dequant_overlaps_in_the_bound_and_adds_in_the_estimate():
     p = place("llama-3.1-8b", "h100-sxm", phase="decode", batch=64, context_tokens=1024, weights_dtype="int4")
     assert p.dequant_time_s > 0

@@ -114,10 +114,36 @@ def test_memory_is_reported_in_gib_with_and_without_headroom(capsys):
     assert code == 2 and "memory_utilization" in err
 
 
-def test_text_output_shows_both_time_bounds(capsys):
+def test_text_output_shows_the_bound_and_the_estimate_with_its_conventions(capsys):
+    from roofline_lessons import place
+    from roofline_lessons.core.units import duration
+
     code, out, _ = run(capsys, "place", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--phase", "prefill",
                        "--no-flash-attention")
-    assert "perfect overlap" in out and "summed operator by operator" in out
+    p = place("llama-3.1-8b", "h100-sxm", phase="prefill", prompt_tokens=8192, flash_attention=False)
+    assert code == 0
+    assert f"time lower bound     {duration(p.time_lower_bound_s)}" in out and "no implementation is faster" in out
+    assert f"time estimate        {duration(p.time_estimate_s)}" in out
+    assert "operators unfused" in out and "as a kernel per operator" in out
+    assert "time bound" not in out.split("top operators")[1]  # the per-operator table is the unfused view
+
+
+def test_collective_latency_moves_the_estimate_and_never_the_bound(capsys):
+    import json
+
+    base = ("place", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--phase", "decode", "--tensor-parallel", "8",
+            "--json")
+    figures = []
+    for latency in ("0", "1e-5", "5e-5"):
+        code, out, _ = run(capsys, *base, "--collective-latency", latency)
+        assert code == 0
+        d = json.loads(out)
+        assert d["collective_latency_s"] == float(latency)
+        figures.append((d["time_lower_bound_s"], d["time_estimate_s"]))
+    assert len({b for b, _ in figures}) == 1
+    assert figures[0][1] < figures[1][1] < figures[2][1]
+    code, _, err = run(capsys, *base, "--collective-latency", "-1")
+    assert code == 2 and "--collective-latency must be a number of seconds >= 0" in err
 
 
 SERVE = ("serve", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--prompt", "1024", "--output", "256")

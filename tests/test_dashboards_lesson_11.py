@@ -62,7 +62,7 @@ def test_frame_states_the_live_numbers_per_chip():
     frame = l11.lesson11_frame(view, l11.Lesson11Chart())
     assert frame.png[:4] == b"\x89PNG" and not frame.error and frame.verdict == view.text
     pl = placement_of(*DEFAULT)
-    step = duration(pl.time_lower_bound_s)
+    step = duration(pl.time_estimate_s)
     assert f"Per chip, one step takes about {step} (compute and memory at their bounds, communication at the assumed per-call latency)" in frame.verdict
     assert f"{pl.bound}-bound" in frame.verdict and pl.link.name in frame.verdict
     assert f"{num(pl.link.per_direction_bytes_per_s / 1e9)} GB/s per direction" in frame.verdict
@@ -79,11 +79,11 @@ def test_view_numbers_are_the_placements():
     view = l11.lesson11_view(*MOE_EP)
     pl = placement_of(*MOE_EP)
     one = place("qwen3-235b-a22b", "h200", phase="decode", batch=64, context_tokens=4096)
-    assert view.step_s == pytest.approx(float(pl.time_lower_bound_s))
+    assert view.step_s == pytest.approx(float(pl.time_estimate_s))
     assert view.comm_s == pytest.approx(float(pl.comm_time_s)) and view.bound == pl.bound
     assert view.link_intensity == pytest.approx(float(pl.interconnect_intensity))
-    assert view.achieved_flops_per_s == pytest.approx(float(pl.cost.flops / pl.time_lower_bound_s))
-    assert view.single_step_s == pytest.approx(float(one.time_lower_bound_s))
+    assert view.achieved_flops_per_s == pytest.approx(float(pl.cost.flops / pl.time_estimate_s))
+    assert view.single_step_s == pytest.approx(float(one.time_estimate_s))
     assert view.fits == bool(pl.fits_in_memory) and view.single_fits == bool(one.fits_in_memory)
 
 
@@ -94,7 +94,7 @@ def test_table_compares_the_split_with_one_chip():
     table = l11.lesson11_frame(view, l11.Lesson11Chart()).table_html
     assert "TP 2: per chip" in table and "1 chip" in table
     for text in (duration(pl.compute_time_s), duration(pl.memory_time_s), duration(pl.comm_time_s),
-                 duration(one.time_lower_bound_s), duration(pl.time_lower_bound_s)):
+                 duration(one.time_estimate_s), duration(pl.time_estimate_s)):
         assert html.escape(text) in table
 
 
@@ -159,7 +159,7 @@ def test_pipeline_bar_shows_the_wait_for_the_other_stages():
     view = l11.lesson11_view(*setting)
     pl = placement_of(*setting)
     wait = [s for s in view.segments if s.kind == "pipeline wait"]
-    assert len(wait) == 1 and wait[0].width_s == pytest.approx(float(pl.time_lower_bound_s - pl.stage_time_s))
+    assert len(wait) == 1 and wait[0].width_s == pytest.approx(float(pl.time_estimate_s - pl.stage_time_s))
     assert duration(wait[0].width_s) in view.text
 
 
@@ -346,7 +346,7 @@ def test_interconnect_roofline_chart_draws_three_roofs_and_two_points_per_split(
     assert len(circles) == 4 and len(triangles) == 3  # no triangle for one chip
     for pl, ln in zip(pls, circles):
         assert ln.get_xydata()[0].tolist() == pytest.approx(
-            [float(pl.intensity), float(pl.cost.flops / pl.time_lower_bound_s) / 1e12])
+            [float(pl.intensity), float(pl.cost.flops / pl.time_estimate_s) / 1e12])
     alt = alt_of(fig)
     for text in (num(peak / hbm), num(peak / link), num(tp2.interconnect_intensity), "per direction",
                  "memory-bound: the HBM roof binds", duration(tp2.comm_time_s)):
@@ -387,14 +387,14 @@ def test_time_breakdown_chart_adds_communication_unless_overlapped():
     over = place("llama-3.1-70b", "l4", parallelism=Parallelism(tensor=8, overlap_comm=True), **d)
     fig = plots.time_breakdown_chart([plain, over], ["TP 8", "TP 8 overlapped"])
     ax = fig.axes[0]
-    factor, unit = plots._time_unit(float(plain.time_lower_bound_s))
+    factor, unit = plots._time_unit(float(plain.time_estimate_s))
     bars = [p for p in ax.patches if isinstance(p, Rectangle)]
     ends = sorted({round(b.get_x() + b.get_width(), 9) for b in bars})
     c, m, k = float(plain.compute_time_s), float(plain.memory_time_s), float(plain.comm_time_s)
     assert round(max(c, m) * factor + k * factor, 9) in ends  # not overlapped: added after max(compute, memory)
     assert round(max(c, m, k) * factor, 9) in ends  # overlapped: the longest of the three
     labels = [t.get_text() for t in ax.texts if t.get_gid() == "step-time"]
-    assert labels[0] == duration(plain.time_lower_bound_s) and labels[1].startswith(duration(over.time_lower_bound_s))
+    assert labels[0] == duration(plain.time_estimate_s) and labels[1].startswith(duration(over.time_estimate_s))
     assert unit in ax.get_xlabel() and ax.get_title()
     assert [(t.get_text(), t.get_fontsize()) for t in visible_texts(fig) if t.get_fontsize() < MIN_FONT_PT] == []
     alt = alt_of(fig)

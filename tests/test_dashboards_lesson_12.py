@@ -60,7 +60,7 @@ def test_frame_states_the_live_numbers():
     base = place("llama-3.1-70b", "h100-sxm", batch=16, context_tokens=4096)
     frame = l12.lesson12_frame(view, chart)
     assert not frame.error and frame.png[:8] == b"\x89PNG\r\n\x1a\n"
-    step, total = duration(pl.time_lower_bound_s), si(pl.cost.bytes, "B")
+    step, total = duration(pl.time_estimate_s), si(pl.cost.bytes, "B")
     for said in (frame.verdict, frame.alt):
         assert step in said and total in said and si(base.cost.bytes, "B") in said
         assert not SCIENTIFIC.search(said), said
@@ -83,7 +83,7 @@ def test_saved_bytes_split_into_weights_and_kv():
     assert view.total_bytes == pytest.approx(float(mine.cost.bytes))
     assert si(float(base.cost.weight_bytes - mine.cost.weight_bytes), "B") in view.text
     assert si(float(base.cost.kv_bytes - mine.cost.kv_bytes), "B") in view.text
-    assert duration(base.time_lower_bound_s) in view.text
+    assert duration(base.time_estimate_s) in view.text
 
 
 def test_int4_cuts_linear_weights_and_keeps_embedding_and_lm_head_bf16():
@@ -383,7 +383,7 @@ def test_byte_budget_chart_labels_fit_inside_the_axes_and_state_the_numbers():
     assert len(ends) == 3
     for t, pl in zip(ends, pls):
         assert t.get_window_extent(renderer).x1 <= frame.x1  # the longest bar's label is not clipped
-        assert duration(pl.time_lower_bound_s) in t.get_text() and si(pl.cost.bytes, "B") in t.get_text()
+        assert duration(pl.time_estimate_s) in t.get_text() and si(pl.cost.bytes, "B") in t.get_text()
     alt = alt_of(fig)
     assert si(pls[2].cost.state_bytes, "B") in alt and si(pls[1].cost.kv_bytes, "B") in alt
     assert "0.0 %" not in alt

@@ -45,7 +45,7 @@ def test_quoted_figures_follow_the_package():
     gpt = flashcards.get_card("gpt-fast-gap")
     from roofline_lessons import place
 
-    bound = float(place("llama-2-7b", "a100-80gb", phase="decode", context_tokens=256).tokens_per_s_upper_bound)
+    bound = float(place("llama-2-7b", "a100-80gb", phase="decode", context_tokens=256).tokens_per_s_estimate)
     assert f"{bound:,.0f} tokens/s" in gpt.short_answer()
 
 
@@ -308,12 +308,12 @@ def test_lesson11_numeric_answers_are_the_package_s_numbers():
     expected = {
         "many-chips-link-per-direction": (h100.scale_up_link.per_direction_bytes_per_s / 1e9, "{:,.0f} GB/s"),
         "many-chips-ring-all-reduce": (float(ar.bytes) / ar.calls / message, "{:.2f} × M"),
-        "many-chips-tp-batch1-decode": (float(tp2.time_lower_bound_s) * 1e3, "{:.1f} ms"),
+        "many-chips-tp-batch1-decode": (float(tp2.time_estimate_s) * 1e3, "{:.1f} ms"),
         "many-chips-interconnect-ridge": (interconnect_ridge_flop_per_byte(h100.peak_flops_per_s("bf16"),
                                                                            h100.scale_up_link), "{:,.0f} FLOP/byte"),
         "many-chips-kv-replication": (kv8 / kv1, "{:.2f}"),
         "many-chips-expert-all-to-all": (float(ep8.comm_bytes) / 1e6, "{:.0f} MB"),
-        "many-chips-70b-two-h100-vs-h200": (float(_decode70("h200").time_lower_bound_s / tp2.time_lower_bound_s),
+        "many-chips-70b-two-h100-vs-h200": (float(_decode70("h200").time_estimate_s / tp2.time_estimate_s),
                                             "{:.2f}×"),
     }
     for card_id, (value, shown) in expected.items():
@@ -354,10 +354,10 @@ def test_lesson11_card_claims_hold_in_the_package():
     assert tp2.link.latency_basis == "assumed" and not tp2.parallelism.overlap_comm
     assert not one.fits_in_memory and tp2.fits_in_memory and tp2.bound == "memory"
     # pipeline 2 is no faster than one (big enough) chip; TP 2 is
-    assert pp2.time_lower_bound_s >= one.time_lower_bound_s > tp2.time_lower_bound_s
+    assert pp2.time_estimate_s >= one.time_estimate_s > tp2.time_estimate_s
     # the pair beats the H200 per step, the H200 beats the pair per chip; the H200 fits, but not within 90 %
-    assert tp2.time_lower_bound_s < h200.time_lower_bound_s
-    assert h200.tokens_per_s_upper_bound > tp2.tokens_per_s_upper_bound / 2
+    assert tp2.time_estimate_s < h200.time_estimate_s
+    assert h200.tokens_per_s_estimate > tp2.tokens_per_s_estimate / 2
     assert usable_capacity_bytes("h200", 0.9) < h200.memory_required_bytes <= usable_capacity_bytes("h200")
     # NVLink's ridge is far above the HBM ridge; TP 8's interconnect intensity is only just above the L4's PCIe ridge
     h100 = get_part("h100-sxm")
@@ -422,7 +422,7 @@ def test_lesson12_numeric_answers_are_the_package_s_numbers():
         "shrink-mla-absorbed-vs-expanded": (float(model_cost("deepseek-v3", phase="decode", context_tokens=32768,
                                                              mla_absorbed=False).flops) / 1e12, "{:,.1f} TFLOP"),
         "shrink-int4-bytes-per-weight": (weight_bytes_per_element("int4", 128), "{:.4f} bytes"),
-        "shrink-int4-batch1-speedup": (float(bf16.time_lower_bound_s / int4.time_lower_bound_s), "{:.2f}×"),
+        "shrink-int4-batch1-speedup": (float(bf16.time_estimate_s / int4.time_estimate_s), "{:.2f}×"),
         "shrink-dequant-cost": (float(int4.dequant_time_s) * 1e3, "{:,.2f} ms"),
         "shrink-gemma-sliding-window-kv": (kv_cache_bytes_per_sequence(gemma, 32768) / 2**30, "{:,.2f} GiB"),
         "shrink-paged-sliding-window": (max_batch_that_fits(gemma, "h200", 32768, memory_utilization=0.9),
@@ -463,7 +463,7 @@ def test_lesson12_card_claims_hold_in_the_package():
     # "not 4×": neither the model nor the step; "does not even fit 80 GiB" in BF16; memory-bound, dequant hidden
     assert weight_bytes("llama-3.1-70b", "bf16") / weight_bytes("llama-3.1-70b", "int4") < 4
     assert weight_bytes("llama-3.1-70b", "bf16") / weight_bytes("llama-3.1-70b", "int4", quantized_weights="all") < 4
-    assert float(bf16.time_lower_bound_s / int4.time_lower_bound_s) < 4
+    assert float(bf16.time_estimate_s / int4.time_estimate_s) < 4
     assert not bf16.fits_in_memory and int4.fits_in_memory
     assert int4.bound == "memory" and float(int4.compute_time_s) < float(int4.memory_time_s)
     assert float(int4.dequant_time_s) > 0.5 * float(int4.compute_time_s)  # "most of the compute time"

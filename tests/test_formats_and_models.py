@@ -341,7 +341,7 @@ def test_w4a4_has_no_dequant_and_needs_an_fp4_part():
         place("llama-3.1-70b", "h100-sxm", w)
     b200 = place("llama-3.1-70b", "b200", w)
     bf16 = place("llama-3.1-70b", "b200", phase="decode", batch=256, context_tokens=4096)
-    assert b200.dequant_time_s == 0 and b200.time_lower_bound_s < bf16.time_lower_bound_s
+    assert b200.dequant_time_s == 0 and b200.time_estimate_s < bf16.time_estimate_s
     assert b200.matmul_peak_flops_per_s == get_part("b200").peak_flops_per_s("fp4")
 
 
@@ -502,7 +502,7 @@ def test_batch_and_context_arrays_match_scalars(mid):
         # a dense model reads its weights once whatever the batch: a scalar may stand for the array
         assert np.broadcast_to(vec.dequant_flops, (3,))[i] == pytest.approx(one.dequant_flops)
         p1 = place(mid, "b200", batch=int(batch[i]), context_tokens=int(ctx[i]), **fields)
-        assert pv.time_lower_bound_s[i] == pytest.approx(p1.time_lower_bound_s)
+        assert pv.time_estimate_s[i] == pytest.approx(p1.time_estimate_s)
         assert pv.footprint.total_bytes[i] == pytest.approx(p1.footprint.total_bytes)
     prompts = np.array([100, 2000, 9000])
     pre = model_cost(mid, phase="prefill", prompt_tokens=prompts)

@@ -38,7 +38,7 @@ def test_sweep_rows_are_the_placements_per_chip(sweep):
     for r in sweep:
         p = place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096,
                   parallelism=Parallelism(tensor=r.chips))
-        assert r.step_s == pytest.approx(float(p.time_lower_bound_s))
+        assert r.step_s == pytest.approx(float(p.time_estimate_s))
         assert r.comm_s == pytest.approx(float(p.comm_time_s))
         assert r.memory_per_chip_bytes == pytest.approx(float(p.memory_required_bytes))
         assert r.bound == p.bound and r.fits == bool(p.fits_in_memory)
@@ -299,7 +299,7 @@ def _by_hand_mistakes():
          / link.per_direction_bytes_per_s),
         ("11.2", "forgetting the all-gather half", link.latency_s + 7 / 8 * msg / link.per_direction_bytes_per_s),
         ("11.5", "divide one chip's time by 4",
-         float(place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096).time_lower_bound_s) / 4),
+         float(place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096).time_estimate_s) / 4),
         ("11.6", "a different question", 0.0),
         ("11.2", "forget the latency term", s["11.2"] - link.latency_s),
         ("11.4", "bidirectional headline", s["11.4"] / 2),

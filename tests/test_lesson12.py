@@ -114,7 +114,7 @@ def test_byte_budget_adds_up_to_the_placement():
     b = sh.byte_budget("llama-3.1-70b", "b200", 16, 8192, weights_dtype="int4")
     p = place("llama-3.1-70b", "b200", phase="decode", batch=16, context_tokens=8192, weights_dtype="int4")
     assert b.total_bytes == pytest.approx(float(p.cost.bytes))
-    assert b.step_time_s == pytest.approx(float(p.time_lower_bound_s))
+    assert b.step_time_s == pytest.approx(float(p.time_estimate_s))
     assert sum(b.shares().values()) == pytest.approx(1.0)
     assert list(b.parts()) == list(sh.BUDGET_PARTS)
 
@@ -158,7 +158,7 @@ def test_int4_costs_its_scale_and_keeps_the_embedding_bf16():
 def test_speedup_bound_is_below_every_naive_ratio():
     s = sh.speedup_bound("llama-3.1-70b", "b200", 4096)
     bf16 = place("llama-3.1-70b", "b200", phase="decode", context_tokens=4096)
-    assert s.speedup == pytest.approx(float(bf16.time_lower_bound_s / s.quantized.time_lower_bound_s))
+    assert s.speedup == pytest.approx(float(bf16.time_estimate_s / s.quantized.time_estimate_s))
     assert s.speedup < s.weight_bytes_ratio < s.element_ratio < 4
 
 
@@ -176,7 +176,7 @@ def test_critical_batch_moves_down_for_weight_only_and_up_for_w4a4():
 def test_weight_only_crossover_is_where_int4_stops_winning():
     x = sh.weight_only_crossover("llama-3.1-70b", "b200", 128)
     step = lambda n, **f: float(place("llama-3.1-70b", "b200", phase="decode", batch=n, context_tokens=128,
-                                      **f).time_lower_bound_s)
+                                      **f).time_estimate_s)
     assert step(x, weights_dtype="int4") >= step(x) and step(x - 1, weights_dtype="int4") < step(x - 1)
     assert sh.weight_only_crossover("llama-3.1-70b", "b200", 8192, max_batch=512) is None
 
@@ -238,7 +238,7 @@ def _solution():
     kept = 2 * llama.vocab_size * llama.hidden_size + (2 * llama.num_hidden_layers + 1) * llama.hidden_size
     int4 = ((llama.parameter_count() - kept) * (0.5 + 2 / 128) + kept * 2) / GiB
     step = lambda **f: float(place("llama-3.1-70b", "b200", phase="decode", context_tokens=4096,
-                                   **f).time_lower_bound_s)
+                                   **f).time_estimate_s)
     per = g.kv_bytes_per_token_per_layer("bf16")
     gemma = (10 * 32768 + 52 * 1024) * per / GiB
     pool = 0.9 * h200.memory_capacity_bytes - g.parameter_count() * 2

@@ -263,7 +263,7 @@ def test_batch_one_decode_collectives_are_latency_bound():
     assert p.bound == "memory"
     one = place(L70, "h100-sxm", phase="decode", context_tokens=4096)
     assert not one.fits_in_memory and p.fits_in_memory
-    assert p.time_lower_bound_s < one.time_lower_bound_s  # weights / 2 per chip beats the all-reduces
+    assert p.time_estimate_s < one.time_estimate_s  # weights / 2 per chip beats the all-reduces
 
 
 # ---- the step's time and its bound ------------------------------------------------------------
@@ -276,15 +276,15 @@ def test_without_overlap_comm_is_added_with_overlap_the_max():
         on = place(L70, part, parallelism=Parallelism(tensor=8, overlap_comm=True), **kw)
         c, m, k = off.compute_time_s, off.memory_time_s, off.comm_time_s
         assert (on.compute_time_s, on.memory_time_s, on.comm_time_s) == (c, m, k)
-        assert off.time_lower_bound_s == pytest.approx(max(c, m) + k, rel=1e-12)
-        assert on.time_lower_bound_s == pytest.approx(max(c, m, k), rel=1e-12)
-        assert on.time_lower_bound_s <= off.time_lower_bound_s
+        assert off.time_estimate_s == pytest.approx(max(c, m) + k, rel=1e-12)
+        assert on.time_estimate_s == pytest.approx(max(c, m, k), rel=1e-12)
+        assert on.time_estimate_s <= off.time_estimate_s
         # the operator-by-operator sum follows the same rule (it was comm-added even with overlap)
         ops_sum = off.time_lower_bound_per_op_sum_s - k
         assert on.time_lower_bound_per_op_sum_s == pytest.approx(max(ops_sum, k), rel=1e-12)
         assert on.time_lower_bound_per_op_sum_s < off.time_lower_bound_per_op_sum_s
-        assert on.time_lower_bound_per_op_sum_s >= on.time_lower_bound_s * (1 - 1e-12)
-        assert off.tokens_per_s_upper_bound == pytest.approx(4096 / off.time_lower_bound_s)
+        assert on.time_lower_bound_per_op_sum_s >= on.time_estimate_s * (1 - 1e-12)
+        assert off.tokens_per_s_estimate == pytest.approx(4096 / off.time_estimate_s)
 
 
 def test_an_interconnect_bound_split_found_by_computation():
@@ -335,15 +335,15 @@ def test_pipeline_does_not_cut_the_latency_of_one_batch(model, pp):
     kw = dict(phase="decode", batch=1, context_tokens=4096)
     one = place(model, "h200", **kw)  # a hypothetical big-enough chip: compare time terms, not the fit
     p = place(model, "h200", parallelism=Parallelism(pipeline=pp), **kw)
-    assert p.time_lower_bound_s >= one.time_lower_bound_s
+    assert p.time_estimate_s >= one.time_estimate_s
     stages = stage_placements(model, "h200", parallelism=Parallelism(pipeline=pp), **kw)
     # one batch passes through the stages in turn: Σ of every stage's time + the sends between them
     total = sum(s.stage_repeats * s.stage_time_s for s in stages)
     assert sum(s.stage_repeats for s in stages) == pp
-    assert p.time_lower_bound_s == pytest.approx(total + (pp - 1) * p.pipeline_send_s, rel=1e-12)
+    assert p.time_estimate_s == pytest.approx(total + (pp - 1) * p.pipeline_send_s, rel=1e-12)
     # so it is one chip's time plus the sends (the stages' work adds up to the whole model's)
-    assert p.time_lower_bound_s == pytest.approx(one.time_lower_bound_s + (pp - 1) * p.pipeline_send_s, rel=1e-3)
-    assert p.time_lower_bound_s < pp * p.stage_time_s + (pp - 1) * p.pipeline_send_s + 1e-15
+    assert p.time_estimate_s == pytest.approx(one.time_estimate_s + (pp - 1) * p.pipeline_send_s, rel=1e-3)
+    assert p.time_estimate_s < pp * p.stage_time_s + (pp - 1) * p.pipeline_send_s + 1e-15
     assert p.pipeline_send_s == pytest.approx(
         p.link.latency_s + get_model(model).hidden_size * 2 / p.link.per_direction_bytes_per_s)
     assert p.comm_time_s == 0 and p.comm.calls == 0
@@ -420,7 +420,7 @@ def test_expert_parallel_spreads_experts_and_sequences(e):
     assert a2a.calls == 2 * m.num_hidden_layers
     by_hand = 2 * m.num_hidden_layers * (batch / e) * m.num_experts_per_tok * m.hidden_size * 2 * (e - 1) / e
     assert a2a.bytes == pytest.approx(by_hand, rel=1e-12)
-    assert ep.tokens_per_s_upper_bound == pytest.approx(batch / ep.time_lower_bound_s)
+    assert ep.tokens_per_s_estimate == pytest.approx(batch / ep.time_estimate_s)
 
 
 def test_expert_parallel_with_tensor_parallel_inside_each_group():
@@ -526,7 +526,7 @@ def test_arrays_of_batch_give_arrays_equal_to_scalar_placements():
     for i, b in enumerate(batches):
         s = place(L8, "h100-sxm", phase="decode", batch=int(b), context_tokens=1024, parallelism=par)
         assert p.bound[i] == s.bound
-        assert p.time_lower_bound_s[i] == pytest.approx(s.time_lower_bound_s, rel=1e-12)
+        assert p.time_estimate_s[i] == pytest.approx(s.time_estimate_s, rel=1e-12)
         assert p.comm_time_s[i] == pytest.approx(s.comm_time_s, rel=1e-12)
     json.dumps(p.to_dict())
 
@@ -577,10 +577,10 @@ def test_request_timeline_with_tensor_parallel():
     tp_overlap = request_timeline(L70, "h200", parallelism=Parallelism(tensor=2, overlap_comm=True), **kw)
     assert tp.chips == 2 and tp.memory_required_bytes < 0.6 * one.memory_required_bytes
     pre = place(L70, "h200", phase="prefill", batch=2, prompt_tokens=2048, parallelism=par)
-    assert tp.ttft_s == pytest.approx(float(pre.time_lower_bound_s), rel=1e-12)
+    assert tp.ttft_s == pytest.approx(float(pre.time_estimate_s), rel=1e-12)
     assert tp.ttft_s == pytest.approx(max(pre.compute_time_s, pre.memory_time_s) + pre.comm_time_s, rel=1e-12)
     dec = place(L70, "h200", phase="decode", batch=2, context_tokens=2048, parallelism=par)
-    assert tp.step_s[0] == pytest.approx(float(dec.time_lower_bound_s), rel=1e-12) and dec.comm_time_s > 0
+    assert tp.step_s[0] == pytest.approx(float(dec.time_estimate_s), rel=1e-12) and dec.comm_time_s > 0
     assert tp_overlap.e2e_s < tp.e2e_s
     d = tp.to_dict()
     assert d["chips"] == 2 and d["per_chip"] is True and d["parallelism"] == "TP 2"
@@ -715,10 +715,10 @@ def test_the_measured_gpt_fast_split_is_below_its_bound():
     (m,) = get_part("a100-80gb").measurements("decode_tokens_per_s")
     p = place(m.model, "a100-80gb", phase="decode", batch=1, context_tokens=0, parallelism=Parallelism(tensor=8))
     assert p.link is get_part("a100-80gb").scale_up_link and p.fits_in_memory
-    assert m.tokens_per_s < p.tokens_per_s_upper_bound  # a measurement never beats the bound
-    assert m.tokens_per_s > 0.3 * p.tokens_per_s_upper_bound  # and is not far below it either
+    assert m.tokens_per_s < p.tokens_per_s_estimate  # a measurement never beats the bound
+    assert m.tokens_per_s > 0.3 * p.tokens_per_s_estimate  # and is not far below it either
     one = place(m.model, "a100-80gb", phase="decode", batch=1, context_tokens=0)
-    assert m.tokens_per_s > one.tokens_per_s_upper_bound  # 8 chips did beat what one chip's bandwidth allows
+    assert m.tokens_per_s > one.tokens_per_s_estimate  # 8 chips did beat what one chip's bandwidth allows
 
 
 def test_flushed_bubble_and_steady_state_idle_are_different_questions():

@@ -64,14 +64,14 @@ CASES = {
                    num(_split()[1].ridge_point_flop_per_byte), duration(_split()[1].comm_time_s)]),
     "time_breakdown_chart": (
         lambda m: plots.time_breakdown_chart(_split(), ["1 chip", "TP 2"]),
-        lambda m: [duration(p.time_lower_bound_s) for p in _split()] + [duration(_split()[1].comm_time_s)]),
+        lambda m: [duration(p.time_estimate_s) for p in _split()] + [duration(_split()[1].comm_time_s)]),
     "kv_bytes_vs_context_chart": (
         lambda m: plots.kv_bytes_vs_context_chart(_kv_curves()),
         lambda m: [binary(c.kv_bytes[list(c.context_tokens).index(32768)]) for c in _kv_curves()]
         + [binary(_kv_curves()[-1].state_bytes)]),
     "byte_budget_chart": (
         lambda m: plots.byte_budget_chart(_formats(), ["BF16", "int4 weights"]),
-        lambda m: [duration(p.time_lower_bound_s) for p in _formats()] + [si(p.cost.bytes, "B") for p in _formats()]
+        lambda m: [duration(p.time_estimate_s) for p in _formats()] + [si(p.cost.bytes, "B") for p in _formats()]
         + [si(_formats()[1].cost.weight_bytes, "B")]),
 }
 

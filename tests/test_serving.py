@@ -23,12 +23,12 @@ def tl(**kw):
 
 def test_ttft_is_the_prefill_bound():
     t = tl()
-    assert t.ttft_s == pytest.approx(float(place(M, P, phase="prefill", batch=4, prompt_tokens=1024).time_lower_bound_s))
+    assert t.ttft_s == pytest.approx(float(place(M, P, phase="prefill", batch=4, prompt_tokens=1024).time_estimate_s))
 
 
 def test_steps_equal_a_loop_over_place_and_e2e_is_their_sum():
     t = tl(output_tokens=40)
-    loop = [float(place(M, P, phase="decode", batch=4, context_tokens=1024 + i).time_lower_bound_s) for i in range(39)]
+    loop = [float(place(M, P, phase="decode", batch=4, context_tokens=1024 + i).time_estimate_s) for i in range(39)]
     assert t.decode_steps == 39 and isinstance(t.decode_steps, int)
     np.testing.assert_allclose(t.step_s, loop, rtol=1e-12)
     assert t.e2e_s == pytest.approx(t.ttft_s + sum(loop))
@@ -84,9 +84,9 @@ def test_a_draft_model_adds_its_steps_and_must_be_smaller():
     drafted = s.request_timeline("llama-3.1-70b", "h200", prompt_tokens=512, output_tokens=32, speculative_tokens=3,
                                  acceptance=0.6, draft_model="llama-3.1-8b")
     assert drafted.step_s[0] > mtp.step_s[0] and drafted.draft_model_id == "llama-3.1-8b"
-    draft = place("llama-3.1-8b", "h200", phase="decode", context_tokens=np.arange(512, 515)).time_lower_bound_s
+    draft = place("llama-3.1-8b", "h200", phase="decode", context_tokens=np.arange(512, 515)).time_estimate_s
     base = place("llama-3.1-70b", "h200", phase="decode", context_tokens=512)
-    mtp_draft_step = float(base.time_lower_bound_s) / 80 + _lm_head_s(base)
+    mtp_draft_step = float(base.time_estimate_s) / 80 + _lm_head_s(base)
     assert drafted.step_s[0] - mtp.step_s[0] == pytest.approx(float(np.sum(draft)) - 3 * mtp_draft_step)
     with pytest.raises(RooflineInputError, match="llama-3.1-70b.*larger"):
         tl(speculative_tokens=2, acceptance=0.5, draft_model="llama-3.1-70b")
@@ -102,15 +102,15 @@ def test_an_mtp_draft_step_pays_for_the_lm_head():
     base = place(M, P, phase="decode", batch=1, context_tokens=1024)
     lm = next(op for op in base.cost.ops if op.name == "lm_head")
     assert lm.bytes > 2 * base.cost.bytes / 32  # the head outweighs a layer for this model
-    assert draft_s == pytest.approx(k * (float(base.time_lower_bound_s) / 32 + _lm_head_s(base)))
-    assert draft_s > 3 * k * float(base.time_lower_bound_s) / 32  # ~3× the old price
+    assert draft_s == pytest.approx(k * (float(base.time_estimate_s) / 32 + _lm_head_s(base)))
+    assert draft_s > 3 * k * float(base.time_estimate_s) / 32  # ~3× the old price
 
 
 def test_a_draft_model_prefills_the_prompt_too():
     kw = dict(prompt_tokens=2048, output_tokens=16, batch=2, speculative_tokens=3, acceptance=0.6)
     drafted = s.request_timeline("llama-3.1-70b", "h200", draft_model="llama-3.1-8b", **kw)
-    target = place("llama-3.1-70b", "h200", phase="prefill", batch=2, prompt_tokens=2048).time_lower_bound_s
-    draft = place("llama-3.1-8b", "h200", phase="prefill", batch=2, prompt_tokens=2048).time_lower_bound_s
+    target = place("llama-3.1-70b", "h200", phase="prefill", batch=2, prompt_tokens=2048).time_estimate_s
+    draft = place("llama-3.1-8b", "h200", phase="prefill", batch=2, prompt_tokens=2048).time_estimate_s
     assert drafted.ttft_s == pytest.approx(float(target) + float(draft))
     mtp = s.request_timeline("llama-3.1-70b", "h200", **kw)
     assert mtp.ttft_s == pytest.approx(float(target))  # no separate draft model to prefill
@@ -130,7 +130,7 @@ def test_a_draft_model_needs_memory_for_its_weights_and_kv():
 def test_prefix_caching_lowers_ttft_but_still_reads_the_prefix():
     full, cached = tl(), tl(prefix_cached_tokens=768)
     assert cached.ttft_s < full.ttft_s
-    fresh = float(place(M, P, phase="prefill", batch=4, prompt_tokens=256).time_lower_bound_s)
+    fresh = float(place(M, P, phase="prefill", batch=4, prompt_tokens=256).time_estimate_s)
     assert cached.ttft_s > fresh  # 256 new tokens attend over 1,024, not 256
     np.testing.assert_allclose(cached.step_s, full.step_s)
 
@@ -143,7 +143,7 @@ def test_chunking_costs_a_weight_read_per_chunk():
 
 def test_each_chunk_attends_over_the_chunks_before_it():
     t = s.request_timeline(M, P, prompt_tokens=4096, output_tokens=8, chunk_tokens=512)
-    fresh = 8 * float(place(M, P, phase="prefill", prompt_tokens=512).time_lower_bound_s)
+    fresh = 8 * float(place(M, P, phase="prefill", prompt_tokens=512).time_estimate_s)
     assert t.ttft_s > fresh * 1.02  # later chunks read and attend the earlier chunks' KV
     # chunk i = prefill(512 (i+1)) − per-token work of prefill(512 i): the FLOPs telescope to one whole prefill
     whole = place(M, P, phase="prefill", prompt_tokens=4096)
@@ -156,12 +156,12 @@ def test_each_chunk_attends_over_the_chunks_before_it():
 def test_mixed_step_is_more_intense_than_decode_alone():
     mx = s.mixed_step(M, P, decode_batch=32, decode_context_tokens=2048, prefill_chunk_tokens=512)
     d = place(M, P, phase="decode", batch=32, context_tokens=2048)
-    assert mx.decode_only_time_s == pytest.approx(float(d.time_lower_bound_s))
+    assert mx.decode_only_time_s == pytest.approx(float(d.time_estimate_s))
     assert mx.intensity > mx.decode_only_intensity
     assert mx.tokens == 544 and mx.intensity == pytest.approx(mx.flops / mx.bytes)
     pf = place(M, P, phase="prefill", prompt_tokens=512)
     assert mx.bytes < float(d.cost.bytes + pf.cost.bytes)  # weights read once for both
-    assert mx.time_s < float(d.time_lower_bound_s + pf.time_lower_bound_s)
+    assert mx.time_s < float(d.time_estimate_s + pf.time_estimate_s)
 
 
 def test_pareto_and_goodput():

@@ -162,9 +162,9 @@ for ctx in (1024, 32768, 131072):
 # %%
 rows = []
 for (m, phase), s in steps.items():
-    t = float(s.time_lower_bound_s)
+    t = float(s.time_estimate_s)
     what = "TTFT" if phase == "prefill" else "TPOT"
-    rows.append([s.model.name, phase, f"{what} ≥ {num(t * 1e3, 4)} ms", f"≤ {float(s.tokens_per_s_upper_bound):,.0f} tokens/s",
+    rows.append([s.model.name, phase, f"{what} ≥ {num(t * 1e3, 4)} ms", f"≤ {float(s.tokens_per_s_estimate):,.0f} tokens/s",
                  f"{s.bound} roof"])
 show_table(["model", "phase", "time bound", "throughput bound (batch 1; prompt tokens/s in prefill, output tokens/s in decode)",
             "set by"], rows)
@@ -180,8 +180,8 @@ show_table(["model", "phase", "time bound", "throughput bound (batch 1; prompt t
 a100 = get_part("a100-80gb")
 gpt_fast = next(m for m in a100.measured if m.tokens_per_s)
 bound = place(gpt_fast.model, a100, phase="decode", context_tokens=256)
-fraction_of_bound = gpt_fast.tokens_per_s / float(bound.tokens_per_s_upper_bound)
-md(f"Bound: **≤ {float(bound.tokens_per_s_upper_bound):,.1f} tokens/s** ({si(float(bound.cost.bytes), 'B')} per token at "
+fraction_of_bound = gpt_fast.tokens_per_s / float(bound.tokens_per_s_estimate)
+md(f"Bound: **≤ {float(bound.tokens_per_s_estimate):,.1f} tokens/s** ({si(float(bound.cost.bytes), 'B')} per token at "
    f"{si(a100.memory_bandwidth_bytes_per_s, 'B/s')}). Measured: **{gpt_fast.tokens_per_s} tokens/s** "
    f"({gpt_fast.source}), i.e. {percent(fraction_of_bound, 0)} of the bound.")
 
@@ -280,7 +280,7 @@ rows = []
 for model in (llama, mine):
     s = place(model, h100, phase="decode", context_tokens=PROMPT)
     rows.append([model.id, count(model.parameter_count()), binary(model.kv_bytes_per_token("bf16")),
-                 duration(float(s.time_lower_bound_s)), s.bound])
+                 duration(float(s.time_estimate_s)), s.bound])
 show_table(["model", "parameters", "KV cache per token (BF16)", f"TPOT bound at {count(PROMPT)} tokens", "bound"], rows)
 
 # %% [markdown]

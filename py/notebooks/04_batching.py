@@ -116,8 +116,8 @@ rows = []
 for b in (1, 8, 32):
     pf = place("llama-3.1-8b", h100, phase="prefill", prompt_tokens=2048, batch=b)
     dc = place("llama-3.1-8b", h100, phase="decode", context_tokens=2048, batch=b)
-    rows.append([b, f"{float(pf.time_lower_bound_s) * 1e3:,.1f} ms", f"{float(pf.tokens_per_s_upper_bound):,.0f}",
-                 f"{float(dc.time_lower_bound_s) * 1e3:,.2f} ms", f"{float(dc.tokens_per_s_upper_bound):,.0f}"])
+    rows.append([b, f"{float(pf.time_estimate_s) * 1e3:,.1f} ms", f"{float(pf.tokens_per_s_estimate):,.0f}",
+                 f"{float(dc.time_estimate_s) * 1e3:,.2f} ms", f"{float(dc.tokens_per_s_estimate):,.0f}"])
 show_table(["batch", "prefill step (2,048-token prompts)", "prefill tokens/s", "decode step (2,048 cached)",
             "decode tokens/s"], rows)
 
@@ -125,9 +125,9 @@ show_table(["batch", "prefill step (2,048-token prompts)", "prefill tokens/s", "
 pf1, pf32 = (place("llama-3.1-8b", h100, phase="prefill", prompt_tokens=2048, batch=b) for b in (1, 32))
 dc1, dc32 = (place("llama-3.1-8b", h100, phase="decode", context_tokens=2048, batch=b) for b in (1, 32))
 md(f"Batch 1 → 32 multiplies Llama-3.1-8B prefill throughput by "
-   f"**{float(pf32.tokens_per_s_upper_bound / pf1.tokens_per_s_upper_bound):.2f}×** and decode throughput by "
-   f"**{float(dc32.tokens_per_s_upper_bound / dc1.tokens_per_s_upper_bound):.1f}×**, while the decode step only "
-   f"grows from {float(dc1.time_lower_bound_s) * 1e3:.2f} ms to {float(dc32.time_lower_bound_s) * 1e3:.2f} ms.")
+   f"**{float(pf32.tokens_per_s_estimate / pf1.tokens_per_s_estimate):.2f}×** and decode throughput by "
+   f"**{float(dc32.tokens_per_s_estimate / dc1.tokens_per_s_estimate):.1f}×**, while the decode step only "
+   f"grows from {float(dc1.time_estimate_s) * 1e3:.2f} ms to {float(dc32.time_estimate_s) * 1e3:.2f} ms.")
 
 # %% [markdown]
 # ## Capacity caps the batch

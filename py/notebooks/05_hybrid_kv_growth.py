@@ -87,7 +87,7 @@ for batch in (1, 16):
        "(the step is memory-bound, so time shares are byte shares)")
     show_table(["tokens cached"] + list(parts) + ["step ≥"],
                [[f"{c:,}"] + [f"{si(parts[k][i], 'B')} ({percent(parts[k][i] / total[i], 0)})" for k in parts]
-                + [f"{float(place(qwen, h100, phase='decode', batch=batch, context_tokens=int(c)).time_lower_bound_s) * 1e3:,.1f} ms"]
+                + [f"{float(place(qwen, h100, phase='decode', batch=batch, context_tokens=int(c)).time_estimate_s) * 1e3:,.1f} ms"]
                 for i, c in enumerate(contexts)])
 
 # %% [markdown]
@@ -144,8 +144,8 @@ for m in (qwen, variant, get_model("qwen3-32b")):
     step = place(m, h200, phase="decode", batch=max(fit, 1), context_tokens=131072)
     rows.append([m.name, f"{m.parameter_count() / 1e9:,.1f} B", binary(m.kv_bytes_per_token()),
                  binary(m.deltanet_state_bytes()) if m.is_hybrid else "—", f"{fit:,}",
-                 f"{float(step.time_lower_bound_s) * 1e3:,.1f} ms at batch {max(fit, 1)}",
-                 f"{float(step.tokens_per_s_upper_bound):,.0f}"])
+                 f"{float(step.time_estimate_s) * 1e3:,.1f} ms at batch {max(fit, 1)}",
+                 f"{float(step.tokens_per_s_estimate):,.0f}"])
 show_table(["model", "params", "KV per token", "state per sequence", "largest batch at 128 K (H200)", "decode step ≥",
             "tokens/s ≤"], rows)
 
@@ -168,7 +168,7 @@ rows = []
 for batch in (1, 32):
     for dt in ("fp32", "bf16"):
         p = place(qwen, h100, phase="decode", batch=batch, context_tokens=4096, state_dtype=dt)
-        rows.append([batch, dt, si(float(p.cost.state_bytes), "B"), f"{float(p.time_lower_bound_s) * 1e3:,.2f} ms",
+        rows.append([batch, dt, si(float(p.cost.state_bytes), "B"), f"{float(p.time_estimate_s) * 1e3:,.2f} ms",
                      percent(float(p.cost.state_bytes / p.cost.bytes), 1)])
 show_table(["batch", "state dtype", "state bytes per step", "step ≥", "state share of bytes"], rows)
 

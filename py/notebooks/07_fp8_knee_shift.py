@@ -196,7 +196,7 @@ for pid in ("h100-sxm", "b200"):
     base = place(MODEL, pid, **fields)
     for acts in ("bf16", "fp8"):
         p = place(MODEL, pid, **fields, **LEVERS[W8A8], activations_dtype=acts)
-        rows.append([pid, acts, f"{float(base.time_lower_bound_s / p.time_lower_bound_s):.2f}×", p.bound])
+        rows.append([pid, acts, f"{float(base.time_estimate_s / p.time_estimate_s):.2f}×", p.bound])
 show_table(["part", "activation bytes counted as", "W8A8 speed-up, prefill 512", "bound"], rows)
 
 # %% [markdown]
@@ -207,9 +207,9 @@ show_table(["part", "activation bytes counted as", "W8A8 speed-up, prefill 512",
 rows = []
 for pid in PARTS:
     base, w8 = (results[pid, "decode, batch 1, 8,192 cached"][n] for n in (BASELINE, W8))
-    rows.append([pid, f"{float(base.placement.time_lower_bound_s) * 1e3:,.2f} ms",
-                 f"{float(w8.placement.time_lower_bound_s) * 1e3:,.2f} ms",
-                 f"{float(w8.placement.tokens_per_s_upper_bound):,.0f}"])
+    rows.append([pid, f"{float(base.placement.time_estimate_s) * 1e3:,.2f} ms",
+                 f"{float(w8.placement.time_estimate_s) * 1e3:,.2f} ms",
+                 f"{float(w8.placement.tokens_per_s_estimate):,.0f}"])
 show_table(["part", "batch-1 decode, BF16 (bound)", "weight-only 8-bit (bound)", "tokens/s ≤ (weight-only 8-bit)"],
            rows)
 

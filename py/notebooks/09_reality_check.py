@@ -285,7 +285,7 @@ GPT_FAST_CONTEXT = 128  # tokens cached: an assumption (short prompt, a few hund
 a100 = get_part("a100-80gb")
 gpt = best_measurement(a100, "decode_model_bytes_per_s")
 gpt_bound = place(gpt.model, a100, phase="decode", context_tokens=GPT_FAST_CONTEXT)
-gpt_bound_tps = float(gpt_bound.tokens_per_s_upper_bound)
+gpt_bound_tps = float(gpt_bound.tokens_per_s_estimate)
 h100, h100_pcie = get_part("h100-sxm"), get_part("h100-pcie")
 fa3 = best_measurement(h100, "attention_flops_per_s", dtype="fp16")
 triad = next(m for m in h100_pcie.measured if m.kernel == "stream triad")

@@ -393,10 +393,10 @@ md(f"Both models live on one {big.name}: the target's and the draft's weights an
 # forgetting that cost the classic mistake in a speculative-decoding estimate?
 
 # %% jupyter={"source_hidden": true}
-md(f"<details><summary>Answer</summary>\n\n{duration(float(draft_step.time_lower_bound_s))} against "
-   f"{duration(float(target_step.time_lower_bound_s))}: "
-   f"{percent(float(draft_step.time_lower_bound_s / target_step.time_lower_bound_s), 0)} — both memory-bound, so "
-   f"about their weight ratio. k = {K} draft steps add {percent(K * float(draft_step.time_lower_bound_s / target_step.time_lower_bound_s), 0)} "
+md(f"<details><summary>Answer</summary>\n\n{duration(float(draft_step.time_estimate_s))} against "
+   f"{duration(float(target_step.time_estimate_s))}: "
+   f"{percent(float(draft_step.time_estimate_s / target_step.time_estimate_s), 0)} — both memory-bound, so "
+   f"about their weight ratio. k = {K} draft steps add {percent(K * float(draft_step.time_estimate_s / target_step.time_estimate_s), 0)} "
    f"of a target step to every verify step: the speed-up falls from {num(base70.tpot_s / mtp70.tpot_s)}× to "
    f"{num(base70.tpot_s / draft70.tpot_s)}×. Tokens per verify step alone "
    f"({num(expected_tokens_per_verify(K, ALPHA))}) overstate the gain.\n\n</details>")

@@ -320,7 +320,7 @@ md(f"{model.name}'s prefill under TP 8 does **{num(roofs8.link_intensity)} FLOPs
    + ("right of" if not roofs8.link_limits_compute else "left of")
    + f" the H100 SXM's NVLink ridge ({num(roofs8.link_ridge)})"
    + (": the link's bytes never outlast the compute — but, not overlapped, they are added on top, "
-      f"{percent(prefill8.comm_time_s / prefill8.time_lower_bound_s, 0)} of this step. "
+      f"{percent(prefill8.comm_time_s / prefill8.time_estimate_s, 0)} of this step. "
       if not roofs8.link_limits_compute else ". ")
    + f"Eight H100 PCIe cards talk over PCIe past their pairwise bridges: their ridge of {num(pcie_ridge.link_ridge)} is "
    f"{num(pcie_ridge.link_ridge / roofs8.link_intensity)}× the step's intensity, so there the link takes longer than "
@@ -343,7 +343,7 @@ interconnect_roofline_chart([decode8, prefill8],
 dec_roofs = three_roofs(decode8)
 md(f"The decode step's triangle sits at {num(dec_roofs.link_intensity)} FLOP/byte, "
    + ("right of" if not dec_roofs.link_limits_compute else "left of") + " the link ridge, yet its "
-   f"communication takes {duration(decode8.comm_time_s)} of its {duration(decode8.time_lower_bound_s)}: the roof "
+   f"communication takes {duration(decode8.comm_time_s)} of its {duration(decode8.time_estimate_s)}: the roof "
    "prices bytes, and a batch-1 decode's communication is almost all per-call latency, which no roof shows. Read "
    "the link roof for bandwidth, and count the calls for latency.")
 
@@ -488,11 +488,11 @@ overlap_rows = []
 for name, pid, n, fields in cases:
     plain = place(MODEL, pid, parallelism=Parallelism(tensor=n), **fields)
     best = place(MODEL, pid, parallelism=Parallelism(tensor=n, overlap_comm=True), **fields)
-    assert best.time_lower_bound_s <= plain.time_lower_bound_s
+    assert best.time_estimate_s <= plain.time_estimate_s
     if fields["phase"] == "decode" and plain.workload.batch == 1:
         name += " (unreachable with one sequence: nothing independent to overlap)"
-    overlap_rows.append([name, duration(plain.time_lower_bound_s), duration(best.time_lower_bound_s),
-                         percent(1 - best.time_lower_bound_s / plain.time_lower_bound_s, 0), best.bound])
+    overlap_rows.append([name, duration(plain.time_estimate_s), duration(best.time_estimate_s),
+                         percent(1 - best.time_estimate_s / plain.time_estimate_s, 0), best.bound])
 show_table(["step", "not overlapped (default)", "overlapped (best case)", "saved", "bound"], overlap_rows)
 
 # %% [markdown]
@@ -695,7 +695,7 @@ assert steady_state_idle_fraction(4, 4) == 0 < bubble_fraction(4, 4)  # the two 
 # %% jupyter={"source_hidden": true}
 pp4 = place(MODEL, PART, phase="decode", context_tokens=CONTEXT, parallelism=Parallelism(pipeline=4))
 md(f"<details><summary>Answer</summary>\n\nThe user sees the whole step: 4 stages one after another plus 3 sends, "
-   f"{duration(pp4.time_lower_bound_s)} per token on 4 H100 SXMs — one chip's time for the whole model "
+   f"{duration(pp4.time_estimate_s)} per token on 4 H100 SXMs — one chip's time for the whole model "
    f"({duration(alone.step_s)}) plus {duration(3 * pp4.pipeline_send_s)} of sends (PP 2 above: "
    f"{duration(pp_pair.step_s)}). The operator leaves {percent(steady_state_idle_fraction(4, 1), 0)} of the chips' "
    "time idle: with one batch in flight, three of the four stages wait at any moment. Three more independent "

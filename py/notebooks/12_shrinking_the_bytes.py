@@ -421,7 +421,7 @@ show_table(["batch 1", "weights read", "KV + activations", "compute (of which de
            [[name, si(p.cost.weight_bytes, "B"), si(p.cost.bytes - p.cost.weight_bytes, "B"),
              f"{duration(p.compute_time_s)} ({duration(p.dequant_time_s) if p.dequant_time_s else 'none'})",
              duration(p.memory_time_s),
-             duration(p.time_lower_bound_s), p.bound] for name, p in (("BF16", sb.bf16), ("int4, weight-only", sb.quantized))])
+             duration(p.time_estimate_s), p.bound] for name, p in (("BF16", sb.bf16), ("int4, weight-only", sb.quantized))])
 ladder = [("16 bits ÷ 4 bits", 4.0), ("bytes per weight, its scale included", sb.element_ratio),
           ("weight bytes read per step (BF16 embedding, lm_head and norms)", sb.weight_bytes_ratio),
           ("the step (KV cache and activations unchanged)", sb.speedup)]

@@ -78,7 +78,7 @@ check.llama8b_tpot_ms(tpot_ms)
 # %%
 # BEGIN SOLUTION
 bound = place("llama-2-7b", "a100-80gb", phase="decode", context_tokens=256)
-percent_of_bound = 100 * 104.9 / float(bound.tokens_per_s_upper_bound)
+percent_of_bound = 100 * 104.9 / float(bound.tokens_per_s_estimate)
 # END SOLUTION
 check.gpt_fast_percent_of_bound(percent_of_bound)
 

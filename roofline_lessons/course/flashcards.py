@@ -86,13 +86,13 @@ def _time_ms(model, part, phase, tokens):
     from ..core.placement import place
 
     fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
-    return float(place(model, part, phase=phase, **fields).time_lower_bound_s) * 1e3
+    return float(place(model, part, phase=phase, **fields).time_estimate_s) * 1e3
 
 
 def _tokens_per_s(model, part, context, batch=1):
     from ..core.placement import place
 
-    return float(place(model, part, phase="decode", context_tokens=context, batch=batch).tokens_per_s_upper_bound)
+    return float(place(model, part, phase="decode", context_tokens=context, batch=batch).tokens_per_s_estimate)
 
 
 def _step_gb(model, context):
@@ -340,7 +340,7 @@ def _parallel(model, part, quantity, scale=1.0, **split):
     ``tokens_per_s_per_chip``; times ``scale`` (1000 gives ms, 1e-9 GB, 2**-30 GiB)."""
     p = _split(model, part, **split)
     if quantity == "tokens_per_s_per_chip":
-        return float(scale) * float(p.tokens_per_s_upper_bound) / p.chips
+        return float(scale) * float(p.tokens_per_s_estimate) / p.chips
     value = p
     for name in quantity.split("."):
         value = getattr(value, name)
@@ -437,9 +437,9 @@ def _split_speedup(model, part, ref_part, tensor=1, pipeline=1, ref_tensor=1, re
                    batch=1):
     """Step time of ``ref_part`` (``ref_tensor`` chips, ``ref_weights``) ÷ step time of ``part`` split
     ``tensor`` × ``pipeline`` ways (×; above 1: the split is faster)."""
-    ref = _parallel(model, ref_part, "time_lower_bound_s", tokens=context, batch=batch, tensor=ref_tensor,
+    ref = _parallel(model, ref_part, "time_estimate_s", tokens=context, batch=batch, tensor=ref_tensor,
                     weights=ref_weights)
-    return ref / _parallel(model, part, "time_lower_bound_s", tokens=context, batch=batch, tensor=tensor,
+    return ref / _parallel(model, part, "time_estimate_s", tokens=context, batch=batch, tensor=tensor,
                            pipeline=pipeline)
 
 
@@ -472,8 +472,8 @@ def _formatted(model, part, quantity, scale=1.0, phase="decode", tokens=4096, ba
 
 def _format_speedup(model, part, tokens=4096, batch=1, phase="decode", **fmt):
     """Step time in BF16 (weights, compute and KV) ÷ step time under ``fmt`` (×; above 1: faster)."""
-    ref = _formatted(model, part, "time_lower_bound_s", phase=phase, tokens=tokens, batch=batch)
-    return ref / _formatted(model, part, "time_lower_bound_s", phase=phase, tokens=tokens, batch=batch, **fmt)
+    ref = _formatted(model, part, "time_estimate_s", phase=phase, tokens=tokens, batch=batch)
+    return ref / _formatted(model, part, "time_estimate_s", phase=phase, tokens=tokens, batch=batch, **fmt)
 
 
 def _bytes_per_weight(dtype, group=None):

@@ -58,8 +58,8 @@ def decode_sweep(model: Model | str, part: Part | str, batch, context_tokens: in
         activation_bytes=np.asarray(c.activation_bytes),
         intensity=np.asarray(p.intensity),
         intensity_per_weight_byte=np.asarray(p.intensity_per_weight_byte),
-        step_time_s=np.asarray(p.time_lower_bound_s),
-        tokens_per_s=np.asarray(p.tokens_per_s_upper_bound),
+        step_time_s=np.asarray(p.time_estimate_s),
+        tokens_per_s=np.asarray(p.tokens_per_s_estimate),
         fits_in_memory=np.asarray(p.fits_in_memory),
         ridge_point_flop_per_byte=p.ridge_point_flop_per_byte,
     )

@@ -113,7 +113,7 @@ def capacity_side_by_side(model: str, parts: Sequence[str], *, weights_dtype: st
             weight_bytes=w,
             weights_fit=fits,
             max_batch=max_batch_that_fits(m, p, context_tokens, weights_dtype=weights_dtype, kv_dtype=kv_dtype),
-            decode_step_s=float(step.time_lower_bound_s) if fits else None,
+            decode_step_s=float(step.time_estimate_s) if fits else None,
             memory_utilization=memory_utilization,
             weights_fit_with_headroom=w <= usable_capacity_bytes(p, memory_utilization),
             max_batch_with_headroom=max_batch_that_fits(m, p, context_tokens, weights_dtype=weights_dtype,

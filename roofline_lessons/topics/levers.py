@@ -170,7 +170,7 @@ def lever_speedups(model: str, part: str, phase: str, tokens: int = 8192, batch:
         except RooflineInputError as exc:
             out.append(LeverResult(name, None, None, str(exc)))
             continue
-        out.append(LeverResult(name, p, float(base.time_lower_bound_s / p.time_lower_bound_s)))
+        out.append(LeverResult(name, p, float(base.time_estimate_s / p.time_estimate_s)))
     return out
 
 

@@ -154,9 +154,9 @@ def _row(label: str, p: Placement) -> SplitRow:
     return SplitRow(
         label=label, placement=p, chips=p.chips, link_name=None if p.link is None else p.link.name,
         compute_s=float(p.compute_time_s), memory_s=float(p.memory_time_s), comm_s=float(p.comm_time_s),
-        step_s=float(p.time_lower_bound_s), bound=str(p.bound), memory_per_chip_bytes=float(p.memory_required_bytes),
+        step_s=float(p.time_estimate_s), bound=str(p.bound), memory_per_chip_bytes=float(p.memory_required_bytes),
         capacity_per_chip_bytes=float(p.part.memory_capacity_bytes), fits=bool(p.fits_in_memory),
-        tokens_per_s=float(p.tokens_per_s_upper_bound), max_batch=int(best))
+        tokens_per_s=float(p.tokens_per_s_estimate), max_batch=int(best))
 
 
 def place_setup(model, setup: Setup, *, phase: str = "decode", batch: int = 1, context_tokens: int = 4096,
@@ -227,16 +227,16 @@ def latency_sensitivity(model, part, sizes, latencies_s, *, batch: int = 1, cont
     latencies = tuple(latencies_s)
     if not sizes or not latencies:
         raise RooflineInputError("latency_sensitivity needs at least one size and one latency")
-    one = float(place(m, p, phase="decode", batch=batch, context_tokens=context_tokens).time_lower_bound_s)
+    one = float(place(m, p, phase="decode", batch=batch, context_tokens=context_tokens).time_estimate_s)
     rows = []
     for lat in latencies:
         q = with_link_latency(p, lat)
         for t in sizes:
             pl = place(m, q, phase="decode", batch=batch, context_tokens=context_tokens,
                        parallelism=Parallelism(tensor=t))
-            rows.append(LatencyRow(latency_s=float(lat), tensor=t, step_s=float(pl.time_lower_bound_s),
+            rows.append(LatencyRow(latency_s=float(lat), tensor=t, step_s=float(pl.time_estimate_s),
                                    comm_s=float(pl.comm_time_s), memory_s=float(pl.memory_time_s),
-                                   bound=str(pl.bound), speedup=one / float(pl.time_lower_bound_s)))
+                                   bound=str(pl.bound), speedup=one / float(pl.time_estimate_s)))
     return tuple(rows)
 
 
@@ -640,10 +640,10 @@ def gpt_fast_70b(context_tokens: int = GPT_FAST_CONTEXT_TOKENS, *, memory_bandwi
     p = place(LLAMA_70B, part, phase="decode", batch=batch, context_tokens=ctx,
               parallelism=Parallelism(tensor=tensor))
     measured = float(ms.tokens_per_s or ms.value)
-    bound = float(p.tokens_per_s_upper_bound)
+    bound = float(p.tokens_per_s_estimate)
     split = comm_split(p)
     measured_step = batch / measured
-    bound_step = float(p.time_lower_bound_s)
+    bound_step = float(p.time_estimate_s)
     gap = measured_step - bound_step
     without_latency = bound_step - split.latency_s
     per_call = (measured_step - without_latency) / split.calls if split.calls else math.inf

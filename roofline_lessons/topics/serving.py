@@ -1,8 +1,10 @@
 """Serving a request: time to first token, time per output token, speculation, prefix caching,
 continuous batching, the throughput–latency frontier, goodput, Little's law, cost and energy.
 
-Every time here is a **lower bound** (each step at max(FLOPs / peak, bytes / bandwidth), perfect
-overlap, one chip, no scheduler or kernel-launch overhead) and every rate an **upper bound**.
+Every time here is an **estimate** (each step by the placement's estimate conventions:
+max(FLOPs / peak, unfused bytes / bandwidth), dequantisation in series, collectives at the assumed
+per-call latency; no scheduler or kernel-launch overhead) and the schedule is one static batch.
+:attr:`~roofline_lessons.core.placement.Placement.time_lower_bound_s` is the bound of one step.
 
 The request model (what a lesson can quote):
 
@@ -193,7 +195,7 @@ def _extend(model, part, batch, new_tokens, cached_tokens, fields) -> _Step:
     fulls = _stages(model, part, phase="prefill", batch=batch, prompt_tokens=new + cached, **fields)
     has = cached > 0
     if not np.any(has):
-        return _slowest([_Step(f.cost.weight_matmul_flops, f.cost.flops, f.cost.bytes, f.time_lower_bound_s)
+        return _slowest([_Step(f.cost.weight_matmul_flops, f.cost.flops, f.cost.bytes, f.time_estimate_s)
                          for f in fulls])
     pres = _stages(model, part, phase="prefill", batch=batch, prompt_tokens=np.maximum(cached, 1.0), **fields)
     news = (_stages(model, part, phase="prefill", batch=batch, prompt_tokens=new, **fields)
@@ -220,7 +222,7 @@ def _verify(model, part, batch, positions, context, fields) -> _Step:
     """
     manys = _stages(model, part, phase="decode", batch=batch * positions, context_tokens=context, **fields)
     if positions == 1:
-        return _slowest([_Step(s.cost.weight_matmul_flops, s.cost.flops, s.cost.bytes, s.time_lower_bound_s)
+        return _slowest([_Step(s.cost.weight_matmul_flops, s.cost.flops, s.cost.bytes, s.time_estimate_s)
                          for s in manys])
     ones = _stages(model, part, phase="decode", batch=batch, context_tokens=context, **fields)
     steps = []
@@ -250,7 +252,7 @@ def _mtp_draft_step_s(decode: Placement, num_hidden_layers: int, head: Placement
     lm = _op(head, "lm_head")
     n = lm.layers
     lm_s = _bound(head, lm.weight_matmul_flops * n, (lm.flops - lm.weight_matmul_flops) * n, lm.bytes * n)
-    return np.asarray(decode.time_lower_bound_s) / num_hidden_layers + lm_s
+    return np.asarray(decode.time_estimate_s) / num_hidden_layers + lm_s
 
 
 # ---- one request ---------------------------------------------------------------------------
@@ -402,7 +404,7 @@ def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int
             else:
                 ctx = contexts[:, None] + np.arange(k, dtype=float)[None, :]
                 dp = place(draft, p, phase="decode", batch=b, context_tokens=ctx, **fields)
-                step = step + np.asarray(dp.time_lower_bound_s).sum(axis=1)
+                step = step + np.asarray(dp.time_estimate_s).sum(axis=1)
     else:
         step = np.zeros(0)
     step = np.broadcast_to(step, (steps,)).copy()
@@ -465,7 +467,7 @@ def mixed_step(model: Model | str, part: Part | str, *, decode_batch: int, decod
         flops=float(flops), bytes=float(nbytes), intensity=float(flops / nbytes),
         time_s=float(_bound(d, wmf, flops - wmf, nbytes)), tokens=bd + ch,
         decode_only_flops=float(d.cost.flops), decode_only_bytes=float(d.cost.bytes),
-        decode_only_intensity=float(d.intensity), decode_only_time_s=float(d.time_lower_bound_s))
+        decode_only_intensity=float(d.intensity), decode_only_time_s=float(d.time_estimate_s))
 
 
 # ---- sweeps over batch -----------------------------------------------------------------------

@@ -342,7 +342,7 @@ class ByteBudget:
 
     @property
     def step_time_s(self) -> float:
-        return float(self.placement.time_lower_bound_s)
+        return float(self.placement.time_estimate_s)
 
 
 def byte_budget(model: Model | str, part: Part | str, batch: int = 1, context_tokens: int = 4096, *,
@@ -496,7 +496,7 @@ class SpeedupBound:
     @property
     def speedup(self) -> float:
         """BF16 step ÷ 4-bit step: the most 4-bit weights can speed a batch-1 decode step up."""
-        return float(self.bf16.time_lower_bound_s) / float(self.quantized.time_lower_bound_s)
+        return float(self.bf16.time_estimate_s) / float(self.quantized.time_estimate_s)
 
     @property
     def weight_bytes_ratio(self) -> float:
@@ -577,7 +577,7 @@ def batch_sweep(model: Model | str, part: Part | str, context_tokens: int, max_b
     p = place(model, part, phase="decode", batch=b, context_tokens=t, **formats)
     arr = lambda x: np.broadcast_to(np.asarray(x, dtype=float), b.shape).copy()
     compute, memory = arr(p.compute_time_s), arr(p.memory_time_s)
-    return BatchSweep(label=label, batch=b.astype(np.int64), step_time_s=arr(p.time_lower_bound_s),
+    return BatchSweep(label=label, batch=b.astype(np.int64), step_time_s=arr(p.time_estimate_s),
                       compute_time_s=compute, memory_time_s=memory, dequant_time_s=arr(p.dequant_time_s),
                       compute_bound=compute >= memory, matmul_peak_flops_per_s=float(p.matmul_peak_flops_per_s),
                       ridge_point_flop_per_byte=arr(p.ridge_point_flop_per_byte))

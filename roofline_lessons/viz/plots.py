@@ -506,7 +506,7 @@ def _one_step(placement: Placement) -> None:
 def _achieved_flops_per_s(placement: Placement) -> float:
     """What one chip achieves over the step, FLOP/s: its FLOPs (per chip) ÷ the step time (the whole
     step, communication and pipeline stages included)."""
-    return float(placement.cost.flops) / float(placement.time_lower_bound_s)
+    return float(placement.cost.flops) / float(placement.time_estimate_s)
 
 
 def _link_intensity(placement: Placement) -> float | None:
@@ -561,7 +561,7 @@ def _time_segments(placement: Placement) -> tuple[TimeSegment, ...]:
     _one_step(placement)
     c, m = float(placement.compute_time_s), float(placement.memory_time_s)
     k = float(placement.comm_time_s)
-    step, stage = float(placement.time_lower_bound_s), float(placement.stage_time_s)
+    step, stage = float(placement.time_estimate_s), float(placement.stage_time_s)
     out = []
     if placement.comm is not None and placement.parallelism.overlap_comm:
         ranked = sorted((("compute", c), ("memory", m), ("communication", k)), key=lambda kv: -kv[1])
@@ -607,7 +607,7 @@ def _time_breakdown_text(placement: Placement) -> str:
     pieces = [f"compute {duration(placement.compute_time_s)}", f"memory {duration(placement.memory_time_s)}"]
     if placement.comm is not None:
         pieces.append(f"communication {duration(placement.comm_time_s)}")
-        wait = float(placement.time_lower_bound_s - placement.stage_time_s)
+        wait = float(placement.time_estimate_s - placement.stage_time_s)
         if placement.parallelism.pipeline > 1:
             pieces.append(f"pipeline wait {duration(wait)}")
     return ", ".join(pieces)
@@ -764,9 +764,9 @@ def interconnect_roofline_chart(placements, labels=None, title=None):
         texts.append(label)
         bound = str(pl.bound)
         ax.plot([], [], marker="s", markersize=9, linestyle="none", color="black", markerfacecolor=face,
-                label=_wrap(f"{label}: {duration(pl.time_lower_bound_s)} per step, {bound}-bound"))
+                label=_wrap(f"{label}: {duration(pl.time_estimate_s)} per step, {bound}-bound"))
         ridge_hbm = float(pl.ridge_point_flop_per_byte)
-        s = (f"{label}: {si(achieved[j], 'FLOP/s')} per chip ({duration(pl.time_lower_bound_s)} per step, "
+        s = (f"{label}: {si(achieved[j], 'FLOP/s')} per chip ({duration(pl.time_estimate_s)} per step, "
              f"{bound}-bound: {BOUND_ROOF[bound]} binds); FLOPs per HBM byte {num(xi)}, {_side(xi, ridge_hbm)} the "
              f"HBM ridge at {num(ridge_hbm)}")
         if xl is not None:
@@ -843,7 +843,7 @@ def time_breakdown_chart(placements, labels, title=None):
 
     placements, labels = _placements_and_labels(placements, labels, "time_breakdown_chart")
     segs = [_time_segments(pl) for pl in placements]
-    steps = [float(pl.time_lower_bound_s) for pl in placements]
+    steps = [float(pl.time_estimate_s) for pl in placements]
     factor, unit = _time_unit(max(steps))
     n = len(placements)
     fig = bare_figure((10.5, 1.5 + 0.62 * n), dpi=100)
@@ -1130,7 +1130,7 @@ def byte_budget_chart(placements, labels, title=None):
                     linewidth=0.6, zorder=2)
             left += value
         fits = "" if bool(np.all(pl.fits_in_memory)) else f"; does not fit {binary(pl.part.memory_capacity_bytes)}"
-        ends.append(ax.annotate(f"{si(totals[i], 'B')}: {duration(pl.time_lower_bound_s)}, {pl.bound}-bound{fits}",
+        ends.append(ax.annotate(f"{si(totals[i], 'B')}: {duration(pl.time_estimate_s)}, {pl.bound}-bound{fits}",
                                 (totals[i] / factor, y), textcoords="offset points", xytext=(5, 0), va="center",
                                 ha="left", fontsize=LABEL_PT, gid="step-bytes"))
     ax.set_yticks(range(n), [_wrap(x, 24) for x in labels[::-1]], fontsize=LABEL_PT)
@@ -1163,7 +1163,7 @@ def byte_budget_chart(placements, labels, title=None):
         parts = ", ".join(f"{k} {si(v, 'B')} ({_share(v / total)})" for k, v in by_kind.items() if v > 0)
         fits = "" if bool(np.all(pl.fits_in_memory)) else \
             f"; it does not fit the {binary(pl.part.memory_capacity_bytes)} of memory"
-        said.append(f"{label}: {si(total, 'B')} per step ({parts}); at least {duration(pl.time_lower_bound_s)} per "
+        said.append(f"{label}: {si(total, 'B')} per step ({parts}); at least {duration(pl.time_estimate_s)} per "
                     f"step, {pl.bound}-bound{fits}")
     set_alt(fig, f"{title}. Horizontal stacked bars, one per setup, bytes moved in one step: " + ". ".join(said)
             + ".")

@@ -128,7 +128,7 @@ def _speedup_mistakes() -> tuple[Mistake, ...]:
     plain = _spec()
     drafted = _spec(speculative_tokens=SPEC_K, acceptance=SPEC_ALPHA, draft_model=DRAFT)
     contexts = np.asarray(drafted.step_context_tokens, dtype=float)[:, None] + np.arange(SPEC_K)[None, :]
-    draft_s = float(np.sum(place(DRAFT, BIG_PART, phase="decode", context_tokens=contexts).time_lower_bound_s))
+    draft_s = float(np.sum(place(DRAFT, BIG_PART, phase="decode", context_tokens=contexts).time_estimate_s))
     no_draft_tpot = (drafted.e2e_s - draft_s - drafted.ttft_s) / (drafted.output_tokens - 1)
     mtp = _spec(speculative_tokens=SPEC_K, acceptance=SPEC_ALPHA)
     return _distinct(_speedup(), (

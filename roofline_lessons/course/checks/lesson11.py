@@ -208,7 +208,7 @@ def _pipe():
 
 
 def _pipe_s() -> float:
-    return float(_pipe().time_lower_bound_s)
+    return float(_pipe().time_estimate_s)
 
 
 def _pipe_mistakes() -> tuple[Mistake, ...]:
@@ -219,12 +219,12 @@ def _pipe_mistakes() -> tuple[Mistake, ...]:
         Mistake(f"take one stage's time for the step: pipeline parallel does not cut a single sequence's latency "
                 f"(the step crosses all {PIPELINE} stages, one after another)", float(p.stage_time_s)),
         Mistake(f"divide one chip's time by {PIPELINE}: pipelining does not cut one sequence's latency (the stages "
-                "run one after another)", float(one.time_lower_bound_s) / PIPELINE),
+                "run one after another)", float(one.time_estimate_s) / PIPELINE),
         Mistake(f"multiply the busiest stage by {PIPELINE}: the stages differ (the last one also holds the lm_head), "
                 "so add stage_time_s and other_stages_s", PIPELINE * float(p.stage_time_s)
                 + (PIPELINE - 1) * float(p.pipeline_send_s)),
         Mistake(f"price it as tensor parallel {PIPELINE}, which splits every layer (pipeline parallel splits the "
-                "layers into stages)", float(tp.time_lower_bound_s)),
+                "layers into stages)", float(tp.time_estimate_s)),
         Mistake("give milliseconds where seconds were asked", 1e3 * _pipe_s()),
     ))
 

@@ -158,7 +158,7 @@ def int4_batch1_speedup(answer) -> CheckResult:
     4,096 tokens cached, B200: both from place()."""
     return _check("12.3", answer, _speedup_value(), rel_tol=_SPEEDUP_REL_TOL, unit="×",
                         mistakes=_speedup_mistakes(),
-                        hint="place(..., weights_dtype='int4').time_lower_bound_s against the BF16 step's.")
+                        hint="place(..., weights_dtype='int4').time_estimate_s against the BF16 step's.")
 
 
 # ---- 12.4 sliding windows: Gemma-3-27B's KV cache -------------------------------------------------

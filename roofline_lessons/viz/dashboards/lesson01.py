@@ -267,7 +267,7 @@ class Lesson01View:
     attainable_flops_per_s: float | None
     fraction_of_peak: float | None
     bound: str | None
-    time_lower_bound_s: float | None
+    time_estimate_s: float | None
     verdict: str
     error: str | None = None
     dtype_effect: DtypeEffect | None = None
@@ -371,7 +371,7 @@ def lesson01_view(model_id: str, part_id: str, dtype: str, phase: str, batch: in
         attainable_flops_per_s=float(p.attainable_flops_per_s),
         fraction_of_peak=frac,
         bound=bound,
-        time_lower_bound_s=float(p.time_lower_bound_s),
+        time_estimate_s=float(p.time_estimate_s),
         verdict=verdict,
         dtype_effect=effect,
         part_id=part.id,

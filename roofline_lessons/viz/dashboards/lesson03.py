@@ -61,8 +61,8 @@ class Lesson03View:
     step_intensity_per_weight_byte: float | None
     step_attainable_flops_per_s: float | None
     bound: str | None
-    time_lower_bound_s: float | None
-    tokens_per_s_upper_bound: float | None
+    time_estimate_s: float | None
+    tokens_per_s_estimate: float | None
     table_rows: tuple[tuple[str, ...], ...]  #: the ``top`` operators by time bound (``OP_HEADERS``)
     summary: str
     error: str | None = None
@@ -75,7 +75,7 @@ class Lesson03View:
 
 def _summary(p: Placement) -> str:
     w = p.workload
-    t = float(p.time_lower_bound_s)
+    t = float(p.time_lower_bound_s)  # a "≥" is the bound, never the estimate
     lenses = (f"FLOP per weight byte {num(float(p.intensity_per_weight_byte))}; "
               f"FLOP per byte of all traffic {num(float(p.intensity))} (ridge {num(p.ridge_point_flop_per_byte)})")
     binding = binding_term(p)
@@ -140,8 +140,8 @@ def lesson03_view(model_id: str, part_id: str, phase: str, tokens: int, batch: i
         step_intensity_per_weight_byte=float(p.intensity_per_weight_byte),
         step_attainable_flops_per_s=float(p.attainable_flops_per_s),
         bound=str(p.bound),
-        time_lower_bound_s=float(p.time_lower_bound_s),
-        tokens_per_s_upper_bound=float(p.tokens_per_s_upper_bound),
+        time_estimate_s=float(p.time_estimate_s),
+        tokens_per_s_estimate=float(p.tokens_per_s_estimate),
         table_rows=tuple(tuple(r) for r in (rows[:top] if top else rows)),
         summary=_summary(p),
         op_numbers=tuple(number_of[name] for name, _, _ in points),
@@ -365,7 +365,7 @@ def lesson03_alt(view: Lesson03View) -> str:
              f"{right} at or right of it (compute-bound)."),
             (f"The whole {view.phase} step sits at {num(view.step_intensity)} FLOP/byte and "
              f"{num(view.step_attainable_flops_per_s / TERA)} TFLOP/s, {view.bound}-bound; its time bound is "
-             f"{duration(view.time_lower_bound_s)}.")]
+             f"{duration(view.time_estimate_s)}.")]
     if first is not None:
         said.append(f"Number 1, {largest_words(view)}, is {first[1]} at {first[8]} FLOP/byte, {first[10]}.")
     return " ".join(said)

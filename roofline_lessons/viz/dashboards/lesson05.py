@@ -116,7 +116,7 @@ def lesson05_view(part_id: str, batch: int, context_tokens: int, kv_dtype: str =
     roof = Roof(f"{part.id} bf16", p.peak_flops_per_s, p.bandwidth_bytes_per_s, part.id)
     now = {k: float(v[0]) for k, v in step_bytes_breakdown(MODEL, [context_tokens], batch=batch,
                                                            kv_dtype=kv_dtype).items()}
-    step = float(p.time_lower_bound_s)
+    step = float(p.time_estimate_s)
     share = {k: (v / p.bandwidth_bytes_per_s) / step for k, v in now.items()}
     dots, layers = {}, {}
     for kind, pt in layer_kind_points(p.cost).items():

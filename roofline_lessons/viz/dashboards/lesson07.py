@@ -153,7 +153,7 @@ def lesson07_view(part_id: str, phase: str, recipe: str = BASELINE, kv: str = "B
         return Lesson07View(part.id, phase, roofs, None, None, None, None,
                             f"{recipe} with {kv} is not available on {part.id} (no sourced rate for its format in "
                             f"this catalog): {exc}", error=str(exc), recipe=recipe, kv=kv)
-    speedup = float(base.time_lower_bound_s / new.time_lower_bound_s)
+    speedup = float(base.time_estimate_s / new.time_estimate_s)
     fits = bool(new.fits_in_memory)
     ceiling, base_ceiling = float(new.peak_flops_per_s), float(base.peak_flops_per_s)
     w = new.workload
@@ -168,12 +168,12 @@ def lesson07_view(part_id: str, phase: str, recipe: str = BASELINE, kv: str = "B
                 "(no headroom kept).")
     caveat = " (a best case: no cost charged for (de)quantising or scales)" if change else ""
     if not change:
-        timing = f"Step ≥ {duration(float(new.time_lower_bound_s))}. "
+        timing = f"Step ≥ {duration(float(new.time_estimate_s))}. "
     elif abs(speedup - 1) < 5e-3:
-        timing = (f"Step ≥ {duration(float(new.time_lower_bound_s))}, no faster than all-BF16's "
-                  f"{duration(float(base.time_lower_bound_s))}{caveat}. ")
+        timing = (f"Step ≥ {duration(float(new.time_estimate_s))}, no faster than all-BF16's "
+                  f"{duration(float(base.time_estimate_s))}{caveat}. ")
     else:
-        timing = (f"Step ≥ {duration(float(new.time_lower_bound_s))} against {duration(float(base.time_lower_bound_s))} "
+        timing = (f"Step ≥ {duration(float(new.time_estimate_s))} against {duration(float(base.time_estimate_s))} "
                   f"all-BF16: {_speed_words(speedup)}{caveat}. ")
     integer = rate_unit(formats) == "TOPS"
     unit_said = (" (tera-operations per second: the INT8 ops/s of the weight matmuls and the BF16 FLOP/s of the "
@@ -188,7 +188,7 @@ def lesson07_view(part_id: str, phase: str, recipe: str = BASELINE, kv: str = "B
                         (float(new.intensity), chosen_attainable), float(new.ridge_point_flop_per_byte), speedup, text,
                         fits=fits, ceiling_flops_per_s=ceiling, baseline_ceiling_flops_per_s=base_ceiling,
                         bandwidth_bytes_per_s=float(new.bandwidth_bytes_per_s), compute_time_s=float(new.compute_time_s),
-                        memory_time_s=float(new.memory_time_s), baseline_time_s=float(base.time_lower_bound_s),
+                        memory_time_s=float(new.memory_time_s), baseline_time_s=float(base.time_estimate_s),
                         recipe=recipe, kv=kv, ceiling_formats=formats, notes=(fit_text,))
 
 

@@ -164,7 +164,7 @@ def lesson11_view(model, part, chips, batch, phase="decode", context_tokens=4096
     except RooflineInputError as exc:
         return Lesson11View(*args, text=str(exc), error=str(exc))
     c, mem, k = float(pl.compute_time_s), float(pl.memory_time_s), float(pl.comm_time_s)
-    step = float(pl.time_lower_bound_s)
+    step = float(pl.time_estimate_s)
     pipe = par.pipeline
     exposed = max(step - pipe * max(c, mem), 0.0) if n > 1 else 0.0
     wait = step - float(pl.stage_time_s) if pipe > 1 else 0.0
@@ -188,9 +188,9 @@ def lesson11_view(model, part, chips, batch, phase="decode", context_tokens=4096
         link_ridge=None if link is None else float(pl.interconnect_ridge_point_flop_per_byte),
         comm_latency_s=_comm_latency_s(pl), memory_required_bytes=float(pl.memory_required_bytes),
         capacity_bytes=float(p.memory_capacity_bytes), fits=bool(pl.fits_in_memory),
-        tokens_per_s=float(pl.tokens_per_s_upper_bound), single_step_s=float(one.time_lower_bound_s),
+        tokens_per_s=float(pl.tokens_per_s_estimate), single_step_s=float(one.time_estimate_s),
         single_fits=bool(one.fits_in_memory), single_memory_bytes=float(one.memory_required_bytes),
-        speedup=float(one.time_lower_bound_s) / step, segments=_time_segments(pl), warnings=tuple(pl.warnings))
+        speedup=float(one.time_estimate_s) / step, segments=_time_segments(pl), warnings=tuple(pl.warnings))
     return _with_text(view)
 
 
@@ -290,8 +290,8 @@ def lesson11_table(view: Lesson11View) -> str:
         col = [duration(p.compute_time_s), duration(p.memory_time_s),
                "none" if p.comm is None else duration(p.comm_time_s)]
         if view.placement.parallelism.pipeline > 1:
-            col.append(duration(p.time_lower_bound_s - p.stage_time_s) if p_steps > 1 else "none")
-        col += [duration(p.time_lower_bound_s), f"{p.bound}", count(p.tokens_per_s_upper_bound),
+            col.append(duration(p.time_estimate_s - p.stage_time_s) if p_steps > 1 else "none")
+        col += [duration(p.time_estimate_s), f"{p.bound}", count(p.tokens_per_s_estimate),
                 f"{binary(p.memory_required_bytes)} of {binary(p.part.memory_capacity_bytes)}",
                 "yes" if bool(p.fits_in_memory) else "NO"]
         return col
