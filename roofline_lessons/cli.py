@@ -257,9 +257,7 @@ def cmd_place(args) -> int:
               f"{si(d['matmul_peak_flops_per_s'], 'FLOP/s')} plus the dequant in series (the conservative case); "
               f"the matmuls' own ridge is {num(d['matmul_peak_flops_per_s'] / d['bandwidth_bytes_per_s'])} FLOP/byte "
               "(the bound overlaps the dequant with the matmuls)")
-    terms = {"compute": d["compute_lower_bound_s"], "memory": d["memory_lower_bound_s"],
-             "interconnect": d["comm_lower_bound_s"]}
-    bound_roof = max(terms, key=terms.get)  # the bound's largest term (compute on a tie with memory: dict order)
+    bound_roof = d["lower_bound_roof"]
     print(f"  attainable           {si(d['attainable_flops_per_s'], 'FLOP/s')} = {percent(d['fraction_of_peak'])} "
           f"of peak on unfused traffic; the bound's binding roof on this chip: {bound_roof}")
     if p.per_chip:
@@ -269,12 +267,15 @@ def cmd_place(args) -> int:
                 if p.parallelism.pipeline > 1 else "")
         latency_s = d["collective_latency_s"]
         basis = p.link.latency_basis if p.parallelism.collective_latency_s is None else "--collective-latency"
-        algo = "in-switch reduction (NVLS)" if p.link.in_switch_reduction else "ring"
-        print(f"  communication        {si(d['comm_bytes'], 'B')} sent by ring{send}; {count(d['collective_calls'])} "
+        algo = ("all-reduces reduced in the switch (NVLS), logits gathered by no chip (vocab-parallel sampling)"
+                if p.link.in_switch_reduction and p.parallelism.tensor > 2
+                else "ring all-reduces, logits gathered by no chip (vocab-parallel sampling)")
+        print(f"  communication        {si(d['comm_bytes'], 'B')} sent{send}; {count(d['collective_calls'])} "
               f"collective calls -> {duration(d['comm_time_s'])} in the estimate, {overlap}; latency "
               f"{duration(latency_s)} per call ({basis})")
-        print(f"                       least traffic ({algo}): {si(d['comm_bound_bytes'], 'B')} -> "
-              f"{duration(d['comm_lower_bound_s'])} at the link's bandwidth, no latency, overlapped (the bound)")
+        print(f"                       least collective traffic ({algo}): {si(d['comm_bound_bytes'], 'B')} -> "
+              f"{duration(d['comm_lower_bound_s'])} at the link's bandwidth, no latency, overlapped (the bound; "
+              "sends between pipeline stages overlap too)")
         if p.parallelism.pipeline > 1:
             print(f"  pipeline             {count(p.parallelism.pipeline)} stages one after another: stage "
                   f"{duration(d['stage_time_s'])}, send between stages {duration(d['pipeline_send_s'])}")
@@ -283,7 +284,8 @@ def cmd_place(args) -> int:
     together = " for all chips together" if p.per_chip else ""
     print(f"  time lower bound     {duration(d['time_lower_bound_s'])} for the whole step: compulsory traffic, "
           f"units and communication overlapped, no latency "
-          f"(≤ {num(d['tokens_per_s_upper_bound'])} tokens/s{together}); no implementation is faster")
+          f"(≤ {num(d['tokens_per_s_upper_bound'])} tokens/s{together}); no implementation of this split, "
+          f"these formats and these kernels' FLOPs{' and routing' if p.model.is_moe else ''} is faster")
     print(f"  time estimate        {duration(d['time_estimate_s'])} -> {d['bound']}-bound "
           f"({num(d['tokens_per_s_estimate'])} tokens/s{together}); conventions: "
           + "; ".join(d["estimate_conventions"]))

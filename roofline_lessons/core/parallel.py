@@ -47,8 +47,11 @@ Conventions (what a lesson can quote):
   no per-call latency, overlaps communication with compute and memory, and takes the least bytes
   any algorithm the link supports sends: where the switch reduces in the switch (NVLink SHARP on
   NVLink 4 NVSwitch and later, ``Link.in_switch_reduction``) an all-reduce sends each byte once
-  instead of the ring's 2(t−1)/t; elsewhere the ring's bytes. All-gathers and all-to-alls keep their
-  bytes (in-switch multicast does not cut the bytes a chip sends per direction there).
+  instead of the ring's 2(t−1)/t (the same for t = 2); elsewhere the ring's bytes. The logits
+  all-gather counts 0 (vocab-parallel sampling exchanges each chip's top candidates, not its
+  logits); all-to-alls keep their bytes (multicast cuts what a chip sends, not what it must
+  receive, and the receive side binds). Pipeline stages overlap in the bound (a prompt can flow
+  through them in chunks): the bound is the largest stage's; the sends between them overlap too.
 - **Which link.** ``link="auto"`` uses the scale-up link (NVLink, Infinity Fabric, ICI) when the
   chips fit its domain, else PCIe (a part with no scale-up link, or the H100 PCIe's bridge past 2
   chips), and says so. More chips than the link's domain is refused: that traffic would cross a
@@ -325,7 +328,8 @@ def communication(model: Model, workload: Workload, par: Parallelism, link: Link
             parts.append(_collective(link, "embedding all-reduce", 1.0, ring * message, lat, least * message))
         if last:
             logits = b_local * model.vocab_size * ab
-            parts.append(_collective(link, "logits all-gather", 1.0, (t - 1) / t * logits, lat))
+            # least 0: vocab-parallel sampling exchanges each chip's top candidates, not its logits
+            parts.append(_collective(link, "logits all-gather", 1.0, (t - 1) / t * logits, lat, 0.0))
     if e > 1 and model.is_moe:
         routed = tokens_local * model.num_experts_per_tok * h * ab * (e - 1) / e / t
         moe_layers = layers * model.num_moe_layers / model.num_hidden_layers
