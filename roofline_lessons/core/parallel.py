@@ -289,13 +289,6 @@ class Comm:
             return 0.0
         return np.divide(self.bound_bytes, self.link.per_direction_bytes_per_s)
 
-    @property
-    def pipeline_send_bound_s(self):
-        """Seconds one send between stages needs at the link's bandwidth, no per-call latency."""
-        if self.link is None:
-            return 0.0
-        return np.divide(self.pipeline_send_bytes, self.link.per_direction_bytes_per_s)
-
 
 def _collective(link: Link, name: str, calls: float, nbytes, latency_s: float, bound_bytes=None) -> CommPart:
     return CommPart(name=name, calls=calls, bytes=nbytes, bound_bytes=bound_bytes,
