@@ -86,8 +86,11 @@ check.h100_measured_ridge(measured_ridge)
 # ## Exercise 2.6 — capacity: a 70B model on one H200
 #
 # Llama-3.1-70B with FP8 weights and a BF16 KV cache (320 KiB per token), 8,192 tokens per
-# sequence. How many sequences fit on one H200 at most, using all of its memory? (Weights + KV
-# only; a whole number. Remember which "GB" the capacity is in.)
+# sequence. "FP8 weights" means the recipe published FP8 checkpoints use (NVIDIA ModelOpt,
+# llm-compressor): the linear layers of the transformer blocks in FP8, while the embedding, the
+# lm_head and the norms stay BF16 — `weight_bytes(model, "fp8")` counts it so. How many
+# sequences fit on one H200 at most, using all of its memory? (Weights + KV only; a whole
+# number. Remember which "GB" the capacity is in.)
 
 # %%
 free_bytes = ...  # your answer here

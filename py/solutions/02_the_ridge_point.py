@@ -120,8 +120,11 @@ check.h100_measured_ridge(measured_ridge)
 # ## Exercise 2.6 — capacity: a 70B model on one H200
 #
 # Llama-3.1-70B with FP8 weights and a BF16 KV cache (320 KiB per token), 8,192 tokens per
-# sequence. How many sequences fit on one H200 at most, using all of its memory? (Weights + KV
-# only; a whole number. Remember which "GB" the capacity is in.)
+# sequence. "FP8 weights" means the recipe published FP8 checkpoints use (NVIDIA ModelOpt,
+# llm-compressor): the linear layers of the transformer blocks in FP8, while the embedding, the
+# lm_head and the norms stay BF16 — `weight_bytes(model, "fp8")` counts it so. How many
+# sequences fit on one H200 at most, using all of its memory? (Weights + KV only; a whole
+# number. Remember which "GB" the capacity is in.)
 
 # %%
 # BEGIN SOLUTION
@@ -131,8 +134,11 @@ batch_that_fits = int(free_bytes // (8192 * 320 * 1024))
 check.llama70b_fp8_batch_on_h200(batch_that_fits)
 
 # %% [markdown] tags=["solution"]
-# The H200's "141 GB" is 141 GiB ≈ 151.4 × 10⁹ bytes. The FP8 weights take about 70.6 × 10⁹ bytes
-# (65.7 GiB), leaving about 75.3 GiB; each sequence's 8,192-token KV cache is 2.5 GiB, so 30
-# sequences fit. Reading the capacity as 141 × 10⁹ bytes gives 26 — the SI trap. At vLLM's
-# default `gpu_memory_utilization` of 0.9 the same arithmetic gives 24:
+# The H200's "141 GB" is 141 GiB ≈ 151.4 × 10⁹ bytes. The FP8 weights take about 72.7 × 10⁹ bytes
+# (67.7 GiB: 68.5 × 10⁹ linear weights at one byte, plus the embedding and lm_head, 2.1 × 10⁹
+# parameters at two bytes), leaving about 73.3 GiB; each sequence's 8,192-token KV cache is
+# 2.5 GiB, so 29 sequences fit. Quantising the embedding and lm_head too
+# (`quantized_weights="all"`) would free 2.1 × 10⁹ bytes and give 30 — but that is not how the
+# published checkpoints are made. Reading the capacity as 141 × 10⁹ bytes gives 25 — the SI
+# trap. At vLLM's default `gpu_memory_utilization` of 0.9 the same arithmetic gives 23:
 # `max_batch_that_fits("llama-3.1-70b", "h200", 8192, weights_dtype="fp8", memory_utilization=0.9)`.

@@ -34,9 +34,11 @@ Conventions (what a lesson can quote):
   weight lens of intensity is weight-matmul FLOPs per weight byte.
 - Activation memory (a transient) is not part of the footprint; see :mod:`roofline_lessons.core.memory`.
 - **Weight formats.** ``weights_dtype`` is the stored format of the weights that ``quantized_weights``
-  names: ``"all"`` (every weight, norms and embedding included: the default for 8- and 16-bit
-  formats), ``"linear"`` (every matmul weight in the transformer blocks, but the embedding, the
-  lm_head, the norms and an MoE router stay BF16: the default for 4-bit formats, GPTQ/AWQ-style),
+  names: ``"all"`` (every weight, norms and embedding included: the default for 16-bit formats,
+  where it changes nothing), ``"linear"`` (every matmul weight in the transformer blocks, but the
+  embedding, the lm_head, the norms and an MoE router stay BF16: the default for 8- and 4-bit
+  formats, as published FP8 checkpoints (NVIDIA ModelOpt, llm-compressor: linear layers in the
+  blocks, lm_head ignored) and GPTQ/AWQ 4-bit ones are made),
   ``"mlp"`` (MLPs and experts only: attention stays BF16) or ``"experts"`` (MoE experts
   only: gpt-oss's MXFP4 release). Under an FP8/FP4 ``compute_dtype`` a matmul whose weights the
   recipe leaves in BF16 runs at the BF16 rate (``unquantized_matmul_flops``). A 4-bit weight costs
@@ -170,7 +172,7 @@ class Workload:
         """Which weights are stored in ``weights_dtype``: ``quantized_weights``, or its default."""
         if self.quantized_weights is not None:
             return self.quantized_weights
-        return "all" if bytes_per_element(self.weights_dtype) >= 1 else "linear"
+        return "all" if bytes_per_element(self.weights_dtype) >= 2 else "linear"
 
     @property
     def weight_only(self) -> bool:

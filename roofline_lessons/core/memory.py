@@ -55,13 +55,13 @@ def weight_bytes(model: Model | str, weights_dtype: str = "bf16", *, weight_grou
                  quantized_weights: str | None = None) -> float:
     """Bytes of all weights (every expert of an MoE) stored in ``weights_dtype``.
 
-    8- and 16-bit formats: parameters × bytes per element. A 4-bit format adds its scales and, by
-    default, leaves the embedding, the lm_head and the norms in BF16 (``quantized_weights``: see
-    :mod:`roofline_lessons.core.costs`).
+    16-bit formats: parameters × bytes per element. An 8- or 4-bit format by default leaves the
+    embedding, the lm_head, the norms and an MoE router in BF16, and a 4-bit one adds its scales
+    (``quantized_weights``: see :mod:`roofline_lessons.core.costs`).
     """
     m = get_model(model)
     check_dtype(weights_dtype)
-    if quantized_weights is None and weight_group_size is None and bytes_per_element(weights_dtype) >= 1:
+    if quantized_weights is None and weight_group_size is None and bytes_per_element(weights_dtype) >= 2:
         return m.parameter_count() * bytes_per_element(weights_dtype)
     w = Workload(phase="decode", weights_dtype=weights_dtype, weight_group_size=weight_group_size,
                  quantized_weights=quantized_weights)

@@ -82,6 +82,9 @@ def _fp8_batch_mistakes() -> tuple[Mistake, ...]:
         Mistake("store the KV cache in FP8 too (the exercise keeps it in BF16)",
                 float(max_batch_that_fits("llama-3.1-70b", "h200", 8192, weights_dtype="fp8", kv_dtype="fp8"))),
         Mistake("keep the weights in BF16 (they do not even fit)", 0.0),
+        Mistake("quantise the embedding and lm_head to FP8 too (published FP8 checkpoints keep them in BF16)",
+                float(max_batch_that_fits("llama-3.1-70b", "h200", 8192, weights_dtype="fp8", kv_dtype="bf16",
+                                          quantized_weights="all"))),
         Mistake("apply vLLM's 0.9 memory utilisation (a fair serving answer, but the question asks for all of "
                 "the memory)",
                 float(max_batch_that_fits("llama-3.1-70b", "h200", 8192, weights_dtype="fp8", kv_dtype="bf16",
