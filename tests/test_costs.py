@@ -174,8 +174,8 @@ def test_weights_dtype_halves_weight_bytes():
     b = model_cost("llama-3.1-8b", phase="decode", weights_dtype="fp8", quantized_weights="all").weight_bytes
     assert b == pytest.approx(a / 2)
     linear = model_cost("llama-3.1-8b", phase="decode", weights_dtype="fp8").weight_bytes  # embedding, lm_head BF16
-    lm_head = 128256 * 4096  # the decode step reads the whole lm_head, one embedding row per token
-    assert linear == pytest.approx(a / 2 + lm_head + 4096, rel=1e-9)
+    lm_head, norms = 128256 * 4096, (2 * 32 + 1) * 4096  # the step reads the whole lm_head, every norm
+    assert linear == pytest.approx(a / 2 + lm_head + norms + 4096, rel=1e-12)  # + one embedding row
 
 
 def test_arrays_give_the_same_answer_as_scalars():
