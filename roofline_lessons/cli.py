@@ -374,6 +374,9 @@ def cmd_serve(args) -> int:
             else float(cost_per_million_output_tokens(args.price_per_hour, t.output_tokens_per_s_per_chip)))
     d["price_per_hour_usd"] = args.price_per_hour
     d["cost_per_million_output_tokens"] = cost
+    d["cost_per_million_output_tokens_lower_bound"] = (
+        None if args.price_per_hour is None else
+        float(cost_per_million_output_tokens(args.price_per_hour, t.output_tokens_per_s_upper_bound_per_chip)))
     for warning in t.warnings:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     if args.json:
@@ -390,30 +393,42 @@ def cmd_serve(args) -> int:
         draft = t.draft_model_id or "an MTP-style draft layer"
         print(f"  speculation          {count(t.speculative_tokens)} drafted tokens by {draft}, acceptance "
               f"{num(t.acceptance)} -> {num(t.tokens_per_verify_step)} tokens per verify step")
-    print(f"  time to first token  {duration(t.ttft_s)}")
-    tpot = "—" if d["tpot_s"] is None else duration(t.tpot_s)
-    print(f"  time per out. token  {tpot}  over {count(t.decode_steps)} decode steps"
-          + ("" if d["mean_step_s"] is None else f" (mean step {duration(t.mean_step_s)})"))
-    print(f"  end to end           {duration(t.e2e_s)}")
-    if t.chips > 1:
-        print(f"  output tokens/s      {num(t.output_tokens_per_s_per_chip)} per chip "
-              f"({num(t.output_tokens_per_s)} for the batch over {count(t.chips)} chips), "
-              f"{num(t.output_tokens_per_s_per_sequence)} per sequence")
+    def pair(est, lb):
+        return f"{duration(est):>10} estimate, {duration(lb):>10} lower bound"
+
+    print(f"  time to first token  {pair(t.ttft_s, t.ttft_lower_bound_s)}")
+    if d["tpot_s"] is None:
+        print(f"  time per out. token  —  (one output token: no decode step)")
     else:
-        print(f"  output tokens/s      {num(t.output_tokens_per_s)} for the batch, "
+        print(f"  time per out. token  {pair(t.tpot_s, t.tpot_lower_bound_s)}  over {count(t.decode_steps)} "
+              f"decode steps (mean step {duration(t.mean_step_s)}, estimate)")
+    print(f"  end to end           {pair(t.e2e_s, t.e2e_lower_bound_s)}")
+    if t.chips > 1:
+        print(f"  output tokens/s      {num(t.output_tokens_per_s_per_chip)} per chip, static batch (estimate; "
+              f"{num(t.output_tokens_per_s)} for the batch over {count(t.chips)} chips), "
               f"{num(t.output_tokens_per_s_per_sequence)} per sequence")
+        print(f"                       {num(t.output_tokens_per_s_upper_bound_per_chip)} per chip, continuous "
+              f"batching (upper bound; {num(t.output_tokens_per_s_upper_bound)} over {count(t.chips)} chips)")
+    else:
+        print(f"  output tokens/s      {num(t.output_tokens_per_s)} for the batch, static batch (estimate), "
+              f"{num(t.output_tokens_per_s_per_sequence)} per sequence")
+        print(f"                       {num(t.output_tokens_per_s_upper_bound)} for the batch, continuous batching "
+              f"(upper bound)")
     if cost is not None:
-        print(f"  cost                 {num(cost)} US dollars per million output tokens at "
-              f"{num(args.price_per_hour)} US dollars per chip-hour")
+        print(f"  cost                 {num(cost)} US dollars per million output tokens (static batch, estimate), "
+              f"at least {num(d['cost_per_million_output_tokens_lower_bound'])} (continuous batching's upper "
+              f"bound), at {num(args.price_per_hour)} US dollars per chip-hour")
     fits = "fits" if t.fits_in_memory else "does NOT fit"
     print(f"  {'memory per chip' if t.chips > 1 else 'memory':<21}{binary(t.memory_required_bytes)} of "
           f"{binary(t.memory_capacity_bytes)} at the final context -> {fits}")
-    note = ("Times and rates are estimates: each step by the conventions `place` names (operators unfused, "
-            "dequantisation in series")
+    note = ("Estimates: each step by the conventions `place` names (operators unfused, dequantisation in series")
     note += ")" if t.chips == 1 else ", ring collectives at the assumed per-call latency, added unless --overlap-comm)"
-    note += ", one static batch (the whole batch prefills, then decodes)"
+    note += ", the batch served as one static batch (the whole batch prefills, then decodes)."
+    note += (" Lower bounds: an idle server's steps by compulsory traffic, units and the least communication "
+             "overlapped, no per-call latency. Upper bound: continuous batching's steady state with this batch "
+             "in flight, the next requests' prefills riding in the decode steps; no engine on this split beats it")
     if t.batch > 1 and t.chips == 1:
-        note += f"; figures are per chip: all {count(t.batch)} sequences on a single chip"
+        note += f". Figures are per chip: all {count(t.batch)} sequences on a single chip"
     print(f"\n{note}.")
     return 0
 

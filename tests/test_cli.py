@@ -164,14 +164,18 @@ def test_serve_json(capsys):
     code, out, _ = run(capsys, *SERVE, "--batch", "32", "--price-per-hour", "3.6", "--json")
     d = json.loads(out)
     assert code == 0
-    for k in ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "output_tokens_per_s_per_sequence",
-              "tokens_per_verify_step", "fits_in_memory", "memory_required_bytes"):
+    for k in ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s_static_batch", "output_tokens_per_s_per_sequence",
+              "tokens_per_verify_step", "fits_in_memory", "memory_required_bytes", "ttft_lower_bound_s",
+              "tpot_lower_bound_s", "e2e_lower_bound_s", "output_tokens_per_s_upper_bound",
+              "cost_per_million_output_tokens_lower_bound"):
         assert k in d, k
     for k in ("decode_steps", "batch", "prompt_tokens", "output_tokens", "memory_required_bytes"):
         assert type(d[k]) is int, k
     t = request_timeline("llama-3.1-8b", "h100-sxm", prompt_tokens=1024, output_tokens=256, batch=32)
     assert d["decode_steps"] == 255 and d["tpot_s"] == pytest.approx(t.tpot_s)
     assert d["cost_per_million_output_tokens"] == pytest.approx(1e3 / t.output_tokens_per_s)
+    assert d["cost_per_million_output_tokens_lower_bound"] == pytest.approx(1e3 / t.output_tokens_per_s_upper_bound)
+    assert d["output_tokens_per_s_upper_bound"] > d["output_tokens_per_s_static_batch"]
     code, out, _ = run(capsys, *SERVE, "--json")
     assert json.loads(out)["cost_per_million_output_tokens"] is None
 

@@ -177,7 +177,7 @@ def test_pareto_and_goodput():
 
 def test_goodput_says_it_ignores_queueing():
     doc = " ".join(s.goodput_requests_per_s.__doc__.split())
-    assert "ignores queueing" in doc and "optimistic" in doc and "not a lower bound on the chips" in doc
+    assert "ignores queueing" in doc and "estimate of a static-batch schedule" in doc and "neither a bound" in doc
 
 
 def test_littles_law_round_trips():

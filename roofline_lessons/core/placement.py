@@ -126,16 +126,27 @@ class Placement:
         """Seconds dequantising weight-only weights takes on the vector units (0 otherwise)."""
         return np.divide(self.cost.dequant_flops, self.vector_peak_flops_per_s)
 
-    def _tensor_time_s(self, c) -> object:
-        """Seconds ``c``'s FLOPs (an op or a whole step) need on the tensor units, each class at its
-        own format's peak: quantised weight matmuls at ``compute_dtype``'s rate, matmuls whose weights
-        stay BF16 at the BF16 rate, the rest at ``other_compute_dtype``'s."""
-        unq = c.unquantized_matmul_flops
-        t = (np.divide(c.weight_matmul_flops - unq, self.matmul_peak_flops_per_s)
-             + np.divide(c.other_flops, self.other_peak_flops_per_s))
+    def tensor_seconds(self, weight_matmul_flops, other_flops, unquantized_matmul_flops=0.0):
+        """Seconds these FLOPs need on this part's tensor units under this placement's formats, each
+        class at its own format's peak: quantised weight matmuls at ``compute_dtype``'s rate, the
+        ``unquantized_matmul_flops`` among them (weights the recipe keeps BF16) at the BF16 rate,
+        ``other_flops`` at ``other_compute_dtype``'s. Arrays broadcast."""
+        unq = unquantized_matmul_flops
+        t = (np.divide(np.asarray(weight_matmul_flops) - unq, self.matmul_peak_flops_per_s)
+             + np.divide(other_flops, self.other_peak_flops_per_s))
         if np.any(np.asarray(unq) > 0):
             t = t + np.divide(unq, self.part.peak_flops_per_s("bf16"))
         return t
+
+    def _tensor_time_s(self, c) -> object:
+        """Seconds ``c``'s FLOPs (an op or a whole step) need on the tensor units (:meth:`tensor_seconds`)."""
+        return self.tensor_seconds(c.weight_matmul_flops, c.other_flops, c.unquantized_matmul_flops)
+
+    def lower_bound_for_s(self, tensor_s, dequant_s, compulsory_bytes, comm_lower_bound_s=0.0):
+        """One chip's lower bound from its parts, seconds: max(tensor, dequantisation, compulsory
+        bytes ÷ bandwidth, least communication) — separate units overlapped, no per-call latency."""
+        return np.maximum(np.maximum(np.maximum(tensor_s, dequant_s),
+                                     np.divide(compulsory_bytes, self.bandwidth_bytes_per_s)), comm_lower_bound_s)
 
     @property
     def tensor_time_s(self):

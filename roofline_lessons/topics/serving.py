@@ -1,14 +1,24 @@
 """Serving a request: time to first token, time per output token, speculation, prefix caching,
 continuous batching, the throughput–latency frontier, goodput, Little's law, cost and energy.
 
-Every time here is an **estimate** (each step by the placement's estimate conventions:
-max(FLOPs / peak, unfused bytes / bandwidth), dequantisation in series, collectives at the assumed
-per-call latency; no scheduler or kernel-launch overhead) and the schedule is one static batch.
-:attr:`~roofline_lessons.core.placement.Placement.time_lower_bound_s` is the bound of one step.
+Two figures for every time and rate (:mod:`roofline_lessons.core.placement` defines both):
+
+- the **estimate** (``ttft_s``, ``step_s``, ``tpot_s``, ``e2e_s``, ``output_tokens_per_s``): each
+  step by the placement's estimate conventions (max(FLOPs / peak, unfused bytes / bandwidth),
+  dequantisation in series, ring collectives at the assumed per-call latency; no scheduler or
+  kernel-launch overhead), the batch served as **one static batch** (the whole batch prefills,
+  then decodes; nothing else runs meanwhile);
+- the **lower bound** of an idle server (``ttft_lower_bound_s``, ``step_lower_bound_s``,
+  ``tpot_lower_bound_s``, ``e2e_lower_bound_s``): the same steps by the placement's lower-bound
+  rules (compulsory bytes, units and least communication overlapped, no per-call latency); and
+  the throughput **upper bound** ``output_tokens_per_s_upper_bound``: continuous batching's steady
+  state, where the next requests' prefills ride in the running batch's decode steps
+  (:func:`continuous_batching_cycle_lower_bound_s`). No engine serving that batch on that split
+  beats either.
 
 The request model (what a lesson can quote):
 
-- The prefill step yields the first output token: TTFT = the prefill step's time bound (seconds).
+- The prefill step yields the first output token: TTFT = the prefill step's time (seconds).
   With ``prefix_cached_tokens`` = p the first p prompt tokens' KV is already cached: their prefill
   is skipped, but the new tokens' attention still reads the cached prefix's KV (priced as a prefill
   of the whole prompt minus the per-token work of a prefill of the prefix: exact for the FLOPs of
@@ -126,19 +136,27 @@ def expected_tokens_per_verify(k, alpha):
 # ---- step prices ---------------------------------------------------------------------------
 
 
-def _bound(p: Placement, weight_matmul_flops, other_flops, nbytes):
-    """Seconds of these FLOPs and bytes under one chip's roofs (formats from ``p``), no communication."""
-    compute = (np.divide(weight_matmul_flops, p.matmul_peak_flops_per_s)
-               + np.divide(other_flops, p.other_peak_flops_per_s) + p.dequant_time_s)
+def _estimate_s(p: Placement, weight_matmul_flops, other_flops, nbytes, unquantized_matmul_flops=0.0):
+    """Seconds of these FLOPs and bytes under one chip's roofs by the estimate's rules (formats from
+    ``p``, its dequantisation in series), no communication."""
+    compute = p.tensor_seconds(weight_matmul_flops, other_flops, unquantized_matmul_flops) + p.dequant_time_s
     return np.maximum(compute, np.divide(nbytes, p.bandwidth_bytes_per_s))
 
 
-def _step_s(p: Placement, weight_matmul_flops, other_flops, nbytes, comm_s=None):
-    """Seconds of a whole step with these per-chip FLOPs and bytes: on several chips, the
+def _step_s(p: Placement, weight_matmul_flops, other_flops, nbytes, comm_s=None, unquantized_matmul_flops=0.0):
+    """The estimate of a whole step with these per-chip FLOPs and bytes: on several chips, the
     communication and the pipeline stages added by ``p``'s rules (:meth:`Placement.step_time_for_s`)."""
-    compute = (np.divide(weight_matmul_flops, p.matmul_peak_flops_per_s)
-               + np.divide(other_flops, p.other_peak_flops_per_s) + p.dequant_time_s)
+    compute = p.tensor_seconds(weight_matmul_flops, other_flops, unquantized_matmul_flops) + p.dequant_time_s
     return p.step_time_for_s(compute, np.divide(nbytes, p.bandwidth_bytes_per_s), comm_s)
+
+
+def _lower_bound_s(p: Placement, weight_matmul_flops, other_flops, compulsory_bytes, comm_lower_bound_s=None,
+                   unquantized_matmul_flops=0.0):
+    """The lower bound of one chip's share of a step with these FLOPs and compulsory bytes (units and
+    the least communication overlapped, no per-call latency; :meth:`Placement.lower_bound_for_s`)."""
+    comm = p.comm_lower_bound_s if comm_lower_bound_s is None else comm_lower_bound_s
+    return p.lower_bound_for_s(p.tensor_seconds(weight_matmul_flops, other_flops, unquantized_matmul_flops),
+                               p.dequant_time_s, compulsory_bytes, comm)
 
 
 def _op(p: Placement, name: str):
@@ -162,17 +180,25 @@ def _plain(x):
 
 @dataclass(frozen=True)
 class _Step:
-    """FLOPs and bytes of one step (arrays allowed) and its time bound, seconds."""
+    """FLOPs and bytes of one step (arrays allowed), its estimate and its lower bound, seconds."""
 
     weight_matmul_flops: object
     flops: object
     bytes: object
-    time_s: object
+    time_s: object  #: the estimate
+    lower_bound_s: object  #: the lower bound
+
+
+def _whole(p: Placement) -> _Step:
+    """A placement's own step: its FLOPs, unfused bytes, estimate and lower bound (this stage's)."""
+    c = p.cost
+    return _Step(c.weight_matmul_flops, c.flops, c.bytes, p.time_estimate_s, p.stage_lower_bound_s)
 
 
 def _slowest(steps: list[_Step]) -> _Step:
-    """Element by element, the pipeline stage whose step takes longest (each stage is timed as if it
-    were the busiest, p × its time + the sends, so the slowest one's time is the step's)."""
+    """Element by element, the pipeline stage whose step takes longest by the estimate (each stage is
+    timed as if it were the busiest, p × its time + the sends, so the slowest one's time is the
+    step's); the lower bound is the largest stage's bound (stages overlap in it)."""
     if len(steps) == 1:
         return steps[0]
     pick = np.argmax(np.stack(np.broadcast_arrays(*[np.asarray(s.time_s, dtype=float) for s in steps])), axis=0)
@@ -180,7 +206,15 @@ def _slowest(steps: list[_Step]) -> _Step:
     def choose(name):
         return _plain(np.choose(pick, [np.asarray(getattr(s, name), dtype=float) for s in steps]))
 
-    return _Step(choose("weight_matmul_flops"), choose("flops"), choose("bytes"), choose("time_s"))
+    lb = _plain(np.max(np.stack(np.broadcast_arrays(*[np.asarray(s.lower_bound_s, dtype=float) for s in steps])),
+                       axis=0))
+    return _Step(choose("weight_matmul_flops"), choose("flops"), choose("bytes"), choose("time_s"), lb)
+
+
+def _compulsory_kv_state_read(p: Placement):
+    """Compulsory bytes ``p``'s step reads from the KV cache and the recurrent state (its history)."""
+    c = p.cost
+    return c.kv_read_bytes - c.kv_scratch_bytes + c.state_read_bytes
 
 
 def _extend(model, part, batch, new_tokens, cached_tokens, fields) -> _Step:
@@ -188,6 +222,8 @@ def _extend(model, part, batch, new_tokens, cached_tokens, fields) -> _Step:
 
     = prefill(cached + new) − the per-token work of prefill(cached): its FLOPs, activations and
     KV writes; the weights and the lm_head stay once, the KV read covers cached + new tokens.
+    The lower bound's compulsory bytes: the full prefill's, less the cached tokens' KV writes and
+    token ids, plus the cached history's KV and state read (a decode step at that context reads it).
     With pipeline stages, each stage is priced so and the slowest one is the step (:func:`_slowest`).
     """
     new = np.asarray(new_tokens, dtype=float)
@@ -195,22 +231,29 @@ def _extend(model, part, batch, new_tokens, cached_tokens, fields) -> _Step:
     fulls = _stages(model, part, phase="prefill", batch=batch, prompt_tokens=new + cached, **fields)
     has = cached > 0
     if not np.any(has):
-        return _slowest([_Step(f.cost.weight_matmul_flops, f.cost.flops, f.cost.bytes, f.time_estimate_s)
-                         for f in fulls])
+        return _slowest([_whole(f) for f in fulls])
     pres = _stages(model, part, phase="prefill", batch=batch, prompt_tokens=np.maximum(cached, 1.0), **fields)
+    hist = _stages(model, part, phase="decode", batch=batch, context_tokens=cached, **fields)
     news = (_stages(model, part, phase="prefill", batch=batch, prompt_tokens=new, **fields)
             if fulls[0].comm is not None else (None,) * len(fulls))
     steps = []
-    for full, pre, nw in zip(fulls, pres, news):
-        lm = _op(pre, "lm_head")
+    for full, pre, h, nw in zip(fulls, pres, hist, news):
+        lm, emb = _op(pre, "lm_head"), pre.cost
         sub_flops = np.where(has, pre.cost.flops - lm.flops, 0.0)
         sub_wmf = np.where(has, pre.cost.weight_matmul_flops - lm.weight_matmul_flops, 0.0)
+        sub_unq = np.where(has, pre.cost.unquantized_matmul_flops - lm.unquantized_matmul_flops, 0.0)
         sub_bytes = np.where(has, pre.cost.activation_bytes - lm.activation_bytes + pre.cost.kv_write_bytes, 0.0)
         wmf = full.cost.weight_matmul_flops - sub_wmf
+        unq = full.cost.unquantized_matmul_flops - sub_unq
         flops = full.cost.flops - sub_flops
         nbytes = full.cost.bytes - sub_bytes
+        ids = emb.io_bytes - lm.io_bytes * lm.layers  # the cached tokens' ids (the logits stay: one set)
+        compulsory = full.cost.compulsory_bytes + np.where(
+            has, _compulsory_kv_state_read(h) - pre.cost.kv_write_bytes - ids, 0.0)
         comm_s = None if nw is None else nw.comm_time_s  # the collectives carry the new tokens' activations only
-        steps.append(_Step(wmf, flops, nbytes, _step_s(full, wmf, flops - wmf, nbytes, comm_s)))
+        comm_lb = None if nw is None else nw.comm_lower_bound_s
+        steps.append(_Step(wmf, flops, nbytes, _step_s(full, wmf, flops - wmf, nbytes, comm_s, unq),
+                           _lower_bound_s(full, wmf, flops - wmf, compulsory, comm_lb, unq)))
     return _slowest(steps)
 
 
@@ -222,37 +265,49 @@ def _verify(model, part, batch, positions, context, fields) -> _Step:
     """
     manys = _stages(model, part, phase="decode", batch=batch * positions, context_tokens=context, **fields)
     if positions == 1:
-        return _slowest([_Step(s.cost.weight_matmul_flops, s.cost.flops, s.cost.bytes, s.time_estimate_s)
-                         for s in manys])
+        return _slowest([_whole(s) for s in manys])
     ones = _stages(model, part, phase="decode", batch=batch, context_tokens=context, **fields)
     steps = []
     for many, one in zip(manys, ones):
         m, o = many.cost, one.cost
         nbytes = m.bytes - m.kv_read_bytes - m.state_bytes + o.kv_read_bytes + o.state_bytes
+        compulsory = m.compulsory_bytes - _compulsory_kv_state_read(many) + _compulsory_kv_state_read(one)
+        other = m.flops - m.weight_matmul_flops
         steps.append(_Step(m.weight_matmul_flops, m.flops, nbytes,
-                           _step_s(many, m.weight_matmul_flops, m.flops - m.weight_matmul_flops, nbytes)))
+                           _step_s(many, m.weight_matmul_flops, other, nbytes, None, m.unquantized_matmul_flops),
+                           _lower_bound_s(many, m.weight_matmul_flops, other, compulsory, None,
+                                          m.unquantized_matmul_flops)))
     return _slowest(steps)
 
 
-def _prefill_s(model, part, batch, uncached, prefix, chunk, fields) -> float:
-    """Seconds to prefill ``uncached`` tokens after ``prefix`` cached ones, in chunks of ``chunk``
-    (None = one step); chunk i extends over the prefix and chunks 0..i−1 (see :func:`_extend`)."""
+def _prefill(model, part, batch, uncached, prefix, chunk, fields) -> tuple[float, float]:
+    """(estimate, lower bound) in seconds to prefill ``uncached`` tokens after ``prefix`` cached ones,
+    in chunks of ``chunk`` (None = one step); chunk i extends over the prefix and chunks 0..i−1 (see
+    :func:`_extend`), each chunk a step of its own that reads the weights again."""
     if chunk is None or chunk >= uncached:
-        return float(_extend(model, part, batch, uncached, prefix, fields).time_s)
+        s = _extend(model, part, batch, uncached, prefix, fields)
+        return float(s.time_s), float(s.lower_bound_s)
     starts = np.arange(0, uncached, chunk, dtype=float)
     sizes = np.minimum(chunk, uncached - starts)
-    return float(np.sum(_extend(model, part, batch, sizes, prefix + starts, fields).time_s))
+    s = _extend(model, part, batch, sizes, prefix + starts, fields)
+    return float(np.sum(s.time_s)), float(np.sum(s.lower_bound_s))
 
 
-def _mtp_draft_step_s(decode: Placement, num_hidden_layers: int, head: Placement | None = None):
-    """One MTP-style draft step, seconds: the target decode step ``decode`` ÷ num_hidden_layers (one
-    layer's share) + the bound of its lm_head operator (the logits go through the shared lm_head),
-    taken from ``head`` (default ``decode``): with pipeline stages, the last stage's placement."""
+def _mtp_draft_step(decode: Placement, num_hidden_layers: int, head: Placement | None = None):
+    """One MTP-style draft step, (estimate, lower bound) in seconds: the target decode step
+    ``decode`` ÷ num_hidden_layers (one layer's share) + its lm_head operator (the logits go through
+    the shared lm_head), taken from ``head`` (default ``decode``): with pipeline stages, the last
+    stage's placement."""
     head = decode if head is None else head
     lm = _op(head, "lm_head")
     n = lm.layers
-    lm_s = _bound(head, lm.weight_matmul_flops * n, (lm.flops - lm.weight_matmul_flops) * n, lm.bytes * n)
-    return np.asarray(decode.time_estimate_s) / num_hidden_layers + lm_s
+    other = (lm.flops - lm.weight_matmul_flops) * n
+    lm_s = _estimate_s(head, lm.weight_matmul_flops * n, other, lm.bytes * n, lm.unquantized_matmul_flops * n)
+    lm_lb = head.lower_bound_for_s(head.tensor_seconds(lm.weight_matmul_flops * n, other,
+                                                       lm.unquantized_matmul_flops * n),
+                                   0.0, lm.compulsory_bytes * n)
+    return (np.asarray(decode.time_estimate_s) / num_hidden_layers + lm_s,
+            np.asarray(decode.time_lower_bound_s) / num_hidden_layers + lm_lb)
 
 
 # ---- one request ---------------------------------------------------------------------------
@@ -261,8 +316,10 @@ def _mtp_draft_step_s(decode: Placement, num_hidden_layers: int, head: Placement
 @dataclass(frozen=True, eq=False)
 class RequestTimeline:
     """One batch of identical requests from arrival to last token, on one chip or split over
-    ``chips`` (memory then per chip). Seconds, tokens, bytes; every time a lower bound, every rate an
-    upper bound (see the module docstring)."""
+    ``chips`` (memory then per chip). Seconds, tokens, bytes. Each time twice: the estimate
+    (``ttft_s``, ``step_s``, ``e2e_s``: the placement's named conventions, one static batch) and the
+    idle server's lower bound (``*_lower_bound_s``); each rate as the static batch's estimate and as
+    the continuous-batching upper bound (see the module docstring)."""
 
     model_id: str
     part_id: str
@@ -274,12 +331,12 @@ class RequestTimeline:
     acceptance: float
     draft_model_id: str | None  #: None with speculation: an MTP-style draft (see module docstring)
     chunk_tokens: int | None
-    ttft_s: float  #: time to first token: the prefill step(s) of the uncached prompt (target, then a
-    #: catalog draft model's), seconds
+    ttft_s: float  #: time to first token, the estimate: the prefill step(s) of the uncached prompt
+    #: (target, then a catalog draft model's), seconds
     decode_steps: int  #: decode (or verify) steps after the prefill
-    step_s: np.ndarray  #: each decode/verify step's bound (draft steps included), seconds
+    step_s: np.ndarray  #: each decode/verify step's estimate (draft steps included), seconds
     step_context_tokens: np.ndarray  #: tokens cached per sequence before each step
-    e2e_s: float  #: TTFT + Σ step_s, seconds
+    e2e_s: float  #: TTFT + Σ step_s, seconds (the estimate)
     tokens_per_verify_step: float  #: tokens a step yields per sequence (1 without speculation)
     memory_required_bytes: float  #: weights + KV + state at the final context (prompt + output), bytes;
     #: with a catalog draft model, the draft's weights + KV + state added
@@ -287,6 +344,28 @@ class RequestTimeline:
     warnings: tuple[str, ...] = ()
     chips: int = 1  #: chips serving the batch; memory figures are then per chip
     parallelism_label: str = "1 chip"
+    ttft_lower_bound_s: float = float("nan")  #: an idle server's TTFT lower bound, seconds
+    step_lower_bound_s: np.ndarray | None = None  #: each decode/verify step's lower bound, seconds
+    e2e_lower_bound_s: float = float("nan")  #: TTFT lower bound + Σ step lower bounds, seconds
+    #: output tokens/s of the whole deployment no engine can beat with ``batch`` sequences in flight:
+    #: continuous batching's steady state (:func:`continuous_batching_cycle_lower_bound_s`)
+    output_tokens_per_s_upper_bound: float = float("nan")
+
+    @property
+    def tpot_lower_bound_s(self) -> float:
+        """An idle server's TPOT lower bound: (E2E − TTFT lower bounds) / (output − 1), seconds."""
+        n = self.output_tokens - 1
+        return (self.e2e_lower_bound_s - self.ttft_lower_bound_s) / n if n > 0 else float("nan")
+
+    @property
+    def output_tokens_per_s_static_batch(self) -> float:
+        """The static batch's estimate: batch × output / E2E estimate (tokens/s); = ``output_tokens_per_s``."""
+        return self.output_tokens_per_s
+
+    @property
+    def output_tokens_per_s_upper_bound_per_chip(self) -> float:
+        """:attr:`output_tokens_per_s_upper_bound` ÷ chips (tokens/s per chip)."""
+        return self.output_tokens_per_s_upper_bound / self.chips
 
     @property
     def tpot_s(self) -> float:
@@ -301,7 +380,8 @@ class RequestTimeline:
 
     @property
     def output_tokens_per_s(self) -> float:
-        """All sequences: batch × output tokens / E2E (tokens/s, first token included)."""
+        """All sequences, the static batch's estimate: batch × output tokens / E2E (tokens/s, first
+        token included)."""
         return self.batch * self.output_tokens / self.e2e_s
 
     @property
@@ -332,7 +412,11 @@ class RequestTimeline:
             "acceptance": self.acceptance, "draft_model": self.draft_model_id, "chunk_tokens": self.chunk_tokens,
             "ttft_s": f(self.ttft_s), "tpot_s": f(self.tpot_s), "mean_step_s": f(self.mean_step_s),
             "e2e_s": f(self.e2e_s), "decode_steps": int(self.decode_steps),
-            "output_tokens_per_s": f(self.output_tokens_per_s),
+            "output_tokens_per_s_static_batch": f(self.output_tokens_per_s),
+            "output_tokens_per_s_upper_bound": f(self.output_tokens_per_s_upper_bound),
+            "output_tokens_per_s_upper_bound_per_chip": f(self.output_tokens_per_s_upper_bound_per_chip),
+            "ttft_lower_bound_s": f(self.ttft_lower_bound_s), "tpot_lower_bound_s": f(self.tpot_lower_bound_s),
+            "e2e_lower_bound_s": f(self.e2e_lower_bound_s),
             "output_tokens_per_s_per_sequence": f(self.output_tokens_per_s_per_sequence),
             "tokens_per_verify_step": f(self.tokens_per_verify_step),
             "fits_in_memory": self.fits_in_memory, "memory_required_bytes": int(round(self.memory_required_bytes)),
@@ -385,31 +469,40 @@ def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int
 
     # prefill → TTFT (a catalog draft model prefills the prompt too, after the target)
     uncached = prompt - prefix
-    ttft = _prefill_s(m, p, b, uncached, prefix, chunk, fields)
+    ttft, ttft_lb = _prefill(m, p, b, uncached, prefix, chunk, fields)
     if draft is not None:
-        ttft += _prefill_s(draft, p, b, uncached, prefix, chunk, fields)
+        d_est, d_lb = _prefill(draft, p, b, uncached, prefix, chunk, fields)
+        ttft, ttft_lb = ttft + d_est, ttft_lb + d_lb
 
     # decode / verify steps
     per_step = expected_tokens_per_verify(k, alpha) if k else 1.0
     steps = int(math.ceil((output - 1) / per_step - 1e-12)) if output > 1 else 0
     contexts = prompt + np.floor(np.arange(steps) * per_step)
     if steps:
-        step = np.asarray(_verify(m, p, b, k + 1, contexts, fields).time_s, dtype=float)
+        v = _verify(m, p, b, k + 1, contexts, fields)
+        step, step_lb = np.asarray(v.time_s, dtype=float), np.asarray(v.lower_bound_s, dtype=float)
         if k:
             if draft is None:
                 base = place(m, p, phase="decode", batch=b, context_tokens=contexts, **fields)
                 head = (base if parallelism is None or parallelism.pipeline == 1 else  # the lm_head's stage
                         _stages(m, p, phase="decode", batch=b, context_tokens=contexts, **fields)[-1])
-                step = step + k * np.asarray(_mtp_draft_step_s(base, m.num_hidden_layers, head))
+                est, lb = _mtp_draft_step(base, m.num_hidden_layers, head)
+                step, step_lb = step + k * np.asarray(est), step_lb + k * np.asarray(lb)
             else:
                 ctx = contexts[:, None] + np.arange(k, dtype=float)[None, :]
                 dp = place(draft, p, phase="decode", batch=b, context_tokens=ctx, **fields)
                 step = step + np.asarray(dp.time_estimate_s).sum(axis=1)
+                step_lb = step_lb + np.asarray(dp.time_lower_bound_s).sum(axis=1)
     else:
-        step = np.zeros(0)
+        step, step_lb = np.zeros(0), np.zeros(0)
     step = np.broadcast_to(step, (steps,)).copy()
-    step.setflags(write=False)
-    contexts.setflags(write=False)
+    step_lb = np.broadcast_to(step_lb, (steps,)).copy()
+    for a in (step, step_lb, contexts):
+        a.setflags(write=False)
+    cycle_lb = continuous_batching_cycle_lower_bound_s(m, p, batch=b, uncached_prompt_tokens=uncached,
+                                                       decode_contexts=contexts if k == 0 else None,
+                                                       step_lower_bound_s=step_lb, ttft_lower_bound_s=ttft_lb,
+                                                       fields=fields)
 
     final = place(m, p, phase="decode", batch=b, context_tokens=prompt + output - 1, **fields)
     memory = float(final.memory_required_bytes)
@@ -426,7 +519,48 @@ def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int
         e2e_s=ttft + float(np.sum(step)), tokens_per_verify_step=float(per_step),
         memory_required_bytes=memory,
         memory_capacity_bytes=float(p.memory_capacity_bytes), warnings=warnings, chips=final.chips,
-        parallelism_label=final.parallelism.label)
+        parallelism_label=final.parallelism.label, ttft_lower_bound_s=ttft_lb, step_lower_bound_s=step_lb,
+        e2e_lower_bound_s=ttft_lb + float(np.sum(step_lb)),
+        output_tokens_per_s_upper_bound=b * output / cycle_lb)
+
+
+def continuous_batching_cycle_lower_bound_s(model: Model, part: Part, *, batch: int, uncached_prompt_tokens: int,
+                                            decode_contexts, step_lower_bound_s, ttft_lower_bound_s,
+                                            fields: dict) -> float:
+    """Seconds no engine can beat to carry ``batch`` requests through their whole lives when they
+    are served by continuous batching in steady state: while ``batch`` sequences decode, the next
+    requests' prefills ride in the same steps (the weights read once for both), so a request's
+    prefill costs only its own work, not a weight pass of its own.
+
+    The lower bound of that cycle is the larger of two lower bounds:
+
+    - Σ of the decode (verify) steps' lower bounds (``step_lower_bound_s``): each step waits for the
+      last one's tokens, whatever rides along;
+    - without speculation (``decode_contexts`` given) and without pipeline stages, the sums over the
+      cycle of each unit's work: tensor seconds (the decode steps' + the prefills'), dequantisation
+      seconds, compulsory bytes ÷ bandwidth (the prefills' without their weights: a decode step
+      reads them anyway), least communication — the units overlap across the whole cycle.
+
+    With no decode step (one output token) the cycle is the prefill's lower bound. Output tokens/s
+    upper bound = batch × output ÷ this. (For an MoE the decode steps' experts are counted, the
+    prefill tokens' extra experts are not: looser, still a bound.)
+    """
+    decode_lb = float(np.sum(step_lower_bound_s))
+    if np.size(step_lower_bound_s) == 0:
+        return float(ttft_lower_bound_s)
+    par = fields.get("parallelism")
+    if decode_contexts is None or (par is not None and par.pipeline > 1):
+        return decode_lb
+    d = place(model, part, phase="decode", batch=batch, context_tokens=decode_contexts, **fields)
+    pf = place(model, part, phase="prefill", batch=batch, prompt_tokens=uncached_prompt_tokens, **fields)
+    n = np.size(decode_contexts)
+    tensor = float(np.sum(np.broadcast_to(d.tensor_time_s, (n,)))) + float(pf.tensor_time_s)
+    dequant = float(np.sum(np.broadcast_to(d.dequant_time_s, (n,))))
+    nbytes = (float(np.sum(np.broadcast_to(d.cost.compulsory_bytes, (n,))))
+              + float(pf.cost.compulsory_bytes - pf.cost.weight_bytes))
+    comm = float(np.sum(np.broadcast_to(d.comm_lower_bound_s, (n,)))) + float(pf.comm_lower_bound_s)
+    units = max(tensor, dequant, nbytes / d.bandwidth_bytes_per_s, comm)
+    return max(decode_lb, units)
 
 
 # ---- continuous batching -------------------------------------------------------------------
@@ -435,7 +569,8 @@ def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int
 @dataclass(frozen=True)
 class MixedStep:
     """One continuous-batching step (a prefill chunk + the running batch's decode tokens) and the
-    decode-only step beside it. FLOPs, bytes, FLOP/byte, seconds."""
+    decode-only step beside it. FLOPs, unfused bytes, FLOP/byte, seconds: the times are estimates
+    (operators unfused, dequantisation in series)."""
 
     flops: float
     bytes: float
@@ -461,11 +596,12 @@ def mixed_step(model: Model | str, part: Part | str, *, decode_batch: int, decod
     pf = place(model, part, phase="prefill", batch=1, prompt_tokens=ch, **fields)
     shared = place(model, part, phase="decode", batch=bd + ch, context_tokens=0, **fields).cost.weight_bytes
     wmf = d.cost.weight_matmul_flops + pf.cost.weight_matmul_flops
+    unq = d.cost.unquantized_matmul_flops + pf.cost.unquantized_matmul_flops
     flops = d.cost.flops + pf.cost.flops
     nbytes = d.cost.bytes - d.cost.weight_bytes + pf.cost.bytes - pf.cost.weight_bytes + shared
     return MixedStep(
         flops=float(flops), bytes=float(nbytes), intensity=float(flops / nbytes),
-        time_s=float(_bound(d, wmf, flops - wmf, nbytes)), tokens=bd + ch,
+        time_s=float(_estimate_s(d, wmf, flops - wmf, nbytes, unq)), tokens=bd + ch,
         decode_only_flops=float(d.cost.flops), decode_only_bytes=float(d.cost.bytes),
         decode_only_intensity=float(d.intensity), decode_only_time_s=float(d.time_estimate_s))
 
@@ -568,8 +704,9 @@ def goodput_requests_per_s(model: Model | str, part: Part | str, *, prompt_token
     It ignores queueing: each batch's requests are assumed to arrive exactly when the previous
     batch ends. A request that arrives mid-batch waits up to one E2E before its prefill starts, so
     its real TTFT can be up to E2E + TTFT, and random arrivals wait longer still. So this is an
-    optimistic static-batch figure (on top of the roofline's lower-bound times): an upper bound on
-    the goodput of one chip, not a lower bound on the chips a load needs.
+    estimate of a static-batch schedule (its times the placement's estimates, its queue assumed
+    away), neither a bound on goodput (a continuous-batching engine can beat the static schedule)
+    nor on the chips a load needs.
     """
     ttft_slo = _number("ttft_slo_s", ttft_slo_s, "a number of seconds > 0", lambda v: v > 0)
     tpot_slo = _number("tpot_slo_s", tpot_slo_s, "a number of seconds > 0", lambda v: v > 0)
