@@ -28,7 +28,8 @@ h100 = get_part("h100-sxm")
 # Llama-3.1-8B on an H100 SXM, batch 1, a 2,048-token prompt, BF16. The prefill step produces the
 # first token. From `model_cost(...)` (its `.flops` and `.bytes`) and the part's BF16 peak
 # (`h100.peak_flops_per_s("bf16")`) and bandwidth (`h100.memory_bandwidth_bytes_per_s`), compute the
-# time to first token's lower bound, in **seconds**. Which roof binds?
+# time to first token as the estimate prices it — max(FLOPs ÷ peak, bytes ÷ bandwidth), with `.bytes`
+# the unfused count — in **seconds**. Which roof binds?
 
 # %%
 prefill = ...  # your answer here
@@ -80,8 +81,8 @@ grade.draft_model_speedup(speedup)
 #
 # Llama-3.1-8B on an H100 SXM at batch 32, 2,048 tokens in, 256 out. The chip-hour price below is an
 # **assumption** (set your own; the checker follows it). What do a million output tokens cost, in
-# **US dollars**, at the throughput bound? (A blended figure: the prefill's time is included, where API
-# prices split input and output tokens.)
+# **US dollars**, at the static batch's estimated throughput (`output_tokens_per_s`)? (A blended figure:
+# the prefill's time is included, where API prices split input and output tokens.)
 
 # %%
 PRICE_PER_HOUR_USD = 2.50  # ASSUMPTION: an example rental price, US dollars per chip-hour

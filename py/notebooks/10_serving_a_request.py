@@ -29,9 +29,13 @@
 # 4. compute speculative decoding's expected tokens per verify step, and say where its speed-up goes;
 # 5. turn a throughput into dollars and joules per token, with the assumptions named.
 #
-# Every time below is a **lower bound** (each step at max(FLOPs ÷ peak, bytes ÷ bandwidth), one chip,
-# no scheduler or launch overhead: lesson 9 showed what that leaves out) and every rate an **upper
-# bound**.
+# Two figures, as lesson 3 set out. The **estimate** prices each step by named conventions
+# (max(FLOPs ÷ peak, bytes ÷ bandwidth) with every operator's activations through HBM, one chip, no
+# scheduler or launch overhead: lesson 9 showed what that leaves out) and serves a batch as **one
+# static batch**: the whole batch prefills, then decodes, and nothing else runs meanwhile. The
+# **lower bound** counts only compulsory bytes, with the units overlapped: no implementation of
+# that step on that chip is faster. A time or rate below says which one it is; where the two
+# disagree about a conclusion, both are shown.
 
 # %%
 import math
@@ -64,11 +68,14 @@ part = get_part(PART)
 # %% jupyter={"source_hidden": true}
 request = request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS)
 prefill = place(MODEL, PART, phase="prefill", prompt_tokens=PROMPT_TOKENS)
+assert prefill.bound == prefill.lower_bound_roof  # both figures agree on the prefill's roof
 md(f"**{get_model(MODEL).name} on the {part.name}, batch 1, {count(PROMPT_TOKENS)} tokens in, "
-   f"{count(OUTPUT_TOKENS)} out.** TTFT = **{duration(request.ttft_s)}**: the prefill is "
-   f"**{prefill.bound}-bound** — its FLOPs need {duration(float(prefill.compute_time_s))} at the BF16 peak, its "
-   f"bytes {duration(float(prefill.memory_time_s))} at {si(part.memory_bandwidth_bytes_per_s, 'B/s')}. Then "
-   f"{count(request.decode_steps)} decode steps; E2E = **{duration(request.e2e_s)}**.")
+   f"{count(OUTPUT_TOKENS)} out.** TTFT = **{duration(request.ttft_s)}** (estimate; lower bound "
+   f"{duration(request.ttft_lower_bound_s)}): the prefill is **{prefill.bound}-bound** — its FLOPs need "
+   f"{duration(float(prefill.compute_time_s))} at the BF16 peak, its bytes {duration(float(prefill.memory_time_s))} "
+   f"at {si(part.memory_bandwidth_bytes_per_s, 'B/s')} unfused, {duration(float(prefill.memory_lower_bound_s))} "
+   f"compulsory. Then {count(request.decode_steps)} decode steps; E2E = **{duration(request.e2e_s)}** "
+   f"(estimate; lower bound {duration(request.e2e_lower_bound_s)}).")
 
 # %% [markdown]
 # Each decode step is memory-bound (lesson 3): it reads all the weights for one token. The KV cache
@@ -76,8 +83,9 @@ md(f"**{get_model(MODEL).name} on the {part.name}, batch 1, {count(PROMPT_TOKENS
 
 # %%
 picks = [0, request.decode_steps // 2, request.decode_steps - 1]
-show_table(["decode step", "tokens cached", "step time (bound)"],
-           [[count(i + 1), count(request.step_context_tokens[i]), duration(request.step_s[i])] for i in picks])
+show_table(["decode step", "tokens cached", "step time (estimate)", "step time (lower bound)"],
+           [[count(i + 1), count(request.step_context_tokens[i]), duration(request.step_s[i]),
+             duration(request.step_lower_bound_s[i])] for i in picks])
 
 # %% [markdown]
 # **TPOT** (time per output token, or inter-token latency) is the mean gap between tokens *after the
@@ -149,6 +157,38 @@ md(f"{knee}. The **capacity wall** comes first in practice: weights plus {count(
    f"{num(request.output_tokens_per_s_per_sequence)}.")
 
 # %% [markdown]
+# ### The static batch is an estimate; continuous batching's steady state is the bound
+#
+# Every rate above serves the batch statically: B prompts prefill in one step while nothing
+# decodes, then B sequences decode together until the last token. A continuous-batching engine
+# (section 3) keeps B sequences decoding and lets the next requests' prompts ride in the same
+# steps, so a prompt never pays a weight pass of its own. Over one request's life the engine then
+# does the same work as the static schedule — B prefills and B × (output − 1) decode tokens — minus
+# the prefill's weight read, with each unit's work free to overlap across the whole cycle.
+# `output_tokens_per_s_upper_bound` is that cycle's lower bound turned into a rate: no engine
+# with B sequences in flight on this chip beats it. Three rates side by side:
+
+# %%
+STEADY_BATCHES = [1, 16, 64, wall]
+steady = [request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS, batch=b)
+          for b in STEADY_BATCHES]
+show_table(["batch", "static batch (estimate)", "static batch, steps at their lower bounds",
+            "continuous batching (upper bound)", "upper bound ÷ static estimate"],
+           [[count(t.batch), num(t.output_tokens_per_s_static_batch),
+             num(t.batch * t.output_tokens / t.e2e_lower_bound_s), num(t.output_tokens_per_s_upper_bound),
+             f"{num(t.output_tokens_per_s_upper_bound / t.output_tokens_per_s_static_batch)}×"] for t in steady])
+
+# %% jupyter={"source_hidden": true}
+gain = [t.output_tokens_per_s_upper_bound / t.output_tokens_per_s_static_batch for t in steady]
+assert all(g >= 1 for g in gain)  # the static schedule never beats the bound
+big = max(range(len(steady)), key=lambda i: gain[i])
+md(f"The static schedule's estimate is always at or under the bound, as it must be; the gap is widest at batch "
+   f"**{count(steady[big].batch)}** ({num(gain[big])}×), where the static schedule spends "
+   f"{duration(steady[big].ttft_s)} prefilling with every decode stream stopped. So quote the static figure as "
+   "what *that schedule* would do, and the upper bound as what no engine beats; a real engine lands between them "
+   "(lesson 9's fixed costs, scheduling, imperfect kernels).")
+
+# %% [markdown]
 # ### Little's law and goodput
 #
 # **Little's law** ties three averages of any stable queue: requests in the system = arrival rate ×
@@ -183,8 +223,9 @@ md(f"Best batch within TTFT ≤ {duration(TTFT_SLO_S)} and TPOT ≤ {duration(TP
    f"for a goodput of **{num(good.best_goodput_requests_per_s)} requests/s** per chip. To serve "
    f"{count(TARGET_REQUESTS_PER_S)} requests/s at that batch's E2E of {duration(best_e2e)}, Little's law puts "
    f"{num(in_flight)} requests in flight: **{count(math.ceil(in_flight / good.best_batch))} chips** at "
-   f"{count(good.best_batch)} each. That is an **optimistic static-batch estimate**, not a lower bound: it "
-   "ignores the queueing wait and takes every step at its roofline bound, so a real deployment needs more.")
+   f"{count(good.best_batch)} each. That is an **estimate of a static-batch schedule**, not a bound either way: "
+   "it ignores the queueing wait and takes every step at the estimate (both push a real deployment towards more "
+   "chips), while a continuous-batching engine beats the static schedule (towards fewer).")
 
 # %% [markdown]
 # **Question.** What stops the batch from growing past the best one: TTFT, TPOT or memory? Double
@@ -231,8 +272,10 @@ for chunk in (128, 256, 512, 1024, 2048):
     s = mixed_step(MODEL, PART, decode_batch=DECODE_BATCH, decode_context_tokens=PROMPT_TOKENS,
                    prefill_chunk_tokens=chunk)
     rows.append([count(s.tokens), count(chunk), num(s.intensity), duration(s.time_s),
-                 f"+{percent(s.time_s / s.decode_only_time_s - 1, 0)}"])
-show_table(["token budget", "prefill chunk", "FLOP/byte", "mixed step", "slows the running sequences by"], rows)
+                 f"+{percent(s.time_s / s.decode_only_time_s - 1, 0)}",
+                 f"+{percent(s.lower_bound_s / s.decode_only_lower_bound_s - 1, 1)}"])
+show_table(["token budget", "prefill chunk", "FLOP/byte (unfused)", "mixed step (estimate)",
+            "slows the running sequences by (estimate)", "… by (lower bound)"], rows)
 
 # %% jupyter={"source_hidden": true}
 alone = mixed_step(MODEL, PART, decode_batch=DECODE_BATCH, decode_context_tokens=PROMPT_TOKENS,
@@ -242,27 +285,46 @@ at_ridge = next(c for c in range(64, 8193, 64)
                               prefill_chunk_tokens=c).intensity >= ridge)
 ridge_step = mixed_step(MODEL, PART, decode_batch=DECODE_BATCH, decode_context_tokens=PROMPT_TOKENS,
                         prefill_chunk_tokens=at_ridge)
+below = mixed_step(MODEL, PART, decode_batch=DECODE_BATCH, decode_context_tokens=PROMPT_TOKENS,
+                   prefill_chunk_tokens=at_ridge // 2)  # a chunk half the size that reaches the ridge
+below_est = below.time_s / below.decode_only_time_s - 1
+below_lb = below.lower_bound_s / below.decode_only_lower_bound_s - 1
+assert below_lb < below_est / 2 and below_lb < 0.01  # mostly the unfused convention's; "almost free" by the bound
 md(f"A decode-only step of {count(DECODE_BATCH)} sequences sits at {num(alone.decode_only_intensity)} FLOP/byte, "
-   f"far below the ridge ({num(ridge)}), and takes {duration(alone.decode_only_time_s)}. A chunk of about "
-   f"**{count(at_ridge)} prompt tokens** lifts the mixed step to the ridge; that step takes "
+   f"far below the ridge ({num(ridge)}), and takes {duration(alone.decode_only_time_s)} (estimate). A chunk of about "
+   f"**{count(at_ridge)} prompt tokens** lifts the mixed step's unfused intensity to the ridge; that step takes "
    f"{duration(ridge_step.time_s)}, so the running sequences' TPOT for it grows by "
-   f"**{percent(ridge_step.time_s / ridge_step.decode_only_time_s - 1, 0)}**. The chunk does not ride entirely on "
-   "bytes the step reads anyway: the weights are shared, but the chunk's own activations and the KV cache it "
-   "writes (and reads, over earlier chunks) are extra bytes, so the slowdown grows even below the ridge. Above "
-   "the ridge the step is compute-bound and every extra prompt token lengthens their TPOT in proportion. So the "
-   "budget trades the newcomer's TTFT (fewer, larger chunks) against everyone else's TPOT (smaller chunks); no "
-   "budget is free, and past the ridge the price per token climbs fastest.")
+   f"**{percent(ridge_step.time_s / ridge_step.decode_only_time_s - 1, 0)}** by the estimate, "
+   f"**{percent(ridge_step.lower_bound_s / ridge_step.decode_only_lower_bound_s - 1, 1)}** by the lower bound.\n\n"
+   f"Below the ridge the two figures part ways. With a chunk of {count(at_ridge // 2)} tokens the estimate slows "
+   f"the step by {percent(below_est, 1)}, the lower bound by {percent(below_lb, 1)}: the estimate sends the chunk's "
+   "activations through HBM between operators (the unfused convention), and those are most of its extra bytes. "
+   "A fused engine keeps them on chip, so the chunk rides almost free on the weight reads the step makes anyway — "
+   "only its KV writes, ids and logits are compulsory. Past the ridge both figures grow with every extra prompt "
+   "token (the table's last rows): the FLOPs bind. So the budget trades the newcomer's TTFT "
+   "(fewer, larger chunks) against everyone else's TPOT (smaller chunks), and the price per token climbs fastest "
+   "past the ridge.")
 
 # %% [markdown]
-# Chunking has a price of its own: every chunk reads the weights again. That is hidden while a chunk
-# is large enough to be compute-bound, and shows once chunks fall below the ridge. A prompt
-# prefilled alone, in chunks:
+# Chunking has a price of its own for the newcomer: every chunk is a step that reads the weights
+# again. That is hidden while a chunk is large enough to be compute-bound, and shows once chunks fall
+# below the ridge. A prompt prefilled alone, in chunks (each chunk's step by both figures):
 
 # %%
-show_table(["prefill chunk", "TTFT, prompt alone"],
-           [[count(c) if c else "whole prompt", duration(request_timeline(
-               MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS, chunk_tokens=c).ttft_s)]
-            for c in (None, 1024, 512, 128)])
+CHUNKS = (None, 1024, 512, 128)
+chunked = [request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS, chunk_tokens=c)
+           for c in CHUNKS]
+show_table(["prefill chunk", "TTFT, prompt alone (estimate)", "TTFT (lower bound)"],
+           [[count(c) if c else "whole prompt", duration(t.ttft_s), duration(t.ttft_lower_bound_s)]
+            for c, t in zip(CHUNKS, chunked)])
+
+# %% jupyter={"source_hidden": true}
+assert chunked[-1].ttft_lower_bound_s > chunked[0].ttft_lower_bound_s  # small chunks raise TTFT by the bound too
+md(f"Chunks of {count(CHUNKS[-1])} raise the newcomer's TTFT from {duration(chunked[0].ttft_lower_bound_s)} to "
+   f"{duration(chunked[-1].ttft_lower_bound_s)} by the lower bound ({num(chunked[-1].ttft_lower_bound_s / chunked[0].ttft_lower_bound_s)}×): "
+   f"{count(math.ceil(PROMPT_TOKENS / CHUNKS[-1]))} weight passes instead of one. Chunking is not what shortens "
+   "the wait; **continuous batching** is — a newcomer joins at the next step instead of waiting for the running "
+   "batch to finish, and chunking only keeps its prefill from stalling the others while it joins.")
 
 # %% [markdown]
 # **Question.** A 2,048-token prompt arrives while the 64 sequences decode. With a budget that
@@ -355,7 +417,8 @@ md(f"With {count(SHORT_PROMPT)}-token prompts the speed-up falls from {num(short
    + f"With {count(PROMPT_TOKENS)}-token prompts the KV reads keep the verify step memory-bound and the speed-up "
    f"holds ({num(long_runs[-1][0])}× at batch {count(SPEC_BATCHES[-1])})"
    + (" — but that batch does not fit in memory. " if not long_runs[-1][1] else ". ")
-   + "These are bounds: a real verify step also pays the draft's kernel launches and the work of accepting and rejecting "
+   + "These are ratios of estimates (TPOT by the estimate's conventions, with and without speculation), not "
+   "bounds: a real verify step also pays the draft's kernel launches and the work of accepting and rejecting "
    "tokens, so measured speed-ups at large batch are smaller still, and servers often switch speculation off "
    "under heavy load.")
 
@@ -432,7 +495,8 @@ md(f"<details><summary>Answer</summary>\n\nWith 8 tokens left the prefill is a s
 #
 # A chip-hour has a price; divide it by the tokens the hour produces. The catalog holds no prices —
 # they change weekly and differ by contract — so the price below is **an assumption you set**, not a
-# fact. With the throughput upper bound, the cost is a lower bound.
+# fact. Priced at the static batch's estimated rate, the cost is an estimate; priced at continuous
+# batching's upper bound on the rate, it is a lower bound on the cost.
 
 # %%
 PRICE_PER_HOUR_USD = 2.50  # ASSUMPTION: an example rental price for one H100 SXM, US dollars per hour; set your own
@@ -440,12 +504,15 @@ cases = [("batch 1", request), (f"batch {count(good.best_batch)} (best within th
                                 request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS,
                                                  output_tokens=OUTPUT_TOKENS, batch=good.best_batch)),
          (f"batch {count(wall)} (the capacity wall)", at_wall)]
-show_table(["batch", "tokens/s, all users",
-            "blended US$ per million output tokens (the prefill's time included; API prices split input and "
-            "output tokens)"],
+show_table(["batch", "tokens/s, all users: static batch (estimate)",
+            "USD per million output tokens (estimate)", "tokens/s: continuous batching (upper bound)",
+            "USD per million output tokens (lower bound)"],
            [[name, num(t.output_tokens_per_s),
-             f"${num(cost_per_million_output_tokens(PRICE_PER_HOUR_USD, t.output_tokens_per_s))}"]
+             num(cost_per_million_output_tokens(PRICE_PER_HOUR_USD, t.output_tokens_per_s)),
+             num(t.output_tokens_per_s_upper_bound),
+             num(cost_per_million_output_tokens(PRICE_PER_HOUR_USD, t.output_tokens_per_s_upper_bound))]
             for name, t in cases])
+md("Both costs are blended: the prefill's time is included, while API prices split input and output tokens.")
 
 # %% [markdown]
 # Use the **total** throughput: the chip-hour is paid once for every user on it. Dividing by one
@@ -454,9 +521,10 @@ show_table(["batch", "tokens/s, all users",
 # **Energy.** The figure below is **GPU-board energy per token**: it excludes the host CPU, the
 # network and the facility's overhead (cooling and power delivery, the PUE). A board's rated power
 # (its TDP, or power limit) caps its *average* draw — short peaks may exceed it — so board power ÷
-# tokens/s is an **upper bound on the energy per token at that rate** (the board's). Fed the roofline's
-# rate — itself an upper bound — it is an estimate, not a bound either way: a real run is slower,
-# and draws less than the rating. The catalog lists board power only where a source states it:
+# tokens/s is an **upper bound on the energy per token at that rate** (the board's). Fed the static
+# batch's estimated rate it is an estimate, not a bound either way: a real run can be slower or (with
+# continuous batching) faster, and draws less than the rating. The catalog lists board power only
+# where a source states it:
 
 # %%
 powered = [p for p in list_parts() if get_part(p).board_power_w is not None]
@@ -468,8 +536,8 @@ for pid in powered:
             energy_rows.append([get_part(pid).name, f"{num(get_part(pid).board_power_w)} W", count(b),
                                 num(t.output_tokens_per_s),
                                 f"{num(energy_per_token_upper_bound_j(pid, t.output_tokens_per_s))} J"])
-show_table(["part", "board power (rated)", "batch", "tokens/s (upper bound)",
-            "GPU-board energy per token at that rate (upper bound)"], energy_rows)
+show_table(["part", "board power (rated)", "batch", "tokens/s (static batch, estimate)",
+            "GPU-board energy per token at that rate (at most)"], energy_rows)
 if PART not in powered:
     md(f"The {part.name} this lesson uses is missing: the catalog has no sourced board power for it, and it "
        "does not guess one.")
@@ -481,8 +549,9 @@ if PART not in powered:
 # %% jupyter={"source_hidden": true}
 best = cases[1][1]
 md(f"<details><summary>Answer</summary>\n\n"
-   f"${num(cost_per_million_output_tokens(PRICE_PER_HOUR_USD, request.output_tokens_per_s))} at batch 1 becomes "
-   f"${num(cost_per_million_output_tokens(2 * PRICE_PER_HOUR_USD, best.output_tokens_per_s))}: the batch multiplies "
+   f"USD {num(cost_per_million_output_tokens(PRICE_PER_HOUR_USD, request.output_tokens_per_s))} at batch 1 becomes "
+   f"USD {num(cost_per_million_output_tokens(2 * PRICE_PER_HOUR_USD, best.output_tokens_per_s))} (estimates, static "
+   f"batch): the batch multiplies "
    f"throughput by {num(best.output_tokens_per_s / request.output_tokens_per_s)}, far more than the price's 2×. "
    "Cost = price ÷ throughput: both set it, but batching is the lever you control.\n\n</details>")
 
@@ -507,12 +576,17 @@ dashboard = lesson10_dashboard()
 # - TTFT is the prefill step (compute-bound for a long prompt); each decode step reads the weights
 #   and a growing KV cache; E2E is their sum. TPOT = (E2E − TTFT) ÷ (output − 1); the mean step time
 #   and E2E ÷ output are different numbers under the same name.
+# - Every time comes twice: the estimate (named conventions, one static batch) and the lower bound
+#   (compulsory bytes, units overlapped). The static batch's tokens/s is an estimate of that
+#   schedule; continuous batching's steady state gives the upper bound no engine beats.
 # - Batching trades each user's rate for total throughput until the capacity wall; goodput counts
-#   only requests within the SLO, and Little's law turns it into chips (an optimistic static-batch
-#   estimate: it ignores queueing).
+#   only requests within the SLO, and Little's law turns it into chips (an estimate of a static
+#   schedule: it ignores queueing, and continuous batching does better).
 # - A mixed step lends the decode tokens' weight reads to a prefill chunk; the token budget trades
-#   the newcomer's TTFT against everyone's TPOT — the chunk's own bytes slow the step before the
-#   ridge, and past the ridge every extra token adds compute time.
+#   the newcomer's TTFT against everyone's TPOT. Below the ridge the slowdown is mostly the
+#   estimate's unfused activations (the lower bound barely moves); past the ridge every extra token
+#   adds compute time by both figures. Chunking raises the newcomer's own TTFT; continuous batching
+#   is what removes its wait.
 # - Speculative decoding yields (1 − α^(k+1)) ÷ (1 − α) tokens per verify step, minus the draft's
 #   cost; it buys most at batch 1 and fades once the verify step is compute-bound.
 # - Prefix caching skips the cached prompt's prefill; TTFT bottoms out at about one weight read.

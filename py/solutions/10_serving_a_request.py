@@ -35,7 +35,8 @@ h100 = get_part("h100-sxm")
 # Llama-3.1-8B on an H100 SXM, batch 1, a 2,048-token prompt, BF16. The prefill step produces the
 # first token. From `model_cost(...)` (its `.flops` and `.bytes`) and the part's BF16 peak
 # (`h100.peak_flops_per_s("bf16")`) and bandwidth (`h100.memory_bandwidth_bytes_per_s`), compute the
-# time to first token's lower bound, in **seconds**. Which roof binds?
+# time to first token as the estimate prices it — max(FLOPs ÷ peak, bytes ÷ bandwidth), with `.bytes`
+# the unfused count — in **seconds**. Which roof binds?
 
 # %%
 # BEGIN SOLUTION
@@ -48,7 +49,8 @@ grade.ttft_by_hand_s(ttft_s)
 
 # %% [markdown] tags=["solution"]
 # Compute binds: 2,048 tokens share each weight read, so the step's intensity is far above the
-# ridge. "Two FLOPs per parameter per token" overcounts here: the lm_head runs for the last position
+# ridge. So the lower bound (`compulsory_bytes` in place of `bytes`) gives the same TTFT: the FLOPs
+# set it either way. "Two FLOPs per parameter per token" overcounts here: the lm_head runs for the last position
 # only, and the embedding is a lookup.
 
 # %% [markdown]
@@ -113,8 +115,8 @@ grade.draft_model_speedup(speedup)
 #
 # Llama-3.1-8B on an H100 SXM at batch 32, 2,048 tokens in, 256 out. The chip-hour price below is an
 # **assumption** (set your own; the checker follows it). What do a million output tokens cost, in
-# **US dollars**, at the throughput bound? (A blended figure: the prefill's time is included, where API
-# prices split input and output tokens.)
+# **US dollars**, at the static batch's estimated throughput (`output_tokens_per_s`)? (A blended figure:
+# the prefill's time is included, where API prices split input and output tokens.)
 
 # %%
 PRICE_PER_HOUR_USD = 2.50  # ASSUMPTION: an example rental price, US dollars per chip-hour
@@ -125,5 +127,6 @@ usd_per_million = PRICE_PER_HOUR_USD / 3600 / batch32.output_tokens_per_s * 1e6
 grade.usd_per_million_tokens(usd_per_million, PRICE_PER_HOUR_USD)
 
 # %% [markdown] tags=["solution"]
-# The hour pays for all 32 users' tokens: divide by the total throughput, not one user's. With the
-# throughput upper bound this is a lower bound on the cost.
+# The hour pays for all 32 users' tokens: divide by the total throughput, not one user's. This is an
+# estimate of the static schedule's cost; priced at `batch32.output_tokens_per_s_upper_bound`
+# (continuous batching's steady state) it would be the lower bound on the cost.

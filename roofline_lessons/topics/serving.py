@@ -581,13 +581,17 @@ class MixedStep:
     decode_only_bytes: float
     decode_only_intensity: float
     decode_only_time_s: float
+    lower_bound_s: float = float("nan")  #: the mixed step's lower bound (compulsory bytes, units overlapped)
+    decode_only_lower_bound_s: float = float("nan")  #: the decode-only step's lower bound
 
 
 def mixed_step(model: Model | str, part: Part | str, *, decode_batch: int, decode_context_tokens: int,
                prefill_chunk_tokens: int, **workload_dtypes) -> MixedStep:
     """A step carrying ``prefill_chunk_tokens`` of a fresh prompt plus ``decode_batch`` decode tokens
     at ``decode_context_tokens`` cached each: the weights are read once for both (for an MoE, the
-    experts touched by all of the step's tokens)."""
+    experts touched by all of the step's tokens). Its estimate counts the chunk's activations
+    through HBM (operators unfused); its lower bound only compulsory bytes (the chunk's KV written,
+    its ids in, its logits out)."""
     fields = _dtypes(workload_dtypes)
     bd = whole_number("decode_batch", decode_batch, 1)
     cd = whole_number("decode_context_tokens", decode_context_tokens, 0)
@@ -599,7 +603,10 @@ def mixed_step(model: Model | str, part: Part | str, *, decode_batch: int, decod
     unq = d.cost.unquantized_matmul_flops + pf.cost.unquantized_matmul_flops
     flops = d.cost.flops + pf.cost.flops
     nbytes = d.cost.bytes - d.cost.weight_bytes + pf.cost.bytes - pf.cost.weight_bytes + shared
-    return MixedStep(
+    compulsory = (d.cost.compulsory_bytes - d.cost.weight_bytes + pf.cost.compulsory_bytes - pf.cost.weight_bytes
+                  + shared)
+    lb = d.lower_bound_for_s(d.tensor_seconds(wmf, flops - wmf, unq), d.dequant_time_s, compulsory)
+    return MixedStep(lower_bound_s=float(lb), decode_only_lower_bound_s=float(d.time_lower_bound_s),
         flops=float(flops), bytes=float(nbytes), intensity=float(flops / nbytes),
         time_s=float(_estimate_s(d, wmf, flops - wmf, nbytes, unq)), tokens=bd + ch,
         decode_only_flops=float(d.cost.flops), decode_only_bytes=float(d.cost.bytes),

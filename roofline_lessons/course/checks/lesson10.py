@@ -53,7 +53,8 @@ def _ttft_mistakes() -> tuple[Mistake, ...]:
 
 def ttft_by_hand_s(answer) -> CheckResult:
     """10.1 — TTFT (seconds) of Llama-3.1-8B, batch 1, a 2,048-token prompt on an H100 SXM: the
-    prefill step's max(FLOPs ÷ BF16 peak, bytes ÷ bandwidth)."""
+    prefill step's estimate, max(FLOPs ÷ BF16 peak, unfused bytes ÷ bandwidth) (compute binds, so
+    the lower bound is the same number)."""
     return check_number("10.1", answer, _ttft_s(), rel_tol=_REL_TOL, unit="s", mistakes=_ttft_mistakes(),
                         hint="model_cost('llama-3.1-8b', phase='prefill', prompt_tokens=2048); "
                              "max(FLOPs ÷ h100.peak_flops_per_s('bf16'), bytes ÷ h100.memory_bandwidth_bytes_per_s).")
@@ -170,6 +171,9 @@ def _cost_mistakes(price: float) -> tuple[Mistake, ...]:
         Mistake("treat the price per hour as a price per second (forgot ÷ 3,600)",
                 price / t.output_tokens_per_s * 1e6),
         Mistake("give the cost per thousand tokens instead of per million", _usd(price) / 1e3),
+        Mistake("price at continuous batching's upper bound on tokens/s (that gives the lower bound on cost; the "
+                "exercise asks for the static batch's estimate)",
+                float(cost_per_million_output_tokens(price, t.output_tokens_per_s_upper_bound))),
     ))
 
 
@@ -184,7 +188,7 @@ def _price(price) -> tuple[float | None, str | None]:
 
 def usd_per_million_tokens(answer, price_per_hour_usd=EXAMPLE_PRICE_PER_HOUR_USD) -> CheckResult:
     """10.5 — US dollars per million output tokens of Llama-3.1-8B on an H100 SXM at batch 32 (2,048
-    in, 256 out), at the throughput bound and the price per chip-hour you assumed."""
+    in, 256 out), at the static batch's estimated throughput and the price per chip-hour you assumed."""
     if not is_unanswered(answer):
         price, problem = _price(price_per_hour_usd)
         if problem:

@@ -3,8 +3,9 @@ batch sits on the throughput–latency frontier, which batches meet both SLOs, a
 end-to-end time splits between prefill (the time to first token) and decode.
 
 The frontier is :func:`roofline_lessons.topics.serving.pareto` over batches 1 to 512: total output
-tokens/s (all sequences) against the time per output token (TPOT), both lower/upper bounds on one
-chip. Batches whose weights, KV cache and state outgrow the part's memory are drawn dotted; the
+tokens/s (all sequences) against the time per output token (TPOT), both estimates of one static
+batch on one chip (the placement's named conventions); the text gives the lower bounds and
+continuous batching's upper bound beside them. Batches whose weights, KV cache and state outgrow the part's memory are drawn dotted; the
 critical batch (decode at the mid-request context reaching the ridge) is marked where it lies on the
 chart. The TPOT SLO is a vertical line with the region that meets it shaded; the batches that meet
 both SLOs and fit are marked with squares.
@@ -55,8 +56,8 @@ CRITICAL_COLOUR = PALETTE[4]
 
 @dataclass(frozen=True)
 class Lesson10View:
-    """One setting and what it gives. Seconds, tokens, tokens/s, bytes; times are lower bounds and
-    rates upper bounds (one chip, perfect overlap)."""
+    """One setting and what it gives. Seconds, tokens, tokens/s, bytes, one chip; times and rates are
+    the static batch's estimates unless named a lower or an upper bound."""
 
     model_id: str
     part_id: str
@@ -93,6 +94,10 @@ class Lesson10View:
     best_batch: int | None = None  #: the largest slider batch that meets both SLOs and fits
     best_tokens_per_s: float | None = None
     warnings: tuple[str, ...] = ()
+    ttft_lower_bound_s: float | None = None  #: an idle server's TTFT lower bound, seconds
+    tpot_lower_bound_s: float | None = None
+    e2e_lower_bound_s: float | None = None
+    tokens_per_s_upper_bound: float | None = None  #: continuous batching's steady state, all sequences, tokens/s
 
     @property
     def prefill_share(self) -> float:
@@ -170,8 +175,8 @@ def critical_text(crit: int | None) -> str:
 def best_text(best: int | None, best_tokens_per_s: float | None) -> str:
     if best is None:
         return "No batch from 1 to 512 meets both SLOs and fits."
-    return (f"The largest slider batch that meets both SLOs and fits is {count(best)}, at most "
-            f"{count(best_tokens_per_s)} tokens/s in all.")
+    return (f"The largest slider batch that meets both SLOs and fits (by the estimates) is {count(best)}, "
+            f"{count(best_tokens_per_s)} tokens/s in all (static batch, estimate).")
 
 
 def lesson10_view(model_id: str, part_id: str, batch: int, prompt_tokens: int, output_tokens: int,
@@ -199,12 +204,15 @@ def lesson10_view(model_id: str, part_id: str, batch: int, prompt_tokens: int, o
     fits = t.fits_in_memory
     per_seq, total = float(t.output_tokens_per_s_per_sequence), float(t.output_tokens_per_s)
     share = ttft / e2e
-    text = (f"Batch {count(b)}, {count(prompt)} prompt tokens and {count(output)} output tokens per request: "
-            f"TTFT at least {duration(ttft)}, TPOT at least {duration(tpot)}, E2E at least {duration(e2e)} "
-            f"(prefill {num(share * 100)} % of it, decode {num((1 - share) * 100)} %). "
-            + (f"Each sequence gets at most {num(per_seq)} tokens/s over its whole request; all {count(b)} together "
-               f"at most {count(total)} tokens/s. " if b > 1 else
-               f"The one sequence gets at most {num(per_seq)} tokens/s over its whole request. ")
+    upper = float(t.output_tokens_per_s_upper_bound)
+    text = (f"Batch {count(b)}, {count(prompt)} prompt tokens and {count(output)} output tokens per request, "
+            f"estimates of one static batch: TTFT {duration(ttft)}, TPOT {duration(tpot)}, E2E {duration(e2e)} "
+            f"(prefill {num(share * 100)} % of it, decode {num((1 - share) * 100)} %); lower bounds "
+            f"{duration(t.ttft_lower_bound_s)}, {duration(t.tpot_lower_bound_s)}, {duration(t.e2e_lower_bound_s)}. "
+            + (f"Each sequence gets {num(per_seq)} tokens/s over its whole request; all {count(b)} together "
+               f"{count(total)} tokens/s (estimate). " if b > 1 else
+               f"The one sequence gets {num(per_seq)} tokens/s over its whole request (estimate). ")
+            + f"Continuous batching with {count(b)} in flight: at most {count(upper)} tokens/s in all (upper bound). "
             + slo_status(meets_ttft, meets_tpot, ttft, tpot, ttft_slo, tpot_slo) + " "
             + fit_text(fits, t.memory_required_bytes, t.memory_capacity_bytes, cap, prompt + output) + " "
             + best_text(best, best_tps) + " " + critical_text(pa.critical_batch))
@@ -218,7 +226,9 @@ def lesson10_view(model_id: str, part_id: str, batch: int, prompt_tokens: int, o
         max_batch_that_fits=cap, meets_ttft=meets_ttft, meets_tpot=meets_tpot, critical_batch=pa.critical_batch,
         curve_batch=pa.batch, curve_ttft_s=pa.ttft_s, curve_tpot_s=pa.tpot_s, curve_tokens_per_s=pa.output_tokens_per_s,
         curve_fits=pa.fits_in_memory, curve_meets=curve_meets, critical_point=crit_point, best_batch=best,
-        best_tokens_per_s=best_tps, warnings=tuple(t.warnings))
+        best_tokens_per_s=best_tps, warnings=tuple(t.warnings), ttft_lower_bound_s=float(t.ttft_lower_bound_s),
+        tpot_lower_bound_s=float(t.tpot_lower_bound_s), e2e_lower_bound_s=float(t.e2e_lower_bound_s),
+        tokens_per_s_upper_bound=upper)
 
 
 def lesson10_alt(view: Lesson10View) -> str:
@@ -232,7 +242,8 @@ def lesson10_alt(view: Lesson10View) -> str:
         dotted = f"batches above {count(view.max_batch_that_fits)} do not fit in memory and are drawn dotted"
     where = ("inside" if view.meets_tpot else "outside")
     return (f"{view.title}. Above, the throughput–latency frontier for batch 1 to {count(BATCH_CHOICES[-1])}: "
-            f"total output tokens/s against time per output token, both on log scales; {dotted}. The shaded "
+            f"total output tokens/s against time per output token, static-batch estimates, both on log scales; "
+            f"{dotted}. The shaded "
             f"region is TPOT at most {duration(view.tpot_slo_s)}; {n_meet} of the {len(BATCH_CHOICES)} slider "
             f"batches meet both SLOs and fit (squares). The operating point, batch {count(view.batch)}, is at TPOT "
             f"{duration(view.tpot_s)} and {count(view.tokens_per_s)} tokens/s, {where} the shaded region. "
@@ -275,8 +286,8 @@ def _skeleton() -> dict:
         axis.set_animated(True)
         axis.set_major_locator(NullLocator())  # no ticks to lay out until then
         axis.set_minor_locator(NullLocator())
-    ax.set_xlabel("Time per output token, TPOT, lower bound (ms)")
-    ax.set_ylabel("Total output, upper bound (tokens/s)")
+    ax.set_xlabel("Time per output token, TPOT, estimate (ms)")
+    ax.set_ylabel("Total output, static batch estimate (tokens/s)")
     ax.set_title("Throughput vs latency, batch 1 to 512", y=1.0, pad=6)
     ax.grid(True, alpha=0.4)
 
@@ -450,7 +461,7 @@ class Lesson10Chart:
             mv["prefill"].set_width(share)
             mv["decode"].set_x(share)
             mv["decode"].set_width(100 - share)
-            mv["tl_title"].set_text(f"One request at batch {count(view.batch)}: E2E at least {duration(view.e2e_s)}")
+            mv["tl_title"].set_text(f"One request at batch {count(view.batch)}: E2E {duration(view.e2e_s)} (estimate)")
             mv["tl_left"].set_text(f"prefill (TTFT) {duration(view.ttft_s)}, {num(share)} % of E2E")
             mv["tl_right"].set_text(f"decode {count(view.output_tokens - 1)} tokens × {duration(view.tpot_s)}, "
                                     f"{num(100 - share)} %")
