@@ -289,7 +289,7 @@ def cmd_place(args) -> int:
     print(f"  time estimate        {duration(d['time_estimate_s'])} -> {d['bound']}-bound "
           f"({num(d['tokens_per_s_estimate'])} tokens/s{together}); conventions: "
           + "; ".join(d["estimate_conventions"]))
-    print(f"                       {duration(d['time_lower_bound_per_op_sum_s'])} as a kernel per operator, "
+    print(f"                       {duration(d['time_estimate_per_op_sum_s'])} as a kernel per operator, "
           "one after another (an estimate)")
     fits = "fits" if d["fits_in_memory"] else "does NOT fit"
     fits_u = "fits" if d["fits_in_usable_memory"] else "does NOT fit"
@@ -298,11 +298,11 @@ def cmd_place(args) -> int:
           f"{binary(d['memory_capacity_bytes'])}{fullest} "
           f"-> {fits}; in {percent(util, 0)} of it ({binary(d['usable_memory_bytes'])}) -> {fits_u}")
     print(f"\n  top operators, each as its own kernel (the unfused view){' (per chip)' if p.per_chip else ''}:")
-    ops = sorted(d["ops"], key=lambda o: o["time_lower_bound_s"], reverse=True)[:8]
+    ops = sorted(d["ops"], key=lambda o: o["time_estimate_s"], reverse=True)[:8]
     rows = [[o["name"], o["block"], si(o["flops"], "FLOP"), si(o["bytes"], "B"),
-             num(o["intensity"]) if o["intensity"] is not None else "—", duration(o["time_lower_bound_s"]),
+             num(o["intensity"]) if o["intensity"] is not None else "—", duration(o["time_estimate_s"]),
              o["bound"]] for o in ops]
-    print("  " + _table(["operator", "block", "FLOPs", "bytes", "FLOP/B", "kernel bound", "bound"], rows)
+    print("  " + _table(["operator", "block", "FLOPs", "bytes", "FLOP/B", "kernel (est.)", "bound"], rows)
           .replace("\n", "\n  "))
     return 0
 

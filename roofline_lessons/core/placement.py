@@ -326,7 +326,7 @@ class Placement:
         return self._tensor_time_s(op) + np.divide(op.dequant_flops, self.vector_peak_flops_per_s)
 
     @property
-    def time_lower_bound_per_op_sum_s(self):
+    def time_estimate_per_op_sum_s(self):
         """An estimate: Σ over operators of each one's time as a kernel of its own (a kernel per
         operator, run one after another, each at max(compute, its unfused bytes)); several chips: per
         stage, plus its communication (the estimate's), or with ``overlap_comm`` the larger of the two,
@@ -400,7 +400,7 @@ class Placement:
                 "activation_bytes": total.activation_bytes,
                 "intensity": intensity,
                 "weight_matmul_flops": total.weight_matmul_flops,
-                "time_lower_bound_s": np.maximum(compute_s, memory_s),
+                "time_estimate_s": np.maximum(compute_s, memory_s),  # a kernel of its own: unfused, dequant in series
                 "bound": _which(compute_s, memory_s),
                 "note": op.note,
             })
@@ -473,7 +473,7 @@ class Placement:
             "compulsory_bytes": num(self.cost.compulsory_bytes),
             "compulsory_intensity": num(self.compulsory_intensity),
             "tokens_per_s_estimate": num(self.tokens_per_s_estimate),
-            "time_lower_bound_per_op_sum_s": num(self.time_lower_bound_per_op_sum_s),
+            "time_estimate_per_op_sum_s": num(self.time_estimate_per_op_sum_s),
             "tokens_per_s_upper_bound": num(self.tokens_per_s_upper_bound),
             "memory_required_bytes": num(self.memory_required_bytes),
             "memory_capacity_bytes": num(self.part.memory_capacity_bytes),

@@ -8,8 +8,10 @@ from ..core import roofline
 from ..core.placement import Placement
 from ..core.units import duration, num, si
 
-OP_HEADERS = ["operator", "layers", "FLOPs", "bytes", "of which weights", "KV", "state", "FLOP/byte", "bound",
-              "time bound"]
+#: the per-operator view is unfused: each operator a kernel of its own, its activations through HBM, so its
+#: time is that kernel's max(FLOPs ÷ peak, bytes ÷ bandwidth), not a share of the step's lower bound
+OP_HEADERS = ["operator", "layers", "FLOPs", "bytes (unfused)", "of which weights", "KV", "state", "FLOP/byte",
+              "bound", "time as its own kernel"]
 
 
 def seconds_text(t: float) -> str:
@@ -25,7 +27,8 @@ def _intensity(flops: float, nbytes: float) -> str:
 
 def op_rows(placement: Placement, block: str | None = None, per_layer: bool = False, top: int | None = None,
             ) -> list[list[str]]:
-    """Formatted rows, one per operator (optionally only ``block``'s), largest time bound first.
+    """Formatted rows, one per operator (optionally only ``block``'s), longest first: each operator as
+    a kernel of its own (the unfused view).
 
     ``per_layer=True`` gives one layer's numbers; otherwise each operator is summed over its layers.
     """
@@ -60,4 +63,4 @@ def block_summary(placement: Placement) -> list[list[str]]:
     return rows
 
 
-BLOCK_HEADERS = ["block", "FLOPs", "bytes", "FLOP/byte", "bound", "time bound"]
+BLOCK_HEADERS = ["block", "FLOPs", "bytes (unfused)", "FLOP/byte", "bound", "time as its own kernels"]
