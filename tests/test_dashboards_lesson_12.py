@@ -409,15 +409,28 @@ def test_short_contexts_are_offered_and_priced():
 
 
 def test_weight_only_step_shows_the_roof_it_meets_and_says_the_rule():
-    """With the dequant added in series the step's roof is its FLOPs ÷ compute time: drawn, and the verdict says
-    the rule (an estimate, the conservative case) instead of 'at least'."""
+    """With the dequant added in series the step's roof is its FLOPs ÷ compute time: drawn, and the verdict gives
+    both figures: 'at least' only for the lower bound, the estimate named with its conventions."""
     chart = l12.Lesson12Chart()
     view = l12.lesson12_view("llama-3.1-70b", "b200", 1024, "int4", "bf16", 256)
+    pl = place("llama-3.1-70b", "b200", batch=256, context_tokens=1024, weights_dtype="int4")
     assert view.dequant_s > 0 and view.effective_peak_flops_per_s < view.peak_flops_per_s
     frame = l12.lesson12_frame(view, chart)
-    assert "conservative" in frame.verdict and "takes at least" not in frame.verdict
+    assert "conservative" in frame.verdict and f"takes at least {duration(pl.time_lower_bound_s)}" in frame.verdict
+    assert f"about {duration(pl.time_estimate_s)} by the estimate" in frame.verdict
+    assert view.step_lower_bound_s < view.step_s and view.lower_bound_roof == str(pl.lower_bound_roof)
     texts = [t.get_text() for t in chart.last_figure.findobj(matplotlib.text.Text)]
     assert any(t.startswith("roof with dequant in series") for t in texts)
+    status = l12.status_text(view)
+    assert f"≥ {duration(pl.time_lower_bound_s)}" in status and f"estimate {duration(pl.time_estimate_s)}" in status
+    assert "lower bound" in view.table_html and "estimate" in view.table_html
     plain = l12.lesson12_view("llama-3.1-70b", "b200", 1024, "bf16", "bf16", 256)
     l12.lesson12_frame(plain, chart)
-    assert "takes at least" in plain.text
+    base = place("llama-3.1-70b", "b200", batch=256, context_tokens=1024)
+    assert f"takes at least {duration(base.time_lower_bound_s)}" in plain.text
+
+
+def test_fp8_names_the_linear_layer_recipe():
+    view = l12.lesson12_view("llama-3.1-70b", "h100-sxm", 4096, "fp8 W8A8")
+    assert view.placement.workload.weight_recipe == "linear"
+    assert "1 byte per weight" in view.text and "the embedding, the lm_head and the norms stay BF16" in view.text

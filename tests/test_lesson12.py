@@ -114,7 +114,9 @@ def test_byte_budget_adds_up_to_the_placement():
     b = sh.byte_budget("llama-3.1-70b", "b200", 16, 8192, weights_dtype="int4")
     p = place("llama-3.1-70b", "b200", phase="decode", batch=16, context_tokens=8192, weights_dtype="int4")
     assert b.total_bytes == pytest.approx(float(p.cost.bytes))
-    assert b.step_time_s == pytest.approx(float(p.time_estimate_s))
+    assert b.step_estimate_s == pytest.approx(float(p.time_estimate_s))
+    assert b.step_lower_bound_s == pytest.approx(float(p.time_lower_bound_s)) and b.step_lower_bound_s <= b.step_estimate_s
+    assert b.compulsory_bytes == pytest.approx(float(p.cost.compulsory_bytes)) and b.compulsory_bytes < b.total_bytes
     assert sum(b.shares().values()) == pytest.approx(1.0)
     assert list(b.parts()) == list(sh.BUDGET_PARTS)
 
@@ -155,22 +157,45 @@ def test_int4_costs_its_scale_and_keeps_the_embedding_bf16():
     assert shipped.bytes < get_part("h100-sxm").memory_capacity_bytes < shipped.bf16_bytes
 
 
-def test_speedup_bound_is_below_every_naive_ratio():
-    s = sh.speedup_bound("llama-3.1-70b", "b200", 4096)
+def test_format_speedup_is_below_every_naive_ratio_by_both_figures():
+    s = sh.format_speedup("llama-3.1-70b", "b200", 4096)
     bf16 = place("llama-3.1-70b", "b200", phase="decode", context_tokens=4096)
-    assert s.speedup == pytest.approx(float(bf16.time_estimate_s / s.quantized.time_estimate_s))
-    assert s.speedup < s.weight_bytes_ratio < s.element_ratio < 4
+    assert s.speedup_estimate == pytest.approx(float(bf16.time_estimate_s / s.quantized.time_estimate_s))
+    assert s.speedup_of_bounds == pytest.approx(float(bf16.time_lower_bound_s / s.quantized.time_lower_bound_s))
+    assert s.speedup_estimate < s.speedup_of_bounds < s.weight_bytes_ratio < s.element_ratio < 4
+    assert s.speedup_of_bounds == pytest.approx(s.speedup_estimate, rel=0.01)  # batch 1: the figures agree
 
 
 def test_critical_batch_moves_down_for_weight_only_and_up_for_w4a4():
     bf16, int4, w4a4 = sh.critical_batches("llama-3.1-70b", "b200", 128)
-    assert int4.critical_batch < bf16.critical_batch < w4a4.critical_batch
+    assert int4.critical_batch_estimate < bf16.critical_batch_estimate < w4a4.critical_batch_estimate
+    assert int4.critical_batch_lower_bound < bf16.critical_batch_lower_bound < w4a4.critical_batch_lower_bound
     assert int4.matmul_peak_flops_per_s == bf16.matmul_peak_flops_per_s  # weight-only: the same roof
-    b = int4.critical_batch
-    for n, want in ((b - 1, "memory"), (b, "compute")):
-        assert place("llama-3.1-70b", "b200", phase="decode", batch=n, context_tokens=128,
-                     weights_dtype="int4").bound == want
-    assert all(s.critical_batch is None for s in sh.critical_batches("llama-3.1-70b", "b200", 8192, max_batch=512))
+    for b, roof in ((int4.critical_batch_estimate, "bound"), (int4.critical_batch_lower_bound, "lower_bound_roof")):
+        for n, want in ((b - 1, "memory"), (b, "compute")):
+            assert getattr(place("llama-3.1-70b", "b200", phase="decode", batch=n, context_tokens=128,
+                                 weights_dtype="int4"), roof) == want
+    assert all(s.critical_batch_estimate is None and s.critical_batch_lower_bound is None
+               for s in sh.critical_batches("llama-3.1-70b", "b200", 8192, max_batch=512))
+
+
+def test_weight_lens_int4_meets_the_matmul_ridge_by_the_bound_and_sooner_by_the_estimate():
+    """Issue 23: the estimate's 49 comes from the dequantisation in series; overlapped (the bound) the
+    int4 weight lens is BF16's ÷ the weight-byte ratio (282 ÷ 3.72 ≈ 76 on a B200)."""
+    from roofline_lessons.topics.batching import critical_batch
+
+    bf16, int4, w4a4 = sh.critical_batches("llama-3.1-70b", "b200", 128)
+    assert int4.weight_lens_critical_batch_estimate == critical_batch("llama-3.1-70b", "b200", 128,
+                                                                      lens="weights only", weights_dtype="int4")
+    assert bf16.weight_lens_critical_batch_estimate == critical_batch("llama-3.1-70b", "b200", 128, lens="weights only")
+    for s in (bf16, w4a4):  # no dequantisation: one figure
+        assert s.weight_lens_critical_batch_lower_bound == s.weight_lens_critical_batch_estimate
+    ratio = sh.format_speedup("llama-3.1-70b", "b200", 128).weight_bytes_ratio
+    assert int4.weight_lens_critical_batch_lower_bound == pytest.approx(
+        bf16.weight_lens_critical_batch_lower_bound / ratio, abs=1.0)
+    assert int4.weight_lens_critical_batch_estimate < int4.weight_lens_critical_batch_lower_bound
+    assert int4.ridge_point_lower_bound_flop_per_byte[75] == pytest.approx(bf16.ridge_point_lower_bound_flop_per_byte[75])
+    assert int4.ridge_point_flop_per_byte[75] < bf16.ridge_point_flop_per_byte[75]  # in series: a lower roof
 
 
 def test_weight_only_crossover_is_where_int4_stops_winning():
@@ -343,7 +368,8 @@ def test_lesson_prints_no_scientific_notation(lesson_text):
 
 def test_lesson_states_its_conventions_and_formats(lesson_text):
     text = LESSON.read_text("utf-8")
-    assert "**what-if**" in text and "lower bounds" in text and "binary (GiB)" in text
+    assert "**what-if**" in text and "**lower bound**" in text and "**estimate**" in text and "binary (GiB)" in text
+    assert "default recipe" in text and "DEQUANT_FLOPS_PER_WEIGHT FLOPs" not in lesson_text
     assert "absorbed" in lesson_text and "expanded in prefill" in lesson_text
     assert "one bf16 scale" in lesson_text and "no zero" in lesson_text and "stay BF16" in lesson_text
     assert "MXFP4 weights for its MoE experts only" in lesson_text
@@ -388,7 +414,7 @@ def test_checkers_are_exact_where_the_answer_is_a_whole_number():
         assert not lesson12.mla_kv_bytes_per_token(layers * per_layer).passed
     mtp = lesson12.mla_kv_bytes_per_token((m.num_mla_layers + m.mtp_layers) * per_layer)
     assert "multi-token-prediction" in mtp.message and "allowed exact" not in mtp.message
-    crit = int(sh.critical_batches("llama-3.1-70b", "b200", 128)[1].critical_batch)
+    crit = int(sh.critical_batches("llama-3.1-70b", "b200", 128)[1].critical_batch_estimate)
     assert lesson12.int4_critical_batch(crit).passed
     below, above = lesson12.int4_critical_batch(crit - 1), lesson12.int4_critical_batch(crit + 1)
     assert not below.passed and "last memory-bound batch" in below.message
@@ -405,7 +431,7 @@ def test_paged_checker_rejects_a_pool_without_the_utilisation():
 
 
 def test_speedup_checker_accepts_a_rounded_answer_and_prints_a_readable_tolerance():
-    s = sh.speedup_bound("llama-3.1-70b", "b200", 4096).speedup
+    s = sh.format_speedup("llama-3.1-70b", "b200", 4096).speedup_estimate
     assert lesson12.int4_batch1_speedup(round(s, 1)).passed
     low = lesson12.int4_batch1_speedup(s * 0.98)
     assert not low.passed and "±1.0 %" in low.message and "±0%" not in low.message
@@ -415,10 +441,15 @@ def test_speedup_checker_accepts_a_rounded_answer_and_prints_a_readable_toleranc
 def test_overlapped_dequant_never_loses_to_bf16():
     bf16, int4, _ = sh.critical_batches("llama-3.1-70b", "b200", 128)
     assert sh.weight_only_crossover("llama-3.1-70b", "b200", 128) is not None  # in series: a crossover
-    assert np.all(int4.overlapped_step_time_s <= bf16.step_time_s * (1 + 1e-12))  # overlapped: none
-    assert int4.critical_batch < int4.critical_batch_without_dequant < bf16.critical_batch
-    assert bf16.critical_batch_without_dequant == bf16.critical_batch  # no dequant in BF16
-    assert np.array_equal(bf16.overlapped_step_time_s, bf16.step_time_s)
+    assert np.all(int4.overlapped_step_time_s <= bf16.step_estimate_s * (1 + 1e-12))  # overlapped: none
+    assert np.all(int4.step_lower_bound_s <= bf16.step_lower_bound_s * (1 + 1e-12))  # nor by the bound
+    assert sh.weight_only_crossover("llama-3.1-70b", "b200", 128, figure="lower bound") == \
+        bf16.critical_batch_lower_bound  # by the bound they only meet, where BF16 turns compute-bound
+    assert int4.critical_batch_estimate < int4.critical_batch_without_dequant < bf16.critical_batch_estimate
+    assert bf16.critical_batch_without_dequant == bf16.critical_batch_estimate  # no dequant in BF16
+    assert np.array_equal(bf16.overlapped_step_time_s, bf16.step_estimate_s)
+    with pytest.raises(RooflineInputError, match="figure"):
+        sh.weight_only_crossover(figure="bound")
 
 
 def test_zero_points_and_nvfp4_cost_bytes():

@@ -16,7 +16,11 @@
 # a plain ratio. KV caches in **BF16** unless an exercise says otherwise. The int4 format here is the
 # course's: groups of 128 weights, one bf16 scale per group, symmetric (no zero point: the minimum;
 # a 4-bit zero point per group, as AWQ stores by default, would add 0.5/128 byte per weight); the
-# embedding, the lm_head and the norms stay BF16.
+# embedding, the lm_head and the norms stay BF16 (the package's default recipe, the linear layers of
+# the transformer blocks, for 8-bit and 4-bit weights alike). A step's time has two figures
+# (lesson 3): the **lower bound** (`time_lower_bound_s`, with `lower_bound_roof`) and the
+# **estimate** (`time_estimate_s`, with `bound`: every operator's activations through HBM, a
+# weight-only dequantisation added in series to the matmuls). Each exercise names the one it asks for.
 
 # %%
 import numpy as np
@@ -55,11 +59,11 @@ int4_weights_gib = ...  # your answer here
 grade.int4_weights_gib(int4_weights_gib)
 
 # %% [markdown]
-# ## Exercise 12.3 — the batch-1 speed-up bound of 4-bit weights
+# ## Exercise 12.3 — the batch-1 speed-up of 4-bit weights
 #
 # Llama-3.1-70B decodes one sequence (batch 1, 4,096 tokens cached) on a B200. Place the step twice
 # with `place(...)`: in BF16, and with `weights_dtype="int4"` (weight-only: the matmuls stay BF16).
-# What is the most int4 weights can speed the step up: BF16 step ÷ int4 step?
+# What speed-up does the estimate give: the BF16 step's `time_estimate_s` ÷ the int4 step's?
 
 # %%
 bf16_step = ...  # your answer here
@@ -111,10 +115,11 @@ grade.paged_uniform_loss(uniform_loss)
 #
 # Llama-3.1-70B decodes with 128 tokens cached on a B200 (a short context, so the KV cache stays
 # small). With int4 weights dequantised on the fly (`weights_dtype="int4"`, matmuls in BF16), what
-# is the smallest batch whose step is **compute-bound**? Use the course's convention: the
+# is the smallest batch whose **estimate** is **compute-bound**? The estimate's conventions: the
 # dequantisation (2 FLOPs per weight on the vector units) is added **in series** to the matmuls'
-# compute time, as `place()` does; the answer is an exact whole number. Sweep `place(...)` over
-# `batch=np.arange(1, 4097)` and read `.bound`.
+# compute time, and every operator's activations go through HBM; `.bound` is the estimate's binding
+# roof. The answer is an exact whole number. Sweep `place(...)` over `batch=np.arange(1, 4097)` and
+# read `.bound`.
 
 # %%
 sweep = ...  # your answer here

@@ -13,15 +13,21 @@ can quote:
   Past a model's ``max_context_tokens`` a figure is a what-if, and is marked as one.
 - **The byte budget of a decode step**: weights / KV cache / recurrent state / activations, and the
   levers that move each part (:func:`byte_levers`).
-- **4-bit weights**: the batch-1 speed-up bound (the BF16 step ÷ the 4-bit step), the critical batch
-  (the first batch whose step is compute-bound) for BF16, weight-only int4 and W4A4 fp4, the
-  dequantisation time and the batch at which weight-only int4 stops beating BF16.
+- **4-bit weights**: the batch-1 speed-up (the BF16 step ÷ the 4-bit step, estimate against
+  estimate and lower bound against lower bound), the critical batch (the first batch whose step is
+  compute-bound) for BF16, weight-only int4 and W4A4 fp4 through both figures, the dequantisation
+  time and the batch at which weight-only int4 stops beating BF16 (the estimate's; the bound has
+  none).
 - **MLA absorbed against expanded** decode, FLOPs and bytes against context.
 - **Paged KV for sliding windows**: sequences that fit when every layer gets full-context pages
   (a uniform allocator) against allocating per layer kind.
 
-Units: bytes (show memory in GiB), seconds, FLOPs, tokens. Step times are lower bounds
-(max(compute, memory)); rates are the matching upper bounds.
+Units: bytes (show memory in GiB), seconds, FLOPs, tokens. Every step time says which figure it
+is (:mod:`roofline_lessons.core.placement`): the **lower bound** (``time_lower_bound_s``: compulsory
+bytes only, a weight-only dequantisation overlapped with the matmuls on separate units) or the
+**estimate** (``time_estimate_s``: every operator's activations through HBM, the dequantisation in
+series with the matmuls). Weight formats follow the package's default recipe (``quantized_weights``):
+the linear layers of the transformer blocks; the embedding, the lm_head and the norms stay BF16.
 """
 
 from __future__ import annotations
@@ -341,8 +347,20 @@ class ByteBudget:
         return {k: v / self.total_bytes for k, v in self.parts().items()}
 
     @property
-    def step_time_s(self) -> float:
+    def compulsory_bytes(self) -> float:
+        """The bytes no implementation can avoid (weights once, KV and state, ids and logits): what the
+        lower bound reads; ``total_bytes`` is the unfused view the estimate reads."""
+        return float(self.placement.cost.compulsory_bytes)
+
+    @property
+    def step_estimate_s(self) -> float:
+        """The step's estimate, seconds (unfused activations, dequantisation in series)."""
         return float(self.placement.time_estimate_s)
+
+    @property
+    def step_lower_bound_s(self) -> float:
+        """The step's lower bound, seconds (compulsory bytes, dequantisation overlapped)."""
+        return float(self.placement.time_lower_bound_s)
 
 
 def byte_budget(model: Model | str, part: Part | str, batch: int = 1, context_tokens: int = 4096, *,
@@ -398,9 +416,16 @@ class LeverEffect:
         return max(BUDGET_PARTS, key=lambda k: b[k] - a[k])
 
     @property
-    def speedup(self) -> float:
-        """Time per generated token, before ÷ after (step ÷ batch: both lower bounds)."""
-        return (self.before.step_time_s / self.before.batch) / (self.after.step_time_s / self.after.batch)
+    def speedup_estimate(self) -> float:
+        """Time per generated token, before ÷ after, estimate against estimate (step ÷ batch)."""
+        return (self.before.step_estimate_s / self.before.batch) / (self.after.step_estimate_s / self.after.batch)
+
+    @property
+    def speedup_of_bounds(self) -> float:
+        """Time per generated token, before ÷ after, lower bound against lower bound (a ratio of two
+        bounds: what the lever gives when both steps reach their bounds, not itself a bound)."""
+        return ((self.before.step_lower_bound_s / self.before.batch)
+                / (self.after.step_lower_bound_s / self.after.batch))
 
 
 def byte_levers(model: Model | str = "llama-3.1-70b", part: Part | str = "h100-sxm", batch: int = 16,
@@ -487,16 +512,23 @@ def nvfp4_bytes_per_weight(tensor_elements: int | None = None) -> float:
 
 
 @dataclass(frozen=True)
-class SpeedupBound:
+class FormatSpeedup:
     """The batch-1 decode step in BF16 and in a 4-bit format (seconds; bytes)."""
 
     bf16: Placement
     quantized: Placement
 
     @property
-    def speedup(self) -> float:
-        """BF16 step ÷ 4-bit step: the most 4-bit weights can speed a batch-1 decode step up."""
+    def speedup_estimate(self) -> float:
+        """BF16 estimate ÷ 4-bit estimate (``time_estimate_s``): the speed-up the roofline predicts
+        when both steps are priced by the estimate's conventions."""
         return float(self.bf16.time_estimate_s) / float(self.quantized.time_estimate_s)
+
+    @property
+    def speedup_of_bounds(self) -> float:
+        """BF16 lower bound ÷ 4-bit lower bound (``time_lower_bound_s``): the speed-up when both
+        kernels reach their bounds. A ratio of two bounds is not itself a bound on the speed-up."""
+        return float(self.bf16.time_lower_bound_s) / float(self.quantized.time_lower_bound_s)
 
     @property
     def weight_bytes_ratio(self) -> float:
@@ -515,14 +547,14 @@ class SpeedupBound:
         return float(p.cost.bytes - p.cost.weight_bytes)
 
 
-def speedup_bound(model: Model | str = "llama-3.1-70b", part: Part | str = "h100-sxm", context_tokens: int = 4096,
-                  weights_dtype: str = "int4", batch: int = 1, **formats) -> SpeedupBound:
+def format_speedup(model: Model | str = "llama-3.1-70b", part: Part | str = "h100-sxm", context_tokens: int = 4096,
+                   weights_dtype: str = "int4", batch: int = 1, **formats) -> FormatSpeedup:
     """Batch-1 decode (by default) in BF16 and with ``weights_dtype`` weights, both from place()."""
     b = whole_number("batch", batch, 1)
     t = whole_number("context_tokens", context_tokens, 0)
     bf16 = place(model, part, phase="decode", batch=b, context_tokens=t)
     q = place(model, part, phase="decode", batch=b, context_tokens=t, weights_dtype=weights_dtype, **formats)
-    return SpeedupBound(bf16=bf16, quantized=q)
+    return FormatSpeedup(bf16=bf16, quantized=q)
 
 
 #: the three formats of the critical-batch comparison: label → Workload fields
@@ -533,39 +565,83 @@ WEIGHT_FORMATS = {
 }
 
 
+def _first(mask: np.ndarray, batch: np.ndarray) -> int | None:
+    hit = np.nonzero(mask)[0]
+    return int(batch[hit[0]]) if hit.size else None
+
+
 @dataclass(frozen=True)
 class BatchSweep:
-    """Decode steps at every batch 1 … ``max_batch`` in one format (arrays indexed by batch − 1)."""
+    """Decode steps at every batch 1 … ``max_batch`` in one format (arrays indexed by batch − 1;
+    seconds). Both figures of each step: the **estimate** (``step_estimate_s``: unfused bytes,
+    ``memory_time_s``; the dequantisation in series, ``compute_time_s`` = tensor + dequant) and the
+    **lower bound** (``step_lower_bound_s``: compulsory bytes, ``memory_lower_bound_s``; the
+    dequantisation overlapped, ``compute_lower_bound_s`` = max(tensor, dequant))."""
 
     label: str
     batch: np.ndarray
-    step_time_s: np.ndarray
-    compute_time_s: np.ndarray
-    memory_time_s: np.ndarray
+    step_estimate_s: np.ndarray
+    step_lower_bound_s: np.ndarray
+    tensor_time_s: np.ndarray  #: the FLOPs on the tensor units, no dequantisation
+    compute_time_s: np.ndarray  #: the estimate's: tensor + dequant, in series
+    compute_lower_bound_s: np.ndarray  #: the bound's: max(tensor, dequant), overlapped
+    memory_time_s: np.ndarray  #: the estimate's: every unfused byte
+    memory_lower_bound_s: np.ndarray  #: the bound's: compulsory bytes only
     dequant_time_s: np.ndarray
-    compute_bound: np.ndarray
+    flops: np.ndarray  #: the step's model FLOPs (the dequantisation is not model math)
+    intensity_per_weight_byte: np.ndarray  #: the weight lens: weight-matmul FLOPs per weight byte
     matmul_peak_flops_per_s: float
-    ridge_point_flop_per_byte: np.ndarray
+    bandwidth_bytes_per_s: float
+    ridge_point_flop_per_byte: np.ndarray  #: the estimate's: FLOPs ÷ (tensor + dequant time) ÷ bandwidth
 
     @property
-    def critical_batch(self) -> int | None:
-        """The smallest batch whose step is compute-bound (None up to ``max_batch``), the course's
-        rule: the dequantisation (weight-only formats) added in series to the matmuls."""
-        hit = np.nonzero(self.compute_bound)[0]
-        return int(self.batch[hit[0]]) if hit.size else None
+    def ridge_point_lower_bound_flop_per_byte(self) -> np.ndarray:
+        """The bound's ridge: FLOPs ÷ max(tensor, dequant time) ÷ bandwidth — the matmuls' own ridge
+        wherever the tensor time is the longer (FLOP/byte)."""
+        return self.flops / self.compute_lower_bound_s / self.bandwidth_bytes_per_s
 
     @property
-    def overlapped_step_time_s(self) -> np.ndarray:
-        """Each step's lower bound if the dequantisation overlapped the matmuls completely:
-        max(compute − dequant, memory) (seconds). Equal to ``step_time_s`` without a dequant."""
-        return np.maximum(self.compute_time_s - self.dequant_time_s, self.memory_time_s)
+    def compute_bound(self) -> np.ndarray:
+        """True where the estimate's compute time reaches its memory time."""
+        return self.compute_time_s >= self.memory_time_s
+
+    @property
+    def critical_batch_estimate(self) -> int | None:
+        """The smallest batch whose **estimate** is compute-bound (None up to ``max_batch``): unfused
+        bytes, the dequantisation (weight-only formats) added in series to the matmuls."""
+        return _first(self.compute_bound, self.batch)
+
+    @property
+    def critical_batch_lower_bound(self) -> int | None:
+        """The smallest batch whose **lower bound** is compute-bound (None up to ``max_batch``):
+        compulsory bytes, the dequantisation overlapped with the matmuls (``lower_bound_roof``)."""
+        return _first(self.compute_lower_bound_s >= self.memory_lower_bound_s, self.batch)
 
     @property
     def critical_batch_without_dequant(self) -> int | None:
-        """The smallest batch whose matmuls alone (dequantisation left out, or fully overlapped)
-        take at least the memory time (None up to ``max_batch``)."""
-        hit = np.nonzero(self.compute_time_s - self.dequant_time_s >= self.memory_time_s)[0]
-        return int(self.batch[hit[0]]) if hit.size else None
+        """The estimate's bytes with the dequantisation overlapped instead of in series: the smallest
+        batch where max(tensor, dequant) reaches the unfused memory time (None up to ``max_batch``).
+        It isolates the dequant convention from the unfused-activations one."""
+        return _first(np.maximum(self.tensor_time_s, self.dequant_time_s) >= self.memory_time_s, self.batch)
+
+    @property
+    def weight_lens_critical_batch_estimate(self) -> int | None:
+        """The weight lens (weight-matmul FLOPs per weight byte) against the estimate's ridge, the
+        dequantisation in series (lesson 4's :func:`~roofline_lessons.topics.batching.critical_batch`
+        with ``lens="weights only"``)."""
+        return _first(self.intensity_per_weight_byte >= self.ridge_point_flop_per_byte, self.batch)
+
+    @property
+    def weight_lens_critical_batch_lower_bound(self) -> int | None:
+        """The weight lens against the bound's ridge, the dequantisation overlapped: the matmuls'
+        own ridge."""
+        return _first(self.intensity_per_weight_byte >= self.ridge_point_lower_bound_flop_per_byte, self.batch)
+
+    @property
+    def overlapped_step_time_s(self) -> np.ndarray:
+        """The estimate with the dequantisation overlapped instead of in series (unfused bytes kept):
+        max(tensor, dequant, memory), seconds. Equal to ``step_estimate_s`` without a dequant."""
+        return np.maximum(np.maximum(self.tensor_time_s, self.dequant_time_s), self.memory_time_s)
 
 
 def batch_sweep(model: Model | str, part: Part | str, context_tokens: int, max_batch: int = 4096, label: str = "",
@@ -576,18 +652,22 @@ def batch_sweep(model: Model | str, part: Part | str, context_tokens: int, max_b
     b = np.arange(1, n + 1, dtype=float)
     p = place(model, part, phase="decode", batch=b, context_tokens=t, **formats)
     arr = lambda x: np.broadcast_to(np.asarray(x, dtype=float), b.shape).copy()
-    compute, memory = arr(p.compute_time_s), arr(p.memory_time_s)
-    return BatchSweep(label=label, batch=b.astype(np.int64), step_time_s=arr(p.time_estimate_s),
-                      compute_time_s=compute, memory_time_s=memory, dequant_time_s=arr(p.dequant_time_s),
-                      compute_bound=compute >= memory, matmul_peak_flops_per_s=float(p.matmul_peak_flops_per_s),
+    return BatchSweep(label=label, batch=b.astype(np.int64), step_estimate_s=arr(p.time_estimate_s),
+                      step_lower_bound_s=arr(p.time_lower_bound_s), tensor_time_s=arr(p.tensor_time_s),
+                      compute_time_s=arr(p.compute_time_s), compute_lower_bound_s=arr(p.compute_lower_bound_s),
+                      memory_time_s=arr(p.memory_time_s), memory_lower_bound_s=arr(p.memory_lower_bound_s),
+                      dequant_time_s=arr(p.dequant_time_s),
+                      flops=arr(p.cost.flops), intensity_per_weight_byte=arr(p.intensity_per_weight_byte),
+                      matmul_peak_flops_per_s=float(p.matmul_peak_flops_per_s),
+                      bandwidth_bytes_per_s=float(p.bandwidth_bytes_per_s),
                       ridge_point_flop_per_byte=arr(p.ridge_point_flop_per_byte))
 
 
 def critical_batches(model: Model | str = "llama-3.1-70b", part: Part | str = "b200", context_tokens: int = 128,
                      formats: dict | None = None, max_batch: int = 4096, **common) -> tuple[BatchSweep, ...]:
     """One batch sweep per weight format (default :data:`WEIGHT_FORMATS`); each one's
-    ``critical_batch`` is where its step turns compute-bound. ``common``: fields every format shares
-    (``kv_dtype``…)."""
+    ``critical_batch_estimate`` and ``critical_batch_lower_bound`` are where its step turns
+    compute-bound by each figure. ``common``: fields every format shares (``kv_dtype``…)."""
     fmts = WEIGHT_FORMATS if formats is None else formats
     return tuple(batch_sweep(model, part, context_tokens, max_batch, label=name, **{**common, **f})
                  for name, f in fmts.items())
@@ -595,14 +675,18 @@ def critical_batches(model: Model | str = "llama-3.1-70b", part: Part | str = "b
 
 def weight_only_crossover(model: Model | str = "llama-3.1-70b", part: Part | str = "h100-sxm",
                           context_tokens: int = 128, weights_dtype: str = "int4", max_batch: int = 4096,
-                          **common) -> int | None:
+                          figure: str = "estimate", **common) -> int | None:
     """The smallest batch at which a weight-only ``weights_dtype`` step is no faster than the BF16 step
-    (None up to ``max_batch``): where the dequantisation, on top of the BF16 matmuls, has eaten the
-    gain from reading fewer bytes."""
+    (None up to ``max_batch``), by ``figure``: ``"estimate"`` (the dequantisation in series, on top of
+    the BF16 matmuls, eats the gain from reading fewer bytes) or ``"lower bound"`` (overlapped: then
+    the step is never slower, only equal once both are compute-bound, so this is where they meet)."""
+    if figure not in ("estimate", "lower bound"):
+        raise RooflineInputError(f"figure must be 'estimate' or 'lower bound', got {figure!r}")
     bf16 = batch_sweep(model, part, context_tokens, max_batch, **common)
     q = batch_sweep(model, part, context_tokens, max_batch, weights_dtype=weights_dtype, **common)
-    hit = np.nonzero(q.step_time_s >= bf16.step_time_s)[0]
-    return int(bf16.batch[hit[0]]) if hit.size else None
+    if figure == "estimate":
+        return _first(q.step_estimate_s >= bf16.step_estimate_s, bf16.batch)
+    return _first(q.step_lower_bound_s >= bf16.step_lower_bound_s * (1 - 1e-12), bf16.batch)
 
 
 # ---- paged KV for sliding-window models ------------------------------------------------------------

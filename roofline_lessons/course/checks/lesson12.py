@@ -14,10 +14,9 @@ from ...core.memory import weight_bytes
 from ...core.models import get_model
 from ...core.units import GiB
 from ...topics.shrinking import (
-    batch_sweep,
     critical_batches,
+    format_speedup,
     paged_capacity,
-    speedup_bound,
     stored_weights,
 )
 from ..checkers import CheckResult, Mistake, check_number
@@ -127,20 +126,20 @@ def int4_weights_gib(answer) -> CheckResult:
                              "norms) × 2 bytes, ÷ 2^30; norms = (2 × layers + 1) × hidden.")
 
 
-# ---- 12.3 the batch-1 speed-up bound --------------------------------------------------------------
+# ---- 12.3 the batch-1 speed-up of 4-bit weights (estimate ÷ estimate) ------------------------------
 
 
 def _speedup():
-    return speedup_bound(MODEL, PART, CONTEXT)
+    return format_speedup(MODEL, PART, CONTEXT)
 
 
 def _speedup_value() -> float:
-    return _speedup().speedup
+    return _speedup().speedup_estimate
 
 
 def _speedup_mistakes() -> tuple[Mistake, ...]:
     s = _speedup()
-    return _distinct(s.speedup, (
+    return _distinct(s.speedup_estimate, (
         Mistake("assume a 4× speed-up from 4-bit weights (16 bits ÷ 4), ignoring the scales, the layers kept in "
                 "BF16, the KV cache and the activations", 4.0),
         Mistake("divide the bytes per weight only (2 ÷ (0.5 + 2/128)), ignoring the BF16 embedding and lm_head, "
@@ -148,14 +147,14 @@ def _speedup_mistakes() -> tuple[Mistake, ...]:
         Mistake("divide the weight bytes only, ignoring the KV cache and the activations, which int4 weights do "
                 "not shrink", s.weight_bytes_ratio),
         Mistake("give the time saved as a fraction (1 − int4 ÷ BF16) instead of the speed-up (BF16 ÷ int4)",
-                1 - 1 / s.speedup),
-        Mistake("divide the other way (int4 ÷ BF16)", 1 / s.speedup),
+                1 - 1 / s.speedup_estimate),
+        Mistake("divide the other way (int4 ÷ BF16)", 1 / s.speedup_estimate),
     ), rel_tol=_SPEEDUP_REL_TOL)
 
 
 def int4_batch1_speedup(answer) -> CheckResult:
-    """12.3 — BF16 decode step ÷ int4 decode step (weight-only, group 128), Llama-3.1-70B, batch 1,
-    4,096 tokens cached, B200: both from place()."""
+    """12.3 — BF16 decode estimate ÷ int4 decode estimate (weight-only, group 128; ``time_estimate_s``),
+    Llama-3.1-70B, batch 1, 4,096 tokens cached, B200: both from place()."""
     return _check("12.3", answer, _speedup_value(), rel_tol=_SPEEDUP_REL_TOL, unit="×",
                         mistakes=_speedup_mistakes(),
                         hint="place(..., weights_dtype='int4').time_estimate_s against the BF16 step's.")
@@ -250,21 +249,29 @@ def _sweeps():
 
 
 def _crit_int4() -> float:
-    return float(_sweeps()["int4 weight-only (W4A16)"].critical_batch)
+    return float(_sweeps()["int4 weight-only (W4A16)"].critical_batch_estimate)
 
 
 def _crit_mistakes() -> tuple[Mistake, ...]:
     s = _sweeps()
-    q = batch_sweep(MODEL, PART, SHORT_CONTEXT, weights_dtype="int4")
+    q = s["int4 weight-only (W4A16)"]
     no_dequant = [int(b) for b, c, d, mem in zip(q.batch, q.compute_time_s, q.dequant_time_s, q.memory_time_s)
                   if c - d >= mem]
     out = [
         Mistake("think weight-only int4 raises the compute roof: its matmuls still run at the BF16 rate "
                 "(dequantised on the fly); only W4A4 (fp4 matmuls) raises it",
-                float(s["fp4 W4A4 (MXFP4 weights and matmuls)"].critical_batch)),
+                float(s["fp4 W4A4 (MXFP4 weights and matmuls)"].critical_batch_estimate)),
         Mistake("keep BF16's critical batch: the weights' bytes fell about 4×, the compute roof did not move",
-                float(s["BF16"].critical_batch)),
+                float(s["BF16"].critical_batch_estimate)),
     ]
+    if q.critical_batch_lower_bound is not None:
+        out.append(Mistake("read the lower bound's roof (lower_bound_roof: compulsory bytes, the dequantisation "
+                           "overlapped) where the estimate's (.bound: dequantisation in series) was asked",
+                           float(q.critical_batch_lower_bound)))
+    if q.weight_lens_critical_batch_estimate is not None:
+        out.append(Mistake("use the weight lens (weight bytes only): the step's bound is decided by all its "
+                           "traffic, the KV cache and activations included",
+                           float(q.weight_lens_critical_batch_estimate)))
     crit = int(_crit_int4())
     out.append(Mistake("give the last memory-bound batch (the critical batch is the FIRST compute-bound one)",
                        float(crit - 1)))
@@ -276,8 +283,9 @@ def _crit_mistakes() -> tuple[Mistake, ...]:
 
 
 def int4_critical_batch(answer) -> CheckResult:
-    """12.6 — the smallest batch at which a weight-only int4 decode step of Llama-3.1-70B (128 tokens
-    cached, B200) is compute-bound (place() swept over batch)."""
+    """12.6 — the smallest batch at which a weight-only int4 decode step's estimate of Llama-3.1-70B
+    (128 tokens cached, B200) is compute-bound (place() swept over batch; ``.bound``, the estimate's
+    roof: the dequantisation in series)."""
     return _check("12.6", answer, _crit_int4(), abs_tol=_EXACT_ABS_TOL, whole=True, unit="sequences",
                         mistakes=_crit_mistakes(),
                         hint="place(..., batch=np.arange(1, 4097), context_tokens=128, weights_dtype='int4').bound: "
