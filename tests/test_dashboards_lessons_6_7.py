@@ -315,3 +315,23 @@ def test_lesson07_bandwidth_reads_as_in_the_other_charts():
         legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
         roof_entries = [t for t in legend if t.startswith(part)]
         assert roof_entries and all(f", {said}," in t and ".00 TB/s" not in t for t in roof_entries)
+
+
+def test_lesson07_ceiling_words_follow_the_numbers():
+    """The verdict says rises / stays / falls from the two ceilings (weight-only decode on an H100: the estimate's
+    ceiling falls, dequantisation in series), and it gives the lower bound beside the estimate."""
+    from roofline_lessons.viz.dashboards.lesson07 import ceiling_change
+
+    assert ceiling_change(989e12, 1979e12, "fp8 bf16").startswith("rises from 989 TFLOP/s to")
+    assert ceiling_change(989e12, 989e12, "bf16 bf16") == "stays at 989 TFLOP/s"
+    assert ceiling_change(989e12, 66.7e12, "bf16 bf16") == "falls from 989 TFLOP/s to 66.7 TFLOP/s"
+    view = lesson07_view("h100-sxm", "decode", "weight-only 8-bit (W8A16)")
+    assert view.ceiling_flops_per_s < view.baseline_ceiling_flops_per_s
+    assert "The compute ceiling falls from 989 TFLOP/s" in view.text and "stays" not in view.text
+    assert "in series" in view.text and "the lower bound overlaps the two" in view.text
+    assert duration(view.time_lower_bound_s) in view.text and duration(view.time_estimate_s) in view.text
+    assert "≥" not in view.text and "linear layers of the blocks" in view.text
+    kv = lesson07_view("h100-sxm", "decode", BASELINE, "FP8 KV cache")
+    assert "The compute ceiling stays at 989 TFLOP/s" in kv.text
+    frame = lesson07_frame(view, Lesson07Chart())
+    assert "lower bound is" in frame.alt and "estimate" in frame.alt

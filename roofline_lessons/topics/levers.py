@@ -13,9 +13,23 @@
 - **FP8 KV cache**: cached keys and values stored in FP8 and converted to BF16 inside the attention
   kernel; attention's arithmetic stays BF16.
 
-Each lever's speed-up is the ratio of time lower bounds (baseline ÷ lever). What the cost model
-charges nothing for — dequantising weights, quantising activations, scale factors and their bytes —
-is said on each lever: the speed-ups are best cases in that respect.
+Which weights a narrow format applies to is the **recipe** (:data:`RECIPE_WORDS`): the default for
+8- and 4-bit weights is the linear layers of the transformer blocks, with the embedding, the
+lm_head and the norms kept in BF16, as published FP8 checkpoints are made; a matmul whose weights
+stay BF16 runs at the BF16 rate.
+
+Each lever's speed-up is given twice (:class:`LeverResult`), baseline ÷ lever:
+
+- ``speedup_lower_bound``: the ratio of the placements' **lower bounds** (``time_lower_bound_s``:
+  compulsory bytes only, tensor and vector units overlapped, so weight-only dequantisation is
+  hidden under the matmuls); the speed-up an ideal implementation of each would see;
+- ``speedup_estimate``: the ratio of the **estimates** (``time_estimate_s``), whose conventions
+  include operators unfused (every activation through HBM) and weight-only dequantisation in series
+  with the matmuls. Where the two differ, the real kernels' figure lies between them (a
+  Marlin-style weight-only kernel hides much of the dequantisation, not all).
+
+What the cost model charges nothing for at all — quantising activations, their scales, the 8-bit
+per-channel weight scales — is said on each lever (``not_counted``).
 """
 
 from __future__ import annotations
@@ -24,9 +38,20 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
+from ..core.costs import DEQUANT_FLOPS_PER_WEIGHT, Workload
+from ..core.dtypes import weight_bytes_per_element
 from ..core.errors import RooflineInputError
 from ..core.hardware import get_part
 from ..core.placement import Placement, place
+
+#: which weights a narrow format is applied to, in words (``Workload.weight_recipe``)
+RECIPE_WORDS = {
+    "all": "every weight, embedding, lm_head and norms included",
+    "linear": "the linear layers of the blocks; embedding, lm_head, norms (and any short convolution or MoE router) "
+              "stay BF16",
+    "mlp": "the MLPs only; attention, embedding, lm_head and norms stay BF16",
+    "experts": "the MoE experts only; everything else stays BF16",
+}
 
 
 @dataclass(frozen=True)
@@ -38,26 +63,37 @@ class Lever:
     what: str  #: what is stored and computed in which format
     not_counted: str = ""  #: what the cost model charges nothing for
 
+    @property
+    def recipe(self) -> str:
+        """Which weights the lever stores in its narrow format (the default recipe of its weight format),
+        in words; ``"none (all BF16)"`` when it leaves the weights in BF16."""
+        w = Workload(**{k: v for k, v in self.changes.items() if k in ("weights_dtype", "compute_dtype")})
+        if w.weights_dtype == "bf16":
+            return "none: all weights BF16"
+        return RECIPE_WORDS[w.weight_recipe]
 
+
+_DEQUANT = (f"dequantised to BF16 on the fly by the vector units ({DEQUANT_FLOPS_PER_WEIGHT:g} FLOPs a weight, "
+            "charged: the estimate adds that time to the matmuls', the lower bound overlaps the two)")
 _W8A16 = Lever(
     "weight-only 8-bit (W8A16)", MappingProxyType({"weights_dtype": "fp8"}),
-    "weights in 8 bits (FP8 or INT8: the same bytes), dequantised to BF16 on the fly; every matmul at the BF16 rate",
-    "the dequantisation work and the scale factors' bytes")
+    f"weights in 8 bits (FP8 or INT8: the same bytes), {_DEQUANT}; every matmul at the BF16 rate",
+    "the per-channel scales' bytes (a rounding error)")
 _W8A8 = Lever(
     "W8A8 FP8", MappingProxyType({"weights_dtype": "fp8", "compute_dtype": "fp8"}),
-    "FP8 weights and FP8 activations at each weight matmul's input; weight matmuls on FP8 tensor cores; "
-    "attention, softmax, norms and the recurrence stay BF16",
-    "quantising the activations and the scales; activation traffic is counted at BF16 (the residual stream and "
-    "the matmul outputs stay BF16)")
+    "FP8 weights and FP8 activations at each quantised weight matmul's input; those matmuls on FP8 tensor cores "
+    "(the BF16-kept lm_head at the BF16 rate); attention, softmax, norms and the recurrence stay BF16",
+    "quantising the activations and their scales; the per-channel weight scales; activation traffic is counted "
+    "at BF16 (the residual stream and the matmul outputs stay BF16)")
 _KV8 = Lever(
     "FP8 KV cache", MappingProxyType({"kv_dtype": "fp8"}),
     "cached K and V in FP8, converted to BF16 inside the attention kernel (as modelled here); attention's "
     "arithmetic stays BF16",
-    "the conversion work and the scales")
+    "converting K and V to BF16, and the KV scales")
 _W8A8_INT8 = Lever(
     "W8A8 INT8", MappingProxyType({"weights_dtype": "int8", "compute_dtype": "int8"}),
-    "INT8 weights and INT8 activations at each weight matmul's input; weight matmuls on INT8 tensor cores; "
-    "attention, softmax, norms and the recurrence stay BF16",
+    "INT8 weights and INT8 activations at each quantised weight matmul's input; those matmuls on INT8 tensor "
+    "cores (the BF16-kept lm_head at the BF16 rate); attention, softmax, norms and the recurrence stay BF16",
     "quantising the activations, the scales, and dequantising the INT32 accumulators; activation traffic is "
     "counted at BF16")
 _W8A16_KV8 = Lever(
@@ -69,13 +105,15 @@ _W8A8_KV8 = Lever(
     "W8A8 FP8 and an FP8 KV cache; attention's arithmetic stays BF16", "as for each of the two")
 _W4A16 = Lever(
     "weight-only 4-bit (W4A16)", MappingProxyType({"weights_dtype": "fp4"}),
-    "weights in 4 bits (INT4 or FP4: the same bytes), dequantised to BF16 on the fly; every matmul at the BF16 rate",
-    "the dequantisation work and the per-group scales' bytes")
+    f"weights in 4 bits with their block scales (FP4: {weight_bytes_per_element('fp4'):g} byte a weight; INT4 "
+    f"with groups of 128 would be {weight_bytes_per_element('int4'):g}), {_DEQUANT}; every matmul at the BF16 rate",
+    "unpacking and scaling work beyond the FLOPs charged for dequantisation")
 _W4A4 = Lever(
     "W4A4 FP4", MappingProxyType({"weights_dtype": "fp4", "compute_dtype": "fp4"}),
-    "FP4 weights and activations at each weight matmul's input; weight matmuls on FP4 tensor cores; "
-    "attention and the rest stay BF16",
-    "quantising the activations and the per-block scales and their bytes; activation traffic counted at BF16")
+    "FP4 weights and activations at each quantised weight matmul's input; those matmuls on FP4 tensor cores "
+    "(the BF16-kept lm_head at the BF16 rate); attention and the rest stay BF16",
+    "quantising the activations and their per-block scales (the weights' block scales are counted); activation "
+    "traffic counted at BF16")
 
 BASELINE = "BF16 (baseline)"
 
@@ -119,21 +157,48 @@ def regime(intensity: float, ridge: float, tolerance: float = AT_RIDGE_TOLERANCE
 
 @dataclass(frozen=True)
 class LeverResult:
+    """One lever's step against the all-BF16 step: the speed-up of the lower bound and of the estimate."""
+
     lever: str
     placement: Placement | None  #: None when the part cannot run the lever
-    speedup: float | None  #: baseline time bound ÷ this lever's time bound; None when unavailable
+    speedup_estimate: float | None  #: baseline ``time_estimate_s`` ÷ this lever's; None when unavailable
     unavailable: str | None = None  #: why not, e.g. "a100-80gb has no fp8 rate in the catalog …"
+    #: baseline ``time_lower_bound_s`` ÷ this lever's (the ratio of the two lower bounds, not a bound on the
+    #: speed-up); None when unavailable
+    speedup_lower_bound: float | None = None
+
+    @property
+    def speedup(self) -> float | None:
+        """The estimate's speed-up (:attr:`speedup_estimate`), kept under its old name for older callers."""
+        return self.speedup_estimate
 
     @property
     def bound(self) -> str | None:
+        """The estimate's binding roof (``Placement.bound``): ``"memory"`` or ``"compute"``."""
         return None if self.placement is None else str(self.placement.bound)
 
     @property
+    def lower_bound_roof(self) -> str | None:
+        """The lower bound's binding roof (``Placement.lower_bound_roof``): ``"memory"`` or ``"compute"``."""
+        return None if self.placement is None else str(self.placement.lower_bound_roof)
+
+    @property
     def regime(self) -> str | None:
-        """``"memory-bound"``, ``"compute-bound"``, or ``"at the ridge"`` (within :data:`AT_RIDGE_TOLERANCE`)."""
+        """The estimate's regime: ``"memory-bound"``, ``"compute-bound"``, or ``"at the ridge"`` (within
+        :data:`AT_RIDGE_TOLERANCE`), from the unfused intensity and the ridge of the step's FLOP mix with
+        dequantisation in series."""
         if self.placement is None:
             return None
         return regime(self.placement.intensity, self.placement.ridge_point_flop_per_byte)
+
+    @property
+    def regime_lower_bound(self) -> str | None:
+        """The lower bound's regime: compulsory intensity against the ridge of the bound's compute time
+        (tensor and vector units overlapped). ``I / I*`` is the compute time ÷ the memory time."""
+        p = self.placement
+        if p is None:
+            return None
+        return regime(float(p.compute_lower_bound_s), float(p.memory_lower_bound_s))
 
     @property
     def fits(self) -> bool | None:
@@ -142,11 +207,33 @@ class LeverResult:
 
     @property
     def label(self) -> str:
-        """``"1.93× (compute-bound)"`` or ``"1.98× (at the ridge)"``; ``"not available"`` where the catalog has
-        no sourced rate for the lever's format on the part."""
-        if self.speedup is None:
+        """The estimate's speed-up: ``"1.84× (memory-bound)"``; ``"not available"`` where the catalog has no
+        sourced rate for the lever's format on the part."""
+        if self.speedup_estimate is None:
             return "not available"
-        return f"{self.speedup:.2f}× ({self.regime})"
+        return f"{self.speedup_estimate:.2f}× ({self.regime})"
+
+    @property
+    def label_lower_bound(self) -> str:
+        """The lower bound's speed-up: ``"1.98× (compute-bound)"``, or ``"not available"``."""
+        if self.speedup_lower_bound is None:
+            return "not available"
+        return f"{self.speedup_lower_bound:.2f}× ({self.regime_lower_bound})"
+
+    @property
+    def same_both(self) -> bool:
+        """Whether the bound's and the estimate's speed-ups read the same (two decimals, same regime)."""
+        return self.label == self.label_lower_bound
+
+    @property
+    def label_both(self) -> str:
+        """One label where the two figures read the same (``"1.93× (compute-bound), both"``), else both:
+        ``"bound 1.98× (compute-bound); estimate 1.84× (memory-bound)"``."""
+        if self.speedup_estimate is None:
+            return "not available"
+        if self.same_both:
+            return f"{self.label}, both"
+        return f"bound {self.label_lower_bound}; estimate {self.label}"
 
 
 def _fields(phase: str, tokens) -> dict:
@@ -159,7 +246,7 @@ def lever_speedups(model: str, part: str, phase: str, tokens: int = 8192, batch:
 
     ``tokens`` is the prompt (prefill) or the cache (decode). A lever whose format has no sourced rate
     for the part in the catalog (FP8 matmuls on an A100, INT8 on an H200) comes back with
-    ``speedup=None`` and the reason in ``unavailable``.
+    ``speedup_estimate=speedup_lower_bound=None`` and the reason in ``unavailable``.
     """
     fields = _fields(phase, tokens)
     base = place(model, part, phase=phase, batch=batch, **fields)
@@ -170,7 +257,8 @@ def lever_speedups(model: str, part: str, phase: str, tokens: int = 8192, batch:
         except RooflineInputError as exc:
             out.append(LeverResult(name, None, None, str(exc)))
             continue
-        out.append(LeverResult(name, p, float(base.time_estimate_s / p.time_estimate_s)))
+        out.append(LeverResult(name, p, float(base.time_estimate_s / p.time_estimate_s),
+                               speedup_lower_bound=float(base.time_lower_bound_s / p.time_lower_bound_s)))
     return out
 
 

@@ -9,6 +9,11 @@ The chart always marks the ceiling in force for the chosen recipe (a heavy grey 
 with its value written in the corner): a recipe that only raises the compute ceiling leaves a
 memory-bound point where it was, and the band, not the point, shows what changed. The verdict then
 says why the point did not move, with the step's compute and memory times.
+
+The chart is the **estimate**'s view (``Placement.time_estimate_s``): the unfused intensity, and a
+ceiling that blends the FLOP mix's peaks with weight-only dequantisation in series, so a weight-only
+recipe's ceiling falls. The verdict gives the step's **lower bound** (``time_lower_bound_s``: compulsory
+bytes, dequantisation overlapped) and its speed-up beside the estimate's.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from ...core.hardware import get_part, list_parts
 from ...core.placement import place
 from ...core.roofline import attainable_flops_per_s
 from ...core.units import binary, count, duration, num
-from ...topics.levers import BASELINE, KV_FORMATS, WEIGHT_RECIPES, recipe_fields, regime
+from ...topics.levers import BASELINE, KV_FORMATS, LEVER_SPECS, WEIGHT_RECIPES, recipe_fields, regime
 from ..charts import MARKERS, MIN_FONT_PT, PALETTE, Roof, roofline_chart, set_roof_ylim
 from ..fastfig import CachedFigure, bare_figure, message_png
 from ._panel import Frame
@@ -49,17 +54,21 @@ class Lesson07View:
     roofs: tuple[Roof, ...]
     baseline: tuple[float, float] | None  #: (intensity, attainable FLOP/s) all BF16
     chosen: tuple[float, float] | None
-    ridge_point_flop_per_byte: float | None  #: for the chosen step's mix of FLOPs
-    speedup: float | None
+    ridge_point_flop_per_byte: float | None  #: for the chosen step's mix of FLOPs (the estimate's ceiling)
+    speedup: float | None  #: the estimate's speed-up: all-BF16 time_estimate_s ÷ the chosen step's
     text: str
     error: str | None = None
     fits: bool | None = None  #: weights + KV + state of the chosen step fit in memory
-    ceiling_flops_per_s: float | None = None  #: compute roof in force for the chosen step's FLOP mix
+    ceiling_flops_per_s: float | None = None  #: the estimate's compute roof for the chosen step's FLOP mix
     baseline_ceiling_flops_per_s: float | None = None  #: compute roof of the all-BF16 step
     bandwidth_bytes_per_s: float | None = None
-    compute_time_s: float | None = None  #: the chosen step's FLOPs at their own peaks
-    memory_time_s: float | None = None  #: the chosen step's bytes at the bandwidth
-    baseline_time_s: float | None = None  #: the all-BF16 step's time lower bound
+    compute_time_s: float | None = None  #: the estimate's compute seconds (FLOPs at their peaks + dequant in series)
+    memory_time_s: float | None = None  #: the estimate's memory seconds (the unfused bytes at the bandwidth)
+    baseline_time_s: float | None = None  #: the all-BF16 step's estimate, seconds
+    speedup_lower_bound: float | None = None  #: all-BF16 time_lower_bound_s ÷ the chosen step's
+    time_lower_bound_s: float | None = None  #: the chosen step's lower bound, seconds
+    time_estimate_s: float | None = None  #: the chosen step's estimate, seconds
+    baseline_time_lower_bound_s: float | None = None  #: the all-BF16 step's lower bound, seconds
     recipe: str = BASELINE
     kv: str = "BF16 KV cache"
     ceiling_formats: str = "bf16"  #: e.g. "fp8 matmuls, bf16 rest": the formats behind the ceiling
@@ -102,15 +111,38 @@ def _speed_words(speedup: float) -> str:
     return f"{num(speedup)}× faster" if speedup > 1 else f"{num(1 / speedup)}× slower"
 
 
+def ceiling_change(base_ceiling: float, ceiling: float, formats: str) -> str:
+    """How the compute ceiling moved, worded from the numbers: ``"rises from 989 TFLOP/s to 1,979 TFLOP/s"``,
+    ``"stays at 989 TFLOP/s"`` (within a part in 10⁹) or ``"falls from 989 TFLOP/s to 66.7 TFLOP/s"``."""
+    if ceiling > base_ceiling * (1 + 1e-9):
+        return f"rises from {num(base_ceiling / TERA)} TFLOP/s to {rate(ceiling, formats)}"
+    if ceiling < base_ceiling * (1 - 1e-9):
+        return f"falls from {num(base_ceiling / TERA)} TFLOP/s to {rate(ceiling, formats)}"
+    return f"stays at {rate(ceiling, formats)}"
+
+
+def _dequant_note(new) -> str:
+    """For a weight-only step: why the estimate's ceiling fell, and the lower bound's ceiling beside it."""
+    dequant_s = float(new.dequant_time_s)
+    if dequant_s <= 0:
+        return ""
+    bound_ceiling = float(new.cost.flops) / float(new.compute_lower_bound_s)
+    return (f" (the estimate adds dequantising the weights on the vector units, {duration(dequant_s)}, in series "
+            f"with the tensor cores' {duration(float(new.tensor_time_s))}; the lower bound overlaps the two, a "
+            f"ceiling of {num(bound_ceiling / TERA)} TFLOP/s)")
+
+
 def _why(new, base, ceiling: float, base_ceiling: float) -> str:
-    """Why the chosen dot sits where it does relative to the all-BF16 one, with the numbers."""
+    """Why the chosen dot sits where it does relative to the all-BF16 one, with the numbers (the estimate's
+    view: its ceiling, its compute and memory times)."""
     same_place = (np.isclose(float(new.intensity), float(base.intensity), rtol=1e-9)
                   and np.isclose(float(new.attainable_flops_per_s), float(base.attainable_flops_per_s), rtol=1e-9))
     raised = ceiling > base_ceiling * (1 + 1e-9)
     compute_t, memory_t = float(new.compute_time_s), float(new.memory_time_s)
     w = new.workload
     formats = f"{w.compute_dtype} {w.other_compute_dtype}"
-    if not raised and same_place:
+    moved = ceiling_change(base_ceiling, ceiling, formats) + _dequant_note(new)
+    if not raised and same_place and moved.startswith("stays"):
         return "This is the all-BF16 step itself: the filled dot sits on the open square."
     if raised and str(new.bound) == "memory":
         dot = (f"it runs at intensity × bandwidth = {rate(float(new.attainable_flops_per_s), formats)} under "
@@ -128,11 +160,11 @@ def _why(new, base, ceiling: float, base_ceiling: float) -> str:
                 f"{rate(ceiling, formats)} against {duration(float(base.compute_time_s))} at BF16's "
                 f"{num(base_ceiling / TERA)} TFLOP/s.")
     if str(new.bound) == "memory":
-        return (f"The compute ceiling stays at {rate(ceiling, formats)}; fewer bytes moved the dot right along "
-                f"the bandwidth slope ({duration(float(base.memory_time_s))} of memory traffic all-BF16, "
-                f"{duration(memory_t)} now).")
-    return (f"The compute ceiling stays at {rate(ceiling, formats)} and the step is compute-bound there: its "
-            f"FLOPs need {duration(compute_t)}, its bytes only {duration(memory_t)}, so fewer bytes do not shorten it.")
+        return (f"The compute ceiling {moved}; the step is memory-bound (its FLOPs need {duration(compute_t)}, its "
+                f"bytes {duration(memory_t)}), so fewer bytes moved the dot along the bandwidth slope "
+                f"({duration(float(base.memory_time_s))} of memory traffic all-BF16, {duration(memory_t)} now).")
+    return (f"The compute ceiling {moved}, and the step is compute-bound there: its FLOPs need {duration(compute_t)}, "
+            f"its bytes only {duration(memory_t)}, so fewer bytes do not shorten it.")
 
 
 def lesson07_view(part_id: str, phase: str, recipe: str = BASELINE, kv: str = "BF16 KV cache", tokens: int = 8192,
@@ -166,29 +198,38 @@ def lesson07_view(part_id: str, phase: str, recipe: str = BASELINE, kv: str = "B
     fit_text = (f"Memory: weights, KV cache and state take {binary(float(new.memory_required_bytes))}, which "
                 + ("fits" if fits else "does NOT fit") + f" in the {part.id}'s {binary(part.memory_capacity_bytes)} "
                 "(no headroom kept).")
-    caveat = " (a best case: no cost charged for (de)quantising or scales)" if change else ""
+    specs = {lev.name: lev for lev in LEVER_SPECS}
+    lever = WEIGHT_RECIPES[recipe]
+    not_charged = [lev.not_counted for lev in ((lever,) if lever.changes else ())
+                   + ((specs["FP8 KV cache"],) if KV_FORMATS[kv] else ())]
+    caveat = f" Not charged by either: {'; '.join(not_charged)}." if not_charged else ""
+    bound_s, base_bound_s = float(new.time_lower_bound_s), float(base.time_lower_bound_s)
+    speedup_lb = base_bound_s / bound_s
+    figures = (f"Step: lower bound {duration(bound_s)}, estimate {duration(float(new.time_estimate_s))} "
+               f"(unfused activations{', dequantisation in series' if float(new.dequant_time_s) > 0 else ''})")
     if not change:
-        timing = f"Step ≥ {duration(float(new.time_estimate_s))}. "
-    elif abs(speedup - 1) < 5e-3:
-        timing = (f"Step ≥ {duration(float(new.time_estimate_s))}, no faster than all-BF16's "
-                  f"{duration(float(base.time_estimate_s))}{caveat}. ")
+        timing = f"{figures}. "
     else:
-        timing = (f"Step ≥ {duration(float(new.time_estimate_s))} against {duration(float(base.time_estimate_s))} "
-                  f"all-BF16: {_speed_words(speedup)}{caveat}. ")
+        timing = (f"{figures}; all-BF16: {duration(base_bound_s)} and {duration(float(base.time_estimate_s))}. "
+                  f"The lower bound is {_speed_words(speedup_lb)}, the estimate {_speed_words(speedup)}.{caveat} ")
     integer = rate_unit(formats) == "TOPS"
     unit_said = (" (tera-operations per second: the INT8 ops/s of the weight matmuls and the BF16 FLOP/s of the "
                  "rest, counted alike)" if integer else "")
-    text = (f"{what} on the {part.id}: {recipe}, {kv}. Compute ceiling for this FLOP mix ({formats_said}): "
+    recipe_said = f" ({lever.recipe})" if "weights_dtype" in lever.changes else ""
+    text = (f"{what} on the {part.id}: {recipe}{recipe_said}, {kv}. " + timing
+            + f"The chart is the estimate's view. Compute ceiling for this FLOP mix ({formats_said}): "
             f"{rate(ceiling, formats)}{unit_said}, ridge {num(float(new.ridge_point_flop_per_byte))} FLOP/byte. "
-            f"Intensity {num(float(new.intensity))} FLOP/byte (all BF16: {num(float(base.intensity))}): "
-            f"{regime(new.intensity, new.ridge_point_flop_per_byte)}. "
-            + timing + _why(new, base, ceiling, base_ceiling))
+            f"Intensity of the unfused bytes {num(float(new.intensity))} FLOP/byte (all BF16: "
+            f"{num(float(base.intensity))}): {regime(new.intensity, new.ridge_point_flop_per_byte)}. "
+            + _why(new, base, ceiling, base_ceiling))
     chosen_attainable = float(attainable_flops_per_s(new.intensity, new.peak_flops_per_s, new.bandwidth_bytes_per_s))
     return Lesson07View(part.id, phase, roofs, (float(base.intensity), float(base.attainable_flops_per_s)),
                         (float(new.intensity), chosen_attainable), float(new.ridge_point_flop_per_byte), speedup, text,
                         fits=fits, ceiling_flops_per_s=ceiling, baseline_ceiling_flops_per_s=base_ceiling,
                         bandwidth_bytes_per_s=float(new.bandwidth_bytes_per_s), compute_time_s=float(new.compute_time_s),
                         memory_time_s=float(new.memory_time_s), baseline_time_s=float(base.time_estimate_s),
+                        speedup_lower_bound=speedup_lb, time_lower_bound_s=bound_s,
+                        time_estimate_s=float(new.time_estimate_s), baseline_time_lower_bound_s=base_bound_s,
                         recipe=recipe, kv=kv, ceiling_formats=formats, notes=(fit_text,))
 
 
@@ -265,7 +306,9 @@ def lesson07_alt(view: Lesson07View) -> str:
             f"{num(view.baseline[1] / TERA)} TFLOP/s; the chosen step (filled dot) is at {num(view.chosen[0])} "
             f"FLOP/byte, {rate(view.chosen[1], view.ceiling_formats)}, "
             f"{regime(view.chosen[0], view.ridge_point_flop_per_byte)}"
-            + (", on top of the open square" if same else "") + f"; {_speed_words(view.speedup)}.")
+            + (", on top of the open square" if same else "")
+            + f"; the step's lower bound is {_speed_words(view.speedup_lower_bound)}, its estimate "
+            f"{_speed_words(view.speedup)}.")
 
 
 def lesson07_frame(view: Lesson07View, chart: Lesson07Chart) -> Frame:
