@@ -399,12 +399,24 @@ def test_lesson03_bracket_is_the_binding_term():
     from roofline_lessons.core.units import si
     v = lesson03_view("qwen3.8-27b", "h100-sxm", "prefill", 128)
     p = place("qwen3.8-27b", "h100-sxm", phase="prefill", prompt_tokens=128)
-    assert p.bound == "memory"
-    assert f"({si(float(p.cost.bytes), 'B')} at {si(p.bandwidth_bytes_per_s, 'B/s')})" in v.summary
+    assert p.lower_bound_roof == "memory"
+    assert f"(lower bound: {si(float(p.cost.compulsory_bytes), 'B')} at {si(p.bandwidth_bytes_per_s, 'B/s')})" \
+        in v.summary
     assert "TFLOP at" not in v.summary
     c = lesson03_view("qwen3.8-27b", "h100-sxm", "prefill", 8192)
     q = place("qwen3.8-27b", "h100-sxm", phase="prefill", prompt_tokens=8192)
-    assert q.bound == "compute" and f"({si(float(q.cost.flops), 'FLOP')} at" in c.summary
+    assert q.lower_bound_roof == "compute" and f"(lower bound: {si(float(q.cost.flops), 'FLOP')} at" in c.summary
+
+
+def test_lesson03_summary_quotes_the_bound_with_the_estimate_beside_it():
+    from roofline_lessons.core.placement import place
+    from roofline_lessons.core.units import duration
+    v = lesson03_view("llama-3.1-8b", "h100-sxm", "prefill", 384)
+    p = place("llama-3.1-8b", "h100-sxm", phase="prefill", prompt_tokens=384)
+    assert (p.lower_bound_roof, p.bound) == ("compute", "memory")  # the two disagree on the roof here
+    assert f"≥ {duration(float(p.time_lower_bound_s))}" in v.summary
+    assert f"estimate (operators unfused, each one's activations through HBM) is " \
+           f"{duration(float(p.time_estimate_s))}, memory-bound" in v.summary
 
 
 @pytest.mark.parametrize("args", [("qwen3.8-27b", "h100-sxm", "prefill", 128),

@@ -6,8 +6,10 @@ import math
 
 import pytest
 
+from roofline_lessons import place
 from roofline_lessons.cli import main
 from roofline_lessons.core.hardware import get_part
+from roofline_lessons.core.parallel import Parallelism
 from roofline_lessons.course import cheatsheet, flashcards
 from roofline_lessons.course.drill import (BOX_INTERVALS_S, MAX_BOX, CardState, DrillSession, ProgressStore,
                                            flashcard_drill, next_card, schedule)
@@ -45,7 +47,7 @@ def test_quoted_figures_follow_the_package():
     gpt = flashcards.get_card("gpt-fast-gap")
     from roofline_lessons import place
 
-    bound = float(place("llama-2-7b", "a100-80gb", phase="decode", context_tokens=256).tokens_per_s_estimate)
+    bound = float(place("llama-2-7b", "a100-80gb", phase="decode", context_tokens=256).tokens_per_s_upper_bound)
     assert f"{bound:,.0f} tokens/s" in gpt.short_answer()
 
 
@@ -541,3 +543,45 @@ def test_cheat_sheet_has_the_shrinking_numbers():
         row = next(line for line in md.splitlines() if line.startswith(f"| {m.name} |"))
         assert f"{m.kv_bytes_per_token() / 1024:,.1f} KiB" in row
     assert "Shrinking the bytes" in cheatsheet.html_page()
+
+
+# ---- bound and estimate: every quoted step time says which it is (issue 23) ---------------------
+
+def test_time_cards_quote_the_bound_and_name_the_estimate():
+    from roofline_lessons.course.flashcards import NUMERIC_FUNCTIONS
+
+    ttft, tpot = flashcards.get_card("ttft-estimate"), flashcards.get_card("tpot-estimate")
+    bound = place("llama-3.1-8b", "h100-sxm", phase="prefill", prompt_tokens=8192)
+    assert ttft.answer_value() == pytest.approx(float(bound.time_lower_bound_s) * 1e3)
+    # "those bytes take less time than the FLOPs": the estimate's memory term hides under its compute
+    assert float(bound.memory_time_s) < float(bound.compute_time_s)
+    assert f"{float(bound.time_estimate_s) * 1e3:,.0f} ms" in ttft.detailed_answer()
+    step = place("llama-3.1-8b", "h100-sxm", phase="decode", context_tokens=8192)
+    assert tpot.answer_value() == pytest.approx(float(step.time_lower_bound_s) * 1e3)
+    assert f"{float(step.time_estimate_s) * 1e3:.2f} ms" in tpot.detailed_answer()
+    assert "lower bound" in tpot.short_answer() and "estimate" in tpot.detailed_answer()
+    assert NUMERIC_FUNCTIONS["tokens_per_s"]("llama-3.1-8b", "h100-sxm", 8192) == pytest.approx(
+        float(step.tokens_per_s_upper_bound))
+    assert NUMERIC_FUNCTIONS["tokens_per_s"]("llama-3.1-8b", "h100-sxm", 8192, figure="estimate") == pytest.approx(
+        float(step.tokens_per_s_estimate))
+    with pytest.raises(ValueError, match="figure"):
+        NUMERIC_FUNCTIONS["time_ms"]("llama-3.1-8b", "h100-sxm", "decode", 8192, figure="best")
+
+
+def test_no_card_calls_an_estimate_a_bound():
+    for card in flashcards.deck():
+        text = " ".join([card.short, card.detailed] + [f.answer for f in card.follow_ups])
+        assert ", a bound." not in text, card.id
+        assert "at best" not in text, card.id
+    tp = flashcards.get_card("many-chips-tp-batch1-decode")
+    lb = place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096, parallelism=Parallelism(tensor=2))
+    assert f"the lower bound (least bytes, overlapped, no latency) {float(lb.time_lower_bound_s) * 1e3:.1f} ms" \
+        in tp.detailed_answer()
+
+
+def test_cheat_sheet_gives_both_figures():
+    md = cheatsheet.markdown()
+    pl = place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096, parallelism=Parallelism(tensor=2))
+    assert f"lower bound {float(pl.time_lower_bound_s) * 1e3:,.1f} ms; estimate {float(pl.time_estimate_s) * 1e3:,.1f}" \
+        in md
+    assert "**Time lower bound**" in md and "**Time estimate**" in md

@@ -76,7 +76,7 @@ check.experts_at_batch16(experts)
 # ## Exercise 4.5 — batching prefill
 #
 # Llama-3.1-8B on an H100: eight 2,048-token prompts prefilled together instead of one. By what
-# factor does the prefill throughput bound (tokens/s) rise?
+# factor does the upper bound on prefill throughput (tokens/s) rise?
 
 # %%
 one = ...  # your answer here

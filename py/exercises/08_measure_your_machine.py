@@ -61,7 +61,7 @@ check.gemv_intensity(gemv_i)
 # ## Exercise 8.4 — an LLM on this CPU
 #
 # Llama-2-7B in BF16, batch-1 decode with a short context, on the measured machine. Upper bound on
-# tokens per second? (Decode is memory-bound: bytes per token over DRAM bandwidth.)
+# tokens per second? (Decode is memory-bound: the bytes a token must move over DRAM bandwidth.)
 
 # %%
 bytes_per_token = ...  # your answer here

@@ -142,9 +142,12 @@ d1 = steps["decode, batch 1"]
 md(f"At I ≈ {d1.intensity:.2f} FLOP/byte the bandwidth roof allows "
    f"{si(bandwidth, 'B/s')} × {d1.intensity:.2f} ≈ **{si(d1.attainable_flops_per_s, 'FLOP/s')}**, "
    f"which is **{percent(d1.fraction_of_peak)}** of the {si(peak_bf16, 'FLOP/s')} peak. "
-   f"The step cannot take less than {d1.time_estimate_s * 1e3:.1f} ms "
-   f"({si(d1.cost.bytes, 'B')} ÷ {si(bandwidth, 'B/s')}), so at most "
-   f"{float(d1.tokens_per_s_estimate):,.0f} tokens/s for this conversation.")
+   f"The step cannot take less than {float(d1.time_lower_bound_s) * 1e3:.2f} ms "
+   f"({si(float(d1.cost.compulsory_bytes), 'B')} it must move ÷ {si(bandwidth, 'B/s')}), so at most "
+   f"{float(d1.tokens_per_s_upper_bound):,.0f} tokens/s for this conversation: a **lower bound** on time. "
+   f"(An implementation that writes every operator's output to memory and reads it back moves "
+   f"{si(float(d1.cost.bytes), 'B')}, an **estimate** of {float(d1.time_estimate_s) * 1e3:.2f} ms; lesson 3 sets the "
+   "two side by side.)")
 
 # %% [markdown]
 # That is the report's "few tenths of one percent". The kernel is **on its roof**, not below
@@ -175,7 +178,8 @@ md(f"FLOPs per weight byte: **{pf.intensity_per_weight_byte:,.0f}**, about "
    f"{pf.intensity_per_weight_byte / ridge:.0f}× the ridge; even counting every activation read and "
    f"written by an unfused implementation, I = {pf.intensity:,.0f}, still {pf.intensity / ridge:.1f}× past it. "
    f"Prefill rides the flat compute roof: the time to first token is at least "
-   f"{pf.time_estimate_s * 1e3:,.0f} ms ({si(pf.cost.flops, 'FLOP')} ÷ {si(peak_bf16, 'FLOP/s')}). "
+   f"{float(pf.time_lower_bound_s) * 1e3:,.0f} ms ({si(pf.cost.flops, 'FLOP')} ÷ {si(peak_bf16, 'FLOP/s')}), "
+   f"a lower bound. "
    "Here FLOPs are what to buy: better tensor-core use, tiling, a faster number format.")
 
 # %% jupyter={"source_hidden": true}

@@ -22,7 +22,8 @@
 # 2. use both lenses of intensity (FLOPs per weight byte, FLOPs per byte of all traffic) and say
 #    when they disagree and why;
 # 3. turn roofs into time: a lower bound on time to first token and on time per output token, and
-#    an upper bound on tokens per second;
+#    an upper bound on tokens per second — and tell that bound from an estimate, which names its
+#    conventions;
 # 4. compare a bound with a measured figure and explain the gap.
 
 # %%
@@ -31,7 +32,7 @@ from roofline_lessons import get_part, place
 from roofline_lessons.viz.display import md, show_table
 from roofline_lessons.viz.plots import operators_on_roofline
 from roofline_lessons.topics.reports import BLOCK_HEADERS, OP_HEADERS, block_summary, op_rows
-from roofline_lessons.core.units import num, percent, si
+from roofline_lessons.core.units import count, duration, num, percent, si
 
 h100 = get_part("h100-sxm")
 
@@ -127,15 +128,16 @@ operators_on_roofline(qp, "Qwen3.8-27B prefill (8,192 tokens): every operator")
 # really moves, and the one that places the step on the roofline.
 
 # %%
-show_table(["model", "phase", "FLOP / weight byte", "FLOP / byte (all)", "ridge", "bound"],
+show_table(["model", "phase", "FLOP / weight byte", "FLOP / byte (all)", "ridge", "roof (all traffic)"],
            [[s.model.name, phase, f"{num(float(s.intensity_per_weight_byte), 4)}", f"{num(float(s.intensity), 4)}",
              f"{s.ridge_point_flop_per_byte:,.0f}", s.bound] for (m, phase), s in steps.items()])
 
 # %% [markdown]
 # The lenses disagree in two places, for two different reasons:
 #
-# - **Prefill**: activations. Each operator here reads its input and writes its output once;
-#   at 8,192 tokens those tensors are large, so the all-traffic intensity is well below the
+# - **Prefill**: activations. Each operator here reads its input and writes its output once
+#   through HBM (the unfused count; the section after next separates it from what a step must
+#   move); at 8,192 tokens those tensors are large, so the all-traffic intensity is well below the
 #   weight-byte one. Real kernels fuse operators (norm into matmul, activation into matmul) to
 #   claw this back — but both numbers are far right of the ridge, so the verdict does not change.
 # - **Decode at long context**: the KV cache. Its bytes grow with context and are not shared by
@@ -152,38 +154,152 @@ for ctx in (1024, 32768, 131072):
 # The lenses matter when the verdict depends on them: when someone says "batching to 300 makes
 # decode compute-bound" (weight lens) but the KV traffic of 300 long conversations says otherwise
 # (all-traffic lens). Lesson 4 draws both curves.
-#
+
+# %% [markdown]
 # ## From roofs to time
 #
-# A roofline gives a **lower bound on time**: no step finishes faster than
-# $\max(\text{FLOPs}/P_\text{peak},\ \text{bytes}/\beta)$. For prefill that is the time to first
-# token (TTFT); for decode, the time per output token (TPOT), whose inverse bounds tokens/s.
+# A roofline turns into time: no step finishes faster than its FLOPs at the peak rate, nor faster
+# than its bytes at the memory bandwidth — $\max(\text{FLOPs}/P_\text{peak},\ \text{bytes}/\beta)$.
+# For prefill that time is the time to first token (TTFT); for decode, the time per output token
+# (TPOT), whose inverse is tokens per second. But *which* bytes? The operator tables above count
+# every operator's input and output through HBM; a fused kernel keeps most of them on chip. And
+# on several chips, what does a message between them cost? Two questions hide here, and the
+# package answers each under its own name.
+#
+# ### A bound and an estimate
+#
+# - The **lower bound** (`time_lower_bound_s`; its inverse `tokens_per_s_upper_bound`) asks *can
+#   anything be faster?* It counts only **compulsory** traffic (`cost.compulsory_bytes`): each
+#   weight the step uses, read once; the KV cache read and its new entries written; the token ids
+#   in and the logits out. Its FLOPs run at their format's peak. Units that work independently
+#   (tensor cores, vector units, the links) overlap, and a message costs its bytes and no per-call
+#   latency. No implementation on that part — with that split over chips, those formats and those
+#   kernels' FLOP counts — beats it. `lower_bound_roof` says which term binds.
+# - The **estimate** (`time_estimate_s`, `tokens_per_s_estimate`) asks *how long does a plain
+#   implementation take?* It follows conventions it names (`estimate_conventions`): every operator
+#   a kernel of its own, with its activations written to HBM and read back (`cost.bytes`, the
+#   operator tables' view); communication after the compute, by the ring algorithm, with an
+#   assumed latency per call. `bound` and `intensity` are the estimate's roof and intensity.
+#
+# Two worked examples, one for each kind of convention. First the activations: Llama-3.1-8B
+# prefilling a 2,048-token prompt on the H100.
+
+# %%
+pre = place("llama-3.1-8b", h100, phase="prefill", prompt_tokens=2048)
+show_table(["figure", "time (TTFT)", "bytes", "FLOP / byte", "roof that binds"], [
+    ["lower bound (compulsory bytes)", duration(float(pre.time_lower_bound_s)), si(float(pre.cost.compulsory_bytes), "B"),
+     num(float(pre.compulsory_intensity)), pre.lower_bound_roof],
+    ["estimate (operators unfused)", duration(float(pre.time_estimate_s)), si(float(pre.cost.bytes), "B"),
+     num(float(pre.intensity)), pre.bound],
+])
+
+# %% jupyter={"source_hidden": true}
+pre_ratio = float(pre.time_estimate_s / pre.time_lower_bound_s)
+same_time = abs(pre_ratio - 1) < 1e-9
+assert min(float(pre.intensity), float(pre.compulsory_intensity)) > pre.ridge_point_flop_per_byte, "both right of the ridge"
+assert pre.bound == pre.lower_bound_roof == "compute"
+md(f"The estimate moves **{float(pre.cost.bytes / pre.cost.compulsory_bytes):.1f}×** the bytes: "
+   f"{si(float(pre.cost.activation_bytes), 'B')} of activations beside {si(float(pre.cost.weight_bytes), 'B')} of weights. "
+   f"Its time is {'**the same**' if same_time else f'{percent(pre_ratio - 1, 0)} longer'}: both intensities "
+   f"({num(float(pre.compulsory_intensity))} and {num(float(pre.intensity))} FLOP/byte) are right of the ridge "
+   f"({num(pre.ridge_point_flop_per_byte)}), so the FLOPs bind, and the unfused bytes "
+   f"({duration(float(pre.memory_time_s))} at full bandwidth) hide under "
+   f"{duration(float(pre.compute_time_s))} of FLOPs. The bytes differ; this prompt's time "
+   f"{'does not' if same_time else 'differs too'}.")
+
+# %% [markdown]
+# Second, a latency the estimate assumes. Split Llama-3.1-8B over two H100s by tensor parallelism
+# (`Parallelism(tensor=2)`, lesson 11's subject) and decode one token with 4,096 tokens cached.
+# The chips exchange activations twice per layer. The estimate charges each collective call a
+# latency — an assumed figure, not a measurement; `collective_latency_s` sets it. Place the same step with
+# no latency and with the default:
+
+# %%
+from roofline_lessons.core.parallel import Parallelism
+
+tp2 = {lat: place("llama-3.1-8b", h100, phase="decode", context_tokens=4096,
+                  parallelism=Parallelism(tensor=2, collective_latency_s=lat)) for lat in (0.0, None)}
+default_latency_s = tp2[None].link.latency_s
+rows = []
+for lat, s in tp2.items():
+    asked = "0" if lat == 0 else f"{duration(default_latency_s)} (the default)"
+    rows.append([asked, "lower bound", duration(float(s.time_lower_bound_s)), duration(float(s.comm_lower_bound_s)),
+                 num(float(s.tokens_per_s_upper_bound)), s.lower_bound_roof])
+    rows.append([asked, "estimate", duration(float(s.time_estimate_s)), duration(float(s.comm_time_s)),
+                 num(float(s.tokens_per_s_estimate)), s.bound])
+show_table(["latency per call asked", "figure", "TPOT", "communication term", "tokens/s", "roof that binds"], rows)
+
+# %% jupyter={"source_hidden": true}
+bound_moves = float(tp2[None].time_lower_bound_s) != float(tp2[0.0].time_lower_bound_s)
+assert not bound_moves, "the bound counts no per-call latency"
+latency_added_s = float(tp2[None].time_estimate_s - tp2[0.0].time_estimate_s)
+md(f"The bound **{'moves' if bound_moves else 'does not move'}**: it counts no latency. The estimate grows by "
+   f"{duration(latency_added_s)} — {count(tp2[None].comm.calls)} collective calls × {duration(default_latency_s)} — "
+   f"to {percent(float(tp2[None].time_estimate_s / tp2[None].time_lower_bound_s) - 1, 0)} above the bound; with no "
+   f"latency it sits {percent(float(tp2[0.0].time_estimate_s / tp2[0.0].time_lower_bound_s) - 1, 1)} above it "
+   f"(the unfused activations, and the messages sent after the compute instead of beside it). So "
+   f"{percent(latency_added_s / float(tp2[None].time_estimate_s), 0)} of the default estimate is an assumed latency: "
+   "quote that figure as the estimate, with its latency.")
+
+# %% [markdown]
+# **The rule.** A *bound* counts only compulsory traffic, lets independent units and communication
+# overlap, and assumes no latency; an *estimate* names its conventions. A "≥" on a time, a "≤" on
+# tokens per second or "no implementation beats" belongs to the bound alone. From here on this
+# lesson says which of the two each figure is, and so does every later lesson.
+#
+# **A question before you go on.** The two prefill rows above agree on the roof at 2,048 tokens.
+# For which prompt lengths of the same model and part do the bound and the estimate disagree —
+# one saying compute, the other memory — and which says which? (Think first; the cell below answers.)
+
+# %% jupyter={"source_hidden": true}
+import numpy as np
+
+lengths = np.arange(16, 2049, 16)
+sweep = place("llama-3.1-8b", h100, phase="prefill", prompt_tokens=lengths)
+disagree = lengths[np.asarray(sweep.lower_bound_roof) != np.asarray(sweep.bound)]
+assert disagree.size and set(np.asarray(sweep.lower_bound_roof)[np.isin(lengths, disagree)]) == {"compute"}
+md(f"From {count(int(disagree.min()))} to {count(int(disagree.max()))} tokens (in steps of 16): there the bound is "
+   "compute-bound while the unfused estimate is still memory-bound, because the activations' bytes grow with the "
+   "prompt as fast as the FLOPs do and hold the estimate's intensity below the ridge. Fusion is what moves a real "
+   "kernel from the second figure towards the first.")
+
+# %% [markdown]
+# Now the four steps of this lesson, both figures side by side:
 
 # %%
 rows = []
 for (m, phase), s in steps.items():
-    t = float(s.time_estimate_s)
     what = "TTFT" if phase == "prefill" else "TPOT"
-    rows.append([s.model.name, phase, f"{what} ≥ {num(t * 1e3, 4)} ms", f"≤ {float(s.tokens_per_s_estimate):,.0f} tokens/s",
-                 f"{s.bound} roof"])
-show_table(["model", "phase", "time bound", "throughput bound (batch 1; prompt tokens/s in prefill, output tokens/s in decode)",
-            "set by"], rows)
+    rows.append([s.model.name, phase, f"{what} ≥ {duration(float(s.time_lower_bound_s))}", duration(float(s.time_estimate_s)),
+                 f"≤ {float(s.tokens_per_s_upper_bound):,.0f}", f"{float(s.tokens_per_s_estimate):,.0f}",
+                 s.lower_bound_roof])
+show_table(["model", "phase", "lower bound", "estimate (unfused)",
+            "tokens/s, upper bound (prompt tokens in prefill, output tokens in decode; batch 1)", "tokens/s, estimate",
+            "roof (bound)"], rows)
+
+# %% jupyter={"source_hidden": true}
+gaps = [float(s.time_estimate_s / s.time_lower_bound_s) - 1 for s in steps.values()]
+assert all(s.bound == s.lower_bound_roof == "compute" for (m, phase), s in steps.items() if phase == "prefill")
+md(f"Here the two figures are at most {percent(max(gaps), 2)} apart: the prefills are compute-bound (their extra "
+   "bytes hide under the FLOPs), and a batch-1 decode step's activations are tiny beside its weights and cache. "
+   "Lessons 7, 10, 11 and 12 meet cases where the conventions cost more.")
 
 # %% [markdown]
 # ### A bound against a measurement
 #
 # The catalog holds one end-to-end measurement: gpt-fast decoding Llama-2-7B in BF16 at batch 1
-# on an A100-80GB (its README: 104.9 tokens/s, the GPU capped at 330 W). Compare it with the bound
-# for a short context:
+# on an A100-80GB (its README: 104.9 tokens/s, the GPU capped at 330 W). Compare it with the lower
+# bound for a short context:
 
 # %% jupyter={"source_hidden": true}
 a100 = get_part("a100-80gb")
 gpt_fast = next(m for m in a100.measured if m.tokens_per_s)
 bound = place(gpt_fast.model, a100, phase="decode", context_tokens=256)
-fraction_of_bound = gpt_fast.tokens_per_s / float(bound.tokens_per_s_estimate)
-md(f"Bound: **≤ {float(bound.tokens_per_s_estimate):,.1f} tokens/s** ({si(float(bound.cost.bytes), 'B')} per token at "
-   f"{si(a100.memory_bandwidth_bytes_per_s, 'B/s')}). Measured: **{gpt_fast.tokens_per_s} tokens/s** "
-   f"({gpt_fast.source}), i.e. {percent(fraction_of_bound, 0)} of the bound.")
+fraction_of_bound = gpt_fast.tokens_per_s / float(bound.tokens_per_s_upper_bound)
+md(f"Lower bound on time, so upper bound on rate: **≤ {float(bound.tokens_per_s_upper_bound):,.1f} tokens/s** "
+   f"({si(float(bound.cost.compulsory_bytes), 'B')} of compulsory bytes per token at "
+   f"{si(a100.memory_bandwidth_bytes_per_s, 'B/s')}; the estimate says {float(bound.tokens_per_s_estimate):,.1f}). "
+   f"Measured: **{gpt_fast.tokens_per_s} tokens/s** ({gpt_fast.source}), i.e. {percent(fraction_of_bound, 0)} of the bound.")
 
 # %% [markdown]
 # That fraction has a name: **model bandwidth utilisation (MBU)** — the bytes a token *must*
@@ -199,8 +315,8 @@ md(f"Bound: **≤ {float(bound.tokens_per_s_estimate):,.1f} tokens/s** ({si(floa
 
 # %% jupyter={"source_hidden": true}
 md(f"The README's {si(gpt_fast.value, 'B/s')} ÷ {gpt_fast.tokens_per_s} tokens/s = {si(gpt_fast.value / gpt_fast.tokens_per_s, 'B')} "
-   f"of model bytes per token; the package's bound counts {si(float(bound.cost.bytes), 'B')} per token (all weights but "
-   f"the embedding table, one looked-up row, the KV cache). As fractions of {si(a100.memory_bandwidth_bytes_per_s, 'B/s')}: "
+   f"of model bytes per token; the package's bound counts {si(float(bound.cost.compulsory_bytes), 'B')} per token (all weights "
+   f"but the embedding table, one looked-up row, the KV cache, the token id and the logits). As fractions of {si(a100.memory_bandwidth_bytes_per_s, 'B/s')}: "
    f"{percent(gpt_fast.value / a100.memory_bandwidth_bytes_per_s, 1)} from the README's figure, "
    f"{percent(fraction_of_bound, 1)} of the package's bound — two ways of writing the same tokens/s.")
 
@@ -260,7 +376,7 @@ import tempfile
 from pathlib import Path
 
 from roofline_lessons import get_model, model_from_config
-from roofline_lessons.core.units import binary, count, duration
+from roofline_lessons.core.units import binary
 
 llama = get_model("llama-3.1-8b")
 config = {
@@ -280,8 +396,9 @@ rows = []
 for model in (llama, mine):
     s = place(model, h100, phase="decode", context_tokens=PROMPT)
     rows.append([model.id, count(model.parameter_count()), binary(model.kv_bytes_per_token("bf16")),
-                 duration(float(s.time_estimate_s)), s.bound])
-show_table(["model", "parameters", "KV cache per token (BF16)", f"TPOT bound at {count(PROMPT)} tokens", "bound"], rows)
+                 duration(float(s.time_lower_bound_s)), duration(float(s.time_estimate_s)), s.lower_bound_roof])
+show_table(["model", "parameters", "KV cache per token (BF16)", f"TPOT at {count(PROMPT)} tokens: lower bound",
+            "estimate", "roof (bound)"], rows)
 
 # %% [markdown]
 # The two rows agree to the last parameter. For a model the catalog lacks, give the path of its
@@ -319,8 +436,10 @@ dashboard = lesson03_dashboard()
 #   FLOPs. Elementwise operators stay memory-bound even there.
 # - Decode: each weight serves one token per sequence; every matmul is near one FLOP per byte;
 #   TPOT is bought with bytes. Attention and the recurrent state add bytes the weight lens cannot see.
-# - A roofline turns into time: TTFT ≥ FLOPs / peak, TPOT ≥ bytes / bandwidth. Measured systems
-#   land at a fraction of these bounds; for decode that fraction is MBU. It says how far, not why:
+# - A roofline turns into time: TTFT ≥ FLOPs / peak, TPOT ≥ compulsory bytes / bandwidth. Those
+#   are lower bounds. The estimate adds what a plain implementation does and names it (operators
+#   unfused, an assumed latency per collective call); quote either, and say which. Measured systems
+#   land at a fraction of the bound; for decode that fraction is MBU. It says how far, not why:
 #   a tool's "bandwidth achieved" computed from tokens/s is the same number again.
 #
 # **A question to leave with.** Which operator of a decode step grows with context, and how would

@@ -80,6 +80,8 @@ md(cheatsheet.markdown())
 #
 # - Lead with the regime: "decode is memory-bound: about one FLOP per byte; the ridge is ~300".
 # - Put a number in every answer, and say where it came from (dense or sparse, datasheet or
-#   measured).
+#   measured) and which figure it is: the lower bound (compulsory bytes, nothing assumed) or an
+#   estimate (name its conventions: unfused activations, an assumed latency per call, …). The
+#   cards say which they quote.
 # - Name the lever that matches the regime — bytes for decode, FLOPs for prefill — and the one that
 #   does not, and why.

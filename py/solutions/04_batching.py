@@ -107,13 +107,13 @@ check.experts_at_batch16(experts)
 # ## Exercise 4.5 — batching prefill
 #
 # Llama-3.1-8B on an H100: eight 2,048-token prompts prefilled together instead of one. By what
-# factor does the prefill throughput bound (tokens/s) rise?
+# factor does the upper bound on prefill throughput (tokens/s) rise?
 
 # %%
 # BEGIN SOLUTION
 one = place("llama-3.1-8b", h100, phase="prefill", prompt_tokens=2048, batch=1)
 eight = place("llama-3.1-8b", h100, phase="prefill", prompt_tokens=2048, batch=8)
-prefill_gain = float(eight.tokens_per_s_estimate / one.tokens_per_s_estimate)
+prefill_gain = float(eight.tokens_per_s_upper_bound / one.tokens_per_s_upper_bound)
 # END SOLUTION
 check.prefill_batching_gain(prefill_gain)
 

@@ -86,17 +86,18 @@ check.gemv_intensity(gemv_i)
 # ## Exercise 8.4 — an LLM on this CPU
 #
 # Llama-2-7B in BF16, batch-1 decode with a short context, on the measured machine. Upper bound on
-# tokens per second? (Decode is memory-bound: bytes per token over DRAM bandwidth.)
+# tokens per second? (Decode is memory-bound: the bytes a token must move over DRAM bandwidth.)
 
 # %%
 # BEGIN SOLUTION
-bytes_per_token = float(model_cost("llama-2-7b", phase="decode", context_tokens=256).bytes)
+bytes_per_token = float(model_cost("llama-2-7b", phase="decode", context_tokens=256).compulsory_bytes)
 cpu_tokens_per_s = measurement.dram_bytes_per_s() / bytes_per_token
 # END SOLUTION
 check.cpu_decode_tokens_per_s(cpu_tokens_per_s, measurement)
 
 # %% [markdown] tags=["solution"]
-# About 13.5 GB per token at a few tens of GB/s: a couple of tokens per second at best. A GPU's
+# About 13.3 GB per token (`compulsory_bytes`: the weights once, the KV cache, the token in and
+# the logits out) at a few tens of GB/s: an upper bound of a couple of tokens per second. A GPU's
 # HBM is two orders of magnitude faster, and that — not its FLOPs — is why it decodes faster.
 
 # %% [markdown]

@@ -23,7 +23,11 @@ LINK_PARTS = PARTS + ("l4",)
 FORMULAS = (
     ("Attainable performance", "P = min(P_peak, β · I)"),
     ("Ridge point", "I* = P_peak / β  (FLOP/byte)"),
-    ("Time lower bound", "t ≥ max(FLOPs / P_peak, bytes / β)"),
+    ("Time lower bound", "t ≥ max(FLOPs / P_peak, compulsory bytes / β, least bytes sent / link β): units "
+                         "overlapped, no latency; no implementation of that split and those formats beats it"),
+    ("Time estimate", "max(FLOPs / P_peak, unfused bytes / β) + collectives: every operator's activations "
+                      "through HBM, dequant in series, ring collectives with an assumed latency per call, after the "
+                      "compute; say which of the two you quote"),
     ("Forward FLOPs", "≈ 2 · parameters per token, plus attention"),
     ("KV cache per token", "2 · full-attention layers · KV heads · head_dim · bytes per element"),
     ("KV cache per token, MLA", "layers · (kv_lora_rank + qk_rope_head_dim) · bytes per element (one latent, "
@@ -40,8 +44,9 @@ FORMULAS = (
     ("MBU", "bytes a token must move · tokens/s ÷ peak bandwidth (a tool's 'bandwidth achieved' from tokens/s is MBU again)"),
     ("Link bandwidth", "per direction = the vendor's bidirectional headline / 2; every collective is timed per direction"),
     ("Ring all-reduce", "each chip sends 2(n − 1)/n · message (all-gather: (n − 1)/n); tensor parallel: 2 per layer"),
-    ("Collective time", "calls · latency per call (assumed) + bytes sent / per-direction bandwidth; not overlapped "
-                        "with compute unless you say so"),
+    ("Collective time, estimate", "calls · latency per call (assumed) + bytes sent / per-direction bandwidth; "
+                                  "not overlapped with compute unless you say so (the bound: least bytes, no "
+                                  "latency, overlapped)"),
     ("Interconnect ridge", "I*_link = P_peak / per-direction link bandwidth  (FLOPs per byte a chip sends)"),
     ("Tensor parallel n, per chip", "weights / n; KV cache / min(n, KV heads) (replicated past the KV heads)"),
     ("Pipeline p stages, m micro-batches", "one step still crosses all p stages; bubble = (p − 1)/(m + p − 1)"),
@@ -140,11 +145,13 @@ def _link_rows() -> list[list[str]]:
 
 
 def _tp_decode_number() -> tuple[str, str]:
-    """Llama-3.1-70B's batch-1 decode on two H100 SXMs: the step and its communication (latency assumed)."""
+    """Llama-3.1-70B's batch-1 decode on two H100 SXMs: the step's lower bound, and its estimate with the
+    communication that the estimate adds (latency assumed)."""
     pl = place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096, parallelism=Parallelism(tensor=2))
     return ("Llama-3.1-70B decode, batch 1, 4,096 cached, tensor parallel 2 on H100 SXM (per chip)",
-            f"{float(pl.time_estimate_s) * 1e3:,.1f} ms, of which {float(pl.comm_time_s) * 1e3:,.2f} ms are "
-            f"{pl.comm.calls:,.0f} collective calls at an assumed {pl.link.latency_s * 1e6:,.0f} µs each")
+            f"lower bound {float(pl.time_lower_bound_s) * 1e3:,.1f} ms; estimate {float(pl.time_estimate_s) * 1e3:,.1f} "
+            f"ms, of which {float(pl.comm_time_s) * 1e3:,.2f} ms are {pl.comm.calls:,.0f} collective calls at an "
+            f"assumed {pl.link.latency_s * 1e6:,.0f} µs each")
 
 
 def _numbers() -> list[tuple[str, str]]:

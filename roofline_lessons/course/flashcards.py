@@ -82,23 +82,41 @@ def _weights_gb(model, dtype):
     return weight_bytes(model, dtype) / 1e9
 
 
-def _time_ms(model, part, phase, tokens):
+#: which time a card quotes: the lower bound (compulsory traffic) or the estimate (named conventions)
+FIGURES = {"bound": ("time_lower_bound_s", "tokens_per_s_upper_bound"),
+           "estimate": ("time_estimate_s", "tokens_per_s_estimate")}
+
+
+def _figure(figure: str) -> tuple[str, str]:
+    if figure not in FIGURES:
+        raise ValueError(f"figure must be one of {', '.join(FIGURES)}, got {figure!r}")
+    return FIGURES[figure]
+
+
+def _time_ms(model, part, phase, tokens, batch=1, figure="bound"):
+    """One step's time in ms: ``figure="bound"`` the lower bound, ``"estimate"`` the estimate."""
     from ..core.placement import place
 
     fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
-    return float(place(model, part, phase=phase, **fields).time_estimate_s) * 1e3
+    return float(getattr(place(model, part, phase=phase, batch=batch, **fields), _figure(figure)[0])) * 1e3
 
 
-def _tokens_per_s(model, part, context, batch=1):
+def _tokens_per_s(model, part, context, batch=1, figure="bound"):
+    """Decode tokens/s: ``figure="bound"`` the upper bound, ``"estimate"`` the estimate."""
     from ..core.placement import place
 
-    return float(place(model, part, phase="decode", context_tokens=context, batch=batch).tokens_per_s_estimate)
+    return float(getattr(place(model, part, phase="decode", context_tokens=context, batch=batch), _figure(figure)[1]))
 
 
-def _step_gb(model, context):
+def _step_gb(model, context, traffic="compulsory"):
+    """GB one batch-1 decode step moves: ``"compulsory"`` (what the lower bound counts) or ``"unfused"``
+    (every operator's activations through HBM too: what the estimate counts)."""
     from ..core.costs import model_cost
 
-    return float(model_cost(model, phase="decode", context_tokens=context).bytes) / 1e9
+    if traffic not in ("compulsory", "unfused"):
+        raise ValueError(f"traffic must be 'compulsory' or 'unfused', got {traffic!r}")
+    c = model_cost(model, phase="decode", context_tokens=context)
+    return float(c.compulsory_bytes if traffic == "compulsory" else c.bytes) / 1e9
 
 
 def _measured_percent(part, quantity, dtype):
@@ -340,7 +358,7 @@ def _parallel(model, part, quantity, scale=1.0, **split):
     ``tokens_per_s_per_chip``; times ``scale`` (1000 gives ms, 1e-9 GB, 2**-30 GiB)."""
     p = _split(model, part, **split)
     if quantity == "tokens_per_s_per_chip":
-        return float(scale) * float(p.tokens_per_s_estimate) / p.chips
+        return float(scale) * float(p.tokens_per_s_estimate) / p.chips  # the estimate's, per chip
     value = p
     for name in quantity.split("."):
         value = getattr(value, name)
@@ -435,8 +453,8 @@ def _free_after_weights_gib(model, part, tensor=1, weights="bf16", ref_part=None
 
 def _split_speedup(model, part, ref_part, tensor=1, pipeline=1, ref_tensor=1, ref_weights="bf16", context=4096,
                    batch=1):
-    """Step time of ``ref_part`` (``ref_tensor`` chips, ``ref_weights``) ÷ step time of ``part`` split
-    ``tensor`` × ``pipeline`` ways (×; above 1: the split is faster)."""
+    """The estimate's step time of ``ref_part`` (``ref_tensor`` chips, ``ref_weights``) ÷ the estimate's
+    step time of ``part`` split ``tensor`` × ``pipeline`` ways (×; above 1: the split is faster)."""
     ref = _parallel(model, ref_part, "time_estimate_s", tokens=context, batch=batch, tensor=ref_tensor,
                     weights=ref_weights)
     return ref / _parallel(model, part, "time_estimate_s", tokens=context, batch=batch, tensor=tensor,
@@ -471,7 +489,8 @@ def _formatted(model, part, quantity, scale=1.0, phase="decode", tokens=4096, ba
 
 
 def _format_speedup(model, part, tokens=4096, batch=1, phase="decode", **fmt):
-    """Step time in BF16 (weights, compute and KV) ÷ step time under ``fmt`` (×; above 1: faster)."""
+    """The estimate's step time in BF16 (weights, compute and KV) ÷ the estimate's step time under ``fmt``
+    (×; above 1: faster; the estimate adds weight-only dequantisation in series with the matmuls)."""
     ref = _formatted(model, part, "time_estimate_s", phase=phase, tokens=tokens, batch=batch)
     return ref / _formatted(model, part, "time_estimate_s", phase=phase, tokens=tokens, batch=batch, **fmt)
 

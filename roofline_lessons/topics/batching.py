@@ -32,14 +32,17 @@ class DecodeSweep:
     activation_bytes: np.ndarray
     intensity: np.ndarray  #: FLOP per byte of all traffic
     intensity_per_weight_byte: np.ndarray
-    step_time_s: np.ndarray  #: lower bound: max(FLOPs/peak, bytes/bandwidth)
-    tokens_per_s: np.ndarray  #: upper bound: batch / step time
+    step_time_s: np.ndarray  #: the step's lower bound, seconds (``Placement.time_lower_bound_s``: compulsory bytes)
+    tokens_per_s: np.ndarray  #: upper bound on tokens/s: batch / the lower bound
     fits_in_memory: np.ndarray
     ridge_point_flop_per_byte: float
+    #: the step's estimate, seconds (``Placement.time_estimate_s``: operators unfused, activations through HBM)
+    step_time_estimate_s: np.ndarray | None = None
+    tokens_per_s_estimate: np.ndarray | None = None  #: batch / the estimate
 
     @property
     def per_token_latency_s(self) -> np.ndarray:
-        """Each sequence gets one token per step: its inter-token latency is the step time."""
+        """Each sequence gets one token per step: its inter-token latency is at least the step's lower bound."""
         return self.step_time_s
 
 
@@ -58,10 +61,12 @@ def decode_sweep(model: Model | str, part: Part | str, batch, context_tokens: in
         activation_bytes=np.asarray(c.activation_bytes),
         intensity=np.asarray(p.intensity),
         intensity_per_weight_byte=np.asarray(p.intensity_per_weight_byte),
-        step_time_s=np.asarray(p.time_estimate_s),
-        tokens_per_s=np.asarray(p.tokens_per_s_estimate),
+        step_time_s=np.asarray(p.time_lower_bound_s),
+        tokens_per_s=np.asarray(p.tokens_per_s_upper_bound),
         fits_in_memory=np.asarray(p.fits_in_memory),
         ridge_point_flop_per_byte=p.ridge_point_flop_per_byte,
+        step_time_estimate_s=np.asarray(p.time_estimate_s),
+        tokens_per_s_estimate=np.asarray(p.tokens_per_s_estimate),
     )
 
 

@@ -357,7 +357,7 @@ def lesson01_view(model_id: str, part_id: str, dtype: str, phase: str, batch: in
     capacity = usable_capacity_bytes(part_id)
     if not bool(p.fits_in_memory):
         verdict += (f" Does not fit: weights and KV cache need {binary(float(p.memory_required_bytes))} of the "
-                    f"{binary(capacity)} on this part; the bound is a what-if.")
+                    f"{binary(capacity)} on this part; this placement is a what-if.")
     if p.context_beyond_model:
         verdict += (f" Note: {p.model.name} was built for at most {p.model.max_context_tokens:,} tokens "
                     "(config.json max_position_embeddings); this length is a what-if.")

@@ -1,8 +1,9 @@
 """Lesson 3 dashboard: one step of a model, operator by operator, on the roofline, with its
-operator table and its time bounds (time to first token, time per output token).
+operator table and its time figures (time to first token, time per output token): the lower bound,
+and the estimate (operators unfused) beside it.
 
 Every operator square carries a number, its ``#`` in the operator table below the chart (ranked
-by time bound). Squares that sit on top of each other share one label ("1–3, 5"); labels are
+by time bound as a kernel of its own). Squares that sit on top of each other share one label ("1–3, 5"); labels are
 placed where they cover no square, no roof, no other label and not the whole step's label.
 """
 
@@ -79,13 +80,17 @@ def _summary(p: Placement) -> str:
     lenses = (f"FLOP per weight byte {num(float(p.intensity_per_weight_byte))}; "
               f"FLOP per byte of all traffic {num(float(p.intensity))} (ridge {num(p.ridge_point_flop_per_byte)})")
     binding = binding_term(p)
+    roof = str(p.lower_bound_roof)
+    estimate = (f"the estimate (operators unfused, each one's activations through HBM) is "
+                f"{duration(float(p.time_estimate_s))}" + ("" if str(p.bound) == roof else f", {p.bound}-bound"))
     if w.phase == "prefill":
-        said = (f"Prefill of {int(w.prompt_tokens):,} tokens: {p.bound}-bound. Time to first token ≥ {duration(t)} "
-                f"({binding}). {lenses}.")
+        said = (f"Prefill of {int(w.prompt_tokens):,} tokens: {roof}-bound. Time to first token ≥ {duration(t)} "
+                f"(lower bound: {binding}); {estimate}. {lenses}.")
     else:
-        said = (f"Decode with {int(w.context_tokens):,} tokens cached: {p.bound}-bound. Time per output token ≥ "
+        said = (f"Decode with {int(w.context_tokens):,} tokens cached: {roof}-bound. Time per output token ≥ "
                 f"{duration(t)}, so ≤ {num(float(p.tokens_per_s_upper_bound))} tokens/s per sequence "
-                f"({binding}); {percent_of(float(p.fraction_of_peak))} of peak. {lenses}.")
+                f"(lower bound: {binding}); {estimate}; {percent_of(float(p.fraction_of_peak))} of peak on unfused "
+                f"traffic. {lenses}.")
     if p.context_beyond_model:
         said += (f" Note: {p.model.name} was built for at most {p.model.max_context_tokens:,} tokens "
                  "(config.json max_position_embeddings); this length is a what-if.")
@@ -93,10 +98,10 @@ def _summary(p: Placement) -> str:
 
 
 def binding_term(p: Placement) -> str:
-    """The term of the time bound that binds: ``"51.6 GB at 3.35 TB/s"`` when the bytes take longer,
-    ``"415 TFLOP at 989 TFLOP/s"`` when the FLOPs do."""
-    if p.bound == "memory":
-        return f"{si(float(p.cost.bytes), 'B')} at {si(p.bandwidth_bytes_per_s, 'B/s')}"
+    """The term of the lower bound that binds: ``"51.6 GB at 3.35 TB/s"`` (compulsory bytes) when the
+    bytes take longer, ``"415 TFLOP at 989 TFLOP/s"`` when the FLOPs do."""
+    if p.lower_bound_roof == "memory":
+        return f"{si(float(p.cost.compulsory_bytes), 'B')} at {si(p.bandwidth_bytes_per_s, 'B/s')}"
     return f"{si(float(p.cost.flops), 'FLOP')} at {si(float(p.peak_flops_per_s), 'FLOP/s')}"
 
 
@@ -328,7 +333,8 @@ def lesson03_table_html(view: Lesson03View) -> str:
     if not rows:
         return ""
     top = view.top or len(rows)
-    caption = (f"Operators by time bound (all layers); # is the number on the chart, {NOT_ON_CHART} marks an "
+    caption = (f"Operators by time bound, each as a kernel of its own with its inputs and outputs through HBM "
+               f"(all layers); # is the number on the chart, {NOT_ON_CHART} marks an "
                "operator that only moves data (no FLOPs, so no intensity and no square)")
     html = html_table(TABLE_HEADERS, rows[:top], caption=caption)
     if len(rows) > top:
@@ -364,8 +370,8 @@ def lesson03_alt(view: Lesson03View) -> str:
             (f"{len(view.op_points)} operators are numbered squares: {left} left of the ridge (memory-bound), "
              f"{right} at or right of it (compute-bound)."),
             (f"The whole {view.phase} step sits at {num(view.step_intensity)} FLOP/byte and "
-             f"{num(view.step_attainable_flops_per_s / TERA)} TFLOP/s, {view.bound}-bound; its time bound is "
-             f"{duration(view.time_estimate_s)}.")]
+             f"{num(view.step_attainable_flops_per_s / TERA)} TFLOP/s, {view.bound}-bound on unfused traffic; "
+             f"its time estimate (operators unfused) is {duration(view.time_estimate_s)}.")]
     if first is not None:
         said.append(f"Number 1, {largest_words(view)}, is {first[1]} at {first[8]} FLOP/byte, {first[10]}.")
     return " ".join(said)

@@ -55,8 +55,8 @@ class Lesson05View:
     kv_dtype: str
     roof: Roof | None
     bytes_now: dict  #: kind -> bytes of this step
-    time_share: dict  #: kind -> share of the step's time lower bound
-    step_time_s: float | None
+    time_share: dict  #: kind -> share of the step's estimate (its unfused bytes at the bandwidth)
+    step_time_s: float | None  #: the step's estimate, seconds (``time_estimate_s``: operators unfused)
     dots: dict  #: layer kind -> (intensity FLOP/byte, attainable FLOP/s)
     curves: dict  #: kind -> bytes per step over CONTEXT_GRID
     fits: bool | None
@@ -128,7 +128,8 @@ def lesson05_view(part_id: str, batch: int, context_tokens: int, kv_dtype: str =
     fits = bool(p.fits_in_memory)
     capacity, needed = binary(part.memory_capacity_bytes), binary(float(p.memory_required_bytes))
     text = (f"Batch {count(batch)}, {count(context_tokens)} tokens cached, KV cache in {kv_dtype}: each step takes at "
-            f"least {duration(step)}. Share of the step's time: weights {share_text(share['weights'])}, KV cache "
+            f"least {duration(float(p.time_lower_bound_s))} (the lower bound); the estimate, with every operator's "
+            f"activations through HBM, is {duration(step)}. Shares of the estimate: weights {share_text(share['weights'])}, KV cache "
             f"{share_text((kv / p.bandwidth_bytes_per_s) / step)}, state "
             f"{share_text((state / p.bandwidth_bytes_per_s) / step)}, activations "
             f"{share_text(share['activations'])}. The full-attention layers sit at "
