@@ -375,7 +375,7 @@ def cmd_serve(args) -> int:
     d["price_per_hour_usd"] = args.price_per_hour
     d["cost_per_million_output_tokens"] = cost
     d["cost_per_million_output_tokens_lower_bound"] = (
-        None if args.price_per_hour is None else
+        None if args.price_per_hour is None or d["output_tokens_per_s_upper_bound"] is None else
         float(cost_per_million_output_tokens(args.price_per_hour, t.output_tokens_per_s_upper_bound_per_chip)))
     for warning in t.warnings:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
@@ -407,17 +407,20 @@ def cmd_serve(args) -> int:
         print(f"  output tokens/s      {num(t.output_tokens_per_s_per_chip)} per chip, static batch (estimate; "
               f"{num(t.output_tokens_per_s)} for the batch over {count(t.chips)} chips), "
               f"{num(t.output_tokens_per_s_per_sequence)} per sequence")
-        print(f"                       {num(t.output_tokens_per_s_upper_bound_per_chip)} per chip, continuous "
-              f"batching (upper bound; {num(t.output_tokens_per_s_upper_bound)} over {count(t.chips)} chips)")
+        if d["output_tokens_per_s_upper_bound"] is not None:
+            print(f"                       {num(t.output_tokens_per_s_upper_bound_per_chip)} per chip, continuous "
+                  f"batching (upper bound; {num(t.output_tokens_per_s_upper_bound)} over {count(t.chips)} chips)")
     else:
         print(f"  output tokens/s      {num(t.output_tokens_per_s)} for the batch, static batch (estimate), "
               f"{num(t.output_tokens_per_s_per_sequence)} per sequence")
-        print(f"                       {num(t.output_tokens_per_s_upper_bound)} for the batch, continuous batching "
-              f"(upper bound)")
+        if d["output_tokens_per_s_upper_bound"] is not None:
+            print(f"                       {num(t.output_tokens_per_s_upper_bound)} for the batch, continuous batching "
+                  f"(upper bound)")
     if cost is not None:
-        print(f"  cost                 {num(cost)} US dollars per million output tokens (static batch, estimate), "
-              f"at least {num(d['cost_per_million_output_tokens_lower_bound'])} (continuous batching's upper "
-              f"bound), at {num(args.price_per_hour)} US dollars per chip-hour")
+        low = d["cost_per_million_output_tokens_lower_bound"]
+        print(f"  cost                 {num(cost)} US dollars per million output tokens (static batch, estimate)"
+              + ("" if low is None else f", at least {num(low)} (continuous batching's upper bound)")
+              + f", at {num(args.price_per_hour)} US dollars per chip-hour")
     fits = "fits" if t.fits_in_memory else "does NOT fit"
     print(f"  {'memory per chip' if t.chips > 1 else 'memory':<21}{binary(t.memory_required_bytes)} of "
           f"{binary(t.memory_capacity_bytes)} at the final context -> {fits}")
@@ -425,8 +428,14 @@ def cmd_serve(args) -> int:
     note += ")" if t.chips == 1 else ", ring collectives at the assumed per-call latency, added unless --overlap-comm)"
     note += ", the batch served as one static batch (the whole batch prefills, then decodes)."
     note += (" Lower bounds: an idle server's steps by compulsory traffic, units and the least communication "
-             "overlapped, no per-call latency. Upper bound: continuous batching's steady state with this batch "
-             "in flight, the next requests' prefills riding in the decode steps; no engine on this split beats it")
+             "overlapped, no per-call latency" + (", for this chunking" if t.chunk_tokens else "")
+             + (", given the assumed draft's cost" if t.speculative_tokens else "") + ".")
+    if d["output_tokens_per_s_upper_bound"] is None:
+        note += (" Continuous batching's upper bound is not computed with speculation or pipeline stages")
+    else:
+        note += (" Upper bound: continuous batching's steady state with this batch in flight, the next requests' "
+                 "prefills riding in the decode steps; no engine on this split beats it"
+                 + (" (under uniform expert routing)" if get_model(t.model_id).is_moe else ""))
     if t.batch > 1 and t.chips == 1:
         note += f". Figures are per chip: all {count(t.batch)} sequences on a single chip"
     print(f"\n{note}.")

@@ -18,7 +18,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 
 from roofline_lessons.core.parallel import Parallelism  # noqa: E402
 from roofline_lessons.core.placement import place  # noqa: E402
-from roofline_lessons.core.units import binary, duration, num  # noqa: E402
+from roofline_lessons.core.units import binary, duration, num, percent  # noqa: E402
 from roofline_lessons.viz import plots  # noqa: E402
 from roofline_lessons.viz.charts import MIN_FONT_PT  # noqa: E402
 from roofline_lessons.viz.dashboards import lesson11 as l11  # noqa: E402
@@ -63,7 +63,14 @@ def test_frame_states_the_live_numbers_per_chip():
     assert frame.png[:4] == b"\x89PNG" and not frame.error and frame.verdict == view.text
     pl = placement_of(*DEFAULT)
     step = duration(pl.time_estimate_s)
-    assert f"Per chip, one step takes about {step} (compute and memory at their bounds, communication at the assumed per-call latency)" in frame.verdict
+    assert (f"Per chip, the estimate is {step} per step (operators unfused, collectives by the ring at the assumed "
+            "per-call latency)") in frame.verdict
+    assert f"Per chip, the lower bound is {duration(pl.time_lower_bound_s)} per step" in frame.verdict
+    latency = float(pl.comm.calls) * pl.link.latency_s
+    assert f"{duration(latency)} of it, {percent(latency / float(pl.time_estimate_s), 1)}, is assumed latency" \
+        in frame.verdict
+    assert "at least" not in frame.verdict and "≥" not in frame.verdict
+    assert duration(pl.time_lower_bound_s) in frame.alt and duration(pl.time_lower_bound_s) in frame.table_html
     assert f"{pl.bound}-bound" in frame.verdict and pl.link.name in frame.verdict
     assert f"{num(pl.link.per_direction_bytes_per_s / 1e9)} GB/s per direction" in frame.verdict
     assert "not overlapped" in frame.verdict  # the default is said

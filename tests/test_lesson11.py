@@ -52,6 +52,20 @@ def test_sweep_rows_are_the_placements_per_chip(sweep):
     assert sweep[-1].step_s > sweep[0].step_s / sweep[-1].chips  # less than n times faster: the communication
 
 
+def test_sweep_rows_carry_both_figures_and_the_assumed_latency(sweep):
+    for r in sweep:
+        p = r.placement
+        assert r.lower_bound_s == pytest.approx(float(p.time_lower_bound_s)) and r.lower_bound_s <= r.step_s
+        assert r.tokens_per_s_upper_bound == pytest.approx(float(p.tokens_per_s_upper_bound))
+        assert r.comm_lower_bound_s == pytest.approx(float(p.comm_lower_bound_s))
+        assert r.lower_bound_roof == p.lower_bound_roof
+        calls = 0.0 if p.comm is None else float(p.comm.calls)
+        link = get_part("h100-sxm").scale_up_link
+        assert r.latency_s == pytest.approx(calls * link.latency_s)  # not overlapped: calls × latency exactly
+        assert r.latency_share == pytest.approx(r.latency_s / r.step_s)
+    assert sweep[0].latency_s == 0 and sweep[-1].latency_share > sweep[1].latency_share
+
+
 def test_setups_compare_70b_three_ways():
     tp2, h200, fp8, overlapped = mc.compare_setups("llama-3.1-70b", mc.seventy_b_setups())
     assert all(r.fits for r in (tp2, h200, fp8, overlapped))
@@ -75,6 +89,21 @@ def test_one_all_reduce_ring_factor_and_per_direction_rate(n):
     assert a.time_s == pytest.approx(a.link.latency_s + a.sent_bytes / a.link.per_direction_bytes_per_s)
     assert a.headline_time_s < a.time_s
     assert a.time_s - a.latency_s == pytest.approx(2 * (a.headline_time_s - a.latency_s))
+    # NVLink 4's NVSwitch reduces in the switch: the bound sends the message once, with no latency
+    assert a.in_switch and a.least_factor == 1.0
+    assert a.bound_time_s == pytest.approx(msg / a.link.per_direction_bytes_per_s)
+    assert a.ring_algorithm_bytes_per_s == pytest.approx(a.link.per_direction_bytes_per_s / a.ring_factor)
+
+
+def test_the_in_switch_figure_beats_any_ring_and_not_the_switch():
+    """A maintainer's ~275 GB/s NVLS algorithm bandwidth on 8 H100s: above the ring's limit
+    (450 ÷ 1.75 = 257 GB/s), below the in-switch limit (450 GB/s)."""
+    a = mc.one_all_reduce(mc.NVLS_ALGBW_PART, mc.NVLS_ALGBW_CHIPS, 1e9)
+    assert a.ring_algorithm_bytes_per_s == pytest.approx(450e9 / 1.75)
+    assert a.ring_algorithm_bytes_per_s < mc.NVLS_ALGBW_BYTES_PER_S < a.least_algorithm_bytes_per_s
+    assert "nccl-tests issue 212" in mc.NVLS_ALGBW_SOURCE
+    ring_only = mc.one_all_reduce("a100-80gb", 8, 1e9)  # NVLink 3: no reduction in the switch
+    assert not ring_only.in_switch and ring_only.least_factor == ring_only.ring_factor
 
 
 def test_all_reduce_over_pcie_past_the_bridge():
@@ -89,6 +118,7 @@ def test_comm_split_adds_up_and_batch_one_is_latency_bound():
     assert s.latency_s == pytest.approx(s.calls * p.link.latency_s)
     assert s.calls == 2 * get_model("llama-3.1-70b").num_hidden_layers + 2
     assert s.latency_share > 0.9 and s.latency_basis == "assumed"
+    assert s.bound_s == pytest.approx(float(p.comm_lower_bound_s)) and s.bound_s < s.bandwidth_s + 1e-12
     pre = place("llama-3.1-70b", "h100-sxm", phase="prefill", prompt_tokens=4096, parallelism=Parallelism(tensor=8))
     assert mc.comm_split(pre).latency_share < 0.5
 
@@ -128,6 +158,22 @@ def test_crossover_is_exact_and_interconnect_bound():
 def test_no_crossover_on_nvlink_for_a_70b_prefill():
     c = mc.comm_crossover("llama-3.1-70b", "h100-sxm", 8, phase="prefill")
     assert not c.found and c.last is None and c.placement.bound == "compute"
+    b = mc.comm_crossover("llama-3.1-70b", "h100-sxm", 8, phase="prefill", figure="bound")
+    assert not b.found and b.figure == "bound" and b.placement.lower_bound_roof == "compute"
+
+
+def test_crossover_by_the_bound_compares_the_bounds_terms():
+    c = mc.comm_crossover("llama-3.1-70b", "l4", 8, phase="prefill", figure="bound")
+    assert c.found and c.placement.lower_bound_roof == "interconnect"
+
+    def over(v):
+        p = place("llama-3.1-70b", "l4", phase="prefill", prompt_tokens=v, parallelism=Parallelism(tensor=8))
+        return float(p.comm_lower_bound_s) > max(float(p.compute_lower_bound_s), float(p.memory_lower_bound_s))
+
+    assert over(c.first) and not over(c.first - 1) and over(c.last) and not over(c.last + 1)
+    # on L4s a short-context decode is interconnect-bound only by the estimate (its assumed latency)
+    assert mc.comm_crossover("llama-3.1-70b", "l4", 8, phase="decode", context_tokens=512).found
+    assert not mc.comm_crossover("llama-3.1-70b", "l4", 8, phase="decode", context_tokens=512, figure="bound").found
 
 
 def test_decode_floor_on_a_rack():
@@ -135,6 +181,9 @@ def test_decode_floor_on_a_rack():
     assert rack[-1].bound == "interconnect"
     comm = [r.comm_s for r in rack[1:]]
     assert max(comm) < 1.05 * min(comm)  # latency-bound: the same calls at every n
+    # the floor is the estimate's: the bound stays memory-bound and keeps falling
+    assert all(r.lower_bound_roof == "memory" for r in rack)
+    assert rack[0].lower_bound_s / rack[-1].lower_bound_s > 0.8 * rack[-1].chips
 
 
 # ---- expert and pipeline parallel ------------------------------------------------------------------
@@ -151,7 +200,8 @@ def test_expert_parallel_rows():
     for r in rows:
         assert 0 < r.experts_touched_per_chip <= r.experts_held_per_chip + 1e-9
         assert r.all_reduce_bytes + r.all_to_all_bytes == pytest.approx(float(r.row.placement.comm.bytes))
-    assert ep8.row.step_s < tp8.row.step_s  # the lesson's claim at large batch
+    assert ep8.row.step_s < tp8.row.step_s  # the lesson's claim at large batch (the estimate)
+    assert min(r.row.lower_bound_s for r in rows[1:]) < tp8.row.lower_bound_s  # an EP split wins by the bound too
     one = mc.expert_parallel_compare(batch=1)
     assert one[0].row.step_s < one[1].row.step_s  # ... and at batch 1 the other way round
     assert one[1].experts_touched_per_chip == pytest.approx(m.num_experts_per_tok / 8)
@@ -164,6 +214,7 @@ def test_pipeline_does_not_cut_latency():
     # the stages one after another (their sum, not p × the busiest) plus the sends
     assert pp2.step_s == pytest.approx(float(pp.stage_time_s) + float(pp.other_stages_s) + float(pp.pipeline_send_s))
     assert pp2.step_s == pytest.approx(alone.step_s + float(pp.pipeline_send_s), rel=1e-3)
+    assert pp2.lower_bound_s < alone.lower_bound_s  # the package's bound overlaps the stages (loose for one token)
     assert bubble_fraction(4, 8) == pytest.approx(3 / 11)
 
 
@@ -176,6 +227,9 @@ def test_latency_sensitivity_reprices_the_calls():
     assert at_catalog.step_s == pytest.approx(catalog.step_s)
     calls = float(catalog.placement.comm.calls)
     assert rows[3].comm_s - rows[1].comm_s == pytest.approx(calls * 10e-6)  # one fixed cost per call, whatever n
+    for a, b in ((rows[0], rows[2]), (rows[1], rows[3])):  # the bound does not move with the latency
+        assert a.lower_bound_s == pytest.approx(b.lower_bound_s) and a.step_s < b.step_s
+        assert a.lower_bound_s < a.step_s
     assert mc.with_link_latency("l4", 0.0).host_link.latency_s == 0.0
     with pytest.raises(RooflineInputError, match="-1"):
         mc.with_link_latency("h100-sxm", -1)
@@ -186,12 +240,14 @@ def test_gpt_fast_what_ifs():
     empirical = mc.gpt_fast_empirical_bandwidth_bytes_per_s()
     assert 0 < empirical < get_part("a100-80gb").memory_bandwidth_bytes_per_s
     slower = mc.gpt_fast_70b(memory_bandwidth_bytes_per_s=empirical)
-    assert slower.bound_tokens_per_s < base.bound_tokens_per_s and slower.fraction_of_bound > base.fraction_of_bound
+    assert (slower.estimate_tokens_per_s < base.estimate_tokens_per_s
+            and slower.fraction_of_estimate > base.fraction_of_estimate)
     free = mc.gpt_fast_70b(latency_s=0.0)
-    assert free.bound_step_s == pytest.approx(base.bound_step_s - base.comm.latency_s)
+    assert free.estimate_step_s == pytest.approx(base.estimate_step_s - base.comm.latency_s)
+    assert free.lower_bound_step_s == pytest.approx(base.lower_bound_step_s)  # the bound counts no latency
 
 
-# ---- measured vs bound -----------------------------------------------------------------------------
+# ---- measured against both figures ------------------------------------------------------------------
 
 
 def test_gpt_fast_comes_from_the_catalog():
@@ -200,10 +256,12 @@ def test_gpt_fast_comes_from_the_catalog():
     assert g.measured_tokens_per_s == ms.tokens_per_s and g.measurement is ms
     assert g.placement.parallelism.tensor == 8 and float(g.placement.workload.batch) == 1
     assert g.placement.chips == 8 and g.placement.per_chip
-    assert 0 < g.fraction_of_bound < 1
-    assert g.bound_tokens_per_s == pytest.approx(1 / g.bound_step_s)
+    assert 0 < g.fraction_of_upper_bound < g.fraction_of_estimate < 1
+    assert g.estimate_tokens_per_s == pytest.approx(1 / g.estimate_step_s)
+    assert g.upper_bound_tokens_per_s == pytest.approx(1 / g.lower_bound_step_s)
+    assert g.lower_bound_step_s == pytest.approx(float(g.placement.time_lower_bound_s))
     # the what-ifs reproduce the measured step
-    assert (g.bound_step_s - g.comm.latency_s + g.comm.calls * g.latency_per_call_to_close_gap_s
+    assert (g.estimate_step_s - g.comm.latency_s + g.comm.calls * g.latency_per_call_to_close_gap_s
             == pytest.approx(g.measured_step_s))
     p = g.placement
     assert (float(p.memory_time_s) / g.hbm_fraction_to_close_gap + float(p.comm_time_s)
@@ -230,6 +288,7 @@ def test_gpt_fast_comes_from_the_catalog():
     (lambda: mc.three_roofs(place("llama-3.1-8b", "h100-sxm")), "more than one chip"),
     (lambda: mc.comm_crossover("llama-3.1-70b", "h100-sxm", 1), "2"),
     (lambda: mc.comm_crossover("llama-3.1-70b", "h100-sxm", 8, up_to=0), "0"),
+    (lambda: mc.comm_crossover("llama-3.1-70b", "h100-sxm", 8, figure="best"), "'best'"),
     (lambda: mc.expert_parallel_compare("llama-3.1-70b"), "dense"),
     (lambda: mc.expert_parallel_compare(splits=[8]), "8"),
     (lambda: mc.compare_setups("llama-3.1-70b", []), "at least one"),
@@ -263,7 +322,11 @@ def _solution():
     pipe = place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096,
                  parallelism=Parallelism(pipeline=4))
     step = float(pipe.stage_time_s) + float(pipe.other_stages_s) + 3 * float(pipe.pipeline_send_s)
-    return {"11.1": memory, "11.2": reduce_s, "11.3": comm, "11.4": ridge, "11.5": step, "11.6": 3 / 11}
+    bound_comm = (2 * llama.num_hidden_layers + 1) * 64 * llama.hidden_size * 2 / link.per_direction_bytes_per_s
+    tp8 = place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096, parallelism=Parallelism(tensor=8))
+    share = (2 * llama.num_hidden_layers + 2) * link.latency_s / float(tp8.time_estimate_s)
+    return {"11.1": memory, "11.2": reduce_s, "11.3": comm, "11.4": ridge, "11.5": step, "11.6": 3 / 11,
+            "11.7": bound_comm, "11.8": share}
 
 
 @pytest.mark.parametrize("ex", sorted(lesson11.EXERCISES))
@@ -306,6 +369,21 @@ def _by_hand_mistakes():
         ("11.4", "the FP8 rate", get_part("l4").peak_flops_per_s("fp8") / get_part("l4").host_link.per_direction_bytes_per_s),
         ("11.4", "sparse (2:4) BF16 headline", get_part("l4").sparse_flops_per_s["bf16"]
          / get_part("l4").host_link.per_direction_bytes_per_s),
+        # the other figure is the tempting wrong answer
+        ("11.2", "give the lower bound", msg / link.per_direction_bytes_per_s),
+        ("11.3", "give the lower bound's communication", s["11.7"]),
+        ("11.7", "give the estimate's communication", s["11.3"]),
+        ("11.7", "count the ring's 2(n − 1)/n", s["11.3"] - (2 * llama.num_hidden_layers + 2) * link.latency_s),
+        ("11.7", "add the per-call latency", s["11.7"] + (2 * llama.num_hidden_layers + 2) * link.latency_s),
+        ("11.5", "time_lower_bound_s", float(pipe.time_lower_bound_s)),
+        ("11.8", "share of the communication", (2 * llama.num_hidden_layers + 2) * link.latency_s
+         / float(place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096,
+                       parallelism=Parallelism(tensor=8)).comm_time_s)),
+        ("11.8", "divide by the lower bound", s["11.8"] * float(place(
+            "llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096,
+            parallelism=Parallelism(tensor=8)).time_estimate_s) / float(place(
+                "llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096,
+                parallelism=Parallelism(tensor=8)).time_lower_bound_s)),
     ]
 
 
@@ -374,6 +452,7 @@ def test_lesson_prints_no_scientific_notation(lesson_text):
 def test_lesson_states_its_conventions(lesson_text):
     text = LESSON.read_text("utf-8")
     assert "**per chip**" in text and "**not overlapped**" in text and "best case" in text
+    assert "**lower bound**" in text and "**estimate**" in text and "**assumed**" in text
     assert "per chip" in lesson_text and 'latency_basis = "assumed"' in lesson_text
     assert "**hypotheses**" in lesson_text
     ms = next(m for m in get_part("a100-80gb").measurements("decode_tokens_per_s") if m.model == "llama-3.1-70b")
@@ -386,7 +465,7 @@ def test_every_section_is_there():
     text = LESSON.read_text("utf-8")
     for heading in ("## 1. Why split", "## 2. Tensor parallel", "## 3. The interconnect roof",
                     "## 4. Where tensor parallelism helps", "## 5. Overlap", "## 6. Llama-3.1-70B",
-                    "## 7. Expert parallel", "## 8. Pipeline parallel", "## 9. Measured against the bound",
+                    "## 7. Expert parallel", "## 8. Pipeline parallel", "## 9. Measured against both figures",
                     "## Explore: the many-chips dashboard", "## Summary",
                     "**Interview questions this lesson prepares you for**"):
         assert heading in text, heading

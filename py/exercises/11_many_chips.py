@@ -13,8 +13,10 @@
 #
 # Every checker recomputes its answer from the package when you run it, so a catalog update never
 # leaves an answer stale. With more than one chip every figure is **per chip**. Times in
-# **seconds**, memory in **GiB** (2^30 bytes), intensities in **FLOP/byte**. Communication is not
-# overlapped with compute.
+# **seconds**, memory in **GiB** (2^30 bytes), intensities in **FLOP/byte**. Each exercise says
+# which figure it asks for: the **estimate** (collectives by the ring, the catalog's **assumed**
+# latency per call, communication and pipeline stages one after another, not overlapped) or the
+# **lower bound** (the least bytes the link allows, no per-call latency).
 
 # %%
 from roofline_lessons import get_model, get_part, place
@@ -42,12 +44,13 @@ memory_per_chip_gib = ...  # your answer here
 grade.moe_memory_per_chip_gib(memory_per_chip_gib)
 
 # %% [markdown]
-# ## Exercise 11.2 — one all-reduce
+# ## Exercise 11.2 — one all-reduce, by the estimate
 #
 # A 1,024-token prefill of Llama-3.1-70B under tensor parallel 8 on H100 SXMs all-reduces its
-# activations twice per layer: 1,024 tokens × `hidden_size` × 2 bytes each time. In a ring, each
-# chip sends 2(n − 1)/n of the message. How many **seconds** does one such all-reduce take, the
-# call's fixed latency (the catalog's assumed `link.latency_s`, one per call) included?
+# activations twice per layer: 1,024 tokens × `hidden_size` × 2 bytes each time. The **estimate**
+# uses a ring, in which each chip sends 2(n − 1)/n of the message, and charges each call the
+# catalog's assumed `link.latency_s`. By the estimate, how many **seconds** does one such
+# all-reduce take, the call's latency included?
 
 # %%
 llama = get_model("llama-3.1-70b")
@@ -58,15 +61,16 @@ all_reduce_s = ...  # your answer here
 grade.one_all_reduce_s(all_reduce_s)
 
 # %% [markdown]
-# ## Exercise 11.3 — a decode step's communication, calls and bytes
+# ## Exercise 11.3 — a decode step's communication, by the estimate
 #
 # The same model decodes a **batch of 64** sequences (4,096 tokens cached each) under tensor
 # parallel 8. Per step, each chip takes part in **2 all-reduces per layer** of the batch's
 # activations (64 × `hidden_size` × 2 bytes), **1 all-reduce** after the embedding (the same size),
 # and **1 all-gather** of the logits, in which each chip sends (n − 1)/n of 64 × `vocab_size` × 2
-# bytes. Every call costs `link.latency_s` (one fixed cost per call, whatever n: an assumption),
-# and every byte sent moves at the per-direction bandwidth. How many **seconds** of communication
-# per chip per step? (Answer within 1 %: the calls and the bytes both matter.)
+# bytes. In the **estimate** the all-reduces go by the ring (2(n − 1)/n of the message per chip),
+# every call costs `link.latency_s` (one fixed cost per call, whatever n: an assumption), and every
+# byte sent moves at the per-direction bandwidth. How many **seconds** of communication per chip
+# per step, by the estimate? (Answer within 1 %: the calls and the bytes both matter.)
 
 # %%
 n = ...  # your answer here
@@ -91,12 +95,13 @@ link_ridge = ...  # your answer here
 grade.l4_link_ridge(link_ridge)
 
 # %% [markdown]
-# ## Exercise 11.5 — a pipeline and one sequence
+# ## Exercise 11.5 — a pipeline and one sequence, by the estimate
 #
 # Llama-3.1-70B decodes one sequence (batch 1, 4,096 tokens cached) over a **4-stage pipeline** of
 # H100 SXMs. Use `place(..., parallelism=Parallelism(pipeline=4))`: its `stage_time_s` is the
-# busiest stage, `other_stages_s` the other three stages' times added up, and `pipeline_send_s` one
-# send between stages. How many **seconds** does one decode step take?
+# busiest stage's estimate, `other_stages_s` the other three stages' estimates added up, and
+# `pipeline_send_s` one send between stages (with its assumed latency). By the **estimate**, how
+# many **seconds** does one decode step take?
 
 # %%
 pipe = ...  # your answer here
@@ -115,3 +120,31 @@ p = ...  # your answer here
 m = ...  # your answer here
 bubble = ...  # your answer here
 grade.pipeline_bubble(bubble)
+
+# %% [markdown]
+# ## Exercise 11.7 — the same step's communication, by the lower bound
+#
+# Take 11.3's step again (Llama-3.1-70B, batch 64, 4,096 cached, tensor parallel 8 on H100 SXMs).
+# The **lower bound** counts the least bytes any algorithm the link supports sends, and no
+# per-call latency. The H100's NVSwitch reduces in the switch (`link.in_switch_reduction`), so an
+# all-reduce sends each byte of its message once per chip; and the bound counts no logits
+# all-gather (vocab-parallel sampling exchanges each chip's top candidates, not its logits). How
+# many **seconds** of communication per chip does the lower bound count? (Within 1 %.)
+
+# %%
+message_bytes = ...  # your answer here
+least_bytes = ...  # your answer here
+bound_comm_s = ...  # your answer here
+grade.bound_comm_s(bound_comm_s)
+
+# %% [markdown]
+# ## Exercise 11.8 — how much of the estimate is an assumption?
+#
+# Llama-3.1-70B decodes one sequence (batch 1, 4,096 cached) under **tensor parallel 8** on H100
+# SXMs. What **fraction** of the step's **estimate** (`time_estimate_s`) is the assumed per-call
+# latency (every collective call × `link.latency_s`)?
+
+# %%
+tp8 = ...  # your answer here
+latency_share = ...  # your answer here
+grade.latency_share(latency_share)

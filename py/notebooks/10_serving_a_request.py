@@ -95,14 +95,14 @@ show_table(["decode step", "tokens cached", "step time (estimate)", "step time (
 # ask which definition a TPOT uses.
 
 # %%
-show_table(["definition", "value"],
+show_table(["definition", "value (estimate)"],
            [["TPOT = (E2E − TTFT) ÷ (output − 1)", duration(request.tpot_s)],
             ["mean decode-step time", duration(request.mean_step_s)],
             ["E2E ÷ output tokens (prefill folded in)", duration(request.e2e_s / request.output_tokens)]])
 
 # %% [markdown]
 # The first two agree here because every step yields one token; section 4 pulls them apart. The
-# third is larger by TTFT spread over the tokens — small for this short prompt, large for a
+# third is larger by TTFT spread over the tokens — small here, large for a
 # long-document request with a short answer.
 #
 # **Question.** Double the prompt to 4,096 tokens. Which of TTFT and TPOT roughly doubles, and why
@@ -129,7 +129,8 @@ md(f"<details><summary>Answer</summary>\n\nTTFT grows {num(longer.ttft_s / reque
 # %%
 BATCHES = [1, 4, 16, 32, 64, 128, 256, 512]
 frontier = pareto(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS, batches=BATCHES)
-show_table(["batch", "TTFT", "TPOT", "tokens/s per user", "tokens/s, all users", "fits in memory"],
+show_table(["batch", "TTFT (estimate)", "TPOT (estimate)", "tokens/s per user (estimate)",
+            "tokens/s, all users (static batch, estimate)", "fits in memory"],
            [[count(b), duration(t), duration(p), num(u), num(a), "yes" if f else "**no**"]
             for b, t, p, u, a, f in zip(frontier.batch, frontier.ttft_s, frontier.tpot_s,
                                         frontier.output_tokens_per_s_per_sequence, frontier.output_tokens_per_s,
@@ -148,7 +149,7 @@ knee = (f"The **critical batch** — where a decode step would reach the ridge �
         "own KV cache to read (lesson 4); throughput saturates gradually, with no sharp knee")
 md(f"{knee}. The **capacity wall** comes first in practice: weights plus {count(PROMPT_TOKENS + OUTPUT_TOKENS)} "
    f"tokens of KV cache per sequence fit at most **{count(wall)} sequences** in "
-   f"{binary(part.memory_capacity_bytes)} — an upper bound on concurrency, with no headroom for activations, "
+   f"{binary(part.memory_capacity_bytes)} at the final context — the static batch's wall, with no headroom for activations, "
    f"workspace or fragmentation; vLLM by default uses {percent(VLLM_DEFAULT_MEMORY_UTILIZATION, 0)} of the memory, "
    f"which fits {count(wall_vllm)}. "
    f"There the chip gives {num(at_wall.output_tokens_per_s)} tokens/s in all, "
@@ -185,8 +186,9 @@ big = max(range(len(steady)), key=lambda i: gain[i])
 md(f"The static schedule's estimate is always at or under the bound, as it must be; the gap is widest at batch "
    f"**{count(steady[big].batch)}** ({num(gain[big])}×), where the static schedule spends "
    f"{duration(steady[big].ttft_s)} prefilling with every decode stream stopped. So quote the static figure as "
-   "what *that schedule* would do, and the upper bound as what no engine beats; a real engine lands between them "
-   "(lesson 9's fixed costs, scheduling, imperfect kernels).")
+   "what *that schedule* would do, and the upper bound as what no engine with that batch in flight beats (under "
+   "uniform expert routing, for an MoE). A real engine lands at or below the upper bound; its fixed costs, "
+   "scheduling and imperfect kernels (lesson 9) can put it below the static estimate too.")
 
 # %% [markdown]
 # ### Little's law and goodput
@@ -197,8 +199,8 @@ md(f"The static schedule's estimate is always at or under the bound, as it must 
 #
 # The table below is a **static-batch** picture: each batch of B requests arrives together, and the
 # next batch starts the moment the last one ends. It **ignores queueing**: a request that arrives
-# mid-batch waits up to one E2E before it even starts, and its TTFT grows by that wait. Real goodput
-# under random arrivals is lower.
+# mid-batch waits up to one E2E before it even starts, and its TTFT grows by that wait. A static-batch
+# server's goodput under random arrivals is lower.
 #
 # Users do not want throughput; they want each request fast enough. A **service-level objective
 # (SLO)** bounds TTFT and TPOT, and **goodput** counts only the requests served within it. The two
@@ -209,7 +211,8 @@ md(f"The static schedule's estimate is always at or under the bound, as it must 
 TTFT_SLO_S, TPOT_SLO_S = 1.0, 0.010
 good = goodput_requests_per_s(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
                               batches=BATCHES, ttft_slo_s=TTFT_SLO_S, tpot_slo_s=TPOT_SLO_S)
-show_table(["batch", "TTFT", "TPOT", "requests/s (B ÷ E2E)", "meets the SLO and fits", "goodput, requests/s"],
+show_table(["batch", "TTFT (estimate)", "TPOT (estimate)", "requests/s (B ÷ E2E)", "meets the SLO and fits",
+            "goodput, requests/s (estimate)"],
            [[count(b), duration(t), duration(p), num(r), "yes" if ok else "no", num(g)]
             for b, t, p, r, ok, g in zip(good.batch, good.ttft_s, good.tpot_s, good.requests_per_s, good.meets_slo,
                                          good.goodput_requests_per_s)])
@@ -314,7 +317,7 @@ md(f"A decode-only step of {count(DECODE_BATCH)} sequences sits at {num(alone.de
 CHUNKS = (None, 1024, 512, 128)
 chunked = [request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS, chunk_tokens=c)
            for c in CHUNKS]
-show_table(["prefill chunk", "TTFT, prompt alone (estimate)", "TTFT (lower bound)"],
+show_table(["prefill chunk", "TTFT, prompt alone (estimate)", "TTFT (lower bound, for that chunking)"],
            [[count(c) if c else "whole prompt", duration(t.ttft_s), duration(t.ttft_lower_bound_s)]
             for c, t in zip(CHUNKS, chunked)])
 
@@ -373,7 +376,7 @@ show_table(["drafted tokens k"] + [f"α = {a}" for a in ALPHAS],
 K, ALPHA = 4, 0.7
 spec = request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
                         speculative_tokens=K, acceptance=ALPHA)
-show_table(["", "plain decode", f"speculative, k = {K}, α = {ALPHA}"],
+show_table(["(estimates)", "plain decode", f"speculative, k = {K}, α = {ALPHA}"],
            [["tokens per step", "1", num(spec.tokens_per_verify_step)],
             ["steps after the first token", count(request.decode_steps), count(spec.decode_steps)],
             ["mean step time", duration(request.mean_step_s), duration(spec.mean_step_s)],
@@ -405,7 +408,8 @@ SHORT_PROMPT = 256
 SPEC_BATCHES = (1, 16, 64, 128, 256, 512)
 short_runs = [speedup(SHORT_PROMPT, b) for b in SPEC_BATCHES]
 long_runs = [speedup(PROMPT_TOKENS, b) for b in SPEC_BATCHES]
-show_table(["batch", f"{count(SHORT_PROMPT)}-token prompt", f"{count(PROMPT_TOKENS)}-token prompt"],
+show_table(["batch", f"TPOT speed-up, {count(SHORT_PROMPT)}-token prompt (estimate)",
+            f"{count(PROMPT_TOKENS)}-token prompt (estimate)"],
            [[count(b)] + [f"{num(x)}×" + ("" if fits else " (does not fit)") for x, fits in (s, l)]
             for b, s, l in zip(SPEC_BATCHES, short_runs, long_runs)])
 
@@ -438,7 +442,7 @@ draft70 = request_timeline(TARGET, BIG_PART, prompt_tokens=PROMPT_TOKENS, output
                            speculative_tokens=K, acceptance=ALPHA, draft_model=DRAFT)
 draft_step = place(DRAFT, BIG_PART, phase="decode", context_tokens=PROMPT_TOKENS)
 target_step = place(TARGET, BIG_PART, phase="decode", context_tokens=PROMPT_TOKENS)
-show_table(["draft", "TPOT", "speed-up"],
+show_table(["draft", "TPOT (estimate)", "speed-up (estimate)"],
            [["none", duration(base70.tpot_s), "1×"],
             ["MTP-style head", duration(mtp70.tpot_s), f"{num(base70.tpot_s / mtp70.tpot_s)}×"],
             [get_model(DRAFT).name, duration(draft70.tpot_s), f"{num(base70.tpot_s / draft70.tpot_s)}×"]])
@@ -473,7 +477,7 @@ md(f"<details><summary>Answer</summary>\n\n{duration(float(draft_step.time_estim
 # the cached keys and values.
 
 # %%
-show_table(["prompt tokens already cached", "TTFT", "of the uncached TTFT"],
+show_table(["prompt tokens already cached", "TTFT (estimate)", "of the uncached TTFT"],
            [[f"{count(p)} of {count(PROMPT_TOKENS)}", duration(t), percent(t / request.ttft_s, 0)]
             for p, t in ((p, request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
                                               prefix_cached_tokens=p).ttft_s) for p in (0, 1024, 1536, 1984, 2040))])

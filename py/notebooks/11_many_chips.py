@@ -22,22 +22,33 @@
 # **By the end of this lesson you can**
 #
 # 1. say what tensor parallelism splits, what it replicates, and what it sends: two all-reduces per
-#    layer, each chip sending 2(n − 1)/n of the message at the link's **per-direction** bandwidth;
-# 2. compute the interconnect intensity (FLOPs per byte sent) and the third ridge (peak ÷ link
+#    layer, each chip sending 2(n − 1)/n of the message by a ring, or each byte once where the
+#    switch adds the partial sums itself, at the link's **per-direction** bandwidth;
+# 2. give a step on several chips two figures per chip, the **lower bound** and the **estimate**,
+#    name the assumed per-call latency inside the estimate and compute its share;
+# 3. compute the interconnect intensity (FLOPs per byte sent) and the third ridge (peak ÷ link
 #    bandwidth), and split a step's communication into its latency and bandwidth terms;
-# 3. find where tensor parallelism stops helping: the batch, prompt or split size at which the
+# 4. find where tensor parallelism stops helping: the batch, prompt or split size at which the
 #    communication takes longer than the compute and the memory traffic;
-# 4. compare 70B on two H100s, one H200 and one H100 with FP8 weights; split an MoE by experts;
+# 5. compare 70B on two H100s, one H200 and one H100 with FP8 weights; split an MoE by experts;
 #    say why pipeline parallelism does not cut one sequence's latency;
-# 5. set a published multi-chip measurement against its bound and state hypotheses for the gap.
+# 6. set a published multi-chip measurement against both figures and state hypotheses for the gap.
 #
 # **Conventions.** With more than one chip, every FLOP, byte and second below is **per chip** (the
-# busiest chip's), and the tables say so; tokens per second count all chips together. Communication
-# is **not overlapped** with compute unless a row says "overlapped": a chip's step takes
-# max(compute, memory) + communication. Overlap is the best case, max of the three. A time without
-# communication is a lower bound; a time that includes the collectives' per-call latency is an
-# **estimate at the assumed latency** (section 2), and so is the rate it gives. The rules are in the
-# docstring of `roofline_lessons.core.parallel`.
+# busiest chip's), and the tables say so; tokens per second count all chips together. Every step
+# gets two figures (lesson 3):
+#
+# - the **lower bound** (`time_lower_bound_s`): compulsory bytes only; the least bytes any
+#   algorithm the link supports sends (each byte once where the switch reduces in the switch, the
+#   ring elsewhere); communication overlapped with compute and memory; no per-call latency. No
+#   implementation with that split, those formats and those kernels' FLOPs beats it.
+# - the **estimate** (`time_estimate_s`): operators unfused, collectives by the ring, a fixed
+#   latency per collective call that is **assumed**, and communication **not overlapped** with
+#   compute unless a row says "overlapped": a chip's step takes max(compute, memory) +
+#   communication. Overlap is the estimate's best case, max of the three.
+#
+# The rates follow: an upper bound and an estimate. The rules are in the docstring of
+# `roofline_lessons.core.parallel`.
 
 # %%
 # %matplotlib inline
@@ -50,8 +61,9 @@ from roofline_lessons.core.units import binary, count, duration, num, percent, s
 from roofline_lessons.topics.many_chips import (Setup, activation_message_bytes, comm_crossover, comm_split,
                                                 compare_setups, expert_parallel_compare, gpt_fast_70b,
                                                 gpt_fast_empirical_bandwidth_bytes_per_s, latency_sensitivity,
-                                                link_ridges, one_all_reduce, pipeline_vs_tensor, seventy_b_setups,
-                                                tensor_parallel_sweep, three_roofs)
+                                                link_ridges, NVLS_ALGBW_BYTES_PER_S, NVLS_ALGBW_CHIPS, NVLS_ALGBW_PART,
+                                                NVLS_ALGBW_SOURCE, one_all_reduce, pipeline_vs_tensor,
+                                                seventy_b_setups, tensor_parallel_sweep, three_roofs)
 from roofline_lessons.viz.display import md, show_table
 from roofline_lessons.viz.plots import interconnect_roofline_chart, time_breakdown_chart
 
@@ -136,24 +148,38 @@ show_table(["split", "weights per chip", "KV cache per chip", "memory per chip",
 
 # %% [markdown]
 # Splitting the weights splits the time to read them. Each chip reads its share in parallel, so the
-# memory time per chip falls as 1/n — but the chips must now talk:
+# memory time per chip falls as 1/n — but the chips must now talk. Both figures, per chip (the
+# estimate's terms first, then how much of the estimate is assumed latency, then the bound):
 
 # %%
-show_table(["split", "compute, per chip", "memory, per chip", "communication, per chip", "step", "bound",
-            "tokens/s (all chips)"],
+show_table(["split", "compute, per chip (estimate)", "memory, per chip (estimate)",
+            "communication, per chip (estimate: ring + assumed latency)", "estimate, per chip",
+            "of which assumed latency", "lower bound, per chip", "estimate's roof",
+            "tokens/s (all chips): estimate", "tokens/s (all chips): upper bound"],
            [[r.parallelism.label, duration(r.compute_s), duration(r.memory_s), duration(r.comm_s), duration(r.step_s),
-             r.bound, num(r.tokens_per_s)] for r in tp])
+             f"{duration(r.latency_s)} ({percent(r.latency_share, 0)})", duration(r.lower_bound_s), r.bound,
+             num(r.tokens_per_s), num(r.tokens_per_s_upper_bound)] for r in tp])
 one, two, last = tp[0], tp[1], tp[-1]
 assert two.step_s < one.step_s and last.step_s < two.step_s  # more chips, shorter decode step
-assert last.step_s > one.step_s / last.chips  # ... but less than n times shorter
-assert math.isclose(last.comm_s, two.comm_s, rel_tol=0.1)  # the communication barely changes with n
+assert last.step_s > one.step_s / last.chips  # ... but the estimate is less than n times shorter
+assert math.isclose(last.comm_s, two.comm_s, rel_tol=0.1)  # the estimate's communication barely changes with n
+assert all(r.lower_bound_s <= r.step_s for r in tp)
+assert two.latency_share < last.latency_share  # the same latency is a larger share of a shorter step
+assert last.comm_lower_bound_s < 0.01 * last.lower_bound_s  # the bound's bytes at batch 1: a sliver of its step
 
 # %% jupyter={"source_hidden": true}
+bound_speedup, estimate_speedup = one.lower_bound_s / last.lower_bound_s, one.step_s / last.step_s
 md(f"From one chip to {count(last.chips)}, the memory time per chip falls {num(one.memory_s / last.memory_s)}× "
-   f"({duration(one.memory_s)} → {duration(last.memory_s)}) but the step only {num(one.step_s / last.step_s)}× "
-   f"({duration(one.step_s)} → {duration(last.step_s)}): the communication, about {duration(last.comm_s)} per chip "
-   "at every n in this table, is added on top. It barely changes with n because the course charges one fixed "
-   "latency per call whatever n — an assumption examined below. (The one-chip row is a what-if: it does not fit.)")
+   f"({duration(one.memory_s)} → {duration(last.memory_s)}). The **lower bound** falls "
+   f"{num(bound_speedup)}× ({duration(one.lower_bound_s)} → {duration(last.lower_bound_s)}); the **estimate** only "
+   f"{num(estimate_speedup)}× ({duration(one.step_s)} → {duration(last.step_s)}). The difference is the "
+   f"communication the estimate adds on top, about {duration(last.comm_s)} per chip at every n in this table, and "
+   f"{duration(last.latency_s)} of it is the assumed latency: {percent(last.latency_share, 0)} of the "
+   f"{last.parallelism.label} estimate. It barely changes with n because the estimate charges one fixed latency "
+   "per call whatever n — an assumption examined below. The bound counts no latency, and its bytes at batch 1 "
+   "take microseconds, so it "
+   + ("keeps falling almost as 1/n" if bound_speedup > 0.9 * last.chips else "falls more slowly than 1/n")
+   + ". (The one-chip row is a what-if: it does not fit.)")
 
 # %% [markdown]
 # ### What each chip sends: two all-reduces per layer
@@ -166,17 +192,17 @@ md(f"From one chip to {count(last.chips)}, the memory time per chip falls {num(o
 #
 # A **ring all-reduce** does it in 2(n − 1) hops: a reduce-scatter, then an all-gather. Each chip
 # sends — and receives — **2(n − 1)/n of the message**: 1 × at n = 2, rising towards but never
-# more than 2 × as n grows. And it sends at the link's
-# **per-direction** bandwidth: vendors quote NVLink and PCIe as the *bidirectional* total (both
-# directions added), twice what one chip can push out in one direction. Using the headline is the classic error —
-# it makes communication look twice as fast. One all-reduce of a 1,024-token prefill's activations
-# on H100 SXMs, both ways:
+# more than 2 × as n grows. And it sends at the link's **per-direction** bandwidth: vendors quote
+# NVLink and PCIe as the *bidirectional* total (both directions added), twice what one chip can
+# push out in one direction. Using the headline is the classic error — it makes communication look
+# twice as fast. One all-reduce of a 1,024-token prefill's activations on H100 SXMs, by the
+# estimate's rules (ring, one assumed latency per call), both ways:
 
 # %%
 message = activation_message_bytes(MODEL, PREFILL_TOKENS)
 reduces = [one_all_reduce(PART, n, message) for n in (2, 4, 8)]
-show_table(["chips n", "2(n − 1)/n", "bytes each chip sends", "time at the per-direction rate",
-            "time at the bidirectional headline (wrong)"],
+show_table(["chips n", "2(n − 1)/n", "bytes each chip sends (ring)", "estimate at the per-direction rate",
+            "at the bidirectional headline (wrong)"],
            [[count(a.tensor), num(a.ring_factor), si(a.sent_bytes, "B"), duration(a.time_s),
              duration(a.headline_time_s)] for a in reduces])
 assert all(a.headline_time_s < a.time_s for a in reduces)  # the headline always flatters
@@ -186,7 +212,35 @@ link = reduces[-1].link
 md(f"The message is {si(message, 'B')} ({count(PREFILL_TOKENS)} tokens × {count(model.hidden_size)} × 2 bytes). The "
    f"{link.name} moves {si(link.per_direction_bytes_per_s, 'B/s')} per direction; its datasheet says "
    f"{si(link.bidirectional_bytes_per_s, 'B/s')}, both directions added. Each time also holds one call's fixed "
-   f"cost of {duration(link.latency_s)}.")
+   f"cost of {duration(link.latency_s)}, assumed (below).")
+
+# %% [markdown]
+# ### Ring or in-switch: the least bytes
+#
+# The ring is not the least traffic everywhere. The NVSwitch of NVLink 4 and later (H100, H200,
+# B200, GB200) can add the chips' partial sums **inside the switch** (NVLink SHARP; NCCL calls the
+# algorithm NVLS): each chip sends its whole message to the switch once and receives the sum once.
+# That is **1 × the message** per chip, against the ring's 2(n − 1)/n — the same at n = 2, fewer
+# bytes beyond. The lower bound counts the least bytes the link allows; the estimate keeps the
+# ring. On parts whose switch does not reduce (A100's NVLink 3, PCIe, the L4) both count the ring.
+
+# %%
+show_table(["chips n", "ring: share sent", "least: share sent", "ring: most algorithm bandwidth",
+            "least: most algorithm bandwidth", "bound: bytes ÷ bandwidth, no latency"],
+           [[count(a.tensor), num(a.ring_factor), num(a.least_factor), si(a.ring_algorithm_bytes_per_s, "B/s"),
+             si(a.least_algorithm_bytes_per_s, "B/s"), duration(a.bound_time_s)] for a in reduces])
+assert all(a.in_switch for a in reduces) and reduces[0].least_factor == reduces[0].ring_factor  # same at n = 2
+nvls = one_all_reduce(NVLS_ALGBW_PART, NVLS_ALGBW_CHIPS, message)
+assert nvls.ring_algorithm_bytes_per_s < NVLS_ALGBW_BYTES_PER_S <= nvls.least_algorithm_bytes_per_s
+
+# %% jupyter={"source_hidden": true}
+md(f"*Algorithm bandwidth* is what nccl-tests prints as algbw: the message ÷ the all-reduce's time. A ring can "
+   f"reach at most the per-direction rate ÷ 2(n − 1)/n: {si(nvls.link.per_direction_bytes_per_s, 'B/s')} ÷ "
+   f"{num(nvls.ring_factor)} = **{si(nvls.ring_algorithm_bytes_per_s, 'B/s')}** on {count(NVLS_ALGBW_CHIPS)} H100s. "
+   f"An NCCL maintainer gives about **{si(NVLS_ALGBW_BYTES_PER_S, 'B/s')}** for NVLS on {count(NVLS_ALGBW_CHIPS)} "
+   f"H100s ({NVLS_ALGBW_SOURCE}). That is above what any ring can do, so the ring cannot be a lower bound there. "
+   f"It is below the in-switch limit of {si(nvls.least_algorithm_bytes_per_s, 'B/s')}, as a "
+   "measurement under a bound must be (the same thread puts part of the gap down to NCCL's protocol overhead).")
 
 # %% [markdown]
 # ### Latency against bandwidth
@@ -194,12 +248,13 @@ md(f"The message is {si(message, 'B')} ({count(PREFILL_TOKENS)} tokens × {count
 # Every collective call also pays a fixed cost — launching it, synchronising the chips, the hops —
 # whatever its size. The catalog gives each link a per-call latency, and marks it as an
 # **assumption**: an order of magnitude (NCCL's small-message all-reduce inside one 8-GPU node), not
-# a measurement of your system. **The course's rule: one fixed cost per call, the same whatever the
-# number of chips n** — a one-shot, switch-style model. That is itself an assumption: a textbook
-# ring pays 2(n − 1) hop latencies, NCCL's tree and low-latency protocols grow roughly with log n,
-# and custom one-shot all-reduce kernels take a few µs. So every time that includes it is an
-# **estimate at the assumed latency**, not a lower bound. A step's communication is calls × latency
-# + bytes ÷ per-direction bandwidth:
+# a measurement of your system. **The estimate's rule: one fixed cost per call, the same whatever
+# the number of chips n** — a one-shot, switch-style model. That is itself an assumption: a
+# textbook ring pays 2(n − 1) hop latencies, NCCL's tree and low-latency protocols grow roughly
+# with log n, and custom one-shot all-reduce kernels take a few µs. So every time that includes it
+# is an **estimate at the assumed latency**. The lower bound counts no latency at all (no physical
+# law fixes one), only the least bytes. The estimate's communication is the calls times the
+# latency, plus the ring's bytes divided by the per-direction bandwidth:
 
 # %%
 steps = [("decode, batch 1, TP 2", place(MODEL, PART, phase="decode", context_tokens=CONTEXT,
@@ -210,52 +265,66 @@ steps = [("decode, batch 1, TP 2", place(MODEL, PART, phase="decode", context_to
                                                                     prompt_tokens=PREFILL_TOKENS,
                                                                     parallelism=Parallelism(tensor=8)))]
 splits = [(name, comm_split(p)) for name, p in steps]
-show_table(["step", "calls", "calls × latency", "bytes sent ÷ bandwidth", "communication, per chip",
-            "latency's share"],
+show_table(["step", "calls", "calls × latency (assumed)", "ring bytes ÷ bandwidth",
+            "communication, per chip (estimate)", "latency's share of it",
+            "communication, per chip (lower bound: least bytes, no latency)"],
            [[name, count(s.calls), duration(s.latency_s), duration(s.bandwidth_s), duration(s.total_s),
-             percent(s.latency_share, 1)] for name, s in splits])
+             percent(s.latency_share, 1), duration(s.bound_s)] for name, s in splits])
 assert splits[0][1].latency_share > 0.5 > splits[-1][1].latency_share  # batch 1: latency; prefill: bandwidth
+assert all(s.bound_s < s.bandwidth_s for _, s in splits[1:])  # TP 8 in the switch: fewer bytes than the ring
 
 # %% jupyter={"source_hidden": true}
 b1 = splits[0][1]
 md(f"At batch 1 the {count(b1.calls)} calls cost {duration(b1.latency_s)} at {duration(b1.latency_per_call_s)} "
    f"each — the catalog's figure, with latency_basis = \"{b1.latency_basis}\" — against "
-   f"{duration(b1.bandwidth_s)} for the bytes. A batch-1 decode's all-reduces are **latency-bound**: the link's "
-   "bandwidth hardly matters, the number of calls and their fixed cost do. Replace the assumed latency with your "
-   "own small-message measurement (nccl-tests) before quoting such a figure.")
+   f"{duration(b1.bandwidth_s)} for the bytes. By the estimate, a batch-1 decode's all-reduces are "
+   "**latency-bound**: the link's bandwidth hardly matters, the number of calls and their fixed cost do. The lower "
+   f"bound's communication is {duration(b1.bound_s)}: what the estimate charges here is almost all an assumption. "
+   "Replace the assumed latency with your own small-message measurement (nccl-tests) before quoting such a figure.")
 
 # %% jupyter={"source_hidden": true}
 md(f"**Question.** Going from TP 2 to TP 8, each chip's share of every message grows from 2(n − 1)/n = "
-   f"{num(reduces[0].ring_factor)} to {num(reduces[-1].ring_factor)}. Why, then, did the communication per chip in "
-   "the first table barely change? What would change that?")
+   f"{num(reduces[0].ring_factor)} to {num(reduces[-1].ring_factor)} by the ring. Why, then, did the estimate's "
+   "communication per chip in the first table barely change? What would change that?")
 
 # %% jupyter={"source_hidden": true}
-md("<details><summary>Answer</summary>\n\nBecause at batch 1 it is almost all latency: the number of calls, "
-   f"{count(b1.calls)}, does not depend on n, and the course charges each call the same fixed cost at any n. The "
-   f"bytes grow {num(reduces[-1].ring_factor / reduces[0].ring_factor)}×, but at TP 2 they were only "
-   f"{percent(1 - b1.latency_share, 1)} of the time. A real all-reduce's latency does grow with n (hops in a ring, "
-   "about log n in a tree), so on real hardware the communication would rise with n; the table below shows how "
-   "much the conclusion rests on the per-call figure.\n\n</details>")
+md("<details><summary>Answer</summary>\n\nBecause at batch 1 the estimate's communication is almost all latency: "
+   f"the number of calls, {count(b1.calls)}, does not depend on n, and the estimate charges each call the same "
+   f"assumed cost at any n. The bytes grow {num(reduces[-1].ring_factor / reduces[0].ring_factor)}×, but at TP 2 they "
+   f"were only {percent(1 - b1.latency_share, 1)} of the time. A real all-reduce's latency does grow with n (hops "
+   "in a ring, about log n in a tree), so on real hardware the communication would rise with n; the table below "
+   "shows how much the conclusion rests on the per-call figure.\n\n</details>")
 
 # %% [markdown]
 # How sensitive is the tensor-parallel sweep to that assumed latency? The same decode step per chip
-# at four per-call latencies (0 is the bytes alone, the true bound):
+# at four per-call latencies. The estimate moves with the latency; the lower bound, in the last
+# row, counts no latency and does not move. A latency of 0 still leaves the estimate above the
+# bound: the ring's bytes added after the compute, and the unfused activations.
 
 # %%
 LATENCIES_S = (0.0, 5e-6, 10e-6, 20e-6)
 TP_SIZES = tuple(r.parallelism.tensor for r in tp if r.chips > 1)
 sens = latency_sensitivity(MODEL, PART, TP_SIZES, LATENCIES_S, context_tokens=CONTEXT)
-show_table(["per-call latency"] + [f"step at TP {count(t)}" for t in TP_SIZES]
+show_table(["per-call latency"] + [f"TP {count(t)}, per chip" for t in TP_SIZES]
            + [f"TP {count(TP_SIZES[-1])} speed-up over 1 chip"],
-           [[duration(lat)] + [duration(r.step_s) for r in sens if r.latency_s == lat]
-            + [f"{num([r for r in sens if r.latency_s == lat][-1].speedup)}×"] for lat in LATENCIES_S])
-assert all(a.step_s < b.step_s for a, b in zip(sens, sens[len(TP_SIZES):]))  # more latency, slower steps
+           [[f"estimate at {duration(lat)}"] + [duration(r.step_s) for r in sens if r.latency_s == lat]
+            + [f"{num([r for r in sens if r.latency_s == lat][-1].speedup)}×"] for lat in LATENCIES_S]
+           + [["lower bound (any latency)"] + [duration(r.lower_bound_s) for r in sens[:len(TP_SIZES)]]
+              + [f"{num(sens[len(TP_SIZES) - 1].lower_bound_speedup)}×"]])
+assert all(a.step_s < b.step_s for a, b in zip(sens, sens[len(TP_SIZES):]))  # more latency, slower estimates
+assert all(math.isclose(a.lower_bound_s, b.lower_bound_s) for a, b in zip(sens, sens[len(TP_SIZES):]))  # bound fixed
+assert all(r.lower_bound_s < r.step_s for r in sens)
 
 # %% jupyter={"source_hidden": true}
 tp_last = [r for r in sens if r.tensor == TP_SIZES[-1]]
-md(f"With free calls, TP {count(TP_SIZES[-1])} would be {num(tp_last[0].speedup)}× one chip; at "
-   f"{duration(LATENCIES_S[-1])} per call, {num(tp_last[-1].speedup)}×. The shape — more chips, diminishing returns "
-   "— holds at every latency; the size of the returns is an estimate that rests on the per-call figure.")
+md(f"With free calls, the estimate puts TP {count(TP_SIZES[-1])} at {num(tp_last[0].speedup)}× one chip; at "
+   f"{duration(LATENCIES_S[-1])} per call, {num(tp_last[-1].speedup)}×. The lower bound's speed-up, "
+   f"{num(tp_last[0].lower_bound_speedup)}×, is the same at every latency: no implementation of TP "
+   f"{count(TP_SIZES[-1])} on these chips can be faster than {duration(tp_last[0].lower_bound_s)} per step. "
+   + ("The estimate's diminishing returns — more chips, less gained per chip — are the assumed latency's doing: "
+      "with free calls they all but vanish. How much you lose is what your own all-reduce costs per call."
+      if tp_last[0].speedup > 0.95 * TP_SIZES[-1] else
+      "The estimate's diminishing returns hold at every latency; their size rests on the per-call figure."))
 
 # %% [markdown]
 # ### What is replicated: the KV cache past the KV heads
@@ -296,9 +365,11 @@ md(f"The package says so when it happens: *{kv_rows[-1].warnings[0]}*. A capacit
 # Left of that ridge, the link cannot deliver the bytes as fast as the chip does the FLOPs. In
 # tensor parallelism both the FLOPs and the bytes sent grow with the tokens, so the interconnect
 # intensity changes little with the batch or the prompt (attention's FLOPs add a little at long
-# prompts). Per token, a chip does 2 FLOPs per parameter
-# ÷ n and sends 2 all-reduces × layers × 2(n − 1)/n × hidden × 2 bytes: the intensity is about
-# parameters ÷ (4 × layers × hidden × (n − 1)). The ridges, for eight chips of each part:
+# prompts). Per token, a chip does 2 FLOPs per parameter ÷ n and, by the ring, sends 2
+# all-reduces × layers × 2(n − 1)/n × hidden × 2 bytes: the intensity is about parameters ÷ (4 ×
+# layers × hidden × (n − 1)). This section counts the ring's bytes, as the estimate does; where
+# the switch reduces, a chip sends fewer bytes and its intensity is higher. The ridges, for eight
+# chips of each part:
 
 # %%
 ridges = link_ridges(["h100-sxm", "b200", "a100-80gb", "h100-pcie", "l4"], chips=8)
@@ -313,14 +384,16 @@ assert ridges[0].link_ridge < three_roofs(steps[-1][1]).link_intensity < ridges[
 # %% jupyter={"source_hidden": true}
 prefill8 = steps[-1][1]
 roofs8 = three_roofs(prefill8)
-estimate = model.parameter_count() / (4 * model.num_hidden_layers * model.hidden_size * (8 - 1))
+formula_intensity = model.parameter_count() / (4 * model.num_hidden_layers * model.hidden_size * (8 - 1))
 pcie_ridge, l4_ridge = (next(r for r in ridges if r.part_id == pid) for pid in ("h100-pcie", "l4"))
 md(f"{model.name}'s prefill under TP 8 does **{num(roofs8.link_intensity)} FLOPs per byte sent**, per chip (the "
-   f"estimate above gives {num(estimate)}). That is "
+   f"formula above gives {num(formula_intensity)}). That is "
    + ("right of" if not roofs8.link_limits_compute else "left of")
    + f" the H100 SXM's NVLink ridge ({num(roofs8.link_ridge)})"
-   + (": the link's bytes never outlast the compute — but, not overlapped, they are added on top, "
-      f"{percent(prefill8.comm_time_s / prefill8.time_estimate_s, 0)} of this step. "
+   + (": the link's bytes never outlast the compute — but the estimate, not overlapping them, adds them on "
+      f"top: {percent(prefill8.comm_time_s / prefill8.time_estimate_s, 0)} of its "
+      f"{duration(prefill8.time_estimate_s)}. The lower bound overlaps them and sends each byte once through the "
+      f"switch: {duration(prefill8.time_lower_bound_s)}, {prefill8.lower_bound_roof}-bound. "
       if not roofs8.link_limits_compute else ". ")
    + f"Eight H100 PCIe cards talk over PCIe past their pairwise bridges: their ridge of {num(pcie_ridge.link_ridge)} is "
    f"{num(pcie_ridge.link_ridge / roofs8.link_intensity)}× the step's intensity, so there the link takes longer than "
@@ -342,18 +415,20 @@ interconnect_roofline_chart([decode8, prefill8],
 # %% jupyter={"source_hidden": true}
 dec_roofs = three_roofs(decode8)
 md(f"The decode step's triangle sits at {num(dec_roofs.link_intensity)} FLOP/byte, "
-   + ("right of" if not dec_roofs.link_limits_compute else "left of") + " the link ridge, yet its "
+   + ("right of" if not dec_roofs.link_limits_compute else "left of") + " the link ridge, yet in the estimate its "
    f"communication takes {duration(decode8.comm_time_s)} of its {duration(decode8.time_estimate_s)}: the roof "
-   "prices bytes, and a batch-1 decode's communication is almost all per-call latency, which no roof shows. Read "
-   "the link roof for bandwidth, and count the calls for latency.")
+   "prices bytes, and a batch-1 decode's communication in the estimate is almost all assumed per-call latency, "
+   "which no roof shows (and the lower bound does not count: "
+   f"{duration(decode8.comm_lower_bound_s)} of communication, a step of {duration(decode8.time_lower_bound_s)}). "
+   "Read the link roof for bandwidth, and count the calls for latency.")
 
 # %% [markdown]
 # ## 4. Where tensor parallelism helps, and where the all-reduce takes over
 #
-# ### Decode at batch 1: the latency floor
+# ### Decode at batch 1: a floor in the estimate, not in the bound
 #
 # Tensor parallelism cuts a batch-1 decode step because the step is memory-bound and each chip
-# reads 1/n of the weights. The communication does not shrink with n.
+# reads 1/n of the weights. The estimate's communication does not shrink with n: its calls do not.
 
 # %% jupyter={"source_hidden": true}
 rack_link = get_part("gb200").scale_up_link
@@ -362,36 +437,47 @@ md(f"A GB200 NVL72 rack joins {count(rack_link.max_chips)} GPUs in one {rack_lin
 
 # %%
 rack = tensor_parallel_sweep(MODEL, "gb200", context_tokens=CONTEXT)
-show_table(["split", "memory, per chip", "communication, per chip", "step", "bound", "speed-up over 1 chip"],
-           [[r.parallelism.label, duration(r.memory_s), duration(r.comm_s), duration(r.step_s), r.bound,
-             f"{num(rack[0].step_s / r.step_s)}×"] for r in rack])
+show_table(["split", "memory, per chip (estimate)", "communication, per chip (estimate)", "estimate, per chip",
+            "of which assumed latency", "estimate's roof", "estimate: speed-up over 1 chip", "lower bound, per chip",
+            "lower bound's roof", "lower bound: speed-up over 1 chip"],
+           [[r.parallelism.label, duration(r.memory_s), duration(r.comm_s), duration(r.step_s),
+             f"{duration(r.latency_s)} ({percent(r.latency_share, 0)})", r.bound,
+             f"{num(rack[0].step_s / r.step_s)}×", duration(r.lower_bound_s), r.lower_bound_roof,
+             f"{num(rack[0].lower_bound_s / r.lower_bound_s)}×"] for r in rack])
 takeover = next(r for r in rack if r.bound == "interconnect")
-assert rack[-1].bound == "interconnect" and rack[-1].step_s > rack[-1].comm_s  # the floor: communication
+assert rack[-1].bound == "interconnect" and rack[-1].step_s > rack[-1].comm_s  # the estimate's floor: communication
+assert all(r.lower_bound_roof == "memory" for r in rack)  # the bound has no such floor
 
 # %% jupyter={"source_hidden": true}
 top_split = rack[-1]
 top_comm = comm_split(top_split.placement)
-md(f"From **{takeover.parallelism.label}** on, the communication ({duration(takeover.comm_s)} per chip) outlasts the "
-   f"memory time: the step is \"interconnect-bound\", and each doubling of the chips buys less. At "
-   f"{top_split.parallelism.label}, {count(top_split.chips)} GPUs give {num(rack[0].step_s / top_split.step_s)}× one "
-   f"GPU's speed. Past {count(model.num_key_value_heads)} chips the KV cache is also replicated (section 2). But "
-   f"look at what that communication is: {percent(top_comm.latency_share, 0)} of it is per-call latency "
-   f"({count(top_comm.calls)} calls × {duration(top_comm.latency_per_call_s)}, assumed), not bytes. The bound is "
-   "really **the assumed per-call latency**, not the link's bandwidth. How the floor moves with it:")
+md(f"By the **estimate**, from **{takeover.parallelism.label}** on the communication ({duration(takeover.comm_s)} "
+   f"per chip) outlasts the memory time: the step is \"interconnect-bound\", and each doubling of the chips buys "
+   f"less. At {top_split.parallelism.label}, {count(top_split.chips)} GPUs give "
+   f"{num(rack[0].step_s / top_split.step_s)}× one GPU's speed. Past {count(model.num_key_value_heads)} chips the KV "
+   f"cache is also replicated (section 2). But look at what that communication is: "
+   f"{percent(top_comm.latency_share, 1)} of it is per-call latency ({count(top_comm.calls)} calls × "
+   f"{duration(top_comm.latency_per_call_s)}, assumed), not bytes — {percent(top_split.latency_share, 0)} of the "
+   f"whole estimate. The **lower bound** has no such floor: it stays memory-bound at every n, "
+   f"{duration(top_split.lower_bound_s)} at {top_split.parallelism.label}, "
+   f"{num(rack[0].lower_bound_s / top_split.lower_bound_s)}× one GPU's. The floor is the **assumed per-call "
+   "latency**, not the link's bandwidth. How it moves with the latency:")
 
 # %%
 rack_sizes = (8, top_split.parallelism.tensor)
 rack_sens = latency_sensitivity(MODEL, "gb200", rack_sizes, LATENCIES_S, context_tokens=CONTEXT)
-show_table(["per-call latency"] + [f"step at TP {count(t)}, bound" for t in rack_sizes],
-           [[duration(lat)] + [f"{duration(r.step_s)}, {r.bound}" for r in rack_sens if r.latency_s == lat]
-            for lat in LATENCIES_S])
-assert rack_sens[1].bound == "memory"  # with free calls even TP 64 is memory-bound: the "floor" is the latency
+show_table(["per-call latency"] + [f"TP {count(t)}, per chip, and the roof that binds" for t in rack_sizes],
+           [[f"estimate at {duration(lat)}"] + [f"{duration(r.step_s)}, {r.bound}" for r in rack_sens
+                                                 if r.latency_s == lat] for lat in LATENCIES_S]
+           + [["lower bound (any latency)"] + [f"{duration(r.lower_bound_s)}, {r.lower_bound_roof}"
+                                               for r in rack_sens[:len(rack_sizes)]]])
+assert rack_sens[1].bound == "memory"  # with free calls TP 64's estimate is memory-bound: the floor is the latency
 
 # %% jupyter={"source_hidden": true}
-md(f"With free calls, {top_split.parallelism.label} is memory-bound at {duration(rack_sens[1].step_s)}; at "
-   f"{duration(LATENCIES_S[-1])} per call it takes {duration(rack_sens[-1].step_s)}. Every step here is an "
-   "estimate at the assumed latency: measure the small-message all-reduce on the rack (nccl-tests, or the "
-   "serving engine's own kernels) before you size one by it.")
+md(f"With free calls, the estimate of {top_split.parallelism.label} is memory-bound at "
+   f"{duration(rack_sens[1].step_s)}; at {duration(LATENCIES_S[-1])} per call it is {duration(rack_sens[-1].step_s)}. "
+   f"The lower bound, {duration(rack_sens[1].lower_bound_s)}, does not move. Measure the small-message all-reduce "
+   "on the rack (nccl-tests, or the serving engine's own kernels) before you size one by the estimate.")
 
 # %% [markdown]
 # ### Prefill and large batches: bandwidth
@@ -399,9 +485,10 @@ md(f"With free calls, {top_split.parallelism.label} is memory-bound at {duration
 # A prefill or a large batch sends many bytes per call, so bandwidth takes over from latency. Since
 # the interconnect intensity changes little with the tokens, what decides is the part and n (the
 # intensity falls as 1/(n − 1)): is the link ridge below the step's interconnect intensity
-# (section 3)? The smallest prompt (prefill, batch 1)
-# and batch (decode, 512 tokens cached) at which the communication outlasts max(compute, memory),
-# for TP 8, searched over whole numbers:
+# (section 3)? The smallest prompt (prefill, batch 1) and batch (decode, 512 tokens cached) at
+# which the communication outlasts max(compute, memory), for TP 8, searched over whole numbers, by
+# each figure's own terms: the estimate's (ring bytes and the assumed latency, against unfused
+# compute and memory) and the lower bound's (the least bytes, against compulsory traffic):
 
 # %%
 SHORT_CONTEXT = 512
@@ -419,15 +506,20 @@ def stretch(c):
 EIGHT = ("h100-sxm", "h100-pcie", "l4")
 crossings = [(pid, comm_crossover(MODEL, pid, 8, phase="prefill"),
               comm_crossover(MODEL, pid, 8, phase="decode", context_tokens=SHORT_CONTEXT)) for pid in EIGHT]
-show_table(["8 chips of", "link", "prefill: interconnect-bound for prompts of (tokens)",
-            f"decode, {count(SHORT_CONTEXT)} cached: for batches of"],
-           [[pid, pre.placement.link.name, stretch(pre), stretch(dec)] for pid, pre, dec in crossings])
+bound_crossings = [(pid, comm_crossover(MODEL, pid, 8, phase="prefill", figure="bound"),
+                    comm_crossover(MODEL, pid, 8, phase="decode", context_tokens=SHORT_CONTEXT, figure="bound"))
+                   for pid in EIGHT]
+show_table(["8 chips of", "link", "prefill: interconnect-bound for prompts of (tokens), estimate",
+            "… lower bound", f"decode, {count(SHORT_CONTEXT)} cached: for batches of, estimate", "… lower bound"],
+           [[pid, pre.placement.link.name, stretch(pre), stretch(pre_b), stretch(dec), stretch(dec_b)]
+            for (pid, pre, dec), (_, pre_b, dec_b) in zip(crossings, bound_crossings)])
 for _, pre, dec in crossings:
     for c in (pre, dec):
         assert not c.found or c.placement.bound == "interconnect"  # at the crossover the link binds
 assert not crossings[0][1].found  # NVLink: the prefill never becomes interconnect-bound
 l4_pre = crossings[-1][1]
 assert l4_pre.found and l4_pre.last < l4_pre.searched_up_to  # on L4s the stretch ends (the question below)
+assert not bound_crossings[0][1].found and all(pre.found for _, pre, _ in bound_crossings[1:])  # prefill: same verdicts
 
 # %% jupyter={"source_hidden": true}
 pcie_dec = crossings[1][2]
@@ -444,8 +536,12 @@ md(f"On NVLink the prefill stays compute-bound at every prompt length. Over PCIe
       "reach less of it). " if l4_pre.found and l4_pre.last < l4_pre.searched_up_to else "on the L4 too. ")
    + (f"On the H100 PCIe a decode batch with a short context gets there too, from batch {count(pcie_dec.first)}: "
       f"each sequence adds {duration(two_seq.comm_time_s - one_seq.comm_time_s)} of link time per chip but only "
-      f"{duration(two_seq.memory_time_s - one_seq.memory_time_s)} of HBM time, while the weight reads stay fixed."
-      if pcie_dec.found else ""))
+      f"{duration(two_seq.memory_time_s - one_seq.memory_time_s)} of HBM time, while the weight reads stay fixed. "
+      if pcie_dec.found else "")
+   + "Whether a prefill becomes interconnect-bound at all is the same by the lower bound: over PCIe there is no "
+   "switch to reduce in, so the bound counts the ring's bytes too, and a prefill's calls are few. Where the stretches "
+   "differ, the difference is the assumed latency and the unfused bytes the estimate counts; a verdict that only "
+   "the estimate gives is an estimate's verdict.")
 
 # %% [markdown]
 # Per chip, a 1,024-token prefill on each of the three (not overlapped):
@@ -463,9 +559,10 @@ time_breakdown_chart(pre_steps, ["8 × H100 SXM", "8 × H100 PCIe", "8 × L4"],
 # %% jupyter={"source_hidden": true}
 long_l4 = place(MODEL, "l4", phase="prefill", prompt_tokens=8 * PREFILL_TOKENS, parallelism=Parallelism(tensor=8))
 md("<details><summary>Answer</summary>\n\nThe all-reduces grow linearly with the prompt, but attention's FLOPs grow "
-   f"with its square. At {count(long_l4.workload.prompt_tokens)} tokens the compute is "
+   f"with its square. At {count(long_l4.workload.prompt_tokens)} tokens the estimate's compute is "
    f"{duration(long_l4.compute_time_s)} per chip against {duration(long_l4.comm_time_s)} of communication: "
-   f"{long_l4.bound}-bound. The interconnect intensity rises with the prompt, to {num(long_l4.interconnect_intensity)} "
+   f"{long_l4.bound}-bound (the lower bound: {long_l4.lower_bound_roof}-bound). The interconnect intensity rises "
+   f"with the prompt, to {num(long_l4.interconnect_intensity)} "
    f"FLOP/byte here against the L4's link ridge of {num(long_l4.interconnect_ridge_point_flop_per_byte)}; it "
    f"started only a little below that ridge ({num(three_roofs(pre_steps[-1]).link_intensity)} at "
    f"{count(PREFILL_TOKENS)} tokens), so a small rise is enough.\n\n</details>")
@@ -473,11 +570,13 @@ md("<details><summary>Answer</summary>\n\nThe all-reduces grow linearly with the
 # %% [markdown]
 # ## 5. Overlap: the best case
 #
-# By default this course adds the communication to the step: the next layer needs the all-reduced
+# By default the estimate adds the communication to the step: the next layer needs the all-reduced
 # activations, so a plain implementation waits for them. Overlapping the two needs work that does not
 # depend on the result (the next micro-batch, or a matmul cut into chunks that stream while the
-# previous chunk is reduced). `Parallelism(..., overlap_comm=True)` gives the **best case**: the step
-# is the longest of compute, memory and communication. Not overlapped against overlapped:
+# previous chunk is reduced). `Parallelism(..., overlap_comm=True)` gives the estimate's **best
+# case**: the step is the longest of compute, memory and communication — still with the ring's
+# bytes, the assumed latency and unfused activations, so still above the lower bound, shown last.
+# Per chip, not overlapped against overlapped:
 
 # %%
 prefill_fields = {"phase": "prefill", "prompt_tokens": PREFILL_TOKENS}
@@ -491,14 +590,17 @@ for name, pid, n, fields in cases:
     assert best.time_estimate_s <= plain.time_estimate_s
     if fields["phase"] == "decode" and plain.workload.batch == 1:
         name += " (unreachable with one sequence: nothing independent to overlap)"
+    assert best.time_lower_bound_s <= best.time_estimate_s
     overlap_rows.append([name, duration(plain.time_estimate_s), duration(best.time_estimate_s),
-                         percent(1 - best.time_estimate_s / plain.time_estimate_s, 0), best.bound])
-show_table(["step", "not overlapped (default)", "overlapped (best case)", "saved", "bound"], overlap_rows)
+                         percent(1 - best.time_estimate_s / plain.time_estimate_s, 0), best.bound,
+                         duration(best.time_lower_bound_s)])
+show_table(["step", "estimate, not overlapped (default)", "estimate, overlapped (best case)", "saved",
+            "overlapped estimate's roof", "lower bound"], overlap_rows)
 
 # %% [markdown]
 # Overlap hides the shorter of the two; it cannot hide a link that is the longest term. When the
 # all-reduce takes over, overlap sets the step to the communication time, and only a faster link or
-# fewer bytes (a smaller n, FP8 activations) goes further.
+# fewer bytes (a smaller n, FP8 activations, reduction in the switch) goes further.
 
 # %% [markdown]
 # ## 6. Llama-3.1-70B: two H100s, one H200, or FP8 weights on one H100?
@@ -512,15 +614,18 @@ show_table(["step", "not overlapped (default)", "overlapped (best case)", "saved
 setups = compare_setups(MODEL, seventy_b_setups() + (Setup("2 × H100 SXM, TP 2, FP8 weights", PART,
                                                            Parallelism(tensor=2), weights_dtype="fp8"),),
                         context_tokens=CONTEXT)
-show_table(["setup", "chips", "memory per chip", "fits", "step", "bound", "tokens/s (all chips)",
-            "tokens/s per chip", "largest batch that fits (all chips), all memory",
+show_table(["setup", "chips", "memory per chip", "fits", "estimate, per chip", "of which assumed latency",
+            "lower bound, per chip", "tokens/s (all chips): estimate", "… upper bound",
+            "tokens/s per chip: estimate", "largest batch that fits (all chips), all memory",
             f"… at vLLM's {percent(VLLM_UTILIZATION, 0)}"],
            [[r.label + (" — unreachable with one sequence: nothing independent to overlap"
                         if r.parallelism.overlap_comm and r.placement.workload.batch == 1 else ""),
              count(r.chips), binary(r.memory_per_chip_bytes), "yes" if r.fits else "**no**",
-             duration(r.step_s), r.bound, num(r.tokens_per_s), num(r.tokens_per_s / r.chips), count(r.max_batch),
+             duration(r.step_s), duration(r.latency_s) if r.chips > 1 else "none", duration(r.lower_bound_s),
+             num(r.tokens_per_s), num(r.tokens_per_s_upper_bound), num(r.tokens_per_s / r.chips), count(r.max_batch),
              count(fits_at(r, VLLM_UTILIZATION))] for r in setups])
 tp2, h200, fp8, overlapped, tp2_fp8 = setups
+assert all(r.bound == r.lower_bound_roof == "memory" for r in setups[:3])  # memory-bound by both figures
 assert tp2.step_s < h200.step_s and fp8.step_s < h200.step_s  # both beat one H200 at batch 1
 assert overlapped.step_s < tp2.step_s and tp2_fp8.step_s < tp2.step_s
 assert fits_at(h200, VLLM_UTILIZATION) == 0 < h200.max_batch  # fits only with every byte in use
@@ -534,18 +639,27 @@ time_breakdown_chart([r.placement for r in setups[:4]],
 
 # %% jupyter={"source_hidden": true}
 fastest = min(setups[:3], key=lambda r: r.step_s)
-fp8_gap = tp2.step_s / fp8.step_s - 1
-md(f"All three are memory-bound. Two H100s read half the weights each at "
-   f"{si(part.memory_bandwidth_bytes_per_s, 'B/s')} but pay {duration(tp2.comm_s)} of communication per step; the H200 "
-   f"reads them all at {si(get_part('h200').memory_bandwidth_bytes_per_s, 'B/s')} and pays none; FP8 weights halve "
-   "the weight bytes on one chip. "
-   f"Fastest of the three: **{fastest.label}** ({duration(fastest.step_s)}), but only "
-   f"{percent(fp8_gap, 0)} ahead of the pair: two estimates that close are a tie until measured, and weight-only "
-   "FP8 kernels (which convert the weights to BF16 on the fly) often reach a lower share of the bandwidth than "
-   "BF16 ones — a hypothesis to test. Here FP8 is weight storage only: the placement keeps the KV cache in "
+fastest_bound = min(setups[:3], key=lambda r: r.lower_bound_s)
+runner = min((r for r in setups[:3] if r is not fastest), key=lambda r: r.step_s)
+fp8_gap = runner.step_s / fastest.step_s - 1
+md(f"All three are memory-bound, by both figures. Two H100s read half the weights each at "
+   f"{si(part.memory_bandwidth_bytes_per_s, 'B/s')}, and the estimate charges them {duration(tp2.comm_s)} of "
+   f"communication per step ({duration(tp2.latency_s)} of it assumed latency); the H200 reads them all at "
+   f"{si(get_part('h200').memory_bandwidth_bytes_per_s, 'B/s')} and sends nothing; FP8 weights halve the weight bytes "
+   f"on one chip. By the estimate the fastest of the three is **{fastest.label}** ({duration(fastest.step_s)}), "
+   f"{percent(fp8_gap, 0)} ahead of {runner.label}. By the lower bound it is **{fastest_bound.label}** "
+   f"({duration(fastest_bound.lower_bound_s)}). "
+   + ("The two figures disagree, and the difference is the assumed latency: the ranking rests on what your "
+      "all-reduce costs per call, so it is a tie until measured. "
+      if fastest_bound is not fastest else "Both figures agree on the order. ")
+   + "Weight-only FP8 kernels (which convert the weights to BF16 on the fly) also often reach a lower share of the "
+   "bandwidth than BF16 ones — a hypothesis to test. Here FP8 is weight storage only: the placement keeps the KV "
+   "cache in "
    f"{fp8_work.kv_dtype.upper()} and computes on {fp8_work.activations_dtype.upper()} activations. Compared like "
-   f"with like, FP8 weights on the pair take {duration(tp2_fp8.step_s)}. Per chip, the one FP8 H100 gives "
-   f"{num(fp8.tokens_per_s / (tp2.tokens_per_s / tp2.chips))}× the tokens/s of the BF16 pair — but FP8 weights "
+   f"with like, FP8 weights on the pair take {duration(tp2_fp8.step_s)} by the estimate "
+   f"({duration(tp2_fp8.lower_bound_s)} lower bound). Per chip, the one FP8 H100 gives "
+   f"{num(fp8.tokens_per_s / (tp2.tokens_per_s / tp2.chips))}× the estimated tokens/s of the BF16 pair — but FP8 "
+   "weights "
    "change the model's numbers: check its accuracy on your task before you count the saving. Capacity ranks them "
    f"differently: with every byte usable the pair holds {count(tp2.max_batch)} such sequences, the H200 "
    f"{count(h200.max_batch)}, the FP8 H100 {count(fp8.max_batch)}; at vLLM's default "
@@ -589,23 +703,29 @@ md(f"On one {count(node)}-GPU H200 node it can be split three ways. **Tensor par
    "the expert groups** — each group holds all of the attention weights of its t-way slice and runs its own "
    "sequences (vLLM's `--enable-expert-parallel` instead keeps attention tensor-parallel); (2) a token's dispatch "
    "sends one copy per chosen expert, k·(e − 1)/e copies per token, with no merging of copies bound for the same "
-   "chip — an upper bound on the bytes (DeepEP-style kernels send each token once per destination chip); (3) the "
+   "chip — more bytes than the least (DeepEP-style kernels send each token once per destination chip), and the "
+   "lower bound counts these bytes too, so for the expert-parallel rows it bounds this dispatch, not every kernel; "
+   "(3) the "
    "busiest chip is priced at the MEAN number of experts touched — optimistic at small batch, where routing is "
    f"uneven and one chip draws more than its share. Per chip, {count(CONTEXT)} tokens cached:")
 
 # %%
 ep_rows = [(b, e) for b in (1, 256) for e in expert_parallel_compare(MOE, "h200", batch=b, context_tokens=CONTEXT)]
 show_table(["batch", "split", "experts held per chip (a 1/t slice of each under TP t)", "experts touched per chip",
-            "all-reduce bytes per chip",
-            "all-to-all bytes per chip", "communication, per chip", "memory per chip", "step", "bound",
-            "largest batch that fits"],
+            "all-reduce bytes per chip (ring)",
+            "all-to-all bytes per chip", "communication, per chip (estimate)", "memory per chip",
+            "estimate, per chip", "estimate's roof", "lower bound, per chip", "largest batch that fits"],
            [[count(b), e.row.parallelism.label, count(e.experts_held_per_chip), num(e.experts_touched_per_chip),
              si(e.all_reduce_bytes, "B"), si(e.all_to_all_bytes, "B"), duration(e.row.comm_s),
-             binary(e.row.memory_per_chip_bytes), duration(e.row.step_s), e.row.bound, count(e.row.max_batch)]
+             binary(e.row.memory_per_chip_bytes), duration(e.row.step_s), e.row.bound, duration(e.row.lower_bound_s),
+             count(e.row.max_batch)]
             for b, e in ep_rows])
 best_small = min((e for b, e in ep_rows if b == 1), key=lambda e: e.row.step_s)
 best_large = min((e for b, e in ep_rows if b == 256), key=lambda e: e.row.step_s)
+best_small_lb = min((e for b, e in ep_rows if b == 1), key=lambda e: e.row.lower_bound_s)
+best_large_lb = min((e for b, e in ep_rows if b == 256), key=lambda e: e.row.lower_bound_s)
 assert best_small.row.parallelism.expert == 1 and best_large.row.parallelism.expert > 1  # the claim below
+assert best_small_lb.row.parallelism.expert == 1 and best_large_lb.row.parallelism.expert > 1  # by both figures
 tp8_large = next(e for b, e in ep_rows if b == 256 and e.row.parallelism.expert == 1)
 hbm_bw = get_part("h200").memory_bandwidth_bytes_per_s
 tp_cost, ep_cost = tp8_large.row.placement.cost, best_large.row.placement.cost
@@ -616,12 +736,24 @@ runner_up = sorted((e for b, e in ep_rows if b == 256), key=lambda e: e.row.step
 assert kv_saved_s > max(weights_extra_s, comm_saved_s, 0)  # the KV replication is the largest term
 
 # %% jupyter={"source_hidden": true}
-md(f"At batch 1, **{best_small.row.parallelism.label}** is fastest ({duration(best_small.row.step_s)}): each chip "
-   "reads a slice of the few experts touched and 1/8 of the attention, while under expert parallelism the chip "
-   "holding a sequence reads all of its attention weights. At batch 256, "
+same_small = best_small_lb is best_small
+same_large = best_large_lb is best_large
+md(f"At batch 1, **{best_small.row.parallelism.label}** is fastest by the estimate "
+   f"({duration(best_small.row.step_s)})"
+   + (f" and by the lower bound ({duration(best_small_lb.row.lower_bound_s)})" if same_small else
+      f"; by the lower bound, **{best_small_lb.row.parallelism.label}** ({duration(best_small_lb.row.lower_bound_s)})")
+   + ": each chip reads a slice of the few experts touched and 1/8 of the attention, while under expert "
+   "parallelism the chip holding a sequence reads all of its attention weights. At batch 256, by the estimate, "
    f"**{best_large.row.parallelism.label}** is fastest here ({duration(best_large.row.step_s)} against "
    f"{duration(tp8_large.row.step_s)} for TP 8, with {runner_up.row.parallelism.label} close behind at "
-   f"{duration(runner_up.row.step_s)}). Per chip, against TP 8, three terms decide it: TP 8 reads "
+   f"{duration(runner_up.row.step_s)})"
+   + (". The lower bound agrees. " if same_large else
+      f"; by the lower bound **{best_large_lb.row.parallelism.label}** is "
+      f"({duration(best_large_lb.row.lower_bound_s)} against {duration(best_large.row.lower_bound_s)} for "
+      f"{best_large.row.parallelism.label}): the splits are close, and which one wins rests on the estimate's "
+      "conventions (its ring, its latency per call — the mixed splits make the most calls — and the communication "
+      "added after the compute). That an expert-parallel split beats TP 8 holds by both figures. ")
+   + "Per chip, by the estimate and against TP 8, three terms decide it: TP 8 reads "
    f"{si(tp_cost.kv_bytes - ep_cost.kv_bytes, 'B')} more KV cache ({duration(kv_saved_s)} at the H200's bandwidth) "
    f"because 8 chips exceed the model's {count(moe.num_key_value_heads)} KV heads, so each KV head is stored and read "
    f"twice; {best_large.row.parallelism.label} reads {si(ep_cost.weight_bytes - tp_cost.weight_bytes, 'B')} more "
@@ -648,16 +780,22 @@ md(f"<details><summary>Answer</summary>\n\nA chip holds {count(held)} of the {co
 #
 # **Pipeline parallelism** cuts the layers into p consecutive stages, one per chip, and passes the
 # activations from stage to stage. Each chip holds 1/p of the weights, and a send between stages is
-# cheap (once per stage, not twice per layer). But one step of one batch goes through the stages
-# **one after another**: while stage 2 works, stage 1 waits. The step takes the sum of the stages'
-# times plus the p − 1 sends. Two H100 SXMs, batch 1:
+# cheap (once per stage, not twice per layer). But one token of one sequence goes through the
+# layers **in order**: layer 41 needs layer 40's output, so while stage 2 works, stage 1 waits. The
+# estimate takes the sum of the stages' times plus the p − 1 sends (each with its assumed latency).
+# The package's lower bound lets the stages overlap — it takes only the largest stage's bound,
+# which holds for work that can be cut into pieces (a long prompt in chunks, many sequences), but
+# is loose for one token: its stages' bounds add up, to at least one chip's lower bound. Two H100
+# SXMs, batch 1:
 
 # %%
 pipe = pipeline_vs_tensor(MODEL, PART, 2, context_tokens=CONTEXT)
-show_table(["setup", "memory per chip", "fits", "step", "busiest stage (per chip)", "sends between stages"],
+show_table(["setup", "memory per chip", "fits", "estimate", "busiest stage (per chip, estimate)",
+            "sends between stages (estimate)", "lower bound (stages overlapped)"],
            [[r.label, binary(r.memory_per_chip_bytes), "yes" if r.fits else "**no**", duration(r.step_s),
              duration(r.placement.stage_time_s),
-             duration((r.chips - 1) * r.placement.pipeline_send_s) if r.parallelism.pipeline > 1 else "none"]
+             duration((r.chips - 1) * r.placement.pipeline_send_s) if r.parallelism.pipeline > 1 else "none",
+             duration(r.lower_bound_s)]
             for r in pipe])
 alone, tp_pair, pp_pair = pipe
 pp_sends_s = (pp_pair.chips - 1) * pp_pair.placement.pipeline_send_s
@@ -666,9 +804,13 @@ assert math.isclose(pp_pair.step_s, alone.step_s + pp_sends_s, rel_tol=1e-3)  # 
 assert tp_pair.step_s < pp_pair.step_s
 
 # %% jupyter={"source_hidden": true}
-md(f"The pipeline's step is one chip's time ({duration(alone.step_s)}, a what-if: it does not fit) plus "
-   f"{duration(pp_sends_s)} of sending: {percent(pp_pair.step_s / alone.step_s - 1, 2)} slower, where tensor "
-   f"parallel 2 takes {duration(tp_pair.step_s)}.")
+assert pp_pair.lower_bound_s < alone.lower_bound_s  # the package's bound overlaps the stages
+md(f"By the estimate, the pipeline's step is one chip's time ({duration(alone.step_s)}, a what-if: it does not fit) "
+   f"plus {duration(pp_sends_s)} of sending: {percent(pp_pair.step_s / alone.step_s - 1, 2)} slower, where tensor "
+   f"parallel 2 takes {duration(tp_pair.step_s)}. The package's lower bound for the pipeline, "
+   f"{duration(pp_pair.lower_bound_s)}, assumes the stages overlap; one token cannot be cut so, and one chip's "
+   f"lower bound, {duration(alone.lower_bound_s)}, is the floor for it. Tensor parallel 2's lower bound is "
+   f"{duration(tp_pair.lower_bound_s)}: it splits every layer, so a chip's share of one token really is half.")
 
 # %% [markdown]
 # Pipelining pays off for **throughput**, when every stage has work. Two cases differ:
@@ -695,14 +837,15 @@ assert steady_state_idle_fraction(4, 4) == 0 < bubble_fraction(4, 4)  # the two 
 # %% jupyter={"source_hidden": true}
 pp4 = place(MODEL, PART, phase="decode", context_tokens=CONTEXT, parallelism=Parallelism(pipeline=4))
 md(f"<details><summary>Answer</summary>\n\nThe user sees the whole step: 4 stages one after another plus 3 sends, "
-   f"{duration(pp4.time_estimate_s)} per token on 4 H100 SXMs — one chip's time for the whole model "
-   f"({duration(alone.step_s)}) plus {duration(3 * pp4.pipeline_send_s)} of sends (PP 2 above: "
-   f"{duration(pp_pair.step_s)}). The operator leaves {percent(steady_state_idle_fraction(4, 1), 0)} of the chips' "
+   f"{duration(pp4.time_estimate_s)} per token on 4 H100 SXMs by the estimate — one chip's estimate for the whole "
+   f"model ({duration(alone.step_s)}) plus {duration(3 * pp4.pipeline_send_s)} of sends (PP 2 above: "
+   f"{duration(pp_pair.step_s)}); no implementation gets one token through faster than one chip's lower bound, "
+   f"{duration(alone.lower_bound_s)}. The operator leaves {percent(steady_state_idle_fraction(4, 1), 0)} of the chips' "
    "time idle: with one batch in flight, three of the four stages wait at any moment. Three more independent "
    "batches would fill the pipe.\n\n</details>")
 
 # %% [markdown]
-# ## 9. Measured against the bound: gpt-fast's 70B on 8 × A100
+# ## 9. Measured against both figures: gpt-fast's 70B on 8 × A100
 #
 # The catalog holds one published multi-chip decode rate. As it records it:
 
@@ -713,7 +856,7 @@ show_table(["", ""], [["what", ms.what], ["conditions", ms.conditions], ["source
                       ["measured", f"{num(gf.measured_tokens_per_s)} tokens/s"]])
 
 # %% jupyter={"source_hidden": true}
-md(f"The catalog gives the prompt but not how many tokens were generated, so the estimate below **assumes** "
+md(f"The catalog gives the prompt but not how many tokens were generated, so both figures below **assume** "
    f"{count(gf.context_tokens)} tokens cached, as lesson 3 did for gpt-fast's 7B figure. At batch 1 the guess "
    f"matters little: even {count(8 * gf.context_tokens)} tokens of KV cache are "
    f"{binary(model.kv_bytes_per_token('bf16') * 8 * gf.context_tokens)}, against "
@@ -721,21 +864,26 @@ md(f"The catalog gives the prompt but not how many tokens were generated, so the
 
 # %%
 gp = gf.placement
-show_table(["per chip (TP 8)", "estimate"],
-           [["compute", duration(gp.compute_time_s)], ["memory", duration(gp.memory_time_s)],
+show_table(["per chip (TP 8)", "estimate", "lower bound"],
+           [["compute", duration(gp.compute_time_s), duration(gp.compute_lower_bound_s)],
+            ["memory", duration(gp.memory_time_s), duration(gp.memory_lower_bound_s)],
             [f"communication: {count(gf.comm.calls)} calls × {duration(gf.comm.latency_per_call_s)} (assumed)",
-             duration(gf.comm.latency_s)],
-            ["communication: bytes ÷ per-direction bandwidth", duration(gf.comm.bandwidth_s)],
-            ["step (at the assumed latency)", duration(gf.bound_step_s)],
-            ["tokens/s, estimate", num(gf.bound_tokens_per_s)],
-            ["tokens/s, measured", num(gf.measured_tokens_per_s)],
-            ["measured ÷ estimate", percent(gf.fraction_of_bound, 0)]])
-assert gf.measured_tokens_per_s < gf.bound_tokens_per_s  # the estimate must not be beaten
+             duration(gf.comm.latency_s), "none"],
+            ["communication: bytes ÷ per-direction bandwidth", duration(gf.comm.bandwidth_s),
+             duration(gf.comm.bound_s)],
+            ["step", duration(gf.estimate_step_s), duration(gf.lower_bound_step_s)],
+            ["tokens/s", num(gf.estimate_tokens_per_s), num(gf.upper_bound_tokens_per_s)],
+            ["tokens/s, measured", num(gf.measured_tokens_per_s), num(gf.measured_tokens_per_s)],
+            ["measured ÷ it", percent(gf.fraction_of_estimate, 0), percent(gf.fraction_of_upper_bound, 0)]])
+assert gf.measured_tokens_per_s < gf.upper_bound_tokens_per_s  # a bound must never be beaten
+assert gf.measured_tokens_per_s < gf.estimate_tokens_per_s  # nor, here, the estimate
+assert not gp.link.in_switch_reduction  # A100: NVLink 3, no reduction in the switch: the bound counts the ring too
 
 # %% [markdown]
-# The estimate rests on two figures the README itself qualifies: the HBM bandwidth (it notes the
-# A100's empirical peak is below the datasheet's) and the per-call latency (assumed). What-ifs, per
-# chip:
+# The A100's NVSwitch does not reduce in the switch, so both figures count the ring's bytes; the
+# bound drops the assumed latency and overlaps the communication. The estimate rests on two figures
+# the README itself qualifies: the HBM bandwidth (it notes the A100's empirical peak is below the
+# datasheet's) and the per-call latency (assumed). What-ifs, per chip:
 
 # %%
 empirical_bw = gpt_fast_empirical_bandwidth_bytes_per_s()
@@ -745,18 +893,20 @@ what_ifs = [(f"datasheet HBM {si(a100_bw, 'B/s')}, {duration(lat)} per call", gp
 what_ifs += [(f"README's empirical HBM {si(empirical_bw, 'B/s')}, {duration(lat)} per call",
               gpt_fast_70b(memory_bandwidth_bytes_per_s=empirical_bw, latency_s=lat))
              for lat in (0.0, gf.comm.latency_per_call_s)]
-show_table(["what-if", "step", "tokens/s", "measured ÷ it"],
-           [[name, duration(w.bound_step_s), num(w.bound_tokens_per_s), percent(w.fraction_of_bound, 0)]
-            for name, w in what_ifs])
-assert all(w.measured_tokens_per_s < w.bound_tokens_per_s for _, w in what_ifs)
+show_table(["what-if", "estimate", "tokens/s, estimate", "measured ÷ it", "lower bound (any latency)"],
+           [[name, duration(w.estimate_step_s), num(w.estimate_tokens_per_s), percent(w.fraction_of_estimate, 0),
+             duration(w.lower_bound_step_s)] for name, w in what_ifs])
+assert all(w.measured_tokens_per_s < w.estimate_tokens_per_s for _, w in what_ifs)
+assert math.isclose(what_ifs[0][1].lower_bound_step_s, what_ifs[1][1].lower_bound_step_s)  # latency: no effect
 tightest = what_ifs[-1][1]
 
 # %% jupyter={"source_hidden": true}
-md(f"gpt-fast reaches **{percent(gf.fraction_of_bound, 0)} of the estimate** at the datasheet bandwidth and the "
-   f"assumed latency: {duration(gf.measured_step_s)} per token against {duration(gf.bound_step_s)}; "
-   f"{percent(tightest.fraction_of_bound, 0)} at the README's empirical bandwidth. Where the rest goes is not "
-   "measured here; these are **hypotheses**, each with the size it would need to explain the whole gap alone where "
-   "the model can say:\n\n"
+md(f"gpt-fast reaches **{percent(gf.fraction_of_upper_bound, 0)} of the upper bound** and "
+   f"**{percent(gf.fraction_of_estimate, 0)} of the estimate** at the datasheet bandwidth and the assumed latency: "
+   f"{duration(gf.measured_step_s)} per token against {duration(gf.lower_bound_step_s)} and "
+   f"{duration(gf.estimate_step_s)}; {percent(tightest.fraction_of_estimate, 0)} of the estimate at the README's "
+   "empirical bandwidth. Where the rest goes is not measured here; these are **hypotheses**, each with the size it "
+   "would need to explain the whole gap to the estimate alone where the model can say:\n\n"
    f"- *Hypothesis: the collectives cost more than the assumed {duration(gf.comm.latency_per_call_s)} per call.* "
    f"Alone, that would take about {duration(gf.latency_per_call_to_close_gap_s)} per call. Test: time an 8-GPU "
    "small-message all-reduce with nccl-tests.\n"
@@ -779,12 +929,14 @@ md(f"gpt-fast reaches **{percent(gf.fraction_of_bound, 0)} of the estimate** at 
 # ## Explore: the many-chips dashboard
 #
 # Pick a model and a part, how to split the step (tensor, pipeline or expert) and over how many
-# chips; set the batch and the phase; tick the overlap box for the best case. The chart is the
-# three-roof roofline per chip, with the step at its FLOPs per HBM byte and at its FLOPs per byte
-# sent, and beneath it one chip's compute, memory and communication. Try: Llama-3.1-70B on H100
-# SXMs, tensor parallel over 1 → 8 chips at batch 1 (what stays constant?); the same on L4s in
-# prefill (which roof binds?); pipeline instead of tensor at batch 1 (what happens to the step?);
-# Qwen3-235B-A22B on eight H200s, expert against tensor parallel at batch 1 and at batch 256.
+# chips; set the batch and the phase; tick the overlap box for the estimate's best case. The chart
+# is the three-roof roofline per chip, with the step at its FLOPs per HBM byte and at its FLOPs per
+# byte sent, and beneath it one chip's compute, memory and communication by the estimate; the text
+# and the table give the lower bound beside it. Try: Llama-3.1-70B on H100 SXMs, tensor parallel
+# over 1 → 8 chips at batch 1 (what stays constant in the estimate, and in the bound?); the same
+# on L4s in prefill (which roof binds?); pipeline instead of tensor at batch 1 (what happens to the
+# step?); Qwen3-235B-A22B on eight H200s, expert against tensor parallel at batch 1 and at batch
+# 256.
 
 # %%
 from roofline_lessons.viz.dashboards import lesson11_dashboard
@@ -799,30 +951,36 @@ dashboard = lesson11_dashboard()
 # - Tensor parallel: each chip holds and reads 1/n of the split weights; norms and the router are
 #   replicated, and the KV cache divides only up to the KV heads. Two all-reduces per layer; a ring
 #   makes each chip send 2(n − 1)/n of the message at the link's **per-direction** bandwidth, half
-#   the vendor's bidirectional headline.
-# - Communication = calls × latency + bytes ÷ bandwidth. A batch-1 decode's all-reduces are
-#   latency-bound; a prefill's are bandwidth-bound. The course charges one fixed latency per call
-#   whatever n — an assumption, so every time that includes it is an estimate at that latency
-#   until you measure it.
+#   the vendor's bidirectional headline. A switch that reduces in the switch (NVLink SHARP, on
+#   H100-generation NVSwitch and later) needs each byte sent only once: the ring is not the least
+#   traffic there, and a measured all-reduce can beat the ring's limit.
+# - Two figures per chip. The lower bound: least bytes, overlapped, no per-call latency. The
+#   estimate: the ring, communication after the compute, an assumed latency per call. Say which
+#   one you quote, and how much of the estimate is the assumed latency.
+# - The estimate's communication is calls × latency + bytes ÷ bandwidth. In it a batch-1 decode's
+#   all-reduces are latency-bound and a prefill's bandwidth-bound. One fixed latency per call
+#   whatever n is an assumption; the bound does not move with it. Measure it before you rely on it.
 # - The third ridge: peak ÷ link bandwidth. A tensor-parallel step's interconnect intensity changes
 #   little with the tokens but falls as 1/(n − 1), so the part and n decide: over NVLink a 70B
 #   prefill's link bytes never outlast its compute (though, not overlapped, they still add to the
 #   step); over the H100 PCIe's PCIe they do; on L4s it is neck and neck.
-# - Tensor parallelism cuts decode latency until the communication floor; past it each doubling of
-#   the chips buys less. Communication is not overlapped by default; overlap is the best case.
+# - By the estimate, tensor parallelism cuts decode latency until a communication floor, past which
+#   each doubling buys less; that floor is the assumed latency, and the lower bound keeps falling.
+#   The estimate does not overlap communication by default; overlap is its best case.
 # - Expert parallelism keeps whole experts per chip and swaps all-reduces for all-to-alls. Whether
 #   it beats tensor parallelism depends on the model, batch and context: compute the KV, weight and
 #   communication terms. Pipeline parallelism adds capacity, not speed: one sequence crosses every
 #   stage. A flushed pipeline of m micro-batches idles (p − 1)/(m + p − 1); a server keeping m
 #   independent batches in steady decode idles max(0, 1 − m/p).
-# - A published multi-chip figure sits below its bound; the gap's causes are hypotheses until measured.
+# - A published multi-chip figure sits below the upper bound (it must) and here below the estimate
+#   too; the gap's causes are hypotheses until measured.
 #
 # **Interview questions this lesson prepares you for**
 #
 # - "How much data does each GPU send in a ring all-reduce over n GPUs? Why is using NVLink's
-#   headline bandwidth a mistake?"
+#   headline bandwidth a mistake? What changes when the switch can reduce?"
 # - "Going from 2 to 8 GPUs, a 70B model's batch-1 decode gets faster by less than the ratio of the
-#   chips. Why, and where does it stop getting faster?"
+#   chips. Why, and where does it stop getting faster? How much of that rests on an assumption?"
 # - "When is tensor parallelism interconnect-bound? Why is PCIe-only TP 8 a bad idea for prefill?"
 # - "Tensor or expert parallelism for an MoE on one node, and when does the answer flip?"
 # - "Does pipeline parallelism reduce the latency of a single request?"

@@ -17,8 +17,10 @@
 #
 # Every checker recomputes its answer from the package when you run it, so a catalog update never
 # leaves an answer stale. With more than one chip every figure is **per chip**. Times in
-# **seconds**, memory in **GiB** (2^30 bytes), intensities in **FLOP/byte**. Communication is not
-# overlapped with compute.
+# **seconds**, memory in **GiB** (2^30 bytes), intensities in **FLOP/byte**. Each exercise says
+# which figure it asks for: the **estimate** (collectives by the ring, the catalog's **assumed**
+# latency per call, communication and pipeline stages one after another, not overlapped) or the
+# **lower bound** (the least bytes the link allows, no per-call latency).
 
 # %% [markdown] tags=["solution"]
 # *This is the solutions notebook. `exercises/11_many_chips.ipynb` is generated from it.*
@@ -55,12 +57,13 @@ grade.moe_memory_per_chip_gib(memory_per_chip_gib)
 # Dividing by 8 overstates how many sequences fit. And a GiB is 2^30 bytes, not 10^9.
 
 # %% [markdown]
-# ## Exercise 11.2 — one all-reduce
+# ## Exercise 11.2 — one all-reduce, by the estimate
 #
 # A 1,024-token prefill of Llama-3.1-70B under tensor parallel 8 on H100 SXMs all-reduces its
-# activations twice per layer: 1,024 tokens × `hidden_size` × 2 bytes each time. In a ring, each
-# chip sends 2(n − 1)/n of the message. How many **seconds** does one such all-reduce take, the
-# call's fixed latency (the catalog's assumed `link.latency_s`, one per call) included?
+# activations twice per layer: 1,024 tokens × `hidden_size` × 2 bytes each time. The **estimate**
+# uses a ring, in which each chip sends 2(n − 1)/n of the message, and charges each call the
+# catalog's assumed `link.latency_s`. By the estimate, how many **seconds** does one such
+# all-reduce take, the call's latency included?
 
 # %%
 llama = get_model("llama-3.1-70b")
@@ -75,18 +78,20 @@ grade.one_all_reduce_s(all_reduce_s)
 # %% [markdown] tags=["solution"]
 # The per-direction rate is half the datasheet's bidirectional figure: a chip sends its share out
 # one way while it receives the same amount the other way. The headline makes the bytes look twice
-# as fast.
+# as fast. The lower bound is smaller again: the H100's NVSwitch reduces in the switch, so each
+# byte goes once, and it counts no latency (`one_all_reduce(...).bound_time_s`).
 
 # %% [markdown]
-# ## Exercise 11.3 — a decode step's communication, calls and bytes
+# ## Exercise 11.3 — a decode step's communication, by the estimate
 #
 # The same model decodes a **batch of 64** sequences (4,096 tokens cached each) under tensor
 # parallel 8. Per step, each chip takes part in **2 all-reduces per layer** of the batch's
 # activations (64 × `hidden_size` × 2 bytes), **1 all-reduce** after the embedding (the same size),
 # and **1 all-gather** of the logits, in which each chip sends (n − 1)/n of 64 × `vocab_size` × 2
-# bytes. Every call costs `link.latency_s` (one fixed cost per call, whatever n: an assumption),
-# and every byte sent moves at the per-direction bandwidth. How many **seconds** of communication
-# per chip per step? (Answer within 1 %: the calls and the bytes both matter.)
+# bytes. In the **estimate** the all-reduces go by the ring (2(n − 1)/n of the message per chip),
+# every call costs `link.latency_s` (one fixed cost per call, whatever n: an assumption), and every
+# byte sent moves at the per-direction bandwidth. How many **seconds** of communication per chip
+# per step, by the estimate? (Answer within 1 %: the calls and the bytes both matter.)
 
 # %%
 # BEGIN SOLUTION
@@ -125,12 +130,13 @@ grade.l4_link_ridge(link_ridge)
 # parallelism=Parallelism(tensor=8)).interconnect_intensity`.
 
 # %% [markdown]
-# ## Exercise 11.5 — a pipeline and one sequence
+# ## Exercise 11.5 — a pipeline and one sequence, by the estimate
 #
 # Llama-3.1-70B decodes one sequence (batch 1, 4,096 tokens cached) over a **4-stage pipeline** of
 # H100 SXMs. Use `place(..., parallelism=Parallelism(pipeline=4))`: its `stage_time_s` is the
-# busiest stage, `other_stages_s` the other three stages' times added up, and `pipeline_send_s` one
-# send between stages. How many **seconds** does one decode step take?
+# busiest stage's estimate, `other_stages_s` the other three stages' estimates added up, and
+# `pipeline_send_s` one send between stages (with its assumed latency). By the **estimate**, how
+# many **seconds** does one decode step take?
 
 # %%
 # BEGIN SOLUTION
@@ -143,8 +149,11 @@ grade.pipeline_step_s(pipeline_step_s)
 # %% [markdown] tags=["solution"]
 # The step crosses the 4 stages one after another: about one chip's time for the whole model
 # plus three short sends, not a quarter of it. (The stages are not equal: the last also holds the
-# lm_head, so 4 × the busiest stage overstates it.) Pipelining adds capacity (each chip holds a quarter of the layers), not speed for
-# one sequence; tensor parallelism is what cuts one step's latency.
+# lm_head, so 4 × the busiest stage overstates it.) Pipelining adds capacity (each chip holds a
+# quarter of the layers), not speed for one sequence; tensor parallelism is what cuts one step's
+# latency. The package's `time_lower_bound_s` for this placement is about one stage: it lets the
+# stages overlap, as a long prompt cut into chunks could; one token cannot be cut, so for it one
+# chip's lower bound is the floor.
 
 # %% [markdown]
 # ## Exercise 11.6 — the bubble
@@ -165,3 +174,46 @@ grade.pipeline_bubble(bubble)
 # for m of them. More micro-batches shrink the bubble, at the cost of smaller matmuls per
 # micro-batch. A server that keeps 8 *independent* batches circulating in steady decode (no flush)
 # idles max(0, 1 − m/p) instead: none here. That is a different question.
+
+# %% [markdown]
+# ## Exercise 11.7 — the same step's communication, by the lower bound
+#
+# Take 11.3's step again (Llama-3.1-70B, batch 64, 4,096 cached, tensor parallel 8 on H100 SXMs).
+# The **lower bound** counts the least bytes any algorithm the link supports sends, and no
+# per-call latency. The H100's NVSwitch reduces in the switch (`link.in_switch_reduction`), so an
+# all-reduce sends each byte of its message once per chip; and the bound counts no logits
+# all-gather (vocab-parallel sampling exchanges each chip's top candidates, not its logits). How
+# many **seconds** of communication per chip does the lower bound count? (Within 1 %.)
+
+# %%
+# BEGIN SOLUTION
+message_bytes = 64 * llama.hidden_size * 2
+least_bytes = (2 * llama.num_hidden_layers + 1) * message_bytes  # once each, in the switch
+bound_comm_s = least_bytes / link.per_direction_bytes_per_s
+# END SOLUTION
+grade.bound_comm_s(bound_comm_s)
+
+# %% [markdown] tags=["solution"]
+# Several times less than 11.3's estimate, which sends the ring's 2(n − 1)/n of every message,
+# gathers the logits and charges every call the assumed latency. The bound is what no
+# implementation can beat; the estimate is what a plain ring implementation at that latency would
+# take. Quote both, and say which.
+
+# %% [markdown]
+# ## Exercise 11.8 — how much of the estimate is an assumption?
+#
+# Llama-3.1-70B decodes one sequence (batch 1, 4,096 cached) under **tensor parallel 8** on H100
+# SXMs. What **fraction** of the step's **estimate** (`time_estimate_s`) is the assumed per-call
+# latency (every collective call × `link.latency_s`)?
+
+# %%
+# BEGIN SOLUTION
+tp8 = place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096, parallelism=Parallelism(tensor=8))
+latency_share = float(tp8.comm.calls) * tp8.link.latency_s / float(tp8.time_estimate_s)
+# END SOLUTION
+grade.latency_share(latency_share)
+
+# %% [markdown] tags=["solution"]
+# About a quarter of the estimate is a figure nobody measured on your machine. The lower bound
+# (`time_lower_bound_s`) counts none of it, so it does not move with the latency; the estimate
+# does. Measure a small-message all-reduce (nccl-tests) before you trust the estimate's share.

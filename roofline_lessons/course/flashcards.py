@@ -203,7 +203,7 @@ def _decode_attention(group, context):
 def _lever(model, part, phase, lever):
     from ..topics.levers import lever_speedups
 
-    return next(r.speedup for r in lever_speedups(model, part, phase) if r.lever == lever)
+    return next(r.speedup_lower_bound for r in lever_speedups(model, part, phase) if r.lever == lever)
 
 
 def _params_b(model):

@@ -13,11 +13,15 @@ Everything here is built on :func:`~roofline_lessons.core.placement.place` with 
 - **Assumed latency.** Each collective call costs the link's ``latency_s``, ONE fixed cost per
   call whatever the number of chips (the catalog's ``latency_basis`` says "assumed": an order of
   magnitude, not a measurement). :func:`latency_sensitivity` reprices a step at other latencies.
+- **Two figures per step.** ``step_s`` / ``tokens_per_s`` are the placement's **estimate**
+  (``time_estimate_s``): operators unfused, collectives by the ring with the assumed per-call
+  latency, after the compute. ``lower_bound_s`` / ``tokens_per_s_upper_bound`` are its **lower
+  bound** (``time_lower_bound_s``): compulsory bytes, the least bytes any algorithm the link
+  supports sends (in-switch reduction where the switch does it, ring elsewhere), overlapped with
+  compute and memory, no per-call latency. The bound never moves with the assumed latency.
 
-Times without communication are lower bounds; a time that includes the per-call latency is an
-estimate at the assumed latency (seconds); rates are the matching upper bounds or estimates (tokens
-per second); memory in bytes (show it in GiB), bandwidths in bytes per second (SI), intensities in
-FLOPs per byte.
+Seconds per chip; rates in tokens per second of all chips together; memory in bytes (show it in
+GiB), bandwidths in bytes per second (SI), intensities in FLOPs per byte.
 """
 
 from __future__ import annotations
@@ -42,6 +46,13 @@ PHASES = ("decode", "prefill")
 #: the lesson's 70B comparison: model, context and the four setups' parts
 LLAMA_70B = "llama-3.1-70b"
 MOE_MODEL = "qwen3-235b-a22b"  #: lesson 11's MoE across a node (DeepSeek-V3, 671B, needs MLA: lesson 12)
+
+#: a published all-reduce rate with in-switch reduction: 8 H100 SXMs, NCCL with NVLink SHARP (NVLS),
+#: peak algorithm bandwidth (message ÷ time) about 275 GB/s, bus bandwidth about 480 GB/s
+NVLS_ALGBW_BYTES_PER_S = 275e9
+NVLS_ALGBW_PART, NVLS_ALGBW_CHIPS = "h100-sxm", 8
+NVLS_ALGBW_SOURCE = ("NVIDIA/nccl-tests issue 212, a maintainer (sjeaugey), 2024-05-06: \"On 8 GPUs, you should "
+                     "reach a peak busBw of ~480GB/s (algbw ~275GB/s)\" with NVLink SHARP, large messages")
 
 #: the catalog's measured multi-chip figure (gpt-fast, Llama-3.1-70B, TP 8 on 8 A100s)
 GPT_FAST_PART = "a100-80gb"
@@ -128,14 +139,24 @@ class SplitRow:
     link_name: str | None  #: the link the traffic uses (None on one chip)
     compute_s: float  #: per chip: FLOPs ÷ peak
     memory_s: float  #: per chip: bytes ÷ HBM bandwidth
-    comm_s: float  #: per chip: collectives (calls × latency + bytes ÷ per-direction bandwidth)
-    step_s: float  #: the step's lower bound (all pipeline stages, comm added unless overlapped)
-    bound: str  #: "compute", "memory" or "interconnect": the largest of the three per-chip times
+    comm_s: float  #: per chip, the estimate's collectives: calls × latency + ring bytes ÷ per-direction bandwidth
+    step_s: float  #: the ESTIMATE (all pipeline stages in turn, comm added unless overlapped): time_estimate_s
+    bound: str  #: the estimate's binding roof: "compute", "memory" or "interconnect" (largest per-chip time)
     memory_per_chip_bytes: float  #: weights + KV cache + state resident on one chip
     capacity_per_chip_bytes: float
     fits: bool
-    tokens_per_s: float  #: new tokens per second, all chips together (upper bound)
+    tokens_per_s: float  #: new tokens per second, all chips together (the estimate's)
     max_batch: int  #: largest batch whose weights + KV fit every chip at this step's context
+    latency_s: float  #: per chip: the estimate's assumed per-call latency, calls × latency (0 on one chip)
+    lower_bound_s: float  #: the step's LOWER BOUND: time_lower_bound_s (no per-call latency, least bytes, overlapped)
+    comm_lower_bound_s: float  #: per chip: the bound's communication (least bytes ÷ per-direction bandwidth)
+    lower_bound_roof: str  #: the bound's binding roof
+    tokens_per_s_upper_bound: float  #: all chips together: tokens ÷ lower_bound_s
+
+    @property
+    def latency_share(self) -> float:
+        """Share of the estimate (``step_s``) that is assumed per-call latency, 0 to 1."""
+        return self.latency_s / self.step_s if self.step_s else 0.0
 
     @property
     def part(self) -> Part:
@@ -156,7 +177,26 @@ def _row(label: str, p: Placement) -> SplitRow:
         compute_s=float(p.compute_time_s), memory_s=float(p.memory_time_s), comm_s=float(p.comm_time_s),
         step_s=float(p.time_estimate_s), bound=str(p.bound), memory_per_chip_bytes=float(p.memory_required_bytes),
         capacity_per_chip_bytes=float(p.part.memory_capacity_bytes), fits=bool(p.fits_in_memory),
-        tokens_per_s=float(p.tokens_per_s_estimate), max_batch=int(best))
+        tokens_per_s=float(p.tokens_per_s_estimate), max_batch=int(best), latency_s=_latency_total_s(p),
+        lower_bound_s=float(p.time_lower_bound_s), comm_lower_bound_s=float(p.comm_lower_bound_s),
+        lower_bound_roof=str(p.lower_bound_roof), tokens_per_s_upper_bound=float(p.tokens_per_s_upper_bound))
+
+
+def _latency_per_call_s(p: Placement) -> float:
+    """The per-call latency the estimate charges this placement (0 on one chip)."""
+    if p.link is None:
+        return 0.0
+    lat = p.parallelism.collective_latency_s
+    return float(p.link.latency_s if lat is None else lat)
+
+
+def _latency_total_s(p: Placement) -> float:
+    """Seconds of the estimate that are assumed per-call latency: the estimate minus the same
+    estimate with free calls (``collective_latency_s=0``); 0 on one chip."""
+    if p.comm is None or _latency_per_call_s(p) == 0:
+        return 0.0
+    free = place(p.model, p.part, p.workload, parallelism=replace(p.parallelism, collective_latency_s=0.0))
+    return float(p.time_estimate_s) - float(free.time_estimate_s)
 
 
 def place_setup(model, setup: Setup, *, phase: str = "decode", batch: int = 1, context_tokens: int = 4096,
@@ -171,7 +211,8 @@ def place_setup(model, setup: Setup, *, phase: str = "decode", batch: int = 1, c
 
 def compare_setups(model, setups, *, phase: str = "decode", batch: int = 1, context_tokens: int = 4096,
                    prompt_tokens: int = 4096) -> tuple[SplitRow, ...]:
-    """One row per setup for the same step (see :class:`SplitRow`; per chip where chips > 1)."""
+    """One row per setup for the same step (see :class:`SplitRow`; per chip where chips > 1): the
+    estimate and the lower bound of each."""
     setups = tuple(setups)
     if not setups:
         raise RooflineInputError("compare_setups needs at least one Setup")
@@ -210,24 +251,29 @@ class LatencyRow:
 
     latency_s: float  #: the per-call latency this row assumes
     tensor: int
-    step_s: float  #: the step at that latency (an estimate: it includes the calls' latency)
-    comm_s: float  #: per chip
-    memory_s: float  #: per chip
-    bound: str
-    speedup: float  #: one chip's step ÷ this step (one chip pays no latency)
+    step_s: float  #: the estimate at that latency (ring bytes + calls × latency, after the compute)
+    comm_s: float  #: per chip, the estimate's
+    memory_s: float  #: per chip, the estimate's
+    bound: str  #: the estimate's binding roof
+    speedup: float  #: one chip's estimate ÷ this estimate (one chip pays no latency)
+    lower_bound_s: float  #: the step's lower bound: the same at every latency (it counts none)
+    lower_bound_speedup: float  #: one chip's lower bound ÷ this lower bound
+    lower_bound_roof: str  #: the bound's binding roof
 
 
 def latency_sensitivity(model, part, sizes, latencies_s, *, batch: int = 1, context_tokens: int = 4096
                         ) -> tuple[LatencyRow, ...]:
     """The decode step of ``model`` at each tensor-parallel size in ``sizes`` and each per-call
     latency in ``latencies_s`` (latency-major order): how much of a conclusion rests on the assumed
-    per-call latency."""
+    per-call latency. Each row holds the estimate at that latency and the lower bound, which counts
+    no latency and so is the same on every row of a size."""
     m, p = _model(model), _part(part)
     sizes = tuple(whole_number("tensor parallel size", t, 1) for t in sizes)
     latencies = tuple(latencies_s)
     if not sizes or not latencies:
         raise RooflineInputError("latency_sensitivity needs at least one size and one latency")
-    one = float(place(m, p, phase="decode", batch=batch, context_tokens=context_tokens).time_estimate_s)
+    alone = place(m, p, phase="decode", batch=batch, context_tokens=context_tokens)
+    one, one_bound = float(alone.time_estimate_s), float(alone.time_lower_bound_s)
     rows = []
     for lat in latencies:
         q = with_link_latency(p, lat)
@@ -236,7 +282,10 @@ def latency_sensitivity(model, part, sizes, latencies_s, *, batch: int = 1, cont
                        parallelism=Parallelism(tensor=t))
             rows.append(LatencyRow(latency_s=float(lat), tensor=t, step_s=float(pl.time_estimate_s),
                                    comm_s=float(pl.comm_time_s), memory_s=float(pl.memory_time_s),
-                                   bound=str(pl.bound), speedup=one / float(pl.time_estimate_s)))
+                                   bound=str(pl.bound), speedup=one / float(pl.time_estimate_s),
+                                   lower_bound_s=float(pl.time_lower_bound_s),
+                                   lower_bound_speedup=one_bound / float(pl.time_lower_bound_s),
+                                   lower_bound_roof=str(pl.lower_bound_roof)))
     return tuple(rows)
 
 
@@ -263,8 +312,9 @@ def tensor_parallel_sweep(model, part, *, phase: str = "decode", batch: int = 1,
                           prompt_tokens: int = 4096, sizes=None, overlap_comm: bool = False,
                           weights_dtype: str = "bf16", kv_dtype: str = "bf16") -> tuple[SplitRow, ...]:
     """The same step at each tensor-parallel size (default: :func:`allowed_tensor_sizes`), one row
-    each: per-chip compute, memory and communication seconds, the step, the bound, memory per chip,
-    whether it fits, tokens/s of the group, and the largest batch that fits at this context."""
+    each: per-chip compute, memory and communication seconds (the estimate's), the step's estimate
+    and lower bound, the assumed latency inside the estimate, memory per chip, whether it fits,
+    tokens/s of the group, and the largest batch that fits at this context."""
     m, p = _model(model), _part(part)
     if sizes is None:
         sizes = allowed_tensor_sizes(m, p)
@@ -285,7 +335,8 @@ def tensor_parallel_sweep(model, part, *, phase: str = "decode", batch: int = 1,
 
 @dataclass(frozen=True)
 class AllReduce:
-    """One ring all-reduce of a ``message_bytes`` message over ``tensor`` chips, two ways."""
+    """One all-reduce of a ``message_bytes`` message over ``tensor`` chips: the estimate's ring (at
+    the per-direction rate, and at the headline: the error) and the least bytes the link allows."""
 
     tensor: int
     link: Link
@@ -295,6 +346,21 @@ class AllReduce:
     latency_s: float  #: the link's assumed fixed cost of one call
     time_s: float  #: latency + sent ÷ per-direction bandwidth (what the course uses)
     headline_time_s: float  #: latency + sent ÷ the bidirectional headline: the classic error (too fast)
+    in_switch: bool  #: the link's switch reduces in the switch (NVLink SHARP): each byte sent once
+    least_factor: float  #: the least share of the message a chip must send: 1 in the switch, else the ring's
+    bound_time_s: float  #: least_factor × message ÷ per-direction bandwidth, no latency: the lower bound
+
+    @property
+    def ring_algorithm_bytes_per_s(self) -> float:
+        """Message ÷ the ring's bandwidth term: the most "algorithm bandwidth" (nccl-tests' algbw) a
+        ring can reach on this link, per-direction bandwidth ÷ 2(n − 1)/n, bytes/s."""
+        return self.link.per_direction_bytes_per_s / self.ring_factor
+
+    @property
+    def least_algorithm_bytes_per_s(self) -> float:
+        """Message ÷ the bound's time: the most algorithm bandwidth any algorithm the link supports
+        can reach (per-direction bandwidth ÷ least_factor), bytes/s."""
+        return self.link.per_direction_bytes_per_s / self.least_factor
 
     @property
     def bandwidth_s(self) -> float:
@@ -309,8 +375,10 @@ def activation_message_bytes(model, tokens: int, activations_dtype: str = "bf16"
 
 
 def one_all_reduce(part, tensor: int, message_bytes: float, *, link: str = "auto") -> AllReduce:
-    """A ring all-reduce of ``message_bytes`` over ``tensor`` chips of ``part``: every chip sends
-    2(n − 1)/n of the message, at the link's per-direction bandwidth, plus one call's latency."""
+    """An all-reduce of ``message_bytes`` over ``tensor`` chips of ``part``. The estimate's ring:
+    every chip sends 2(n − 1)/n of the message at the link's per-direction bandwidth, plus one call's
+    assumed latency. The bound: the least bytes (once, where the switch reduces in the switch), no
+    latency."""
     p = _part(part)
     t = whole_number("tensor", tensor, 2)
     if isinstance(message_bytes, bool) or not isinstance(message_bytes, (int, float, np.integer, np.floating)) \
@@ -319,9 +387,12 @@ def one_all_reduce(part, tensor: int, message_bytes: float, *, link: str = "auto
     lk, _ = choose_link(p, Parallelism(tensor=t, link=link))
     ring = 2.0 * (t - 1) / t
     sent = ring * float(message_bytes)
+    least = 1.0 if lk.in_switch_reduction else ring
     return AllReduce(tensor=t, link=lk, message_bytes=float(message_bytes), ring_factor=ring, sent_bytes=sent,
                      latency_s=lk.latency_s, time_s=lk.latency_s + sent / lk.per_direction_bytes_per_s,
-                     headline_time_s=lk.latency_s + sent / lk.bidirectional_bytes_per_s)
+                     headline_time_s=lk.latency_s + sent / lk.bidirectional_bytes_per_s,
+                     in_switch=bool(lk.in_switch_reduction), least_factor=least,
+                     bound_time_s=least * float(message_bytes) / lk.per_direction_bytes_per_s)
 
 
 @dataclass(frozen=True)
@@ -335,7 +406,9 @@ class CommSplit:
     sent_bytes: float  #: bytes the chip sends in those calls
     per_direction_bytes_per_s: float
     bandwidth_s: float  #: sent bytes ÷ per-direction bandwidth
-    total_s: float  #: latency_s + bandwidth_s (the placement's comm_time_s)
+    total_s: float  #: latency_s + bandwidth_s (the placement's comm_time_s): the estimate's
+    bound_bytes: float  #: the least bytes the chip must send (in-switch reduction where the link does it)
+    bound_s: float  #: bound_bytes ÷ per-direction bandwidth, no latency: the lower bound's communication
 
     @property
     def latency_share(self) -> float:
@@ -345,7 +418,8 @@ class CommSplit:
 
 def comm_split(placement: Placement) -> CommSplit:
     """The latency-vs-bandwidth split of a multi-chip placement's collectives (sends between
-    pipeline stages are not collectives and are left out, as in ``comm_time_s``)."""
+    pipeline stages are not collectives and are left out, as in ``comm_time_s``): the estimate's
+    terms, and beside them the lower bound's (least bytes, no latency)."""
     if not isinstance(placement, Placement):
         raise RooflineInputError(f"comm_split needs a Placement from place(..., parallelism=...), got {placement!r}")
     if placement.comm is None or placement.link is None:
@@ -354,11 +428,13 @@ def comm_split(placement: Placement) -> CommSplit:
     lk = placement.link
     calls = placement.comm.calls
     sent = float(placement.comm.bytes)
-    latency = calls * lk.latency_s
+    per_call = _latency_per_call_s(placement)
+    latency = calls * per_call
     bandwidth = sent / lk.per_direction_bytes_per_s
-    return CommSplit(calls=calls, latency_per_call_s=lk.latency_s, latency_basis=lk.latency_basis, latency_s=latency,
+    return CommSplit(calls=calls, latency_per_call_s=per_call, latency_basis=lk.latency_basis, latency_s=latency,
                      sent_bytes=sent, per_direction_bytes_per_s=lk.per_direction_bytes_per_s, bandwidth_s=bandwidth,
-                     total_s=latency + bandwidth)
+                     total_s=latency + bandwidth, bound_bytes=float(placement.comm.bound_bytes),
+                     bound_s=float(placement.comm_lower_bound_s))
 
 
 # ---- the third roof --------------------------------------------------------------------------
@@ -366,11 +442,12 @@ def comm_split(placement: Placement) -> CommSplit:
 
 @dataclass(frozen=True)
 class ThreeRoofs:
-    """One chip's step against its three roofs: FLOP/s, HBM bytes/s and link bytes/s (per direction)."""
+    """One chip's step against its three roofs: FLOP/s, HBM bytes/s and link bytes/s (per direction),
+    with the estimate's bytes (unfused HBM traffic, the ring's bytes over the link)."""
 
     flops: float  #: per chip
-    hbm_bytes: float  #: per chip
-    sent_bytes: float  #: per chip, over the link
+    hbm_bytes: float  #: per chip, unfused (the estimate's)
+    sent_bytes: float  #: per chip, over the link, by the ring (the estimate's)
     peak_flops_per_s: float
     hbm_bytes_per_s: float
     link_bytes_per_s: float  #: per direction
@@ -378,7 +455,7 @@ class ThreeRoofs:
     hbm_ridge: float  #: peak ÷ HBM bandwidth
     link_intensity: float  #: FLOPs per byte sent
     link_ridge: float  #: peak ÷ per-direction link bandwidth: the third ridge
-    bound: str
+    bound: str  #: the estimate's binding roof
 
     @property
     def link_limits_compute(self) -> bool:
@@ -434,8 +511,10 @@ def link_ridges(parts, chips: int = 8, dtype: str = "bf16") -> tuple[LinkRidge, 
 @dataclass(frozen=True)
 class Crossover:
     """Where one chip's communication time first exceeds max(compute, memory) as the batch (decode)
-    or the prompt (prefill) grows, for a fixed split. ``first`` is None when it never does up to
-    ``searched_up_to``; then ``placement`` is the step at ``searched_up_to``."""
+    or the prompt (prefill) grows, for a fixed split, by one figure's terms (``figure``: the
+    estimate's ring bytes and assumed latency, or the bound's least bytes and compulsory traffic).
+    ``first`` is None when it never does up to ``searched_up_to``; then ``placement`` is the step
+    at ``searched_up_to``."""
 
     model_id: str
     part_id: str
@@ -446,38 +525,51 @@ class Crossover:
     first: int | None  #: smallest value at which communication takes longest
     last: int | None  #: largest value of that first stretch (== searched_up_to if it never ends)
     placement: Placement  #: the step at ``first`` (or at ``searched_up_to`` when there is none)
+    figure: str = "estimate"  #: "estimate" or "bound": whose terms were compared
 
     @property
     def found(self) -> bool:
         return self.first is not None
 
 
+FIGURES = ("estimate", "bound")
+
+
 def _over(m: Model, part: Part, par: Parallelism, phase: str, values, batch: int, context_tokens: int,
-          dtypes: dict) -> np.ndarray:
+          dtypes: dict, figure: str = "estimate") -> np.ndarray:
     values = np.asarray(values, dtype=np.int64)
     if phase == "decode":
         p = place(m, part, phase="decode", batch=values, context_tokens=context_tokens, parallelism=par, **dtypes)
     else:
         p = place(m, part, phase="prefill", batch=batch, prompt_tokens=values, parallelism=par, **dtypes)
-    comm = np.broadcast_to(np.asarray(p.comm_time_s, dtype=float), values.shape)
-    rest = np.broadcast_to(np.maximum(p.compute_time_s, p.memory_time_s), values.shape)
+    if figure == "bound":
+        comm_s, rest_s = p.comm_lower_bound_s, np.maximum(p.compute_lower_bound_s, p.memory_lower_bound_s)
+    else:
+        comm_s, rest_s = p.comm_time_s, np.maximum(p.compute_time_s, p.memory_time_s)
+    comm = np.broadcast_to(np.asarray(comm_s, dtype=float), values.shape)
+    rest = np.broadcast_to(np.asarray(rest_s, dtype=float), values.shape)
     return comm > rest
 
 
-def _exact_edge(m, part, par, phase, lo: int, hi: int, want: bool, batch, context_tokens, dtypes) -> int:
+def _exact_edge(m, part, par, phase, lo: int, hi: int, want: bool, batch, context_tokens, dtypes,
+                figure: str = "estimate") -> int:
     """The first whole value in (lo, hi] whose 'over' equals ``want`` (hi if the grid skipped it)."""
     values = np.arange(lo + 1, hi + 1, dtype=np.int64)
-    hits = np.nonzero(_over(m, part, par, phase, values, batch, context_tokens, dtypes) == want)[0]
+    hits = np.nonzero(_over(m, part, par, phase, values, batch, context_tokens, dtypes, figure) == want)[0]
     return int(values[hits[0]]) if hits.size else hi
 
 
 def comm_crossover(model, part, parallelism: Parallelism | int, *, phase: str = "decode", context_tokens: int = 4096,
                    batch: int = 1, up_to: int | None = None, weights_dtype: str = "bf16",
-                   kv_dtype: str = "bf16") -> Crossover:
+                   kv_dtype: str = "bf16", figure: str = "estimate") -> Crossover:
     """The batch (decode, at ``context_tokens`` cached) or prompt length (prefill, ``batch``
     sequences) at which one chip's communication first takes longer than max(compute, memory):
     where the step becomes interconnect-bound. Searched over whole numbers up to ``up_to``
     (default: 4,096 sequences, or the model's context length), exact to one.
+
+    ``figure="estimate"`` compares the estimate's terms (ring bytes + calls × the assumed latency
+    against unfused compute and memory); ``figure="bound"`` the lower bound's (the least bytes, no
+    latency, against compulsory traffic and overlapped units).
 
     An integer ``parallelism`` means tensor parallel of that size (communication not overlapped).
     """
@@ -487,30 +579,32 @@ def comm_crossover(model, part, parallelism: Parallelism | int, *, phase: str = 
     if par.chips < 2:
         raise RooflineInputError(f"comm_crossover needs more than one chip, got {par.label}")
     phase = _phase(phase)
+    if figure not in FIGURES:
+        raise RooflineInputError(f"figure must be one of {', '.join(FIGURES)}, got {figure!r}")
     variable = "batch" if phase == "decode" else "prompt_tokens"
     top = whole_number("up_to", up_to, 2) if up_to is not None else (4096 if phase == "decode" else m.max_context_tokens)
     context_tokens = whole_number("context_tokens", context_tokens, 0)
     batch = whole_number("batch", batch, 1)
     dtypes = {"weights_dtype": weights_dtype, "kv_dtype": kv_dtype}
     grid = np.unique(np.concatenate([np.round(np.geomspace(1, top, 160)), [top]]).astype(np.int64))
-    over = _over(m, p, par, phase, grid, batch, context_tokens, dtypes)
+    over = _over(m, p, par, phase, grid, batch, context_tokens, dtypes, figure)
     first = last = None
     if over.any():
         i = int(np.argmax(over))
         first = int(grid[0]) if i == 0 else _exact_edge(m, p, par, phase, int(grid[i - 1]), int(grid[i]), True,
-                                                         batch, context_tokens, dtypes)
+                                                         batch, context_tokens, dtypes, figure)
         after = np.nonzero(~over[i:])[0]
         if after.size:
             j = i + int(after[0])
             last = _exact_edge(m, p, par, phase, int(grid[j - 1]), int(grid[j]), False, batch, context_tokens,
-                               dtypes) - 1
+                               dtypes, figure) - 1
         else:
             last = top
     at = first if first is not None else top
     fields = _step_fields(phase, at if phase == "decode" else batch, context_tokens, at)
     return Crossover(model_id=m.id, part_id=p.id, parallelism=par, phase=phase, variable=variable,
                      searched_up_to=top, first=first, last=last,
-                     placement=place(m, p, parallelism=par, **dtypes, **fields))
+                     placement=place(m, p, parallelism=par, **dtypes, **fields), figure=figure)
 
 
 # ---- expert parallel -------------------------------------------------------------------------
@@ -562,28 +656,34 @@ def expert_parallel_compare(model=MOE_MODEL, part="h200", splits=None, *, batch:
     return tuple(rows)
 
 
-# ---- measured vs bound: gpt-fast's 70B on 8 A100s -----------------------------------------------
+# ---- measured against both figures: gpt-fast's 70B on 8 A100s ------------------------------------
 
 
 @dataclass(frozen=True)
-class MeasuredVsBound:
-    """A measured multi-chip decode rate against the package's bound for the same setup.
+class MeasuredVsFigures:
+    """A measured multi-chip decode rate against the package's two figures for the same setup: the
+    estimate (ring, assumed per-call latency, communication after compute) and the lower bound.
 
-    ``fraction_of_bound`` = measured ÷ bound. The two *what-ifs* say how large one suspect would
-    have to be to explain the whole gap alone; they are hypotheses to test, not findings.
+    ``fraction_of_estimate`` = measured ÷ the estimate's rate; ``fraction_of_upper_bound`` =
+    measured ÷ the bound's rate (never above 1). The two *what-ifs* say how large one suspect would
+    have to be to explain the whole gap to the estimate alone; they are hypotheses to test, not
+    findings.
     """
 
     measurement: object  #: the catalog's Measurement (value, conditions, source)
     placement: Placement  #: per chip
-    context_tokens: int  #: the context the bound assumes (the catalog states none)
+    context_tokens: int  #: the context both figures assume (the catalog states none)
     measured_tokens_per_s: float
-    bound_tokens_per_s: float
-    fraction_of_bound: float
+    estimate_tokens_per_s: float
+    fraction_of_estimate: float
     measured_step_s: float
-    bound_step_s: float
+    estimate_step_s: float
+    lower_bound_step_s: float  #: time_lower_bound_s: no latency, least bytes, overlapped
+    upper_bound_tokens_per_s: float
+    fraction_of_upper_bound: float
     comm: CommSplit
-    latency_per_call_to_close_gap_s: float  #: per-call latency that alone would explain the gap
-    hbm_fraction_to_close_gap: float  #: share of the HBM bandwidth that alone would explain the gap
+    latency_per_call_to_close_gap_s: float  #: per-call latency that alone would explain the gap to the estimate
+    hbm_fraction_to_close_gap: float  #: share of the HBM bandwidth that alone would explain that gap
 
 
 def _from_text(pattern: str, text: str, what: str) -> int:
@@ -614,15 +714,14 @@ def gpt_fast_empirical_bandwidth_bytes_per_s() -> float:
 
 
 def gpt_fast_70b(context_tokens: int = GPT_FAST_CONTEXT_TOKENS, *, memory_bandwidth_bytes_per_s: float | None = None,
-                 latency_s: float | None = None) -> MeasuredVsBound:
+                 latency_s: float | None = None) -> MeasuredVsFigures:
     """gpt-fast's measured Llama-3.1-70B decode on 8 A100s (tensor parallel, batch 1; from the
-    catalog, with its conditions) against the bound at ``context_tokens`` cached (an assumption:
-    the catalog states the prompt, not how many tokens were generated).
+    catalog, with its conditions) against the estimate and the lower bound at ``context_tokens``
+    cached (an assumption: the catalog states the prompt, not how many tokens were generated).
 
     What-ifs: ``memory_bandwidth_bytes_per_s`` replaces the A100's datasheet HBM bandwidth (e.g. the
-    README's empirical figure, :func:`gpt_fast_empirical_bandwidth_bytes_per_s`); ``latency_s``
-    replaces the assumed per-call latency. With the latency included the "bound" is an estimate at
-    that latency."""
+    README's empirical figure, :func:`gpt_fast_empirical_bandwidth_bytes_per_s`; it moves both
+    figures); ``latency_s`` replaces the assumed per-call latency (it moves the estimate only)."""
     part = get_part(GPT_FAST_PART)
     if memory_bandwidth_bytes_per_s is not None:
         bw = memory_bandwidth_bytes_per_s
@@ -640,19 +739,23 @@ def gpt_fast_70b(context_tokens: int = GPT_FAST_CONTEXT_TOKENS, *, memory_bandwi
     p = place(LLAMA_70B, part, phase="decode", batch=batch, context_tokens=ctx,
               parallelism=Parallelism(tensor=tensor))
     measured = float(ms.tokens_per_s or ms.value)
-    bound = float(p.tokens_per_s_estimate)
+    estimate = float(p.tokens_per_s_estimate)
+    upper = float(p.tokens_per_s_upper_bound)
     split = comm_split(p)
     measured_step = batch / measured
-    bound_step = float(p.time_estimate_s)
-    gap = measured_step - bound_step
-    without_latency = bound_step - split.latency_s
+    estimate_step = float(p.time_estimate_s)
+    gap = measured_step - estimate_step
+    without_latency = estimate_step - split.latency_s
     per_call = (measured_step - without_latency) / split.calls if split.calls else math.inf
     memory_room = measured_step - float(p.comm_time_s)  # the time left for HBM if comm were as modelled
-    return MeasuredVsBound(measurement=ms, placement=p, context_tokens=ctx, measured_tokens_per_s=measured,
-                           bound_tokens_per_s=bound, fraction_of_bound=measured / bound, measured_step_s=measured_step,
-                           bound_step_s=bound_step, comm=split,
-                           latency_per_call_to_close_gap_s=per_call if gap > 0 else split.latency_per_call_s,
-                           hbm_fraction_to_close_gap=float(p.memory_time_s) / memory_room if memory_room > 0 else 0.0)
+    return MeasuredVsFigures(measurement=ms, placement=p, context_tokens=ctx, measured_tokens_per_s=measured,
+                             estimate_tokens_per_s=estimate, fraction_of_estimate=measured / estimate,
+                             measured_step_s=measured_step, estimate_step_s=estimate_step,
+                             lower_bound_step_s=float(p.time_lower_bound_s), upper_bound_tokens_per_s=upper,
+                             fraction_of_upper_bound=measured / upper, comm=split,
+                             latency_per_call_to_close_gap_s=per_call if gap > 0 else split.latency_per_call_s,
+                             hbm_fraction_to_close_gap=(float(p.memory_time_s) / memory_room if memory_room > 0
+                                                        else 0.0))
 
 
 # ---- pipeline parallel -----------------------------------------------------------------------
@@ -661,7 +764,10 @@ def gpt_fast_70b(context_tokens: int = GPT_FAST_CONTEXT_TOKENS, *, memory_bandwi
 def pipeline_vs_tensor(model, part, chips: int = 2, *, batch: int = 1, context_tokens: int = 4096
                        ) -> tuple[SplitRow, ...]:
     """One decode step three ways: on one chip (whether or not it fits), tensor parallel over
-    ``chips`` and pipeline parallel over ``chips`` stages (one batch in flight: no micro-batches)."""
+    ``chips`` and pipeline parallel over ``chips`` stages (one batch in flight: no micro-batches).
+    The rows' ``step_s`` is the estimate (the stages one after another); ``lower_bound_s`` is the
+    package's bound, which overlaps the stages (the largest stage's): a bound for work that can be
+    cut into pieces, loose for one token of one sequence, whose layers run in order."""
     n = whole_number("chips", chips, 2)
     p = _part(part)
     setups = (Setup(f"1 × {p.name}", p.id), Setup(f"{n} × {p.name}, TP {n}", p.id, Parallelism(tensor=n)),

@@ -45,8 +45,9 @@ The request model (what a lesson can quote):
   target's whole lm_head operator at that step (max of its FLOPs over peak and its bytes over
   bandwidth): the MTP module produces logits through the shared lm_head, which for a small model
   outweighs a layer (Llama-3.1-8B: ~1.05 GB against ~0.44 GB per layer). The layer share already
-  holds 1 / num_hidden_layers of the lm_head, so that sliver is counted twice (a slight
-  overestimate of the draft). The context grows by the expected tokens per verify step, rounded
+  holds 1 / num_hidden_layers of the lm_head, so the estimate counts that sliver twice (a slight
+  overestimate of the draft) and the lower bound takes it off. Either way the draft's cost is this
+  model's assumption: a speculative lower bound is a bound given the assumed draft. The context grows by the expected tokens per verify step, rounded
   down to whole tokens, and there are ceil((output − 1) / tokens per verify) verify steps.
 - A catalog draft model must prefill the prompt too, before its first draft step: its prefill
   (same prefix caching and chunking as the target) is ADDED to TTFT, one step after the
@@ -221,7 +222,8 @@ def _extend(model, part, batch, new_tokens, cached_tokens, fields) -> _Step:
     """A prefill of ``new_tokens`` per sequence over ``cached_tokens`` already cached (arrays ok).
 
     = prefill(cached + new) − the per-token work of prefill(cached): its FLOPs, activations and
-    KV writes; the weights and the lm_head stay once, the KV read covers cached + new tokens.
+    KV writes; the lm_head stays once, the KV read covers cached + new tokens, and the weights are
+    those the new tokens touch (a prefill of the new tokens alone: for an MoE, its experts).
     The lower bound's compulsory bytes: the full prefill's, less the cached tokens' KV writes and
     token ids, plus the cached history's KV and state read (a decode step at that context reads it).
     With pipeline stages, each stage is priced so and the slowest one is the step (:func:`_slowest`).
@@ -234,8 +236,7 @@ def _extend(model, part, batch, new_tokens, cached_tokens, fields) -> _Step:
         return _slowest([_whole(f) for f in fulls])
     pres = _stages(model, part, phase="prefill", batch=batch, prompt_tokens=np.maximum(cached, 1.0), **fields)
     hist = _stages(model, part, phase="decode", batch=batch, context_tokens=cached, **fields)
-    news = (_stages(model, part, phase="prefill", batch=batch, prompt_tokens=new, **fields)
-            if fulls[0].comm is not None else (None,) * len(fulls))
+    news = _stages(model, part, phase="prefill", batch=batch, prompt_tokens=new, **fields)
     steps = []
     for full, pre, h, nw in zip(fulls, pres, hist, news):
         lm, emb = _op(pre, "lm_head"), pre.cost
@@ -246,12 +247,15 @@ def _extend(model, part, batch, new_tokens, cached_tokens, fields) -> _Step:
         wmf = full.cost.weight_matmul_flops - sub_wmf
         unq = full.cost.unquantized_matmul_flops - sub_unq
         flops = full.cost.flops - sub_flops
-        nbytes = full.cost.bytes - sub_bytes
+        # the weights the new tokens touch (for an MoE, the experts their routing reaches; the embedding rows
+        # they gather), not those a prefill of cached + new tokens would touch
+        weights = np.where(has, nw.cost.weight_bytes - full.cost.weight_bytes, 0.0)
+        nbytes = full.cost.bytes - sub_bytes + weights
         ids = emb.io_bytes - lm.io_bytes * lm.layers  # the cached tokens' ids (the logits stay: one set)
-        compulsory = full.cost.compulsory_bytes + np.where(
+        compulsory = full.cost.compulsory_bytes + weights + np.where(
             has, _compulsory_kv_state_read(h) - pre.cost.kv_write_bytes - ids, 0.0)
-        comm_s = None if nw is None else nw.comm_time_s  # the collectives carry the new tokens' activations only
-        comm_lb = None if nw is None else nw.comm_lower_bound_s
+        comm_s = nw.comm_time_s if nw.comm is not None else None  # the collectives carry the new tokens only
+        comm_lb = nw.comm_lower_bound_s if nw.comm is not None else None
         steps.append(_Step(wmf, flops, nbytes, _step_s(full, wmf, flops - wmf, nbytes, comm_s, unq),
                            _lower_bound_s(full, wmf, flops - wmf, compulsory, comm_lb, unq)))
     return _slowest(steps)
@@ -306,8 +310,10 @@ def _mtp_draft_step(decode: Placement, num_hidden_layers: int, head: Placement |
     lm_lb = head.lower_bound_for_s(head.tensor_seconds(lm.weight_matmul_flops * n, other,
                                                        lm.unquantized_matmul_flops * n),
                                    0.0, lm.compulsory_bytes * n)
+    # the layer share already holds 1/L of the lm_head: the estimate keeps it (a slight overestimate),
+    # the bound takes it off (a lower bound may only undercount)
     return (np.asarray(decode.time_estimate_s) / num_hidden_layers + lm_s,
-            np.asarray(decode.time_lower_bound_s) / num_hidden_layers + lm_lb)
+            np.asarray(decode.time_lower_bound_s) / num_hidden_layers + lm_lb * (1 - 1 / num_hidden_layers))
 
 
 # ---- one request ---------------------------------------------------------------------------
@@ -532,25 +538,23 @@ def continuous_batching_cycle_lower_bound_s(model: Model, part: Part, *, batch: 
     requests' prefills ride in the same steps (the weights read once for both), so a request's
     prefill costs only its own work, not a weight pass of its own.
 
-    The lower bound of that cycle is the larger of two lower bounds:
+    The bound is the largest of each unit's work summed over the cycle (the units overlap across
+    it, and the sequences' contexts may be staggered, so no per-step maximum is taken): tensor
+    seconds of the decode steps and the prefills, dequantisation seconds, compulsory bytes ÷
+    bandwidth (the prefills' without their weights: a decode step reads them anyway), least
+    communication. For an MoE the decode steps' experts are those B tokens touch under uniform
+    routing (the prefill tokens' extra experts are not counted: looser, still a bound under that
+    routing). With no decode step (one output token) the cycle is the prefill's lower bound.
 
-    - Σ of the decode (verify) steps' lower bounds (``step_lower_bound_s``): each step waits for the
-      last one's tokens, whatever rides along;
-    - without speculation (``decode_contexts`` given) and without pipeline stages, the sums over the
-      cycle of each unit's work: tensor seconds (the decode steps' + the prefills'), dequantisation
-      seconds, compulsory bytes ÷ bandwidth (the prefills' without their weights: a decode step
-      reads them anyway), least communication — the units overlap across the whole cycle.
-
-    With no decode step (one output token) the cycle is the prefill's lower bound. Output tokens/s
-    upper bound = batch × output ÷ this. (For an MoE the decode steps' experts are counted, the
-    prefill tokens' extra experts are not: looser, still a bound.)
+    Not computed (nan) with speculation (``decode_contexts`` None) or with pipeline stages: the
+    per-unit sums of verify and draft steps, or of one chip's stage, are not modelled here.
+    Output tokens/s upper bound = batch × output ÷ this.
     """
-    decode_lb = float(np.sum(step_lower_bound_s))
     if np.size(step_lower_bound_s) == 0:
         return float(ttft_lower_bound_s)
     par = fields.get("parallelism")
     if decode_contexts is None or (par is not None and par.pipeline > 1):
-        return decode_lb
+        return float("nan")
     d = place(model, part, phase="decode", batch=batch, context_tokens=decode_contexts, **fields)
     pf = place(model, part, phase="prefill", batch=batch, prompt_tokens=uncached_prompt_tokens, **fields)
     n = np.size(decode_contexts)
@@ -559,8 +563,7 @@ def continuous_batching_cycle_lower_bound_s(model: Model, part: Part, *, batch: 
     nbytes = (float(np.sum(np.broadcast_to(d.cost.compulsory_bytes, (n,))))
               + float(pf.cost.compulsory_bytes - pf.cost.weight_bytes))
     comm = float(np.sum(np.broadcast_to(d.comm_lower_bound_s, (n,)))) + float(pf.comm_lower_bound_s)
-    units = max(tensor, dequant, nbytes / d.bandwidth_bytes_per_s, comm)
-    return max(decode_lb, units)
+    return max(tensor, dequant, nbytes / d.bandwidth_bytes_per_s, comm)
 
 
 # ---- continuous batching -------------------------------------------------------------------

@@ -871,7 +871,7 @@ def time_breakdown_chart(placements, labels, title=None):
     ax.tick_params(axis="x", labelsize=LABEL_PT)
     assumed = any(pl.link is not None and pl.link.latency_basis == "assumed" for pl in placements)
     ax.set_xlabel(f"Time per step, per chip ({unit}"
-                  + ("; comm at the assumed per-call latency)" if assumed else "; lower bounds)"))
+                  + ("; estimate, comm at the assumed per-call latency)" if assumed else "; estimate)"))
     ax.set_ylabel("Setup", fontsize=LABEL_PT)
     title = title or "One step per chip: compute, memory and communication"
     ax.set_title(title, fontsize=11)
@@ -1163,7 +1163,7 @@ def byte_budget_chart(placements, labels, title=None):
         parts = ", ".join(f"{k} {si(v, 'B')} ({_share(v / total)})" for k, v in by_kind.items() if v > 0)
         fits = "" if bool(np.all(pl.fits_in_memory)) else \
             f"; it does not fit the {binary(pl.part.memory_capacity_bytes)} of memory"
-        said.append(f"{label}: {si(total, 'B')} per step ({parts}); at least {duration(pl.time_estimate_s)} per "
+        said.append(f"{label}: {si(total, 'B')} per step ({parts}); estimate {duration(pl.time_estimate_s)} per "
                     f"step, {pl.bound}-bound{fits}")
     set_alt(fig, f"{title}. Horizontal stacked bars, one per setup, bytes moved in one step: " + ". ".join(said)
             + ".")

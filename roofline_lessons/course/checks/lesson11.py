@@ -1,7 +1,13 @@
 """Checkers for the lesson-11 exercises (many chips: tensor, expert and pipeline parallel, the link).
 Every expected value is computed from :mod:`roofline_lessons.core.placement`, :mod:`roofline_lessons.
 core.parallel`, :mod:`roofline_lessons.topics.many_chips` and the catalog when the checker runs, so a
-catalog update never leaves an answer stale. Every figure is per chip, as in the lesson."""
+catalog update never leaves an answer stale. Every figure is per chip, as in the lesson.
+
+Which figure each exercise asks for: 11.2, 11.3 and 11.5 the **estimate** (the ring, the catalog's
+assumed latency per call, communication and pipeline stages one after another); 11.7 the **lower
+bound**'s communication (the least bytes, no latency); 11.8 the assumed latency's share of the
+estimate; 11.1, 11.4 and 11.6 are neither (memory, a ridge, an idle share). Where the other figure
+is a tempting answer it is a named mistake."""
 
 from __future__ import annotations
 
@@ -20,11 +26,12 @@ _REL_TOL = 0.02  #: every lesson-11 checker's tolerance (relative)
 MOE, MOE_PART, MOE_TP, MOE_BATCH, MOE_TOKENS = "qwen3-235b-a22b", "h200", 8, 64, 8192  #: 11.1
 MODEL, PART, CONTEXT = "llama-3.1-70b", "h100-sxm", 4096
 REDUCE_TP, REDUCE_TOKENS = 8, 1024  #: 11.2
-DECODE_TP, DECODE_BATCH = 8, 64  #: 11.3
+DECODE_TP, DECODE_BATCH = 8, 64  #: 11.3 and 11.7
 _DECODE_REL_TOL = 0.01  #: 11.3 is tighter: leaving out the embedding all-reduce and the logits is 2 % off
 RIDGE_PART, RIDGE_CHIPS = "l4", 8  #: 11.4
 PIPELINE = 4  #: 11.5
 BUBBLE_STAGES, BUBBLE_MICRO_BATCHES = 4, 8  #: 11.6
+SHARE_TP = 8  #: 11.8: Llama-3.1-70B decode at batch 1
 
 
 def _distinct(expected: float, mistakes, rel_tol: float = _REL_TOL) -> tuple[Mistake, ...]:
@@ -97,18 +104,22 @@ def _reduce_mistakes() -> tuple[Mistake, ...]:
                 a.latency_s + a.message_bytes / bw),
         Mistake("forget the latency term (every call pays the link's latency_s, whatever its size)", a.bandwidth_s),
         Mistake("give microseconds where seconds were asked", 1e6 * a.time_s),
+        Mistake("give the lower bound (the message sent once through the switch, no latency) where the estimate "
+                "was asked: the ring's 2(n − 1)/n of the message plus the call's assumed latency", a.bound_time_s),
     ))
 
 
 def one_all_reduce_s(answer) -> CheckResult:
     """11.2 — seconds of one ring all-reduce of a 1,024-token prefill's activations (Llama-3.1-70B,
-    BF16) over 8 H100 SXMs: latency + 2(n − 1)/n × message ÷ per-direction bandwidth."""
+    BF16) over 8 H100 SXMs, by the estimate's rules: the assumed latency + 2(n − 1)/n × message ÷
+    per-direction bandwidth."""
     return check_number("11.2", answer, _reduce_s(), rel_tol=_REL_TOL, unit="s", mistakes=_reduce_mistakes(),
-                        hint="message = 1,024 × hidden_size × 2 bytes; each chip sends 2(n − 1)/n of it at "
-                             "link.per_direction_bytes_per_s, plus link.latency_s for the call.")
+                        hint="the estimate: message = 1,024 × hidden_size × 2 bytes; by the ring each chip sends "
+                             "2(n − 1)/n of it at link.per_direction_bytes_per_s, plus link.latency_s (assumed) for "
+                             "the call.")
 
 
-# ---- 11.3 a batch-1 decode step's communication ---------------------------------------------------
+# ---- 11.3 a decode step's communication, by the estimate -------------------------------------------
 
 
 def _decode():
@@ -148,18 +159,22 @@ def _decode_mistakes() -> tuple[Mistake, ...]:
         Mistake("use the bidirectional headline instead of the per-direction bandwidth",
                 latency + float(p.comm.bytes) / lk.bidirectional_bytes_per_s),
         Mistake("give milliseconds where seconds were asked", 1e3 * _decode_comm_s()),
+        Mistake("give the lower bound's communication (each byte once through the switch, no logits gather, no "
+                "latency) where the estimate was asked: the ring's bytes and every call's assumed latency",
+                float(p.comm_lower_bound_s)),
     ), rel_tol=_DECODE_REL_TOL)
 
 
 def decode_comm_s(answer) -> CheckResult:
     """11.3 — seconds of communication per chip in one decode step of Llama-3.1-70B at batch 64 under
-    tensor parallel 8 on H100 SXMs (4,096 tokens cached): every call's latency + its bytes ÷
-    per-direction bandwidth, within 1 %."""
+    tensor parallel 8 on H100 SXMs (4,096 tokens cached), by the estimate: every call's assumed
+    latency + its ring bytes ÷ per-direction bandwidth, within 1 %."""
     return check_number("11.3", answer, _decode_comm_s(), rel_tol=_DECODE_REL_TOL, unit="s",
                         mistakes=_decode_mistakes(),
-                        hint="2 all-reduces per layer + 1 after the embedding (each: 2(n − 1)/n × 64 × hidden_size "
-                             "× 2 bytes) + 1 logits all-gather ((n − 1)/n × 64 × vocab_size × 2 bytes); each call "
-                             "costs link.latency_s, and all the bytes ÷ link.per_direction_bytes_per_s.")
+                        hint="the estimate: 2 all-reduces per layer + 1 after the embedding (each, by the ring: "
+                             "2(n − 1)/n × 64 × hidden_size × 2 bytes) + 1 logits all-gather ((n − 1)/n × 64 × "
+                             "vocab_size × 2 bytes); each call costs link.latency_s (assumed), and all the bytes ÷ "
+                             "link.per_direction_bytes_per_s.")
 
 
 # ---- 11.4 the third ridge ---------------------------------------------------------------------
@@ -217,7 +232,9 @@ def _pipe_mistakes() -> tuple[Mistake, ...]:
     one = place(MODEL, PART, phase="decode", context_tokens=CONTEXT)
     return _distinct(_pipe_s(), (
         Mistake(f"take one stage's time for the step: pipeline parallel does not cut a single sequence's latency "
-                f"(the step crosses all {PIPELINE} stages, one after another)", float(p.stage_time_s)),
+                f"(the step crosses all {PIPELINE} stages, one after another). The package's time_lower_bound_s is "
+                "about this too: it lets the stages overlap, which one token cannot; the exercise asks for the "
+                "estimate, time_estimate_s", float(p.stage_time_s)),
         Mistake(f"divide one chip's time by {PIPELINE}: pipelining does not cut one sequence's latency (the stages "
                 "run one after another)", float(one.time_estimate_s) / PIPELINE),
         Mistake(f"multiply the busiest stage by {PIPELINE}: the stages differ (the last one also holds the lm_head), "
@@ -231,11 +248,12 @@ def _pipe_mistakes() -> tuple[Mistake, ...]:
 
 def pipeline_step_s(answer) -> CheckResult:
     """11.5 — seconds of one batch-1 decode step of Llama-3.1-70B over a 4-stage pipeline of H100
-    SXMs (4,096 tokens cached): the sum of the stages' times, one after another, plus the sends between them."""
+    SXMs (4,096 tokens cached), by the estimate: the sum of the stages' times, one after another,
+    plus the sends between them (each with its assumed latency)."""
     return check_number("11.5", answer, _pipe_s(), rel_tol=_REL_TOL, unit="s", mistakes=_pipe_mistakes(),
                         hint="place(..., parallelism=Parallelism(pipeline=4)): the stages one after another, "
                              "stage_time_s + other_stages_s, plus (p − 1) × pipeline_send_s — its "
-                             "time_lower_bound_s.")
+                             "time_estimate_s (not time_lower_bound_s, which overlaps the stages).")
 
 
 # ---- 11.6 the bubble ------------------------------------------------------------------------------
@@ -265,6 +283,76 @@ def pipeline_bubble(answer) -> CheckResult:
                         hint="m micro-batches take m + p − 1 stage-times; each stage is busy for m of them.")
 
 
+# ---- 11.7 the same step's communication, by the lower bound ------------------------------------------
+
+
+def _bound_comm_s() -> float:
+    return float(_decode().comm_lower_bound_s)
+
+
+def _bound_comm_mistakes() -> tuple[Mistake, ...]:
+    p = _decode()
+    lk, bw = p.link, p.link.per_direction_bytes_per_s
+    least = float(p.comm.bound_bytes)
+    logits = next(c for c in p.comm.parts if c.name.startswith("logits"))
+    return _distinct(_bound_comm_s(), (
+        Mistake("give the estimate's communication (the ring's bytes and every call's assumed latency, 11.3) where "
+                "the lower bound was asked", _decode_comm_s()),
+        Mistake(f"count the ring's 2(n − 1)/n: the {lk.name} switch reduces in the switch (NVLink SHARP), so the "
+                "least traffic sends each byte of a message once", float(p.comm.bytes) / bw),
+        Mistake("add the per-call latency: the lower bound counts none (the latency is the estimate's assumption)",
+                least / bw + float(p.comm.calls) * lk.latency_s),
+        Mistake("count the logits all-gather: vocab-parallel sampling exchanges each chip's top candidates, not its "
+                "logits, so the bound counts no logits", (least + float(logits.bytes)) / bw),
+        Mistake("use the bidirectional headline instead of the per-direction bandwidth",
+                least / lk.bidirectional_bytes_per_s),
+        Mistake("give milliseconds where seconds were asked", 1e3 * _bound_comm_s()),
+    ), rel_tol=_DECODE_REL_TOL)
+
+
+def bound_comm_s(answer) -> CheckResult:
+    """11.7 — the lower bound's seconds of communication per chip in 11.3's step (Llama-3.1-70B,
+    batch 64, TP 8 on H100 SXMs, 4,096 cached): the least bytes (each byte of an all-reduce once,
+    through the switch; no logits) ÷ per-direction bandwidth, no latency, within 1 %."""
+    return check_number("11.7", answer, _bound_comm_s(), rel_tol=_DECODE_REL_TOL, unit="s",
+                        mistakes=_bound_comm_mistakes(),
+                        hint="the lower bound: (2 × layers + 1) all-reduces, each sending 64 × hidden_size × 2 "
+                             "bytes once (in the switch), no logits, ÷ link.per_direction_bytes_per_s; no latency.")
+
+
+# ---- 11.8 how much of the estimate is an assumption ----------------------------------------------------
+
+
+def _share_place(latency_s=None):
+    return place(MODEL, PART, phase="decode", context_tokens=CONTEXT,
+                 parallelism=Parallelism(tensor=SHARE_TP, collective_latency_s=latency_s))
+
+
+def _latency_share() -> float:
+    p = _share_place()
+    return 1.0 - float(_share_place(0.0).time_estimate_s) / float(p.time_estimate_s)
+
+
+def _share_mistakes() -> tuple[Mistake, ...]:
+    p = _share_place()
+    latency = float(p.comm.calls) * p.link.latency_s
+    return _distinct(_latency_share(), (
+        Mistake("give the latency's share of the communication, not of the whole step's estimate",
+                latency / float(p.comm_time_s)),
+        Mistake("divide by the lower bound instead of the estimate", latency / float(p.time_lower_bound_s)),
+        Mistake("give the share that is NOT latency", 1.0 - _latency_share()),
+        Mistake("give a percentage where a fraction was asked", 100 * _latency_share()),
+    ))
+
+
+def latency_share(answer) -> CheckResult:
+    """11.8 — the fraction (0 to 1) of the estimate of Llama-3.1-70B's batch-1 decode step under TP 8
+    on H100 SXMs (4,096 cached) that is the assumed per-call latency: calls × latency ÷ the estimate."""
+    return check_number("11.8", answer, _latency_share(), rel_tol=_REL_TOL, mistakes=_share_mistakes(),
+                        hint="p = place(..., parallelism=Parallelism(tensor=8)); p.comm.calls × p.link.latency_s "
+                             "÷ p.time_estimate_s.")
+
+
 EXERCISES = {
     "11.1": moe_memory_per_chip_gib,
     "11.2": one_all_reduce_s,
@@ -272,6 +360,8 @@ EXERCISES = {
     "11.4": l4_link_ridge,
     "11.5": pipeline_step_s,
     "11.6": pipeline_bubble,
+    "11.7": bound_comm_s,
+    "11.8": latency_share,
 }
 
 #: classic wrong answers per numeric exercise (the tests prove each is rejected by name)
@@ -282,6 +372,8 @@ MISTAKES = {
     "11.4": _ridge_mistakes,
     "11.5": _pipe_mistakes,
     "11.6": _bubble_mistakes,
+    "11.7": _bound_comm_mistakes,
+    "11.8": _share_mistakes,
 }
 
 #: exercises without a numeric classic mistake, and why

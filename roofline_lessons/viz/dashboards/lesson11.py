@@ -3,10 +3,13 @@ of the step sits under three roofs (compute, HBM, the link between chips) and ho
 between compute, memory and communication.
 
 Every figure with more than one chip is PER CHIP (the busiest pipeline stage), by the rules of
-:mod:`roofline_lessons.core.parallel`: communication is not overlapped with compute unless the overlap
-box is ticked (the best case); tensor parallel splits the weights and heads, pipeline parallel splits
-the layers into stages that run one after another, expert parallel spreads a mixture-of-experts
-model's experts (and sequences) over the chips.
+:mod:`roofline_lessons.core.parallel`. Two figures per step: the **estimate** (``time_estimate_s``:
+operators unfused, collectives by the ring with the catalog's assumed latency per call, not
+overlapped with compute unless the overlap box is ticked, its best case; pipeline stages one after
+another) — what the chart and the bar show — and the **lower bound** (``time_lower_bound_s``: the
+least bytes, overlapped, no per-call latency), given beside it in the text, the status and the
+table. Tensor parallel splits the weights and heads, pipeline parallel splits the layers into
+stages, expert parallel spreads a mixture-of-experts model's experts (and sequences) over the chips.
 
 The chart: a log-log roofline per chip with the compute roof, the HBM roof and the link roof (its
 bandwidth per direction), the step drawn twice at the FLOP/s one chip achieves over the step, at its
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -66,7 +69,8 @@ TEXT_RC = {"text.hinting": "no_hinting"}
 @dataclass(frozen=True)
 class Lesson11View:
     """One setting and what it gives. Seconds, bytes, FLOP/s and FLOP/byte; with more than one chip
-    every figure is one chip's (the busiest stage's). Times are lower bounds, rates upper bounds."""
+    every figure is one chip's (the busiest stage's). ``step_s`` and the terms are the estimate's;
+    ``lower_bound_s`` is the bound (``tokens_per_s`` an estimate, ``tokens_per_s_upper_bound`` a bound)."""
 
     model_id: str
     part_id: str
@@ -87,14 +91,14 @@ class Lesson11View:
     compute_format: str = "bf16"
     placement: Placement | None = None  #: per chip when chips > 1
     single: Placement | None = None  #: the same step on one chip
-    step_s: float | None = None  #: the whole step (all pipeline stages), seconds
+    step_s: float | None = None  #: the whole step's estimate (all pipeline stages), seconds
     compute_s: float | None = None  #: one chip's compute time, seconds
     memory_s: float | None = None  #: one chip's HBM time, seconds
     comm_s: float | None = None  #: one chip's collectives per stage, seconds
     wait_s: float = 0.0  #: pipeline: the other stages and the sends, seconds
     exposed_comm_s: float = 0.0  #: what communication (and sends) add to the step, seconds
     comm_share: float = 0.0  #: exposed_comm_s / step_s
-    bound: str = ""  #: "compute", "memory" or "interconnect"
+    bound: str = ""  #: the estimate's binding roof: "compute", "memory" or "interconnect"
     achieved_flops_per_s: float | None = None  #: per-chip FLOPs ÷ step time
     peak_flops_per_s: float | None = None
     hbm_bandwidth_bytes_per_s: float | None = None
@@ -108,11 +112,17 @@ class Lesson11View:
     memory_required_bytes: float | None = None  #: per chip
     capacity_bytes: float | None = None
     fits: bool | None = None
-    tokens_per_s: float | None = None  #: all chips together
+    tokens_per_s: float | None = None  #: all chips together, the estimate's
+    lower_bound_s: float | None = None  #: the step's lower bound (least bytes, overlapped, no latency), seconds
+    lower_bound_roof: str = ""  #: the bound's binding roof
+    tokens_per_s_upper_bound: float | None = None  #: all chips together
+    assumed_latency_s: float = 0.0  #: seconds of the estimate that are the assumed per-call latency
     single_step_s: float | None = None
     single_fits: bool | None = None
     single_memory_bytes: float | None = None
-    speedup: float | None = None  #: single_step_s / step_s
+    speedup: float | None = None  #: single_step_s / step_s (the estimates')
+    single_lower_bound_s: float | None = None
+    lower_bound_speedup: float | None = None  #: single_lower_bound_s / lower_bound_s
     segments: tuple[TimeSegment, ...] = ()
     warnings: tuple[str, ...] = ()
     table_html: str = ""
@@ -161,6 +171,8 @@ def lesson11_view(model, part, chips, batch, phase="decode", context_tokens=4096
         shape = {"context_tokens": ctx} if phase == "decode" else {"prompt_tokens": prompt}
         pl = place(m, p, parallelism=par, phase=phase, batch=b, **shape)
         one = place(m, p, phase=phase, batch=b, **shape) if n > 1 else pl
+        free = (place(m, p, parallelism=replace(par, collective_latency_s=0.0), phase=phase, batch=b, **shape)
+                if n > 1 else pl)
     except RooflineInputError as exc:
         return Lesson11View(*args, text=str(exc), error=str(exc))
     c, mem, k = float(pl.compute_time_s), float(pl.memory_time_s), float(pl.comm_time_s)
@@ -188,9 +200,13 @@ def lesson11_view(model, part, chips, batch, phase="decode", context_tokens=4096
         link_ridge=None if link is None else float(pl.interconnect_ridge_point_flop_per_byte),
         comm_latency_s=_comm_latency_s(pl), memory_required_bytes=float(pl.memory_required_bytes),
         capacity_bytes=float(p.memory_capacity_bytes), fits=bool(pl.fits_in_memory),
-        tokens_per_s=float(pl.tokens_per_s_estimate), single_step_s=float(one.time_estimate_s),
+        tokens_per_s=float(pl.tokens_per_s_estimate), lower_bound_s=float(pl.time_lower_bound_s),
+        lower_bound_roof=str(pl.lower_bound_roof), tokens_per_s_upper_bound=float(pl.tokens_per_s_upper_bound),
+        assumed_latency_s=step - float(free.time_estimate_s), single_step_s=float(one.time_estimate_s),
         single_fits=bool(one.fits_in_memory), single_memory_bytes=float(one.memory_required_bytes),
-        speedup=float(one.time_estimate_s) / step, segments=_time_segments(pl), warnings=tuple(pl.warnings))
+        speedup=float(one.time_estimate_s) / step, single_lower_bound_s=float(one.time_lower_bound_s),
+        lower_bound_speedup=float(one.time_lower_bound_s) / float(pl.time_lower_bound_s),
+        segments=_time_segments(pl), warnings=tuple(pl.warnings))
     return _with_text(view)
 
 
@@ -221,15 +237,15 @@ def _comm_sentence(view: Lesson11View) -> str:
         return "One chip: no communication."
     link = pl.link
     rule = ("not overlapped with compute (the default: it is added to the step)" if not view.overlap_comm
-            else "overlapped with compute (the best case)")
+            else "overlapped with compute (its best case)")
     head = (f"The chips talk over {link.name} at {si(link.per_direction_bytes_per_s, 'B/s')} per direction; "
-            f"communication is {rule}. ")
+            f"in the estimate, communication is {rule}. ")
     if pl.comm.calls:
         lat = view.comm_latency_s
-        head += (f"Per chip and stage, {count(pl.comm.calls)} collective calls send {si(pl.comm.bytes, 'B')} in "
-                 f"{duration(view.comm_s)}")
+        head += (f"Per chip and stage, by the estimate, {count(pl.comm.calls)} collective calls send "
+                 f"{si(pl.comm.bytes, 'B')} in {duration(view.comm_s)}")
         if view.comm_s > 0 and lat / view.comm_s >= 0.5:
-            head += (f", {percent(lat / view.comm_s, 0)} of it per-call latency ({duration(link.latency_s)} per call, "
+            head += (f", {percent(lat / view.comm_s, 1)} of it per-call latency ({duration(link.latency_s)} per call, "
                      "assumed): latency-bound, not bandwidth-bound")
         head += ". "
     if view.overlap_comm:
@@ -255,27 +271,38 @@ def _with_text(view: Lesson11View) -> Lesson11View:
     n = view.chips
     unit = "tokens/s" if view.phase == "decode" else "prompt tokens/s"
     if n == 1:
-        text = (f"{view.title}. One step takes at least {duration(view.step_s)}: {view.bound}-bound "
-                f"({BOUND_ROOF[view.bound]} binds), {breakdown_text(view)}. Weights, KV cache and state need "
+        text = (f"{view.title}. One step: lower bound {duration(view.lower_bound_s)} (no implementation on this "
+                f"chip is faster), estimate {duration(view.step_s)} (operators unfused), {view.bound}-bound "
+                f"({BOUND_ROOF[view.bound]} binds): {breakdown_text(view)}. Weights, KV cache and state need "
                 f"{_fit_sentence(view.fits, view.memory_required_bytes, view.capacity_bytes)}. At most "
-                f"{count(view.tokens_per_s)} {unit}. Choose 2, 4 or 8 chips to split the step.")
+                f"{count(view.tokens_per_s_upper_bound)} {unit} (upper bound); about {count(view.tokens_per_s)} "
+                "by the estimate. Choose 2, 4 or 8 chips to split the step.")
     else:
-        faster = (f"{n} chips are {num(view.speedup)}× faster per step" if view.speedup >= 1
-                  else f"{n} chips are {num(1 / view.speedup)}× SLOWER per step")
+        faster = (f"by the estimate {n} chips are {num(view.speedup)}× faster per step" if view.speedup >= 1
+                  else f"by the estimate {n} chips are {num(1 / view.speedup)}× SLOWER per step")
+        faster += f" (the lower bound: {num(view.lower_bound_speedup)}× one chip's)"
         p = view.placement.parallelism.pipeline
         if view.speedup < 1 and p > 1:
             sends = (p - 1) * float(view.placement.pipeline_send_s)
-            faster = (f"{n} chips are no faster per step: SLOWER by {percent(1 / view.speedup - 1, 2)} "
-                      f"({duration(view.step_s - view.single_step_s)}), because the {p} stages run one after another, "
-                      f"so the step is one chip's work plus the {p - 1} send{'s' if p > 2 else ''} between them "
-                      f"({duration(sends)} in all)")
-        text = (f"{view.title}. Per chip, one step takes about {duration(view.step_s)} (compute and memory at "
-                f"their bounds, communication at the assumed per-call latency): {view.bound}-bound "
-                f"({BOUND_ROOF[view.bound]} binds). Per chip: {breakdown_text(view)}. {_comm_sentence(view)} "
+            faster = (f"by the estimate {n} chips are no faster per step: SLOWER by "
+                      f"{percent(1 / view.speedup - 1, 2)} ({duration(view.step_s - view.single_step_s)}), because "
+                      f"the {p} stages run one after another, so the step is one chip's work plus the {p - 1} "
+                      f"send{'s' if p > 2 else ''} between them ({duration(sends)} in all). The lower bound lets the "
+                      "stages overlap, as a prompt cut into chunks could; one token cannot be cut, so for it one "
+                      f"chip's lower bound, {duration(view.single_lower_bound_s)}, is the floor")
+        lat = view.assumed_latency_s
+        text = (f"{view.title}. Per chip, the lower bound is {duration(view.lower_bound_s)} per step (the least "
+                f"bytes, overlapped, no per-call latency: no implementation of this split is faster), "
+                f"{view.lower_bound_roof}-bound. Per chip, the estimate is {duration(view.step_s)} per step "
+                f"(operators unfused, collectives by the ring at the assumed per-call latency), {view.bound}-bound "
+                f"({BOUND_ROOF[view.bound]} binds); {duration(lat)} of it, {percent(lat / view.step_s, 1)}, is "
+                f"assumed latency. Per chip: {breakdown_text(view)}. {_comm_sentence(view)} "
                 f"Per chip, weights, KV cache and state need "
                 f"{_fit_sentence(view.fits, view.memory_required_bytes, view.capacity_bytes)}. The {n} chips "
-                f"together: about {count(view.tokens_per_s)} {unit} ({num(view.tokens_per_s / n)} per chip). "
-                f"One chip alone: at least {duration(view.single_step_s)} per step, and it needs "
+                f"together: at most {count(view.tokens_per_s_upper_bound)} {unit} (upper bound), about "
+                f"{count(view.tokens_per_s)} by the estimate ({num(view.tokens_per_s / n)} per chip). "
+                f"One chip alone: lower bound {duration(view.single_lower_bound_s)}, estimate "
+                f"{duration(view.single_step_s)} per step, and it needs "
                 f"{_fit_sentence(view.single_fits, view.single_memory_bytes, view.capacity_bytes)}; {faster}.")
     return replace(view, text=text, table_html=lesson11_table(view))
 
@@ -291,16 +318,18 @@ def lesson11_table(view: Lesson11View) -> str:
                "none" if p.comm is None else duration(p.comm_time_s)]
         if view.placement.parallelism.pipeline > 1:
             col.append(duration(p.time_estimate_s - p.stage_time_s) if p_steps > 1 else "none")
-        col += [duration(p.time_estimate_s), f"{p.bound}", count(p.tokens_per_s_estimate),
+        col += [duration(p.time_estimate_s), f"{p.bound}", duration(p.time_lower_bound_s), f"{p.lower_bound_roof}",
+                count(p.tokens_per_s_estimate), count(p.tokens_per_s_upper_bound),
                 f"{binary(p.memory_required_bytes)} of {binary(p.part.memory_capacity_bytes)}",
                 "yes" if bool(p.fits_in_memory) else "NO"]
         return col
 
-    names = ["compute", "memory (HBM)", "communication"]
+    names = ["compute (estimate)", "memory (HBM, estimate)", "communication (estimate: ring, assumed latency)"]
     if pl.parallelism.pipeline > 1:
         names.append("pipeline wait (other stages, sends)")
-    names += ["step time (lower bound)", "bound", f"{unit}, all chips (upper bound)", "memory needed per chip",
-              "fits in memory"]
+    names += ["step time, estimate", "roof that binds, estimate", "step time, lower bound",
+              "roof that binds, lower bound", f"{unit}, all chips, estimate", f"{unit}, all chips, upper bound",
+              "memory needed per chip", "fits in memory"]
     if view.chips == 1:
         return html_table(["per step", "1 chip"], [[a, b] for a, b in zip(names, column(pl))],
                           caption=f"{view.model_name} {view.phase} on one {view.part_name}")
@@ -319,14 +348,15 @@ def lesson11_alt(view: Lesson11View) -> str:
                   f"ridge at {num(view.link_ridge)} FLOP/byte")
     else:
         roofs += "; one chip, so no link roof"
-    point = (f"The step achieves {si(view.achieved_flops_per_s, 'FLOP/s')} per chip over its "
+    point = (f"By the estimate, the step achieves {si(view.achieved_flops_per_s, 'FLOP/s')} per chip over its "
              f"{duration(view.step_s)}, drawn at {num(view.hbm_intensity)} FLOPs per HBM byte ({hbm_side} the HBM "
              "ridge)")
     if view.link_intensity is not None:
         link_side = "left of" if view.link_intensity < view.link_ridge else "at or right of"
         point += f" and at {num(view.link_intensity)} FLOPs per byte sent ({link_side} the link ridge)"
-    point += f"; it is {view.bound}-bound: {BOUND_ROOF[view.bound]} binds."
-    bar = f"Below, one chip's step of {duration(view.step_s)}: {breakdown_text(view)}."
+    point += (f"; it is {view.bound}-bound: {BOUND_ROOF[view.bound]} binds. The lower bound, not drawn, is "
+              f"{duration(view.lower_bound_s)}" + (" per chip." if view.chips > 1 else "."))
+    bar = f"Below, one chip's estimated step of {duration(view.step_s)}: {breakdown_text(view)}."
     return (f"{view.title}. Above, a log-log roofline per chip of {view.part_name}: {roofs}. {point} {bar}")
 
 
@@ -378,7 +408,7 @@ def _skeleton() -> dict:
     bar.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:.0f} %"))
     bar.yaxis.set_major_locator(NullLocator())
     bar.tick_params(axis="x", labelsize=MIN_FONT_PT)
-    bar.text(0, 2.2, "One step per chip (100 % = the step time):", transform=bar.transAxes,
+    bar.text(0, 2.2, "One step per chip, by the estimate (100 % = its step time):", transform=bar.transAxes,
              fontsize=MIN_FONT_PT + 1, ha="left", va="bottom")
     kinds = [Patch(facecolor=col, hatch=hatch, edgecolor=edge, label=kind) for kind, (col, hatch, edge)
              in TIME_LOOK.items()]
@@ -523,7 +553,8 @@ def _place_label(label, xy, candidates, obstacles, inside, renderer):
 
 
 def status_text(view: Lesson11View) -> str:
-    """The lines beside the chart: per chip, the step and its bound, the rate and the comm share, the fit."""
+    """The lines beside the chart: per chip, the step's estimate and roof, its lower bound, the rate and
+    the comm share, the fit."""
     per = "Per chip" if view.chips > 1 else "One chip"
     if view.chips == 1:
         comm = "no communication"
@@ -531,10 +562,14 @@ def status_text(view: Lesson11View) -> str:
         comm = ("comm overlapped, hidden" if view.exposed_comm_s <= 0
                 else f"comm overlapped, adds {percent(view.comm_share, 1)}")
     else:
-        comm = f"comm {percent(view.comm_share, 1)} of the step"
+        comm = f"comm {percent(view.comm_share, 1)} of it"
+    latency = ([f"  assumed per-call latency: {percent(view.assumed_latency_s / view.step_s, 1)} of it"]
+               if view.chips > 1 else [])
     return "\n".join([
-        f"{per}: ≥ {duration(view.step_s)} per step, {view.bound}-bound",
-        f"{num(view.achieved_flops_per_s / TERA)} TFLOP/s achieved; {comm}",
+        f"{per}, estimate: {duration(view.step_s)}, {view.bound}-bound",
+        f"  {comm}", *latency,
+        f"{per}, lower bound: {duration(view.lower_bound_s)}",
+        f"{num(view.achieved_flops_per_s / TERA)} TFLOP/s achieved (estimate)",
         f"{binary(view.memory_required_bytes)} of {binary(view.capacity_bytes)}"
         + (" per chip" if view.chips > 1 else "") + (": fits" if view.fits else ": does NOT fit")])
 
