@@ -193,7 +193,7 @@ show_table(["figure", "time (TTFT)", "bytes", "FLOP / byte", "roof that binds"],
      num(float(pre.intensity)), pre.bound],
 ])
 
-# %% jupyter={"source_hidden": true}
+# %%
 pre_ratio = float(pre.time_estimate_s / pre.time_lower_bound_s)
 same_time = abs(pre_ratio - 1) < 1e-9
 assert min(float(pre.intensity), float(pre.compulsory_intensity)) > pre.ridge_point_flop_per_byte, "both right of the ridge"
@@ -229,7 +229,7 @@ for lat, s in tp2.items():
                  num(float(s.tokens_per_s_estimate)), s.bound])
 show_table(["latency per call asked", "figure", "TPOT", "communication term", "tokens/s", "roof that binds"], rows)
 
-# %% jupyter={"source_hidden": true}
+# %%
 bound_moves = float(tp2[None].time_lower_bound_s) != float(tp2[0.0].time_lower_bound_s)
 assert not bound_moves, "the bound counts no per-call latency"
 latency_added_s = float(tp2[None].time_estimate_s - tp2[0.0].time_estimate_s)
@@ -251,7 +251,7 @@ md(f"The bound **{'moves' if bound_moves else 'does not move'}**: it counts no l
 # For which prompt lengths of the same model and part do the bound and the estimate disagree —
 # one saying compute, the other memory — and which says which? (Think first; the cell below answers.)
 
-# %% jupyter={"source_hidden": true}
+# %%
 import numpy as np
 
 lengths = np.arange(16, 2049, 16)
@@ -277,7 +277,7 @@ show_table(["model", "phase", "lower bound", "estimate (unfused)",
             "tokens/s, upper bound (prompt tokens in prefill, output tokens in decode; batch 1)", "tokens/s, estimate",
             "roof (bound)"], rows)
 
-# %% jupyter={"source_hidden": true}
+# %%
 gaps = [float(s.time_estimate_s / s.time_lower_bound_s) - 1 for s in steps.values()]
 assert all(s.bound == s.lower_bound_roof == "compute" for (m, phase), s in steps.items() if phase == "prefill")
 md(f"Here the two figures are at most {percent(max(gaps), 2)} apart: the prefills are compute-bound (their extra "

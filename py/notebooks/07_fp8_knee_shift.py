@@ -201,8 +201,9 @@ md(f"- **Prefill** is compute-bound: only W8A8 helps, {x(pf[W8A8])} for 8,192 to
    f"matmuls ({duration(float(w8_short.tensor_time_s))}), where the bound overlaps the two. "
    + ("So \"weight-only makes a short prefill slower\" is the estimate's convention, not a property of the lever. "
       if short[W8].speedup_estimate < 0.995 else "")
-   + "Well-pipelined weight-only kernels (Marlin-style) hide much of the dequantisation, so the real cost lies "
-   "between the two figures.\n"
+   + "Well-pipelined weight-only kernels (Marlin-style) hide much of the dequantisation. A real step is never "
+   "faster than the bound, but the estimate is a convention, not a ceiling: kernels below their roofs can be "
+   "slower than it, so measure.\n"
    f"- **Batch-1 decode** is memory-bound on weights: weight-only 8-bit gives {x(one[W8])} and W8A8 "
    f"{x(one[W8A8])} — {same(one[W8A8].speedup_lower_bound, one[W8].speedup_lower_bound)}, because decode gets faster "
    f"through **bytes**, not FLOPs: the bound's speed-up is the ratio of compulsory bytes, "
@@ -253,8 +254,8 @@ md(f"- **Prefill** is compute-bound: only W8A8 helps, {x(pf[W8A8])} for 8,192 to
 # charges nothing for quantising activations or reading their scales (see the table of levers);
 # and it times every FLOP that is not a weight matmul at the BF16 tensor-core rate, while softmax,
 # norms and the recurrence run partly on slower units — the slower they run, the less a faster
-# matmul buys (Amdahl). Weight-only dequantisation is charged, and the two figures bracket it, as
-# above. The last leans the other way, and only in the estimate: its W8A8 byte count keeps
+# matmul buys (Amdahl). Weight-only dequantisation is charged: overlapped in the bound, in series
+# in the estimate, as above. The last leans the other way, and only in the estimate: its W8A8 byte count keeps
 # every operator's activations at BF16 (the residual stream and the matmul outputs stay BF16).
 # Counting every activation byte at FP8 instead:
 
@@ -389,7 +390,7 @@ md(f"1. **At fixed bytes the ridge moves right by the peak ratio**: {h100.ridge_
    "epilogue, kernel choice — each a hypothesis with a test.\n"
    "5. **What it costs**: accuracy (scaling per tensor, channel or block; outliers), quantising the activations "
    "(which neither figure charges), dequantising weight-only weights (the bound overlaps it with the rest of the "
-   "step, the estimate adds it in series: real kernels lie between), and a KV cache or recurrent state that may "
+   "step, the estimate adds it in series: a real kernel is above the bound, and may be above the estimate too), and a KV cache or recurrent state that may "
    "need to stay in higher precision.")
 
 # %% [markdown]
@@ -425,7 +426,7 @@ md("- A faster format raises the compute ceiling and moves the ridge right by th
    + "). Know which lever you are pulling.\n"
    "- Two figures: the lower bound counts compulsory bytes and overlaps weight-only dequantisation; the estimate, by "
    "its conventions, adds the dequantisation in series and sends every activation through HBM. Where a conclusion "
-   "differs between them (weight-only prefill, a short W8A8 prefill), the real kernels lie between.\n"
+   "differs between them (weight-only prefill, a short W8A8 prefill), a real kernel is never faster than the bound, and can be slower than the estimate (it is a convention, not a ceiling).\n"
    f"- The best measured FP8 matmul sits clearly further below its roof than BF16's on {parts(resolved)} ("
    + ", ".join(f"{gaps[pid]:.1f} percentage points" for pid in resolved) + f"); on {parts(unresolved)} the gap ("
    + ", ".join(f"{gaps[pid]:.1f} points" for pid in unresolved)

@@ -803,7 +803,7 @@ assert pp_pair.step_s >= alone.step_s  # no faster than one chip would be (if it
 assert math.isclose(pp_pair.step_s, alone.step_s + pp_sends_s, rel_tol=1e-3)  # one chip's time + the sends
 assert tp_pair.step_s < pp_pair.step_s
 
-# %% jupyter={"source_hidden": true}
+# %%
 assert pp_pair.lower_bound_s < alone.lower_bound_s  # the package's bound overlaps the stages
 md(f"By the estimate, the pipeline's step is one chip's time ({duration(alone.step_s)}, a what-if: it does not fit) "
    f"plus {duration(pp_sends_s)} of sending: {percent(pp_pair.step_s / alone.step_s - 1, 2)} slower, where tensor "

@@ -402,7 +402,7 @@ NODE = 8
 md(f"**Question.** Do DeepSeek-V3's weights fit one node of {count(NODE)} H200s ({binary(h200.memory_capacity_bytes)} "
    "each) in BF16? In int4?")
 
-# %% jupyter={"source_hidden": true}
+# %%
 node_bytes = NODE * h200.memory_capacity_bytes
 dsv3_stored = stored[2]
 dsv3_fp8 = stored_weights("deepseek-v3", "fp8")
@@ -549,7 +549,8 @@ md(f"**Through the weight lens**, by the lower bound, weight-only int4's critica
    "other units, overlaps them — so the matmuls reach it sooner. The estimate says **"
    f"{count(wl_int4_est)}**: with the dequantisation added in series, the roof the step meets at that batch is "
    f"{si(eff_roof, 'FLOP/s')}, {percent(1 - eff_roof / int4_sw.matmul_peak_flops_per_s, 0)} below the matmul roof, "
-   "so the step turns compute-bound sooner still. A real kernel lies between the two: well-pipelined weight-only "
+   "so the step turns compute-bound sooner still. A real kernel is never faster than the bound, and the estimate "
+   "is a convention, not a ceiling: well-pipelined weight-only "
    "kernels (Marlin-style: the dequantisation interleaved with the tensor-core work) hide most of it, not all, "
    "because the same streaming multiprocessors issue both. W4A4 keeps the weight lens near BF16's, "
    f"**{count(wl_w4a4)}** by both figures (no dequantisation): its weight bytes fell about as much as its roof rose "
@@ -645,7 +646,8 @@ md(f"With {count(SHORT_CONTEXT)} tokens cached, weight-only int4's estimate stop
    "a deduction within the roofline, not a hypothesis, that a dequantisation fully overlapped with the matmuls "
    f"leaves **no crossover at all**: int4's lower bound is never above BF16's up to batch {count(max_swept)} (the "
    f"last column), and equal to it from batch {count(meet)}, where both are compute-bound on the same matmul roof. "
-   "Real kernels lie between the two figures, so whether int4 is slower at large batch on real hardware is a "
+   "A real kernel is never faster than the bound and can be slower than the estimate, so whether int4 is slower "
+   "at large batch on real hardware is a "
    "question of kernel efficiency. *Hypothesis:* int4 GEMM kernels reach a smaller share of the tensor-core peak "
    "than BF16 ones at large batch; measure your kernel's step against the BF16 one (lesson 9's method) to find out.")
 
@@ -654,7 +656,7 @@ SERVICE_BATCH = 256
 md(f"**Question.** A short-prompt service runs {model.name} at batch {count(SERVICE_BATCH)} with about "
    f"{count(SHORT_CONTEXT)} tokens cached on B200s. Should it switch from BF16 to weight-only int4 weights for speed?")
 
-# %% jupyter={"source_hidden": true}
+# %%
 i = SERVICE_BATCH - 1
 gain_est = bf16_sw.step_estimate_s[i] / int4_sw.step_estimate_s[i]
 gain_lb = bf16_sw.step_lower_bound_s[i] / int4_sw.step_lower_bound_s[i]
@@ -835,8 +837,9 @@ dashboard = lesson12_dashboard()
 # - Weight-only int4 does not raise the matmul roof: it lowers the critical batch. By the lower
 #   bound (weight lens) its critical batch is BF16's ÷ the weight-byte ratio: the same matmul ridge,
 #   fewer bytes. The estimate, adding the dequantisation in series, turns compute-bound sooner and
-#   becomes slower than BF16 at a large enough batch. Overlapped, it never does: real (Marlin-style) kernels lie between the two, so a
-#   real slowdown is a question of kernel efficiency. W4A4 raises the roof: through the weight lens
+#   becomes slower than BF16 at a large enough batch. Overlapped, it never does; real (Marlin-style)
+#   kernels are above the bound and can be above the estimate, so a real slowdown is a question of
+#   kernel efficiency. W4A4 raises the roof: through the weight lens
 #   its critical batch stays near BF16's; through all the traffic it rises — by the bound because
 #   the BF16 KV cache it does not shrink grows with the batch, and much further by the estimate,
 #   whose unfused activations grow too.

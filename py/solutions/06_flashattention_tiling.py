@@ -66,7 +66,7 @@ paper_bc = math.ceil(m_elements / (4 * 128))
 # END SOLUTION
 check.block_cols(paper_bc)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 md(f"{h100.shared_memory_per_sm_bytes:,} bytes = {h100.shared_memory_per_sm_bytes // 2:,} BF16 elements; "
    f"÷ (4 · 128) = {h100.shared_memory_per_sm_bytes // 2 / 512:.1f}, rounded up: {paper_bc} rows.")
 
@@ -129,7 +129,7 @@ decode_answer = "no"
 # END SOLUTION
 check.decode_fix(decode_answer)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 i_decode = float(decode_attention_intensity(8, 32768))
 md(f"Each cached key and value is read once and used by 8 query heads: {i_decode:.1f} FLOP/byte, "
    f"{h100.ridge_point_flop_per_byte('bf16') / i_decode:.0f}× below the H100's BF16 ridge at "

@@ -25,8 +25,9 @@ Each lever's speed-up is given twice (:class:`LeverResult`), baseline ÷ lever:
   hidden under the matmuls); the speed-up an ideal implementation of each would see;
 - ``speedup_estimate``: the ratio of the **estimates** (``time_estimate_s``), whose conventions
   include operators unfused (every activation through HBM) and weight-only dequantisation in series
-  with the matmuls. Where the two differ, the real kernels' figure lies between them (a
-  Marlin-style weight-only kernel hides much of the dequantisation, not all).
+  with the matmuls. A real step is never faster than the bound; the estimate is a convention, not
+  a ceiling (a Marlin-style weight-only kernel hides much of the dequantisation, not all, and a
+  kernel below its roofs can be slower than the estimate), so real speed-ups can fall outside both.
 
 What the cost model charges nothing for at all — quantising activations, their scales, the 8-bit
 per-channel weight scales — is said on each lever (``not_counted``).
