@@ -435,7 +435,7 @@ def cmd_serve(args) -> int:
     else:
         note += (" Upper bound: continuous batching's steady state with this batch in flight, the next requests' "
                  "prefills riding in the decode steps; no engine on this split beats it"
-                 + (" (under uniform expert routing)" if get_model(t.model_id).is_moe else ""))
+                 + (" (under uniform expert routing)" if model.is_moe else ""))
     if t.batch > 1 and t.chips == 1:
         note += f". Figures are per chip: all {count(t.batch)} sequences on a single chip"
     print(f"\n{note}.")

@@ -61,8 +61,8 @@ from roofline_lessons.core.units import binary, count, duration, num, percent, s
 from roofline_lessons.topics.many_chips import (Setup, activation_message_bytes, comm_crossover, comm_split,
                                                 compare_setups, expert_parallel_compare, gpt_fast_70b,
                                                 gpt_fast_empirical_bandwidth_bytes_per_s, latency_sensitivity,
-                                                link_ridges, NVLS_ALGBW_BYTES_PER_S, NVLS_ALGBW_CHIPS, NVLS_ALGBW_PART,
-                                                NVLS_ALGBW_SOURCE, one_all_reduce, pipeline_vs_tensor,
+                                                link_ridges, NVLS_ALGBW_PART, nvls_all_reduce_measurement,
+                                                one_all_reduce, pipeline_vs_tensor,
                                                 seventy_b_setups, tensor_parallel_sweep, three_roofs)
 from roofline_lessons.viz.display import md, show_table
 from roofline_lessons.viz.plots import interconnect_roofline_chart, time_breakdown_chart
@@ -230,15 +230,16 @@ show_table(["chips n", "ring: share sent", "least: share sent", "ring: most algo
            [[count(a.tensor), num(a.ring_factor), num(a.least_factor), si(a.ring_algorithm_bytes_per_s, "B/s"),
              si(a.least_algorithm_bytes_per_s, "B/s"), duration(a.bound_time_s)] for a in reduces])
 assert all(a.in_switch for a in reduces) and reduces[0].least_factor == reduces[0].ring_factor  # same at n = 2
-nvls = one_all_reduce(NVLS_ALGBW_PART, NVLS_ALGBW_CHIPS, message)
-assert nvls.ring_algorithm_bytes_per_s < NVLS_ALGBW_BYTES_PER_S <= nvls.least_algorithm_bytes_per_s
+measured = nvls_all_reduce_measurement()  # from the catalog, with its conditions and source
+nvls = one_all_reduce(NVLS_ALGBW_PART, measured.chips, message)
+assert nvls.ring_algorithm_bytes_per_s < measured.value <= nvls.least_algorithm_bytes_per_s
 
 # %% jupyter={"source_hidden": true}
 md(f"*Algorithm bandwidth* is what nccl-tests prints as algbw: the message ÷ the all-reduce's time. A ring can "
    f"reach at most the per-direction rate ÷ 2(n − 1)/n: {si(nvls.link.per_direction_bytes_per_s, 'B/s')} ÷ "
-   f"{num(nvls.ring_factor)} = **{si(nvls.ring_algorithm_bytes_per_s, 'B/s')}** on {count(NVLS_ALGBW_CHIPS)} H100s. "
-   f"An NCCL maintainer gives about **{si(NVLS_ALGBW_BYTES_PER_S, 'B/s')}** for NVLS on {count(NVLS_ALGBW_CHIPS)} "
-   f"H100s ({NVLS_ALGBW_SOURCE}). That is above what any ring can do, so the ring cannot be a lower bound there. "
+   f"{num(nvls.ring_factor)} = **{si(nvls.ring_algorithm_bytes_per_s, 'B/s')}** on {count(measured.chips)} H100s. "
+   f"An NCCL maintainer gives about **{si(measured.value, 'B/s')}** for NVLS on {count(measured.chips)} "
+   f"H100s ({measured.source}, {measured.date}; {measured.conditions}). That is above what any ring can do, so the ring cannot be a lower bound there. "
    f"It is below the in-switch limit of {si(nvls.least_algorithm_bytes_per_s, 'B/s')}, as a "
    "measurement under a bound must be (the same thread puts part of the gap down to NCCL's protocol overhead).")
 

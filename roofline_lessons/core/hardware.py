@@ -35,6 +35,7 @@ class Measurement:
     shape: str = ""  #: matmul benchmarks: the M×N×K the figure was measured at
     software: str = ""  #: the software build the figure was measured with
     date: str = ""  #: when the source was published (ISO date), where the catalog records it
+    chips: int | None = None  #: collectives: how many chips took part
 
 
 LINK_KINDS = ("scale-up", "pcie")  #: the links a placement may ask for by name
@@ -163,6 +164,7 @@ def _part_from_entry(part_id: str, entry: dict) -> Part:
             shape=m.get("shape", ""),
             software=m.get("software", ""),
             date=str(m.get("date", "")),
+            chips=m.get("chips"),
         )
         for m in entry.get("measured", [])
     )

@@ -169,11 +169,6 @@ class LeverResult:
     speedup_lower_bound: float | None = None
 
     @property
-    def speedup(self) -> float | None:
-        """The estimate's speed-up (:attr:`speedup_estimate`), kept under its old name for older callers."""
-        return self.speedup_estimate
-
-    @property
     def bound(self) -> str | None:
         """The estimate's binding roof (``Placement.bound``): ``"memory"`` or ``"compute"``."""
         return None if self.placement is None else str(self.placement.bound)

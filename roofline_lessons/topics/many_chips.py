@@ -37,6 +37,7 @@ from ..core.dtypes import bytes_per_element
 from ..core.errors import RooflineInputError, whole_number
 from ..core.hardware import Link, Part, get_part
 from ..core.models import Model, get_model
+from .datasheets import best_measurement
 from ..core.parallel import (SINGLE_CHIP, Parallelism, check_parallelism, choose_link, interconnect_ridge_flop_per_byte,
                              max_batch_that_fits_on_chips)
 from ..core.placement import Placement, place
@@ -47,12 +48,14 @@ PHASES = ("decode", "prefill")
 LLAMA_70B = "llama-3.1-70b"
 MOE_MODEL = "qwen3-235b-a22b"  #: lesson 11's MoE across a node (DeepSeek-V3, 671B, needs MLA: lesson 12)
 
-#: a published all-reduce rate with in-switch reduction: 8 H100 SXMs, NCCL with NVLink SHARP (NVLS),
-#: peak algorithm bandwidth (message ÷ time) about 275 GB/s, bus bandwidth about 480 GB/s
-NVLS_ALGBW_BYTES_PER_S = 275e9
-NVLS_ALGBW_PART, NVLS_ALGBW_CHIPS = "h100-sxm", 8
-NVLS_ALGBW_SOURCE = ("NVIDIA/nccl-tests issue 212, a maintainer (sjeaugey), 2024-05-06: \"On 8 GPUs, you should "
-                     "reach a peak busBw of ~480GB/s (algbw ~275GB/s)\" with NVLink SHARP, large messages")
+#: the part whose catalog holds a published all-reduce rate with in-switch reduction (NVLS)
+NVLS_ALGBW_PART = "h100-sxm"
+
+
+def nvls_all_reduce_measurement():
+    """The catalog's measured NVLS all-reduce algorithm bandwidth (a :class:`Measurement` of
+    ``all_reduce_algorithm_bytes_per_s``, bytes/s, with its chips, conditions, source and date)."""
+    return best_measurement(NVLS_ALGBW_PART, "all_reduce_algorithm_bytes_per_s")
 
 #: the catalog's measured multi-chip figure (gpt-fast, Llama-3.1-70B, TP 8 on 8 A100s)
 GPT_FAST_PART = "a100-80gb"

@@ -144,20 +144,25 @@ def _estimate_s(p: Placement, weight_matmul_flops, other_flops, nbytes, unquanti
     return np.maximum(compute, np.divide(nbytes, p.bandwidth_bytes_per_s))
 
 
-def _step_s(p: Placement, weight_matmul_flops, other_flops, nbytes, comm_s=None, unquantized_matmul_flops=0.0):
+def _step_s(p: Placement, weight_matmul_flops, other_flops, nbytes, comm_s=None, unquantized_matmul_flops=0.0,
+            dequant_s=None):
     """The estimate of a whole step with these per-chip FLOPs and bytes: on several chips, the
-    communication and the pipeline stages added by ``p``'s rules (:meth:`Placement.step_time_for_s`)."""
-    compute = p.tensor_seconds(weight_matmul_flops, other_flops, unquantized_matmul_flops) + p.dequant_time_s
+    communication and the pipeline stages added by ``p``'s rules (:meth:`Placement.step_time_for_s`).
+    ``dequant_s``: the step's dequantisation seconds (default ``p``'s)."""
+    dequant = p.dequant_time_s if dequant_s is None else dequant_s
+    compute = p.tensor_seconds(weight_matmul_flops, other_flops, unquantized_matmul_flops) + dequant
     return p.step_time_for_s(compute, np.divide(nbytes, p.bandwidth_bytes_per_s), comm_s)
 
 
 def _lower_bound_s(p: Placement, weight_matmul_flops, other_flops, compulsory_bytes, comm_lower_bound_s=None,
-                   unquantized_matmul_flops=0.0):
+                   unquantized_matmul_flops=0.0, dequant_s=None):
     """The lower bound of one chip's share of a step with these FLOPs and compulsory bytes (units and
-    the least communication overlapped, no per-call latency; :meth:`Placement.lower_bound_for_s`)."""
+    the least communication overlapped, no per-call latency; :meth:`Placement.lower_bound_for_s`).
+    ``dequant_s``: the step's dequantisation seconds (default ``p``'s)."""
     comm = p.comm_lower_bound_s if comm_lower_bound_s is None else comm_lower_bound_s
+    dequant = p.dequant_time_s if dequant_s is None else dequant_s
     return p.lower_bound_for_s(p.tensor_seconds(weight_matmul_flops, other_flops, unquantized_matmul_flops),
-                               p.dequant_time_s, compulsory_bytes, comm)
+                               dequant, compulsory_bytes, comm)
 
 
 def _op(p: Placement, name: str):
@@ -239,7 +244,7 @@ def _extend(model, part, batch, new_tokens, cached_tokens, fields) -> _Step:
     news = _stages(model, part, phase="prefill", batch=batch, prompt_tokens=new, **fields)
     steps = []
     for full, pre, h, nw in zip(fulls, pres, hist, news):
-        lm, emb = _op(pre, "lm_head"), pre.cost
+        lm = _op(pre, "lm_head")
         sub_flops = np.where(has, pre.cost.flops - lm.flops, 0.0)
         sub_wmf = np.where(has, pre.cost.weight_matmul_flops - lm.weight_matmul_flops, 0.0)
         sub_unq = np.where(has, pre.cost.unquantized_matmul_flops - lm.unquantized_matmul_flops, 0.0)
@@ -250,14 +255,15 @@ def _extend(model, part, batch, new_tokens, cached_tokens, fields) -> _Step:
         # the weights the new tokens touch (for an MoE, the experts their routing reaches; the embedding rows
         # they gather), not those a prefill of cached + new tokens would touch
         weights = np.where(has, nw.cost.weight_bytes - full.cost.weight_bytes, 0.0)
+        dequant = np.where(has, nw.dequant_time_s, full.dequant_time_s)  # dequantising those weights only
         nbytes = full.cost.bytes - sub_bytes + weights
-        ids = emb.io_bytes - lm.io_bytes * lm.layers  # the cached tokens' ids (the logits stay: one set)
+        ids = pre.cost.io_bytes - lm.io_bytes * lm.layers  # the cached tokens' ids (the logits stay: one set)
         compulsory = full.cost.compulsory_bytes + weights + np.where(
             has, _compulsory_kv_state_read(h) - pre.cost.kv_write_bytes - ids, 0.0)
         comm_s = nw.comm_time_s if nw.comm is not None else None  # the collectives carry the new tokens only
         comm_lb = nw.comm_lower_bound_s if nw.comm is not None else None
-        steps.append(_Step(wmf, flops, nbytes, _step_s(full, wmf, flops - wmf, nbytes, comm_s, unq),
-                           _lower_bound_s(full, wmf, flops - wmf, compulsory, comm_lb, unq)))
+        steps.append(_Step(wmf, flops, nbytes, _step_s(full, wmf, flops - wmf, nbytes, comm_s, unq, dequant),
+                           _lower_bound_s(full, wmf, flops - wmf, compulsory, comm_lb, unq, dequant)))
     return _slowest(steps)
 
 
@@ -505,10 +511,9 @@ def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int
     step_lb = np.broadcast_to(step_lb, (steps,)).copy()
     for a in (step, step_lb, contexts):
         a.setflags(write=False)
-    cycle_lb = continuous_batching_cycle_lower_bound_s(m, p, batch=b, uncached_prompt_tokens=uncached,
-                                                       decode_contexts=contexts if k == 0 else None,
-                                                       step_lower_bound_s=step_lb, ttft_lower_bound_s=ttft_lb,
-                                                       fields=fields)
+    cycle_lb = (ttft_lb if steps == 0 else  # one output token: the prefill is the whole life
+                continuous_batching_cycle_lower_bound_s(m, p, batch=b, uncached_prompt_tokens=uncached,
+                                                        decode_contexts=contexts if k == 0 else None, fields=fields))
 
     final = place(m, p, phase="decode", batch=b, context_tokens=prompt + output - 1, **fields)
     memory = float(final.memory_required_bytes)
@@ -531,8 +536,7 @@ def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int
 
 
 def continuous_batching_cycle_lower_bound_s(model: Model, part: Part, *, batch: int, uncached_prompt_tokens: int,
-                                            decode_contexts, step_lower_bound_s, ttft_lower_bound_s,
-                                            fields: dict) -> float:
+                                            decode_contexts, fields: dict) -> float:
     """Seconds no engine can beat to carry ``batch`` requests through their whole lives when they
     are served by continuous batching in steady state: while ``batch`` sequences decode, the next
     requests' prefills ride in the same steps (the weights read once for both), so a request's
@@ -544,14 +548,13 @@ def continuous_batching_cycle_lower_bound_s(model: Model, part: Part, *, batch: 
     bandwidth (the prefills' without their weights: a decode step reads them anyway), least
     communication. For an MoE the decode steps' experts are those B tokens touch under uniform
     routing (the prefill tokens' extra experts are not counted: looser, still a bound under that
-    routing). With no decode step (one output token) the cycle is the prefill's lower bound.
+    routing). ``decode_contexts``: the tokens cached before each decode step (at least one step;
+    with one output token the cycle is the prefill's lower bound, :func:`request_timeline`).
 
     Not computed (nan) with speculation (``decode_contexts`` None) or with pipeline stages: the
     per-unit sums of verify and draft steps, or of one chip's stage, are not modelled here.
     Output tokens/s upper bound = batch × output ÷ this.
     """
-    if np.size(step_lower_bound_s) == 0:
-        return float(ttft_lower_bound_s)
     par = fields.get("parallelism")
     if decode_contexts is None or (par is not None and par.pipeline > 1):
         return float("nan")
