@@ -178,3 +178,46 @@ def test_the_logits_gather_is_not_compulsory_traffic():
     gather = next(c for c in p.comm.parts if "all-gather" in c.name)
     assert gather.bytes > 0 and gather.least_bytes == 0
     assert p.to_dict()["lower_bound_roof"] in ("compute", "memory", "interconnect")
+
+
+def test_all_to_all_bound_sends_one_copy_per_destination_group():
+    """The least dispatch: one copy per other group a token's experts live on (uniform routing),
+    checked by enumerating every choice of k experts; never more than one copy per expert."""
+    import itertools
+
+    from roofline_lessons.core.parallel import remote_groups_per_token
+
+    for E, k, e in [(8, 2, 2), (8, 2, 4), (8, 2, 8), (16, 4, 4), (12, 3, 3)]:
+        per_group = E // e
+        choices = list(itertools.combinations(range(E), k))
+        own = 0  # the token's own group holds experts 0 .. per_group - 1
+        mean = sum(len({x // per_group for x in c} - {own}) for c in choices) / len(choices)
+        got = remote_groups_per_token(E, k, e)
+        assert abs(got - mean) < 1e-12, (E, k, e, got, mean)
+        assert got <= k * (e - 1) / e + 1e-12
+    assert remote_groups_per_token(8, 2, 8) == pytest.approx(2 * 7 / 8)  # one expert per group: the same
+    assert remote_groups_per_token(8, 2, 1) == 0.0
+
+
+def test_expert_parallel_bound_sends_fewer_bytes_than_the_estimate():
+    p = place("qwen3-30b-a3b", "h200", phase="decode", batch=64, context_tokens=1024, parallelism=Parallelism(expert=4))
+    a2a = next(part for part in p.comm.parts if "all-to-all" in part.name)
+    assert float(a2a.bound_bytes) < float(a2a.bytes)
+    assert float(p.comm_lower_bound_s) <= float(p.comm.time_s)
+
+
+def test_expert_all_to_all_bound_counts_the_receive_side_under_tensor_parallel():
+    """With TP t inside each expert group, every chip of the receiving group needs each routed token
+    whole, so per chip the bound counts the group's whole receive (one copy per remote group, no /t)."""
+    from roofline_lessons.core.parallel import remote_groups_per_token
+
+    m = get_model("qwen3-235b-a22b")
+    batch, e = 64, 2
+    for t in (1, 2, 4):
+        p = place(m, "h200", phase="decode", batch=batch, context_tokens=1024,
+                  parallelism=Parallelism(tensor=t, expert=e))
+        a2a = next(part for part in p.comm.parts if "all-to-all" in part.name)
+        tokens_local = batch / e
+        received = tokens_local * remote_groups_per_token(m.num_experts, m.num_experts_per_tok, e) * m.hidden_size * 2
+        assert float(a2a.least_bytes) == pytest.approx(2 * m.num_moe_layers * received)  # dispatch + combine
+        assert float(a2a.least_bytes) <= float(a2a.bytes)  # never more than the estimate's copy per expert

@@ -27,8 +27,8 @@ def _solution():
     ttft = max(float(prefill.flops) / h100.peak_flops_per_s("bf16"),
                float(prefill.bytes) / h100.memory_bandwidth_bytes_per_s)
     short = request_timeline("llama-3.1-8b", "h100-sxm", prompt_tokens=2048, output_tokens=16, batch=8)
-    plain = request_timeline("llama-3.1-70b", "h200", prompt_tokens=2048, output_tokens=256)
-    drafted = request_timeline("llama-3.1-70b", "h200", prompt_tokens=2048, output_tokens=256,
+    plain = request_timeline("llama-3.1-70b", "h200", prompt_tokens=8192, output_tokens=128, weights_dtype="fp8")
+    drafted = request_timeline("llama-3.1-70b", "h200", prompt_tokens=8192, output_tokens=128, weights_dtype="fp8",
                                speculative_tokens=4, acceptance=0.7, draft_model="llama-3.1-8b")
     b32 = request_timeline("llama-3.1-8b", "h100-sxm", prompt_tokens=2048, output_tokens=256, batch=32)
     return {"10.1": ttft, "10.2": (short.e2e_s - short.ttft_s) / 15, "10.3": 1 + 0.8 + 0.8**2 + 0.8**3,
@@ -218,3 +218,26 @@ def test_no_figure_without_alt_text():
     text = LESSON.read_text("utf-8")
     assert "plt." not in text or "set_alt(" in text
     assert not math.isnan(_solution()["10.4"])
+
+
+def test_draft_speedup_e2e_mistake_is_far_from_the_answer():
+    """10.4's request makes the prefill a large share of E2E, so the E2E speed-up is a mistake the
+    checker can name (at 2,048 in / 256 out it was 4 % from the answer, inside rounding)."""
+    labels = {m.label: m.value for m in lesson10.MISTAKES["10.4"]()}
+    e2e = next(v for k, v in labels.items() if "E2E" in k)
+    assert abs(e2e / _solution()["10.4"] - 1) > 0.15
+
+
+def test_draft_speedup_setup_fits_and_names_every_mistake():
+    """10.4 prices a pair that runs: the 70B target and the 8B draft, FP8 weights, fit one H200 (in
+    BF16 they do not), and none of the four named mistakes lands on the answer."""
+    drafted = lesson10._spec(speculative_tokens=lesson10.SPEC_K, acceptance=lesson10.SPEC_ALPHA,
+                             draft_model=lesson10.DRAFT)
+    assert drafted.fits_in_memory
+    bf16 = request_timeline("llama-3.1-70b", "h200", prompt_tokens=8192, output_tokens=128,
+                            speculative_tokens=4, acceptance=0.7, draft_model="llama-3.1-8b")
+    assert not bf16.fits_in_memory
+    mistakes = lesson10.MISTAKES["10.4"]()
+    assert len(mistakes) == 4  # forget the draft, MTP pricing, E2E, inverted: none equals the answer
+    values = sorted(m.value for m in mistakes)
+    assert all(b / a - 1 > 2 * lesson10._REL_TOL for a, b in zip(values, values[1:]))  # and distinct from each other

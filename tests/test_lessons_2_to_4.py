@@ -44,7 +44,8 @@ def test_capacity_side_by_side_for_a_70b_model():
     assert not rows["h200"].weights_fit_with_headroom and rows["b200"].weights_fit_with_headroom
     assert rows["h200"].max_batch > rows["h200"].max_batch_with_headroom == 0
     assert rows["b200"].max_batch > rows["b200"].max_batch_with_headroom > 0
-    assert rows["h100-sxm"].decode_step_s is None and rows["h200"].decode_step_s > 0
+    assert rows["h100-sxm"].decode_step_estimate_s is None and rows["h200"].decode_step_estimate_s > 0
+    assert 0 < rows["h200"].decode_step_lower_bound_s <= rows["h200"].decode_step_estimate_s
 
 
 def test_lesson02_view_verdicts():

@@ -35,8 +35,8 @@ print(f"{'your run, ' + saved.name if saved else 'the example'}: {check.model['n
 #
 # From the measured roofs in `check` and the cost model of the model that ran
 # (`check.model_config()`, in the number formats it ran in: pass `**check.dtypes` — float32 for the
-# numpy decoder), compute the roofline bound of the batch-1 decode step at `step.tokens` tokens
-# cached, in **seconds**.
+# numpy decoder), compute the lower bound of the batch-1 decode step at `step.tokens` tokens
+# cached, in **seconds**: max(FLOPs ÷ peak, compulsory bytes ÷ bandwidth), lesson 3's rule.
 
 # %%
 cost = ...  # your answer here
@@ -55,8 +55,8 @@ grade.batch1_achieved(achieved, check)
 # %% [markdown]
 # ## Exercise 9.3 — MBU at the largest batch
 #
-# MBU of the largest-batch decode step: the bytes it must move over its measured time over the
-# measured bandwidth. (Compare it with that step's achieved fraction: are they equal? Why?)
+# MBU of the largest-batch decode step: the bytes it must move (`big.compulsory_bytes`) over its
+# measured time over the measured bandwidth. (Compare it with that step's achieved fraction: are they equal? Why?)
 
 # %%
 big = max(check.decode_by_batch, key=lambda s: s.batch)

@@ -180,12 +180,13 @@ llama70 = get_model("llama-3.1-70b")
 side = capacity_side_by_side("llama-3.1-70b", ["h100-sxm", "h200", "b200"], context_tokens=8192)
 util = side[0].memory_utilization
 show_table(["part", "BF16 peak", "bandwidth", "ridge", "capacity", "BF16 weights", "weights fit?",
-            "largest batch at 8K", f"fit at {util:.0%}?", f"largest batch at {util:.0%}", "batch-1 decode step (estimate)"],
+            "largest batch at 8K", f"fit at {util:.0%}?", f"largest batch at {util:.0%}", "batch-1 decode step: lower bound", "… estimate"],
            [[r.part, si(r.peak_flops_per_s, "FLOP/s"), si(r.bandwidth_bytes_per_s, "B/s"),
              f"{r.peak_flops_per_s / r.bandwidth_bytes_per_s:,.0f}", binary(r.capacity_bytes), binary(r.weight_bytes),
              "yes" if r.weights_fit else "no", f"{r.max_batch:,}",
              "yes" if r.weights_fit_with_headroom else "no", f"{r.max_batch_with_headroom:,}",
-             f"{r.decode_step_s * 1e3:,.1f} ms" if r.decode_step_s else "—"] for r in side])
+             f"{r.decode_step_lower_bound_s * 1e3:,.1f} ms" if r.weights_fit else "— (does not fit)",
+             f"{r.decode_step_estimate_s * 1e3:,.1f} ms" if r.weights_fit else "—"] for r in side])
 
 # %% [markdown]
 # H100 → H200 keeps the compute roof and raises bandwidth and capacity; H200 → B200 raises all

@@ -28,7 +28,7 @@
 
 # %%
 # %matplotlib inline
-from roofline_lessons import get_part, place
+from roofline_lessons import get_model, get_part, place
 from roofline_lessons.viz.display import md, show_table
 from roofline_lessons.viz.plots import operators_on_roofline
 from roofline_lessons.topics.reports import BLOCK_HEADERS, OP_HEADERS, block_summary, op_rows
@@ -258,6 +258,7 @@ lengths = np.arange(16, 2049, 16)
 sweep = place("llama-3.1-8b", h100, phase="prefill", prompt_tokens=lengths)
 disagree = lengths[np.asarray(sweep.lower_bound_roof) != np.asarray(sweep.bound)]
 assert disagree.size and set(np.asarray(sweep.lower_bound_roof)[np.isin(lengths, disagree)]) == {"compute"}
+assert np.array_equal(disagree, np.arange(disagree.min(), disagree.max() + 1, 16))  # one run, no gap: "from … to"
 md(f"From {count(int(disagree.min()))} to {count(int(disagree.max()))} tokens (in steps of 16): there the bound is "
    "compute-bound while the unfused estimate is still memory-bound, because the activations' bytes grow with the "
    "prompt as fast as the FLOPs do and hold the estimate's intensity below the ridge. Fusion is what moves a real "
@@ -287,13 +288,14 @@ md(f"Here the two figures are at most {percent(max(gaps), 2)} apart: the prefill
 # %% [markdown]
 # ### A bound against a measurement
 #
-# The catalog holds one end-to-end measurement: gpt-fast decoding Llama-2-7B in BF16 at batch 1
-# on an A100-80GB (its README: 104.9 tokens/s, the GPU capped at 330 W). Compare it with the lower
-# bound for a short context:
+# The catalog holds an end-to-end measurement on one GPU; compare it with the lower bound for a
+# short context:
 
 # %% jupyter={"source_hidden": true}
 a100 = get_part("a100-80gb")
-gpt_fast = next(m for m in a100.measured if m.tokens_per_s)
+gpt_fast = next(m for m in a100.measured if m.tokens_per_s and m.model == "llama-2-7b")
+md(f"gpt-fast decoding {get_model(gpt_fast.model).name} on an {a100.name}: {gpt_fast.tokens_per_s} tokens/s "
+   f"({gpt_fast.conditions}; {gpt_fast.source}).")
 bound = place(gpt_fast.model, a100, phase="decode", context_tokens=256)
 fraction_of_bound = gpt_fast.tokens_per_s / float(bound.tokens_per_s_upper_bound)
 md(f"Lower bound on time, so upper bound on rate: **≤ {float(bound.tokens_per_s_upper_bound):,.1f} tokens/s** "

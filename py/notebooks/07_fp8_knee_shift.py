@@ -38,7 +38,7 @@ from roofline_lessons.topics.levers import (AT_RIDGE_TOLERANCE, BASELINE, FP8_GA
                                      MEASUREMENT_PROTOCOL, NOT_IN_THE_MATMUL_MEASUREMENT,
                                      RESOLVABLE_GAP_PERCENTAGE_POINTS, gap_verdict, lever_speedups,
                                      operand_bytes_per_s_ratio, ridge_shift)
-from roofline_lessons.core.units import duration, percent, si
+from roofline_lessons.core.units import binary, duration, percent, si
 
 MODEL = "qwen3.8-27b"
 PARTS = ("a100-80gb", "h100-sxm", "h200", "b200")
@@ -89,7 +89,7 @@ md("The recipe is the default for 8-bit weights, as published FP8 checkpoints ar
 #
 # - the **lower bound**'s (`time_lower_bound_s`): compulsory bytes only, and the vector units that
 #   dequantise weight-only weights overlapped with the tensor cores — the ratio an ideal
-#   implementation of both steps would see;
+#   implementation of both steps would see (a ratio of two bounds, not a bound on the speed-up);
 # - the **estimate**'s (`time_estimate_s`), by its conventions: every operator's activations go
 #   through HBM (unfused), and weight-only dequantisation is added in series with the matmuls.
 #
@@ -127,8 +127,11 @@ W8, W8A8, I8, KV8 = "weight-only 8-bit (W8A16)", "W8A8 FP8", "W8A8 INT8", "FP8 K
 W8KV, BOTH = "weight-only 8-bit + FP8 KV cache", "W8A8 FP8 + FP8 KV cache"
 assert {W8, W8A8, I8, KV8, W8KV, BOTH} <= set(LEVERS)
 pf, short, one, b32, long = (h[w[0]] for w in workloads)
-attn_share = float(place(MODEL, "h100-sxm", phase="prefill", prompt_tokens=8192).cost.other_flops
-                   / place(MODEL, "h100-sxm", phase="prefill", prompt_tokens=8192).cost.flops)
+_w8a8_prefill = pf[W8A8].placement
+attn_share = float(_w8a8_prefill.cost.other_flops / _w8a8_prefill.cost.flops)
+lm_head_share = float(_w8a8_prefill.cost.unquantized_matmul_flops / _w8a8_prefill.cost.flops)
+# the recipe keeps the lm_head in BF16, but prefill computes logits for the last position only: negligible
+assert 0 < lm_head_share < 1e-3 * attn_share
 
 
 def gb(n):
@@ -192,8 +195,9 @@ def bound_ridge(r):
 
 
 md(f"- **Prefill** is compute-bound: only W8A8 helps, {x(pf[W8A8])} for 8,192 tokens — not the "
-   f"{h100_ratio:.0f}× the roof rises, because {percent(attn_share, 1)} of the FLOPs (attention, softmax, norms, the "
-   f"recurrence) keep the BF16 rate. Weight-only quantisation and the FP8 KV cache save bytes a compute-bound step "
+   f"{h100_ratio:.0f}× the roof rises, because {percent(attn_share, 1)} of the FLOPs keep the BF16 rate: attention, "
+   "softmax, norms and the recurrence. (The lm_head the recipe keeps in BF16 adds a negligible share in prefill, "
+   f"{percent(lm_head_share, 4)} of the FLOPs: it computes logits for the last position only.) Weight-only quantisation and the FP8 KV cache save bytes a compute-bound step "
    f"was not waiting for: {pf[W8].speedup_lower_bound:.2f}× and {pf[KV8].speedup_lower_bound:.2f}× for the bound. "
    f"The estimate gives weight-only {pf[W8].speedup_estimate:.2f}× at 8,192 tokens and "
    f"{short[W8].speedup_estimate:.2f}× at 512 ({pace(short[W8].speedup_estimate)}): it adds dequantising the "
@@ -225,8 +229,8 @@ md(f"- **Prefill** is compute-bound: only W8A8 helps, {x(pf[W8A8])} for 8,192 to
    f"{'beats' if long[KV8].speedup_lower_bound > long[W8].speedup_lower_bound else 'does not beat'} weight-only "
    f"({x(long[W8])}). On the H100, of these levers only "
    f"{' and '.join(fits_long) or 'none'} {'make' if len(fits_long) > 1 else 'makes'} it fit "
-   f"({gb(long[W8KV].placement.memory_required_bytes)} of weights, KV cache and state against "
-   f"{gb(get_part('h100-sxm').memory_capacity_bytes)}): any 8-bit weights plus the FP8 KV cache.\n"
+   f"({binary(long[W8KV].placement.memory_required_bytes)} of weights, KV cache and state against "
+   f"{binary(get_part('h100-sxm').memory_capacity_bytes)}): any 8-bit weights plus the FP8 KV cache.\n"
    f"- **A short prefill** (512 tokens) is where the two figures part. W8A8 moves its compulsory intensity from "
    f"{float(short[BASELINE].placement.compulsory_intensity):,.0f} to "
    f"{float(short[W8A8].placement.compulsory_intensity):,.0f} FLOP/byte against a ridge of its FLOP mix of "
@@ -261,7 +265,7 @@ md(f"- **Prefill** is compute-bound: only W8A8 helps, {x(pf[W8A8])} for 8,192 to
 
 # %%
 fields = {"phase": "prefill", "prompt_tokens": 512}
-rows, moved = [], []
+rows, moved, est_moved = [], [], []
 for pid in ("h100-sxm", "b200"):
     base = place(MODEL, pid, **fields)
     by_acts = {acts: place(MODEL, pid, **fields, **LEVERS[W8A8], activations_dtype=acts) for acts in ("bf16", "fp8")}
@@ -269,14 +273,19 @@ for pid in ("h100-sxm", "b200"):
         rows.append([pid, acts, f"{float(base.time_lower_bound_s / p.time_lower_bound_s):.2f}× ({p.lower_bound_roof})",
                      f"{float(base.time_estimate_s / p.time_estimate_s):.2f}× ({p.bound})"])
     moved.append(abs(float(by_acts["bf16"].time_lower_bound_s / by_acts["fp8"].time_lower_bound_s) - 1) > 0.005)
+    est_moved.append(abs(float(by_acts["bf16"].time_estimate_s / by_acts["fp8"].time_estimate_s) - 1) > 0.005)
 show_table(["part", "activation bytes counted as", "W8A8 speed-up of the lower bound, prefill 512 (roof)",
             "W8A8 speed-up of the estimate (roof)"], rows)
+assert all(est_moved), "the prose below says the estimate moves"
 md("The estimate moves; the bound " + ("moves too" if any(moved) else "does not")
-   + ": its compulsory bytes hold no activations but the token ids in and the logits out.")
+   + ": its compulsory bytes hold no activations, only the weights, the KV cache and state read and written, "
+   "the token ids in and the logits out.")
 
 # %% [markdown]
-# The ratios are the same on the parts whenever the binding roof does not change; the absolute
-# times are not:
+# Batch-1 decode is memory-bound on every part here, both before and after the lever, so its
+# lower bound's speed-up is a ratio of bytes and the same on every part (asserted below); the
+# absolute times are not. A lever that moves a step across the ridge on one part and not on
+# another would give different ratios.
 
 # %%
 rows = []
@@ -288,6 +297,8 @@ for pid in PARTS:
                  f"{float(w8.placement.time_estimate_s) * 1e3:,.2f} ms",
                  f"{float(w8.placement.tokens_per_s_upper_bound):,.0f}",
                  f"{float(w8.placement.tokens_per_s_estimate):,.0f}"])
+assert all(results[pid, "decode, batch 1, 8,192 cached"][n].placement.lower_bound_roof == "memory"
+           for pid in PARTS for n in (BASELINE, W8)), "the prose above says memory-bound on every part"
 assert max(results[pid, "decode, batch 1, 8,192 cached"][W8].speedup_lower_bound for pid in PARTS) - min(
     results[pid, "decode, batch 1, 8,192 cached"][W8].speedup_lower_bound for pid in PARTS) < 1e-3
 show_table(["part", "batch-1 decode, BF16: lower bound", "BF16: estimate", "weight-only 8-bit: lower bound",
@@ -311,10 +322,15 @@ for pid in PARTS:
             continue
         frac[pid, dt] = m.value / p.peak_flops_per_s(dt)
         shape, build = m.shape or "not recorded", m.software or "not recorded"
+        assert m.date and "power cap" in m.conditions, (pid, dt)  # every row says when it was taken, and the power cap
         rows.append([pid, dt.upper(), si(p.peak_flops_per_s(dt), "FLOP/s"), si(m.value, "FLOP/s"),
-                     percent(frac[pid, dt], 0), f"{m.value / p.memory_bandwidth_bytes_per_s:,.0f}", shape, build])
-show_table(["part", "format", "datasheet (dense)", "best measured", "of datasheet", "measured ridge (FLOP/byte)",
-            "best shape M×N×K", "software"], rows)
+                     percent(frac[pid, dt], 1), f"{m.value / p.memory_bandwidth_bytes_per_s:,.0f}", shape, build,
+                     m.date])
+show_table(["part", "format", "datasheet (dense)", "best measured", "of datasheet", "ridge at the measured rate (FLOP/byte; ÷ datasheet bandwidth)",
+            "best shape M×N×K", "software", "taken from the source on"], rows)
+md(f"The source, {best_measurement(get_part('h100-sxm'), 'matmul_flops_per_s', 'bf16').source}, is a page updated "
+   "in place that dates neither its runs nor its table: the last column is when this catalog took each figure "
+   "from it.")
 
 # %%
 both = [pid for pid in PARTS if (pid, "bf16") in frac and (pid, "fp8") in frac]
@@ -331,7 +347,7 @@ md("Where both formats are measured:\n\n" + "\n".join(f"- {line}" for line in li
    + (f"\n\nNo pair to compare on {', '.join(missing)} (a format without a measurement or without a rate)."
       if missing else "")
    + f"\n\nHow large a gap this source can resolve is an **assumption**, not a measured spread: each figure is one "
-   "run per shape (the mean of 100 iterations), clocks not locked, the best of a shape search with a different "
+   "run per shape (the mean of 100 iterations), neither clocks nor power cap stated, the best of a shape search with a different "
    "best shape per format, and the source gives no run-to-run variation. We treat a gap under "
    f"{RESOLVABLE_GAP_PERCENTAGE_POINTS:.0f} percentage points as not resolved.")
 
@@ -345,7 +361,7 @@ md(f"What these rows establish: with this software and these shapes, the best FP
    + ", ".join(f"{gaps[pid]:.1f} percentage points" for pid in resolved) + "). On "
    f"{parts(unresolved)} the gap ("
    + ", ".join(f"{gaps[pid]:.1f} percentage points" for pid in unresolved)
-   + ") is within what one unlocked-clock run per shape can resolve: these rows do not show FP8 lower there. "
+   + ") is within what one run per shape, clocks not stated, can resolve: these rows do not show FP8 lower there. "
    "What they do not establish anywhere is **why**. The two figures of one part come from different best shapes "
    "(and the source warns that its rows mix hardware, shape and software). The explanations below, for the gap on "
    f"{parts(resolved)}, are **hypotheses**, each with the measurement that would test it:")
@@ -369,6 +385,11 @@ h100 = get_part("h100-sxm")
 fp8_meas = best_measurement(h100, "matmul_flops_per_s", "fp8")
 lens = {n: float(results["h100-sxm", "decode, batch 32, 8,192 cached"][n].placement.intensity_per_weight_byte)
         for n in (BASELINE, W8A8)}
+# batch-1 decode: the bytes above half the BF16 step's, and the share of them the BF16 lm_head keeps (had it been
+# quantised to 8 bits it would have read half its bytes)
+excess = compulsory(one[W8]) - compulsory(one[BASELINE]) / 2
+head_share = float(head.weight_bytes) * head.layers / 2 / excess
+assert head_share > 0.5  # "chiefly"
 md(f"1. **At fixed bytes the ridge moves right by the peak ratio**: {h100.ridge_point_flop_per_byte('fp16'):,.0f} → "
    f"{h100.ridge_point_flop_per_byte('fp8'):,.0f} FLOP/byte (dense figures; the with-sparsity headline would "
    f"multiply both by {h100.sparse_flops_per_s['fp8'] / h100.peak_flops_per_s('fp8'):.0f}).\n"
@@ -380,17 +401,17 @@ md(f"1. **At fixed bytes the ridge moves right by the peak ratio**: {h100.ridge_
    f"3. **Which side of the knee you are on decides the gain** (speed-ups of the lower bound): an 8,192-token "
    f"prefill (compute-bound) {x(pf[W8A8])} from W8A8 (attention stays BF16); batch-1 decode (memory-bound) "
    f"{x(one[W8])} from weight-only 8-bit and {x(one[W8A8])} from W8A8 — the FP8 arithmetic adds nothing there; "
-   f"under 2× chiefly because the usual recipe keeps the lm_head in BF16 (quantising it and the embedding too: "
-   f"{every_x:.2f}×).\n"
+   f"under 2× chiefly because the usual recipe keeps the lm_head in BF16 ({percent(head_share, 0)} of the bytes "
+   f"above half the BF16 step's; quantising it and the embedding too: {every_x:.2f}×).\n"
    f"4. **Measured, not datasheet**: the best FP8 matmul measured on an H100 is {si(fp8_meas.value, 'FLOP/s')} "
    f"({percent(fp8_meas.value / h100.peak_flops_per_s('fp8'), 0)} of the dense roof, shape "
-   f"{fp8_meas.shape}), a measured ridge of about "
-   f"{fp8_meas.value / h100.memory_bandwidth_bytes_per_s:,.0f}. That fraction is {gaps['h100-sxm']:.1f} percentage "
+   f"{fp8_meas.shape}), a ridge of about "
+   f"{fp8_meas.value / h100.memory_bandwidth_bytes_per_s:,.0f} FLOP/byte at that rate and the datasheet bandwidth. That fraction is {gaps['h100-sxm']:.1f} percentage "
    "points below BF16's; why is open — clocks and power, pipeline latency (if the K-tile is kept in elements), "
    "epilogue, kernel choice — each a hypothesis with a test.\n"
    "5. **What it costs**: accuracy (scaling per tensor, channel or block; outliers), quantising the activations "
    "(which neither figure charges), dequantising weight-only weights (the bound overlaps it with the rest of the "
-   "step, the estimate adds it in series: a real kernel is above the bound, and may be above the estimate too), and a KV cache or recurrent state that may "
+   "step, the estimate adds it in series: a real kernel takes at least the bound's time, and may take longer than the estimate), and a KV cache or recurrent state that may "
    "need to stay in higher precision.")
 
 # %% [markdown]
@@ -414,6 +435,10 @@ dashboard = lesson07_dashboard()
 w8a8_extra = {label: h[label][W8A8].speedup_lower_bound / h[label][W8].speedup_lower_bound for label, *_ in workloads}
 assert all(abs(w8a8_extra[w[0]] - 1) < 0.005 for w in workloads if w[1] == "decode")
 assert all(w8a8_extra[w[0]] > 1.5 for w in workloads if w[1] == "prefill")
+# the two figures reach different conclusions for a short prefill only, not for 8,192 tokens
+assert pace(short[W8].speedup_estimate) != pace(short[W8].speedup_lower_bound)
+assert short[W8A8].regime != short[W8A8].regime_lower_bound
+assert pace(pf[W8].speedup_estimate) == pace(pf[W8].speedup_lower_bound) and pf[W8A8].regime == pf[W8A8].regime_lower_bound
 md("- A faster format raises the compute ceiling and moves the ridge right by the same factor — at fixed bytes.\n"
    "- 8-bit tensor-core matmuls need 8-bit operands: the levers are weight-only quantisation (bytes only, any part), "
    "W8A8 in FP8, or in INT8 where the catalog has an INT8 rate (as on the A100) — bytes and the matmul roof, with "
@@ -426,11 +451,11 @@ md("- A faster format raises the compute ceiling and moves the ridge right by th
    + "). Know which lever you are pulling.\n"
    "- Two figures: the lower bound counts compulsory bytes and overlaps weight-only dequantisation; the estimate, by "
    "its conventions, adds the dequantisation in series and sends every activation through HBM. Where a conclusion "
-   "differs between them (weight-only prefill, a short W8A8 prefill), a real kernel is never faster than the bound, and can be slower than the estimate (it is a convention, not a ceiling).\n"
+   "differs between them (a short weight-only prefill, a short W8A8 prefill), a real kernel is never faster than the bound, and can be slower than the estimate (it is a convention, not a ceiling).\n"
    f"- The best measured FP8 matmul sits clearly further below its roof than BF16's on {parts(resolved)} ("
    + ", ".join(f"{gaps[pid]:.1f} percentage points" for pid in resolved) + f"); on {parts(unresolved)} the gap ("
    + ", ".join(f"{gaps[pid]:.1f} points" for pid in unresolved)
-   + ") is within what a one-run-per-shape, unlocked-clock source can resolve. Why the gap exists is a set of "
+   + ") is within what a source with one run per shape and no stated clocks can resolve. Why the gap exists is a set of "
    "hypotheses with tests, not a known fact.")
 
 # %% [markdown]

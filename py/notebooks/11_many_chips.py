@@ -54,9 +54,11 @@
 # %matplotlib inline
 import math
 
+import numpy as np
+
 from roofline_lessons import get_model, get_part, place
 from roofline_lessons.core.parallel import (Parallelism, bubble_fraction, max_batch_that_fits_on_chips,
-                                            steady_state_idle_fraction)
+                                            remote_groups_per_token, steady_state_idle_fraction)
 from roofline_lessons.core.units import binary, count, duration, num, percent, si
 from roofline_lessons.topics.many_chips import (Setup, activation_message_bytes, comm_crossover, comm_split,
                                                 compare_setups, expert_parallel_compare, gpt_fast_70b,
@@ -321,7 +323,8 @@ tp_last = [r for r in sens if r.tensor == TP_SIZES[-1]]
 md(f"With free calls, the estimate puts TP {count(TP_SIZES[-1])} at {num(tp_last[0].speedup)}× one chip; at "
    f"{duration(LATENCIES_S[-1])} per call, {num(tp_last[-1].speedup)}×. The lower bound's speed-up, "
    f"{num(tp_last[0].lower_bound_speedup)}×, is the same at every latency: no implementation of TP "
-   f"{count(TP_SIZES[-1])} on these chips can be faster than {duration(tp_last[0].lower_bound_s)} per step. "
+   f"{count(TP_SIZES[-1])} on these chips, in BF16 and with this split, can be faster than "
+   f"{duration(tp_last[0].lower_bound_s)} per step. "
    + ("The estimate's diminishing returns — more chips, less gained per chip — are the assumed latency's doing: "
       "with free calls they all but vanish. How much you lose is what your own all-reduce costs per call."
       if tp_last[0].speedup > 0.95 * TP_SIZES[-1] else
@@ -400,7 +403,8 @@ md(f"{model.name}'s prefill under TP 8 does **{num(roofs8.link_intensity)} FLOPs
    f"{num(pcie_ridge.link_ridge / roofs8.link_intensity)}× the step's intensity, so there the link takes longer than "
    f"the compute. Eight L4s have nothing but PCIe Gen4: a ridge of {num(l4_ridge.link_ridge)}, within "
    f"{percent(abs(l4_ridge.link_ridge / roofs8.link_intensity - 1), 0)} of the step's intensity — neck and neck. "
-   "(All ridges here use the dense BF16 peak; the headline column halves the true ridge.)")
+   "(All ridges here use the dense BF16 peak. The last column, \"link ridge with the headline (wrong)\", divides by the "
+   "bidirectional figure and so shows half the true link ridge.)")
 
 # %% [markdown]
 # On the chart, per chip of an H100 SXM under TP 8: each step is a circle at its FLOPs per HBM
@@ -528,7 +532,18 @@ one_seq = place(MODEL, "h100-pcie", phase="decode", batch=1, context_tokens=SHOR
                 parallelism=Parallelism(tensor=8))
 two_seq = place(MODEL, "h100-pcie", phase="decode", batch=2, context_tokens=SHORT_CONTEXT,
                 parallelism=Parallelism(tensor=8))
-md(f"On NVLink the prefill stays compute-bound at every prompt length. Over PCIe — the H100 PCIe past its "
+nvlink_pre = crossings[0][1]
+prompts = np.arange(1, nvlink_pre.searched_up_to + 1)
+nvlink_sweep = place(MODEL, nvlink_pre.part_id, phase="prefill", prompt_tokens=prompts,
+                     parallelism=Parallelism(tensor=8))
+est_compute_from = int(prompts[nvlink_sweep.bound == "compute"][0])
+lb_compute_from = int(prompts[nvlink_sweep.lower_bound_roof == "compute"][0])
+for roofs, start in ((nvlink_sweep.bound, est_compute_from), (nvlink_sweep.lower_bound_roof, lb_compute_from)):
+    assert set(roofs[:start - 1]) == {"memory"} and set(roofs[start - 1:]) == {"compute"}  # never the link
+md(f"On NVLink the prefill never becomes interconnect-bound, up to {count(nvlink_pre.searched_up_to)} tokens: it "
+   f"is memory-bound for short prompts (up to {count(est_compute_from - 1)} tokens by the estimate, "
+   f"{count(lb_compute_from - 1)} by the lower bound) and compute-bound for longer ones. Over PCIe — the H100 PCIe "
+   "past its "
    "pairwise bridge, and the L4, which has no chip-to-chip link at all — the all-reduce takes over: from "
    f"{count(crossings[1][1].first)} tokens on the H100 PCIe, and "
    + (f"from {count(l4_pre.first)} to {count(l4_pre.last)} tokens on the L4 — but there it is neck and neck: the "
@@ -643,6 +658,10 @@ fastest = min(setups[:3], key=lambda r: r.step_s)
 fastest_bound = min(setups[:3], key=lambda r: r.lower_bound_s)
 runner = min((r for r in setups[:3] if r is not fastest), key=lambda r: r.step_s)
 fp8_gap = runner.step_s / fastest.step_s - 1
+by_estimate = [r.label for r in sorted(setups[:3], key=lambda r: r.step_s)]
+by_bound = [r.label for r in sorted(setups[:3], key=lambda r: r.lower_bound_s)]
+by_capacity = [r.label for r in sorted(setups[:3], key=lambda r: -r.max_batch)]
+assert by_capacity != by_estimate  # capacity ranks them differently from the estimate's speed
 md(f"All three are memory-bound, by both figures. Two H100s read half the weights each at "
    f"{si(part.memory_bandwidth_bytes_per_s, 'B/s')}, and the estimate charges them {duration(tp2.comm_s)} of "
    f"communication per step ({duration(tp2.latency_s)} of it assumed latency); the H200 reads them all at "
@@ -650,11 +669,19 @@ md(f"All three are memory-bound, by both figures. Two H100s read half the weight
    f"on one chip. By the estimate the fastest of the three is **{fastest.label}** ({duration(fastest.step_s)}), "
    f"{percent(fp8_gap, 0)} ahead of {runner.label}. By the lower bound it is **{fastest_bound.label}** "
    f"({duration(fastest_bound.lower_bound_s)}). "
-   + ("The two figures disagree, and the difference is the assumed latency: the ranking rests on what your "
-      "all-reduce costs per call, so it is a tie until measured. "
+   + (f"The two figures disagree. {fastest_bound.label}'s estimate, {duration(fastest_bound.step_s)}, holds "
+      f"{duration(fastest_bound.latency_s)} of assumed per-call latency "
+      f"({percent(fastest_bound.latency_s / (fastest_bound.step_s - fastest_bound.lower_bound_s), 0)} of the gap "
+      f"between its estimate and its bound); without it the estimate is "
+      f"{duration(fastest_bound.step_s - fastest_bound.latency_s)}, "
+      + ("below" if fastest_bound.step_s - fastest_bound.latency_s < fastest.step_s else "still above")
+      + f" the estimate for {fastest.label}, {duration(fastest.step_s)}. The ranking rests on what your all-reduce "
+      "costs per call, "
+      "and stays unsettled until that is measured. "
       if fastest_bound is not fastest else "Both figures agree on the order. ")
-   + "Weight-only FP8 kernels (which convert the weights to BF16 on the fly) also often reach a lower share of the "
-   "bandwidth than BF16 ones — a hypothesis to test. Here FP8 is weight storage only: the placement keeps the KV "
+   + "Weight-only FP8 kernels (which convert the weights to BF16 on the fly) may also reach a lower share of the "
+   "bandwidth than BF16 ones — a hypothesis to test, not a figure this course has a source for. Here FP8 is weight "
+   "storage only: the placement keeps the KV "
    "cache in "
    f"{fp8_work.kv_dtype.upper()} and computes on {fp8_work.activations_dtype.upper()} activations. Compared like "
    f"with like, FP8 weights on the pair take {duration(tp2_fp8.step_s)} by the estimate "
@@ -662,7 +689,9 @@ md(f"All three are memory-bound, by both figures. Two H100s read half the weight
    f"{num(fp8.tokens_per_s / (tp2.tokens_per_s / tp2.chips))}× the estimated tokens/s of the BF16 pair — but FP8 "
    "weights "
    "change the model's numbers: check its accuracy on your task before you count the saving. Capacity ranks them "
-   f"differently: with every byte usable the pair holds {count(tp2.max_batch)} such sequences, the H200 "
+   "differently from the estimate's speed"
+   + (" (in the lower bound's order)" if by_capacity == by_bound else ", and from the lower bound's")
+   + f": with every byte usable the pair holds {count(tp2.max_batch)} such sequences, the H200 "
    f"{count(h200.max_batch)}, the FP8 H100 {count(fp8.max_batch)}; at vLLM's default "
    f"{percent(VLLM_UTILIZATION, 0)} the H200 holds **{count(fits_at(h200, VLLM_UTILIZATION))}** (its "
    f"{binary(h200.placement.footprint.weight_bytes)} of weights exceed "
@@ -702,19 +731,24 @@ md(f"On one {count(node)}-GPU H200 node it can be split three ways. **Tensor par
    "(dispatch and combine) instead of two all-reduces. **TP 2 × EP 4** and **TP 4 × EP 2** mix them.\n\n"
    "Three modelling choices of this course, not facts about every engine: (1) attention is **data-parallel across "
    "the expert groups** — each group holds all of the attention weights of its t-way slice and runs its own "
-   "sequences (vLLM's `--enable-expert-parallel` instead keeps attention tensor-parallel); (2) a token's dispatch "
-   "sends one copy per chosen expert, k·(e − 1)/e copies per token, with no merging of copies bound for the same "
-   "chip — more bytes than the least (DeepEP-style kernels send each token once per destination chip), and the "
-   "lower bound counts these bytes too, so for the expert-parallel rows it bounds this dispatch, not every kernel; "
-   "(3) the "
-   "busiest chip is priced at the MEAN number of experts touched — optimistic at small batch, where routing is "
-   f"uneven and one chip draws more than its share. Per chip, {count(CONTEXT)} tokens cached:")
+   "sequences (vLLM's `--enable-expert-parallel` instead keeps attention tensor-parallel); (2) the estimate's "
+   "dispatch sends one copy per chosen expert, k·(e − 1)/e copies per token, with no merging of copies bound for "
+   "the same chip; the lower bound sends one copy per other group the token's experts live on, as DeepEP's "
+   "high-throughput kernels do (its low-latency decode kernels send one copy per chosen expert, the estimate's "
+   f"convention): {num(remote_groups_per_token(moe.num_experts, moe.num_experts_per_tok, node))} copies per token "
+   f"against {num(moe.num_experts_per_tok * (node - 1) / node)} under EP {count(node)}. Under TP t inside a group, "
+   "each of the group's t chips receives every token routed to it whole (its expert slices are split by columns), "
+   "so TP does not shrink a chip's all-to-all bytes, by either figure; (3) both figures assume **uniform "
+   "routing** and price the busiest chip at the MEAN number of experts touched — optimistic at small batch, where "
+   "routing is uneven and one chip draws more than its share. So for the expert-parallel rows the lower bound is "
+   "a bound on the mean step under uniform routing, not on every step: one step's draw of experts can send more. "
+   f"Per chip, {count(CONTEXT)} tokens cached:")
 
 # %%
 ep_rows = [(b, e) for b in (1, 256) for e in expert_parallel_compare(MOE, "h200", batch=b, context_tokens=CONTEXT)]
 show_table(["batch", "split", "experts held per chip (a 1/t slice of each under TP t)", "experts touched per chip",
             "all-reduce bytes per chip (ring)",
-            "all-to-all bytes per chip", "communication, per chip (estimate)", "memory per chip",
+            "all-to-all bytes per chip (estimate's one copy per expert, as received)", "communication, per chip (estimate)", "memory per chip",
             "estimate, per chip", "estimate's roof", "lower bound, per chip", "largest batch that fits"],
            [[count(b), e.row.parallelism.label, count(e.experts_held_per_chip), num(e.experts_touched_per_chip),
              si(e.all_reduce_bytes, "B"), si(e.all_to_all_bytes, "B"), duration(e.row.comm_s),

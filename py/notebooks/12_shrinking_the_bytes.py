@@ -15,8 +15,9 @@
 # %% [markdown]
 # # Lesson 12 — Shrinking the bytes: 4-bit weights, smaller KV caches, sliding windows and MLA
 #
-# A decode step is memory-bound: its time is the bytes it moves divided by the bandwidth. Decode is
-# shopping for bytes, and the field's answer is to **move fewer of them**: store the weights in 4
+# A decode step below its critical batch (section 6 computes it for each format and context) is
+# memory-bound: its time is the bytes it moves divided by the bandwidth. Decode there is shopping
+# for bytes, and the field's answer is to **move fewer of them**: store the weights in 4
 # bits, store the KV cache in 8 or 4, or change the architecture so that each token leaves less
 # behind — fewer KV heads, one compressed latent, windows, or a constant recurrent state.
 #
@@ -433,8 +434,10 @@ md("<details><summary>Answer</summary>\n\n"
 
 # %% jupyter={"source_hidden": true}
 md(f"The course counts the dequantisation as {num(DEQUANT_FLOPS_PER_WEIGHT)} FLOPs per weight read (convert, "
-   "scale) on the vector units, at the part's FP32 rate. The lower bound overlaps that work with the matmuls (separate "
-   "units); the estimate adds it to them. One batch-1 decode step, both from `place()`:")
+   "scale) on the vector units, at the part's FP32 rate. The lower bound overlaps that work with the matmuls: the vector "
+   "units and the tensor cores are separate units that can run at once, and a bound must take that optimistic case "
+   "(a real kernel issues both from the same streaming multiprocessors and hides some of it, not all); the estimate "
+   "adds it to them. One batch-1 decode step, both from `place()`:")
 
 # %%
 sb = format_speedup(MODEL, PART, CONTEXT)
@@ -610,7 +613,8 @@ md("<details><summary>Answer</summary>\n\n"
 # dequantisation, in series. At batch 1 both hide under the memory time. As the batch grows, the
 # BF16 step approaches its compute roof while the int4 step carries the dequantisation on top of the
 # same matmuls. The lower bound takes the other extreme, a dequantisation completely overlapped with
-# the matmuls. The table gives BF16 ÷ int4 three ways: the estimate, the estimate with the
+# the matmuls — the optimistic case a bound has to take, since no kernel can do better than hide it
+# entirely. The table gives BF16 ÷ int4 three ways: the estimate, the estimate with the
 # dequantisation overlapped (the unfused bytes kept: only the dequant convention changes), and the
 # lower bounds.
 

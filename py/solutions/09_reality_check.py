@@ -42,13 +42,13 @@ print(f"{'your run, ' + saved.name if saved else 'the example'}: {check.model['n
 #
 # From the measured roofs in `check` and the cost model of the model that ran
 # (`check.model_config()`, in the number formats it ran in: pass `**check.dtypes` — float32 for the
-# numpy decoder), compute the roofline bound of the batch-1 decode step at `step.tokens` tokens
-# cached, in **seconds**.
+# numpy decoder), compute the lower bound of the batch-1 decode step at `step.tokens` tokens
+# cached, in **seconds**: max(FLOPs ÷ peak, compulsory bytes ÷ bandwidth), lesson 3's rule.
 
 # %%
 # BEGIN SOLUTION
 cost = model_cost(check.model_config(), phase="decode", batch=1, context_tokens=step.tokens, **check.dtypes)
-bound_s = max(float(cost.flops) / check.peak_flops_per_s, float(cost.bytes) / check.bandwidth_bytes_per_s)
+bound_s = max(float(cost.flops) / check.peak_flops_per_s, float(cost.compulsory_bytes) / check.bandwidth_bytes_per_s)
 # END SOLUTION
 grade.batch1_bound_s(bound_s, check)
 
@@ -75,13 +75,13 @@ grade.batch1_achieved(achieved, check)
 # %% [markdown]
 # ## Exercise 9.3 — MBU at the largest batch
 #
-# MBU of the largest-batch decode step: the bytes it must move over its measured time over the
-# measured bandwidth. (Compare it with that step's achieved fraction: are they equal? Why?)
+# MBU of the largest-batch decode step: the bytes it must move (`big.compulsory_bytes`) over its
+# measured time over the measured bandwidth. (Compare it with that step's achieved fraction: are they equal? Why?)
 
 # %%
 big = max(check.decode_by_batch, key=lambda s: s.batch)
 # BEGIN SOLUTION
-big_mbu = big.bytes / big.measured_s / check.bandwidth_bytes_per_s
+big_mbu = big.compulsory_bytes / big.measured_s / check.bandwidth_bytes_per_s
 # END SOLUTION
 grade.largest_batch_mbu(big_mbu, check)
 
@@ -100,7 +100,8 @@ grade.largest_batch_mbu(big_mbu, check)
 # BEGIN SOLUTION
 as_bf16 = {k: ("bf16" if k.endswith("_dtype") else v) for k, v in check.dtypes.items()}
 bf16 = model_cost(check.model_config(), phase="decode", batch=1, context_tokens=step.tokens, **as_bf16)
-bf16_tokens_per_s = 1 / max(float(bf16.flops) / check.peak_flops_per_s, float(bf16.bytes) / check.bandwidth_bytes_per_s)
+bf16_tokens_per_s = 1 / max(float(bf16.flops) / check.peak_flops_per_s,
+                            float(bf16.compulsory_bytes) / check.bandwidth_bytes_per_s)
 # END SOLUTION
 grade.bf16_tokens_per_s(bf16_tokens_per_s, check)
 

@@ -92,16 +92,19 @@ grade.tokens_per_verify_step(tokens_per_verify)
 # %% [markdown]
 # ## Exercise 10.4 — a draft model's speed-up
 #
-# Llama-3.1-70B on an H200, batch 1, 2,048 tokens in, 256 out, drafted by Llama-3.1-8B with
-# k = 4 and α = 0.7. Using `request_timeline` (its `draft_model=` and `speculative_tokens=` and
+# Llama-3.1-70B on an H200, batch 1, 8,192 tokens in, 128 out, drafted by Llama-3.1-8B with
+# k = 4 and α = 0.7, **both with FP8 weights** (`weights_dtype="fp8"`): in BF16 the pair does not fit
+# one H200 (lesson 10). Using `request_timeline` (its `draft_model=` and `speculative_tokens=` and
 # `acceptance=`), what is the **TPOT speed-up**: plain TPOT ÷ speculative TPOT?
 
 # %%
 # BEGIN SOLUTION
-plain = request_timeline("llama-3.1-70b", "h200", prompt_tokens=2048, output_tokens=256)
-drafted = request_timeline("llama-3.1-70b", "h200", prompt_tokens=2048, output_tokens=256,
+plain = request_timeline("llama-3.1-70b", "h200", prompt_tokens=8192, output_tokens=128, weights_dtype="fp8")
+drafted = request_timeline("llama-3.1-70b", "h200", prompt_tokens=8192, output_tokens=128, weights_dtype="fp8",
                            speculative_tokens=4, acceptance=0.7, draft_model="llama-3.1-8b")
 speedup = plain.tpot_s / drafted.tpot_s
+assert drafted.fits_in_memory  # target + draft, FP8 weights, on one H200
+assert speedup < drafted.tokens_per_verify_step  # the draft's own steps cost something
 # END SOLUTION
 grade.draft_model_speedup(speedup)
 

@@ -17,8 +17,12 @@ Conventions (what a lesson can quote):
   over the e groups (E/e experts each), and the sequences too (attention is data-parallel across
   the groups: each group runs ⌈batch/e⌉ sequences). A group's chips receive the tokens routed to
   their experts from every group: 1/e of all routed tokens and the experts touched among their
-  E/e. Two all-to-alls per MoE layer (dispatch and combine): each chip sends its group's routed
-  token vectors bound for other groups, (e−1)/e of tokens × k × hidden, split over its t chips.
+  E/e. Two all-to-alls per MoE layer (dispatch and combine). The estimate sends one copy per chosen
+  expert: a group's tokens × k × hidden, the (e−1)/e of it bound for other groups. Under TP t > 1 inside
+  a group, every chip of the receiving group needs the whole vector of each token routed to it (its
+  expert slices are split by columns), so each chip *receives* all the copies bound for its group —
+  (e−1)/e of tokens × k × hidden, not 1/t of it — and, with no multicast, the group's chips send as
+  much as they receive: the per-chip figure is that receive side, whatever t.
 - **Pipeline parallel** over ``pipeline`` = p stages: the layers are split into p stages of
   ⌈layers/p⌉ or ⌊layers/p⌋ layers; the embedding sits on the first stage, the lm_head on the last.
   Between stages the activations (tokens × hidden) are sent once. One step of one batch passes
@@ -33,7 +37,8 @@ Conventions (what a lesson can quote):
   chip, for the busiest stage (the one with the longest stage time; with arrays of batch or
   tokens, element by element). Memory is the fullest chip's, since every chip must fit: with
   stages of unequal size that is the first stage (most layers, and the embedding), which need not
-  be the busiest. Communication bytes are what each chip *sends* in the step.
+  be the busiest. Communication bytes are what each chip *sends* in the step — for the expert
+  all-to-all under TP × EP, what it must receive, the larger side (multicast could cut the sends).
 - **Time.** A collective costs latency_s per call + bytes / the link's per-direction bandwidth.
   The per-call latency is ONE fixed cost whatever the number of chips (the catalog's figure is an
   assumption, ``latency_basis = "assumed"``: about 10 µs, the order of one NCCL call in an 8-GPU
@@ -49,9 +54,20 @@ Conventions (what a lesson can quote):
   NVLink 4 NVSwitch and later, ``Link.in_switch_reduction``) an all-reduce sends each byte once
   instead of the ring's 2(t−1)/t (the same for t = 2); elsewhere the ring's bytes. The logits
   all-gather counts 0 (vocab-parallel sampling exchanges each chip's top candidates, not its
-  logits); all-to-alls keep their bytes (multicast cuts what a chip sends, not what it must
-  receive, and the receive side binds). Pipeline stages overlap in the bound (a prompt can flow
-  through them in chunks): the bound is the largest stage's; the sends between them overlap too.
+  logits); an all-to-all moves each token once per other expert group its k experts live on
+  (:func:`remote_groups_per_token`), not once per chosen expert, and counts per chip the larger of
+  what it sends and what it receives: every chip of a group receives each such token whole (with
+  TP t inside the group, t copies enter the group, one per chip, so the bound does not divide by t).
+  The combine is priced like the dispatch (one result vector per token and remote group, received
+  by each chip of the token's group; the reduction of the t partial sums inside the expert group
+  is left out, as the all-reduce inside the dispatching group is). The expert-parallel figures,
+  bound and estimate alike, assume uniform routing (the mean experts touched, the mean groups
+  reached): they price the MEAN step under random uniform routing, not every step — one step's
+  draw sends more or less than the mean (a few per cent at batch 1), a routing that keeps tokens
+  near their experts sends less, a skewed one loads one chip more. So for expert parallel the
+  bound is a bound *on the mean step under uniform routing*. Pipeline stages overlap in the bound
+  (a prompt can flow through them in chunks): the bound is the largest stage's; the sends between
+  them overlap too.
 - **Which link.** ``link="auto"`` uses the scale-up link (NVLink, Infinity Fabric, ICI) when the
   chips fit its domain, else PCIe (a part with no scale-up link, or the H100 PCIe's bridge past 2
   chips), and says so. More chips than the link's domain is refused: that traffic would cross a
@@ -295,6 +311,25 @@ def _collective(link: Link, name: str, calls: float, nbytes, latency_s: float, b
                     time_s=calls * latency_s + np.divide(nbytes, link.per_direction_bytes_per_s))
 
 
+def remote_groups_per_token(experts: int, chosen: int, groups: int) -> float:
+    """Expected number of OTHER expert groups a token's ``chosen`` experts live on, when the
+    ``experts`` are spread evenly over ``groups`` groups and routing is uniform (each token's k
+    experts a uniform draw without replacement): (e − 1)·(1 − C(E − E/e, k)/C(E, k)).
+
+    The least an all-to-all must move per token: one copy per destination group, whatever the
+    number of experts chosen there, as DeepEP's high-throughput (normal) kernels do; its
+    low-latency decode kernels send one copy per chosen expert (the estimate's convention). At
+    most k·(e − 1)/e, the copies one per chosen expert that the estimate sends; equal to it when
+    each group holds one expert. A mean over uniform routing: one step's draw can reach more
+    groups, so a bound built on it bounds the mean step, not every step.
+    """
+    E, k, e = int(experts), int(chosen), int(groups)
+    if e <= 1:
+        return 0.0
+    miss = math.comb(E - E // e, k) / math.comb(E, k)  # a given group holds none of the k
+    return (e - 1) * (1.0 - miss)
+
+
 def communication(model: Model, workload: Workload, par: Parallelism, link: Link | None, *, layers: int,
                   first: bool, last: bool) -> Comm:
     """What one chip sends in one step of a stage holding ``layers`` layers (arrays of batch or tokens ok).
@@ -324,10 +359,15 @@ def communication(model: Model, workload: Workload, par: Parallelism, link: Link
             # least 0: vocab-parallel sampling exchanges each chip's top candidates, not its logits
             parts.append(_collective(link, "logits all-gather", 1.0, (t - 1) / t * logits, lat, 0.0))
     if e > 1 and model.is_moe:
-        routed = tokens_local * model.num_experts_per_tok * h * ab * (e - 1) / e / t
+        # per chip, the receive side: under uniform routing a group receives, from the other groups, as
+        # many token copies as it sends (tokens_local × k × (e−1)/e, or one per remote group in the
+        # bound), and each of its t chips needs every one of them whole (column-split expert slices),
+        # so no /t; without multicast the group's sends match its chips' receives
+        routed = tokens_local * model.num_experts_per_tok * h * ab * (e - 1) / e
+        least = tokens_local * remote_groups_per_token(model.num_experts, model.num_experts_per_tok, e) * h * ab
         moe_layers = layers * model.num_moe_layers / model.num_hidden_layers
         parts.append(_collective(link, "expert all-to-all (2 per MoE layer)", 2.0 * moe_layers,
-                                 2.0 * moe_layers * routed, lat))
+                                 2.0 * moe_layers * routed, lat, 2.0 * moe_layers * least))
     send_bytes, send_s = 0.0, 0.0
     if p > 1:
         send_bytes = message / t

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -61,8 +61,15 @@ NOISY_SPREAD = 1.2
 
 @dataclass(frozen=True)
 class StepSample:
-    """One measured step and its bound. ``tokens`` is the context already cached (decode) or the
-    prompt length (prefill). Times in seconds; FLOPs and bytes from the cost model."""
+    """One measured step, its lower bound and its estimate. ``tokens`` is the context already cached
+    (decode) or the prompt length (prefill). Times in seconds; FLOPs and bytes from the cost model.
+
+    ``bytes`` is the cost model's whole-step traffic with every operator's activations through
+    memory (unfused, the estimate's convention), ``memory_s`` its time at the measured bandwidth;
+    ``compulsory_bytes`` is the traffic no implementation avoids (weights, KV cache read and written,
+    tokens in, logits out). ``None`` means ``bytes`` are all compulsory (a hand-made sample); a
+    file from before the field was kept gets it recomputed on load (:meth:`RealityCheck.from_dict`).
+    """
 
     phase: str
     batch: int
@@ -73,14 +80,29 @@ class StepSample:
     bytes: float
     compute_s: float
     memory_s: float
+    compulsory_bytes: float | None = None
+
+    @property
+    def memory_lower_bound_s(self) -> float:
+        """Compulsory bytes at the measured bandwidth (seconds)."""
+        if self.compulsory_bytes is None or self.bytes <= 0:
+            return self.memory_s
+        return self.memory_s * self.compulsory_bytes / self.bytes
 
     @property
     def bound_s(self) -> float:
+        """The lower bound on this step at the measured roofs: max(compute, compulsory bytes ÷ bandwidth)."""
+        return max(self.compute_s, self.memory_lower_bound_s)
+
+    @property
+    def estimate_s(self) -> float:
+        """The estimate at the measured roofs: max(compute, unfused bytes ÷ bandwidth)."""
         return max(self.compute_s, self.memory_s)
 
     @property
     def binds(self) -> str:
-        return "memory" if self.memory_s >= self.compute_s else "compute"
+        """Which roof the lower bound sits on."""
+        return "memory" if self.memory_lower_bound_s >= self.compute_s else "compute"
 
     @property
     def achieved(self) -> float:
@@ -185,7 +207,7 @@ SPLIT_MARGIN = 0.1
 @dataclass(frozen=True)
 class OverheadSplit:
     """A decode step's measured time against its bound, with the fixed cost per step taken out.
-    Seconds; ``bytes`` the step's byte count (cost model), ``bandwidth_bytes_per_s`` the measured
+    Seconds; ``bytes`` the step's compulsory bytes (cost model), ``bandwidth_bytes_per_s`` the measured
     DRAM roof, ``binds`` the roof that sets the bound (``"memory"`` or ``"compute"``), and
     ``overhead_spread_s`` how much the fixed cost's own runs spread (median − best).
 
@@ -303,11 +325,11 @@ def fit_overhead_s(samples) -> float:
 
 def critical_batch_for(model: Model, bandwidth_bytes_per_s: float, peak_flops_per_s: float, context_tokens: int,
                        largest: int = 4096) -> int | None:
-    """The smallest decode batch whose compute time reaches its memory time on these roofs (the
-    cost model's knee); ``None`` if none up to ``largest``."""
+    """The smallest decode batch whose compute time reaches its compulsory bytes' memory time on
+    these roofs (the lower bound's knee); ``None`` if none up to ``largest``."""
     for batch in range(1, largest + 1):
         cost = model_cost(model, phase="decode", batch=batch, context_tokens=context_tokens, **FP32)
-        if float(cost.flops) / peak_flops_per_s >= float(cost.bytes) / bandwidth_bytes_per_s:
+        if float(cost.flops) / peak_flops_per_s >= float(cost.compulsory_bytes) / bandwidth_bytes_per_s:
             return batch
     return None
 
@@ -374,7 +396,8 @@ class RealityCheck:
     def overhead_split(self, sample: StepSample) -> OverheadSplit:
         """``sample`` split into the fixed cost per step and the rest (:class:`OverheadSplit`)."""
         spread = self.dispatch_s - self.dispatch_best_s if self.dispatch_s > 0 and self.dispatch_best_s > 0 else 0.0
-        return OverheadSplit(sample.measured_s, sample.best_s, sample.bound_s, self.overhead_s(), sample.bytes,
+        compulsory = sample.bytes if sample.compulsory_bytes is None else sample.compulsory_bytes
+        return OverheadSplit(sample.measured_s, sample.best_s, sample.bound_s, self.overhead_s(), compulsory,
                              self.bandwidth_bytes_per_s, sample.binds, spread)
 
     def effective_bandwidth_bytes_per_s(self, sample: StepSample) -> float | None:
@@ -398,6 +421,11 @@ class RealityCheck:
         lists = {k: [StepSample(**s) for s in data.get(k, [])] for k in ("decode_by_batch", "decode_by_context",
                                                                              "prefill")}
         rest = {k: v for k, v in data.items() if k not in lists}
+        if any(s.compulsory_bytes is None for v in lists.values() for s in v) and "model" in rest:
+            model, dtypes = Model(**rest["model"]), {**FP32, **rest.get("dtypes", {})}
+            lists = {k: [s if s.compulsory_bytes is not None else
+                         replace(s, compulsory_bytes=_compulsory_bytes(model, s.phase, s.batch, s.tokens, dtypes))
+                         for s in v] for k, v in lists.items()}
         return cls(**rest, **lists)
 
 
@@ -416,7 +444,13 @@ def _sample(model: Model, phase: str, batch: int, tokens: int, timing: tuple[flo
     fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
     cost = model_cost(model, phase=phase, batch=batch, **fields, **FP32)
     flops, moved = float(cost.flops), float(cost.bytes)
-    return StepSample(phase, batch, tokens, timing[0], timing[1], flops, moved, flops / peak, moved / bandwidth)
+    return StepSample(phase, batch, tokens, timing[0], timing[1], flops, moved, flops / peak, moved / bandwidth,
+                      float(cost.compulsory_bytes))
+
+
+def _compulsory_bytes(model: Model, phase: str, batch: int, tokens: int, dtypes: dict) -> float:
+    fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
+    return float(model_cost(model, phase=phase, batch=batch, **fields, **dtypes).compulsory_bytes)
 
 
 def _tiled(one: KVCache, batch: int) -> KVCache:
@@ -575,7 +609,8 @@ def run_gpu(mode: str = "quick", seed: int = 0) -> RealityCheck | dict:
         fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
         cost = model_cost(model, phase=phase, batch=batch, **fields, **bf16)
         flops, moved = float(cost.flops), float(cost.bytes)
-        return StepSample(phase, batch, tokens, timing[0], timing[1], flops, moved, flops / peak, moved / bandwidth)
+        return StepSample(phase, batch, tokens, timing[0], timing[1], flops, moved, flops / peak, moved / bandwidth,
+                          float(cost.compulsory_bytes))
 
     with torch.inference_mode():
         context = plan["context"]

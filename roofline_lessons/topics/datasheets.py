@@ -82,7 +82,8 @@ class CapacityRow:
     weight_bytes: float
     weights_fit: bool
     max_batch: int  #: with the whole capacity for weights + KV cache (the optimistic bound)
-    decode_step_s: float | None  #: batch-1 decode lower bound, None if the weights do not fit
+    decode_step_estimate_s: float | None  #: batch-1 decode step, the estimate; None if the weights do not fit
+    decode_step_lower_bound_s: float | None = None  #: batch-1 decode step, the lower bound; None if they do not fit
     memory_utilization: float = 1.0  #: the share an engine may use (vLLM's default 0.9)
     weights_fit_with_headroom: bool = False  #: the weights fit in capacity × memory_utilization
     max_batch_with_headroom: int = 0  #: largest batch within capacity × memory_utilization
@@ -113,7 +114,8 @@ def capacity_side_by_side(model: str, parts: Sequence[str], *, weights_dtype: st
             weight_bytes=w,
             weights_fit=fits,
             max_batch=max_batch_that_fits(m, p, context_tokens, weights_dtype=weights_dtype, kv_dtype=kv_dtype),
-            decode_step_s=float(step.time_estimate_s) if fits else None,
+            decode_step_estimate_s=float(step.time_estimate_s) if fits else None,
+            decode_step_lower_bound_s=float(step.time_lower_bound_s) if fits else None,
             memory_utilization=memory_utilization,
             weights_fit_with_headroom=w <= usable_capacity_bytes(p, memory_utilization),
             max_batch_with_headroom=max_batch_that_fits(m, p, context_tokens, weights_dtype=weights_dtype,

@@ -72,9 +72,10 @@ def _cost(check: RealityCheck, dtypes: dict):
 
 
 def _bound_s(check: RealityCheck, dtypes: dict) -> float:
-    """max(FLOPs ÷ peak, bytes ÷ bandwidth) of the batch-1 decode step priced in ``dtypes`` (seconds)."""
+    """max(FLOPs ÷ peak, compulsory bytes ÷ bandwidth) of the batch-1 decode step priced in ``dtypes``
+    (seconds): the lower bound on the measured roofs."""
     cost = _cost(check, dtypes)
-    return max(float(cost.flops) / check.peak_flops_per_s, float(cost.bytes) / check.bandwidth_bytes_per_s)
+    return max(float(cost.flops) / check.peak_flops_per_s, float(cost.compulsory_bytes) / check.bandwidth_bytes_per_s)
 
 
 def _distinct(expected: float, mistakes) -> tuple[Mistake, ...]:
@@ -96,6 +97,9 @@ def _bound_mistakes(check: RealityCheck) -> tuple[Mistake, ...]:
                 "table per token, not the whole table)", all_weight_bytes / check.bandwidth_bytes_per_s),
         Mistake(f"price the model in {_formats(other)} (this run's weights, KV cache and activations are "
                 f"{_formats(dtypes)})", _bound_s(check, other)),
+        Mistake("count the unfused bytes (cost.bytes: every operator's activations through memory) — that is the "
+                "estimate's convention; the bound counts cost.compulsory_bytes",
+                max(float(cost.flops) / check.peak_flops_per_s, float(cost.bytes) / check.bandwidth_bytes_per_s)),
     ))
 
 
@@ -133,7 +137,12 @@ def batch1_achieved(answer, check=None) -> CheckResult:
 
 def _largest_mbu(check: RealityCheck) -> float:
     s = _last(check)
-    return mbu(s.bytes, s.measured_s, check.bandwidth_bytes_per_s)
+    return mbu(_must_move(s), s.measured_s, check.bandwidth_bytes_per_s)
+
+
+def _must_move(s) -> float:
+    """The bytes a step must move: its compulsory bytes (its whole count for a hand-made sample)."""
+    return s.bytes if s.compulsory_bytes is None else s.compulsory_bytes
 
 
 def _mbu_mistakes(check: RealityCheck) -> tuple[Mistake, ...]:
@@ -148,7 +157,10 @@ def _mbu_mistakes(check: RealityCheck) -> tuple[Mistake, ...]:
         wrong_roof,
         Mistake("invert it (time × bandwidth ÷ bytes)", 1 / _largest_mbu(check)),
         Mistake("mix milliseconds and seconds (a step time in ms)",
-                mbu(s.bytes, 1e3 * s.measured_s, check.bandwidth_bytes_per_s)),
+                mbu(_must_move(s), 1e3 * s.measured_s, check.bandwidth_bytes_per_s)),
+        Mistake("count the unfused bytes (step.bytes, every operator's activations through memory) — MBU's "
+                "numerator is the bytes the step must move, step.compulsory_bytes",
+                mbu(s.bytes, s.measured_s, check.bandwidth_bytes_per_s)),
     ))
 
 
@@ -158,8 +170,8 @@ def _mbu_hint(check: RealityCheck) -> str:
              if s.binds == "memory" else
              "compute binds this step, so its achieved fraction (bound ÷ measured) is its MFU, and MBU is "
              "smaller")
-    return (f"step.bytes ÷ step.measured_s ÷ check.bandwidth_bytes_per_s (MBU's numerator is the model's byte "
-            f"count). At batch {s.batch} {where}.")
+    return (f"step.compulsory_bytes ÷ step.measured_s ÷ check.bandwidth_bytes_per_s (MBU's numerator is the "
+            f"bytes the step must move, by the model's count). At batch {s.batch} {where}.")
 
 
 def largest_batch_mbu(answer, check=None) -> CheckResult:
