@@ -1,7 +1,8 @@
 """Benchmark: the workshop JupyterHub (workshop/jupyterhub_config.py) under a room's load.
 
 Starts the hub on free loopback ports, then N simulated learners at once (threads), each through the
-hub's REST API as a browser would: log in with the workshop password, start a server, pull the course
+hub's REST API as a browser would: log in with their own password (random per run; the first login
+sets it), start a server as their own system account, pull the course
 with nbgitpuller, start a kernel on lesson 1, run every code cell of notebooks/01_the_concept.ipynb
 over the kernel's websocket, then one dashboard update (a slider move on lesson 1's dashboard: the
 kernel recomputes the view, redraws the chart and replaces the panel). Measures, per learner: spawn
@@ -37,7 +38,8 @@ import hubctl  # noqa: E402
 
 from roofline_lessons.core.units import binary, num  # noqa: E402
 
-PASSWORD = "hub-load-benchmark-password"  # the hub lives on loopback for the length of this run
+#: random per run, the hub lives on loopback for the length of the run and allows only the simulated names
+ADMIN_PASSWORD = f"bench-admin-{os.urandom(9).hex()}"
 MIB = 2**20
 # One dashboard update in lesson 1, as a slider move makes it: the kernel's observer recomputes the
 # view, redraws the chart and replaces the panel's HTML (the `dashboard` the notebook's last cell made).
@@ -66,13 +68,13 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
-def learner_run(hub: hubctl.Hub, name: str, repo: str, branch: str, start: threading.Barrier,
+def learner_run(hub: hubctl.Hub, name: str, password: str, repo: str, branch: str, start: threading.Barrier,
                 timeout_s: float) -> Result:
     result = Result(name)
     try:
         learner = hubctl.Learner(hub.url, name, timeout_s=timeout_s)
         start.wait(timeout=timeout_s)
-        if not learner.login(PASSWORD):
+        if not learner.login(password):
             raise hubctl.HubError(f"{name}: login refused")
         result.spawn_s = learner.spawn(timeout_s=timeout_s)
         t0 = time.perf_counter()
@@ -109,31 +111,44 @@ def main(argv: list[str] | None = None) -> int:
     import psutil
 
     n = args.learners
-    names = [f"learner{i:03d}" for i in range(1, n + 1)]
-    with tempfile.TemporaryDirectory(prefix="hub-load-") as scratch:
-        repo, branch = hubctl.course_source(Path(scratch))
+    names = [f"bench{os.urandom(2).hex()}{i:03d}" for i in range(1, n + 1)]
+    passwords = {name: f"{name}-{os.urandom(9).hex()}" for name in names}
+    with tempfile.TemporaryDirectory(prefix="hub-load-", dir="/tmp") as scratch:
+        os.chmod(scratch, 0o755)  # the learners' accounts traverse it to their homes and the course copy
+        homes = Path(scratch) / "h"
+        homes.mkdir(mode=0o755)
+        os.chmod(homes, 0o755)
+        repo, branch = hubctl.course_source(Path(scratch), copy=True)
         print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
               f"{binary(psutil.virtual_memory().total)} memory; Python {platform.python_version()}")
         print(f"course: {repo} ({branch}); {n} learners at once")
         wall0 = time.perf_counter()
-        hub = hubctl.Hub(Path(scratch) / "hub", PASSWORD, spawn_timeout_s=int(args.timeout_s),
-                         extra_env={"WORKSHOP_COURSE_REPO": repo, "WORKSHOP_COURSE_BRANCH": branch})
-        with hub:
-            print(f"hub up in {num(time.perf_counter() - wall0)} s at {hub.url}")
-            barrier = threading.Barrier(n)
-            with ThreadPoolExecutor(max_workers=n) as pool:
-                results = list(pool.map(lambda name: learner_run(hub, name, repo, branch, barrier, args.timeout_s),
-                                        names))
-            busy_s = time.perf_counter() - wall0
-            trees = hub.learner_processes()
-            memory = {name: hubctl.tree_memory_bytes(procs) for name, procs in trees.items()}
-            cpu = {name: hubctl.tree_cpu_seconds(procs) for name, procs in trees.items()}
-            own = [psutil.Process(hub.proc.pid)] + [p for p in hub.descendants()
-                                                   if not any(p in procs for procs in trees.values())]
-            hub_rss, _ = hubctl.tree_memory_bytes(own)
-            hub_cpu_s = hubctl.tree_cpu_seconds(own)
-            used = psutil.virtual_memory()
-            load_1min = os.getloadavg()[0]
+        hub = hubctl.Hub(Path(scratch) / "hub", tuple(names), {"admin_password": ADMIN_PASSWORD}, homes_dir=homes,
+                         spawn_timeout_s=int(args.timeout_s),
+                         extra_env={"WORKSHOP_COURSE_REPO": repo, "WORKSHOP_COURSE_BRANCH": branch,
+                                    # n first logins from one address: the per-address throttle counts
+                                    # only failures, but keep a wrong one from locking the whole run out
+                                    "WORKSHOP_LOGIN_MAX_FAILURES": str(max(5, n))})
+        try:
+            with hub:
+                print(f"hub up in {num(time.perf_counter() - wall0)} s at {hub.url}")
+                barrier = threading.Barrier(n)
+                with ThreadPoolExecutor(max_workers=n) as pool:
+                    results = list(pool.map(lambda name: learner_run(hub, name, passwords[name], repo, branch, barrier,
+                                                                    args.timeout_s),
+                                            names))
+                busy_s = time.perf_counter() - wall0
+                trees = hub.learner_processes()
+                memory = {name: hubctl.tree_memory_bytes(procs) for name, procs in trees.items()}
+                cpu = {name: hubctl.tree_cpu_seconds(procs) for name, procs in trees.items()}
+                own = [psutil.Process(hub.proc.pid)] + [p for p in hub.descendants()
+                                                       if not any(p in procs for procs in trees.values())]
+                hub_rss, _ = hubctl.tree_memory_bytes(own)
+                hub_cpu_s = hubctl.tree_cpu_seconds(own)
+                used = psutil.virtual_memory()
+                load_1min = os.getloadavg()[0]
+        finally:
+            hubctl.remove_accounts(names, homes)
         stop_s = time.perf_counter() - wall0 - busy_s
 
     ok = [r for r in results if not r.error]

@@ -202,3 +202,27 @@ def test_lesson07_exercises_3_to_5_ask_for_the_bound_and_the_estimate_is_within_
     assert lesson07.decode_fp8_weights_speedup(r.speedup_estimate).passed
     every = {m.label: m.value for m in lesson07._m73()}["quantise the embedding and lm_head too (the recipe keeps them BF16)"]
     assert every > 1.02 * r.speedup_lower_bound
+
+
+def test_measured_matmul_figures_are_the_sources_and_dated():
+    """The MAMF rows store the source's figures (not rounded), when the catalog took them, and say what the
+    source does not give (power cap, clocks)."""
+    from roofline_lessons import get_part
+
+    expected = {("h100-sxm", "bf16"): 794.5e12, ("h100-sxm", "fp8"): 1402.6e12, ("a100-80gb", "bf16"): 271.2e12,
+                ("h200", "fp8"): 1453.4e12, ("b200", "bf16"): 1745.0e12, ("b200", "fp8"): 3432.5e12,
+                ("mi300x", "bf16"): 668.4e12}
+    for (part, dtype), value in expected.items():
+        m = best_measurement(part, "matmul_flops_per_s", dtype)
+        assert m.value == value and m.date and "power cap" in m.conditions, (part, dtype)
+    assert "80 TFLOPS" in get_part("b200").notes and "stas00/ml-engineering" in get_part("b200").notes
+
+
+def test_lesson07_reads_capacity_in_gib_and_asserts_its_reasons():
+    from pathlib import Path
+
+    text = Path(__file__).resolve().parents[1].joinpath("py/notebooks/07_fp8_knee_shift.py").read_text()
+    assert "gb(get_part('h100-sxm').memory_capacity_bytes)" not in text and "binary(" in text
+    assert "is above the bound" not in text and "at least the bound's time" in text
+    assert "assert head_share > 0.5" in text and "last position only" in text
+    assert "(weight-only prefill," not in text and "(a short weight-only prefill," in text

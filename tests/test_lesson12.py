@@ -529,3 +529,51 @@ def test_kv_chart_state_label_sits_clear_of_the_curves():
     for c in curves:  # no curve passes through the label's box
         inside = (c.context_tokens >= box.x0) & (c.context_tokens <= box.x1)
         assert not np.any((c.kv_bytes[inside] >= box.y0) & (c.kv_bytes[inside] <= box.y1)), c.label
+
+
+def test_added_sequence_intensity_decides_whether_any_batch_turns():
+    """At a long context each added sequence brings fewer FLOPs per compulsory byte than the ridge of those
+    FLOPs, so no batch turns the step compute-bound; at a short one it brings more, and every format turns."""
+    short = sh.critical_batches("llama-3.1-70b", "b200", 128)
+    long = sh.critical_batches("llama-3.1-70b", "b200", 8192)
+    for s in long:
+        assert s.added_sequence_intensity_lower_bound == pytest.approx(long[0].added_sequence_intensity_lower_bound)
+        assert 50 < s.added_sequence_intensity_lower_bound < 70  # ≈ 60 FLOP/byte
+        assert s.added_sequence_intensity_estimate < s.added_sequence_intensity_lower_bound
+        assert s.memory_bound_at_every_batch_lower_bound and s.critical_batch_lower_bound is None
+    assert long[0].added_sequence_ridge_flop_per_byte == pytest.approx(2250e12 / 8e12)  # BF16's ridge, 281
+    for s in short:
+        assert s.added_sequence_intensity_lower_bound > s.added_sequence_ridge_flop_per_byte
+        assert not s.memory_bound_at_every_batch_lower_bound and s.critical_batch_lower_bound is not None
+    # the slope is exact: a sweep to 64 gives what a sweep to 4,096 gives
+    small = sh.batch_sweep("llama-3.1-70b", "b200", 8192, max_batch=64)
+    assert small.added_sequence_intensity_lower_bound == pytest.approx(long[0].added_sequence_intensity_lower_bound)
+    with pytest.raises(RooflineInputError, match="two batches"):
+        _ = sh.batch_sweep("llama-3.1-70b", "b200", 8192, max_batch=1).added_sequence_intensity_lower_bound
+
+
+def test_the_dequant_convention_never_sets_the_lessons_bound():
+    """The dequantisation's price (FLOPs per weight at the FP32 rate) is a convention; the bound the lesson quotes
+    must rest on the FLOPs and the compulsory bytes alone."""
+    for ctx in (128, 8192):
+        for s in sh.critical_batches("llama-3.1-70b", "b200", ctx):
+            assert not s.dequant_sets_lower_bound.any(), (ctx, s.label)
+
+
+def test_lesson_names_its_hypotheses_and_reasons_from_the_numbers(lesson_text):
+    assert "hides some of it, not all" not in lesson_text and "hide most of it, not all" not in lesson_text
+    assert "close to ideal (4x) speedups up to batchsizes of 16-32 tokens" in lesson_text  # Marlin's README
+    assert "as fast as the FLOPs do" not in lesson_text and "added sequence" in lesson_text
+    assert "BF16 embedding, lm_head and norms" not in lesson_text
+    assert "of its lower bound" in lesson_text  # "close to its compute roof" with its share
+
+
+def test_counting_rules_do_not_put_a_real_kernel_between_the_two_figures():
+    import roofline_lessons.core.costs as costs
+
+    root = Path(__file__).resolve().parents[1]
+    doc = " ".join(costs.__doc__.split())
+    solution = " ".join(root.joinpath("py/solutions/12_shrinking_the_bytes.py").read_text("utf-8").replace("#", "").split())
+    for text in (doc, solution):
+        assert "lies between the two" not in text and "lie between the two" not in text
+    assert "not a ceiling" in doc and "at least the bound" in doc

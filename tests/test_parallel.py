@@ -428,7 +428,11 @@ def test_expert_parallel_with_tensor_parallel_inside_each_group():
     ep = place(MOE_BIG, "h200", parallelism=Parallelism(expert=4), **kw)
     both = place(MOE_BIG, "h200", parallelism=Parallelism(tensor=2, expert=4), **kw)
     assert both.chips == 8
-    assert comm_part(both, "expert all-to-all").bytes == pytest.approx(comm_part(ep, "expert all-to-all").bytes / 2)
+    # each chip of a group receives every token routed to the group whole (its experts are split by
+    # columns), so TP inside the group does not cut the all-to-all bytes per chip, bound or estimate
+    assert comm_part(both, "expert all-to-all").bytes == pytest.approx(comm_part(ep, "expert all-to-all").bytes)
+    assert comm_part(both, "expert all-to-all").least_bytes == pytest.approx(
+        comm_part(ep, "expert all-to-all").least_bytes)
     assert _expert_params(both) == pytest.approx(_expert_params(ep) / 2)
     assert {c.name.split(" ")[0] for c in both.comm.parts} >= {"tensor", "expert"}
 

@@ -6,6 +6,7 @@ the learner's server REST API and the kernel websocket), and by instructors::
 
     .venv/bin/python workshop/hubctl.py link   # the nbgitpuller link to hand out (path part)
     .venv/bin/python workshop/hubctl.py check  # what is missing for `make hub-run`
+    sudo .venv/bin/python workshop/hubctl.py secrets  # the root-only secrets file, a random instructor password
 
 Everything here talks to 127.0.0.1 only.
 """
@@ -30,11 +31,11 @@ from urllib.parse import quote, urlencode
 ROOT = Path(__file__).resolve().parent.parent
 WORKSHOP = ROOT / "workshop"
 CONFIG = WORKSHOP / "jupyterhub_config.py"
+HUB_VENV = WORKSHOP / ".venv"  #: the hub's own environment (`make hub`): the hub and learners' servers run from it
+HUB_PYTHON = HUB_VENV / "bin" / "python"
 TARGET_DIR = "roofline-lessons"  # the folder nbgitpuller clones the course into, in each learner's home
 LESSON1 = "notebooks/01_the_concept.ipynb"
-MIN_PASSWORD_CHARS = 8  # SharedPasswordAuthenticator's own minimums
-MIN_ADMIN_PASSWORD_CHARS = 32
-PYTHON_MODULES = ("jupyterhub", "jupyterhub_idle_culler", "nbgitpuller", "requests", "websocket", "psutil")
+DRIVER_MODULES = ("requests", "websocket", "psutil")  #: what tests and the benchmark drive the hub with
 
 
 class HubError(RuntimeError):
@@ -54,18 +55,46 @@ def proxy_command() -> list[str] | None:
 
 def missing() -> list[str]:
     """Each missing piece as 'what (how to get it)'; empty when the hub can run here."""
-    gaps = [f"python module {name} (make hub)" for name in PYTHON_MODULES if importlib.util.find_spec(name) is None]
-    if importlib.util.find_spec("jupyterhub") is not None:
-        import jupyterhub
-
-        major, minor = (int(part) for part in jupyterhub.__version__.split(".")[:2])
-        if (major, minor) < (5, 3):
-            gaps.append(f"jupyterhub >= 5.3 for the shared-password authenticator, found {jupyterhub.__version__}")
+    gaps = [f"python module {name} (make install-test)" for name in DRIVER_MODULES
+            if importlib.util.find_spec(name) is None]
+    if not (HUB_VENV / ".installed").exists():
+        gaps.append(f"the hub's environment {HUB_VENV.relative_to(ROOT)} (make hub)")
     if proxy_command() is None:
         gaps.append("configurable-http-proxy (make hub: npm install into workshop/node_modules)")
     if shutil.which("git") is None:
         gaps.append("git (nbgitpuller runs it)")
+    if os.getuid() != 0:
+        gaps.append("root (the hub starts each learner's server as their own system account: sudo)")
+    if shutil.which("useradd") is None:
+        gaps.append("useradd (the hub makes one system account per learner)")
+    import workshop_hub
+
+    problem = workshop_hub.Cgroups().problem()
+    if problem:
+        gaps.append(f"writable cgroups for learners' limits ({problem})")
     return gaps
+
+
+def remove_accounts(learners, homes_dir: Path) -> None:
+    """Kill every process of the learners' system accounts and delete the accounts and their homes
+    (tests and the benchmark clean up after themselves; a room's instructor does this by hand)."""
+    import pwd
+
+    import workshop_hub
+
+    for learner in learners:
+        name = workshop_hub.account_name(learner)
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            continue
+        if entry.pw_gecos != workshop_hub.ACCOUNT_MARK:
+            continue  # never touch an account this workshop did not make
+        subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
+        time.sleep(0.2)
+        subprocess.run(["userdel", "--remove", name], capture_output=True)
+        shutil.rmtree(Path(homes_dir) / name, ignore_errors=True)
+        workshop_hub.Cgroups().remove(name)
 
 
 def course_branch(root: Path = ROOT) -> str:
@@ -142,11 +171,14 @@ def free_ports(n: int) -> list[int]:
 
 @dataclass
 class Hub:
-    """A workshop hub on free loopback ports, state under ``data_dir``; a context manager that always
-    stops the hub, its proxy, its services and every learner's server."""
+    """A workshop hub on free loopback ports, state under ``data_dir`` (its secrets file written
+    there, root-only, from ``secrets``), learners' homes under ``homes_dir``; a context manager that
+    always stops the hub, its proxy, its services and every learner's server. Runs as root."""
 
     data_dir: Path
-    password: str
+    learners: tuple[str, ...]
+    secrets: dict[str, str]
+    homes_dir: Path = Path("/home")
     idle_timeout_s: int = 3600
     cull_every_s: int = 300
     spawn_timeout_s: int = 120
@@ -165,29 +197,30 @@ class Hub:
 
     def env(self) -> dict[str, str]:
         self.port, hub_port, api_port = free_ports(3)
-        env = {**os.environ, **self.extra_env,
-               "WORKSHOP_PASSWORD": self.password, "WORKSHOP_DATA_DIR": str(self.data_dir),
+        env = {k: v for k, v in os.environ.items() if not k.startswith("WORKSHOP_")}
+        env.update({**self.extra_env, "WORKSHOP_DATA_DIR": str(self.data_dir),
+               "WORKSHOP_LEARNERS": ",".join(self.learners), "WORKSHOP_HOMES_DIR": str(self.homes_dir),
                "WORKSHOP_IP": "127.0.0.1", "WORKSHOP_PORT": str(self.port), "WORKSHOP_HUB_PORT": str(hub_port),
                "WORKSHOP_PROXY_API_PORT": str(api_port), "WORKSHOP_IDLE_TIMEOUT_S": str(self.idle_timeout_s),
                "WORKSHOP_CULL_EVERY_S": str(self.cull_every_s),
-               "WORKSHOP_SPAWN_TIMEOUT_S": str(self.spawn_timeout_s)}
-        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "/usr/bin:/bin")])
-        # The config refuses root (every learner's code would run as root). CI containers run
-        # everything as root; this throwaway, loopback-only hub with simulated learners is the one
-        # place that override is set. A room's hub runs under an unprivileged account instead.
-        if os.getuid() == 0:
-            env["WORKSHOP_ALLOW_ROOT"] = "1"
+               "WORKSHOP_SPAWN_TIMEOUT_S": str(self.spawn_timeout_s)})
+        env["PATH"] = os.pathsep.join([str(HUB_PYTHON.parent), env.get("PATH", "/usr/bin:/bin")])
+        env.pop("VIRTUAL_ENV", None)
         return env
 
     def start(self, timeout_s: float = 180) -> "Hub":
         import requests
 
+        import workshop_hub
+
         gaps = missing()
         if gaps:
             raise HubError("cannot start the workshop hub; missing: " + "; ".join(gaps))
         Path(self.data_dir).mkdir(parents=True, exist_ok=True)
+        os.chmod(self.data_dir, 0o700)
+        workshop_hub.write_secrets(Path(self.data_dir) / "secrets.toml", self.secrets)
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(CONFIG)], cwd=self.data_dir,
+        self.proc = subprocess.Popen([str(HUB_PYTHON), "-m", "jupyterhub", "-f", str(CONFIG)], cwd=self.data_dir,
                                      env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         deadline = time.monotonic() + timeout_s
@@ -304,7 +337,7 @@ def tree_memory_bytes(processes: list) -> tuple[int, int]:
 # --- a learner, as a browser would be, but through the REST APIs ------------------------------------
 
 class Learner:
-    """One learner: logs in with the shared password, gets an API token, starts a server, pulls the
+    """One learner: logs in with their password, gets an API token, starts a server, pulls the
     course, runs code in a kernel over its websocket."""
 
     def __init__(self, hub_url: str, name: str, timeout_s: float = 60) -> None:
@@ -314,6 +347,7 @@ class Learner:
         self.session = requests.Session()
         self.token = ""
         self.landing = ""
+        self.login_page = ""  #: the login form's answer: its error message when the hub said no
 
     @property
     def server_url(self) -> str:
@@ -329,6 +363,7 @@ class Learner:
         match = re.search(r'name="_xsrf"\s+value="([^"]+)"', page.text)
         form = {"username": self.name, "password": password, **({"_xsrf": match.group(1)} if match else {})}
         r = self.session.post(f"{self.hub_url}/hub/login", data=form, allow_redirects=False, timeout=self.timeout_s)
+        self.login_page = r.text
         if r.status_code != 302:
             return False
         self.landing = r.headers.get("Location", "")  # where a browser goes next: the hub's default_url
@@ -403,9 +438,9 @@ class Learner:
             raise HubError(f"{self.name}: cannot start a kernel: {r.status_code} {r.text[:200]}")
         return r.json()["kernel"]["id"]
 
-    def execute(self, kernel_id: str, cells: list[str], timeout_s: float = 120) -> float:
+    def execute(self, kernel_id: str, cells: list[str], timeout_s: float = 120, printed: list | None = None) -> float:
         """Run ``cells`` in order over the kernel's websocket; seconds for all of them. Raises HubError
-        naming the first cell that failed."""
+        naming the first cell that failed. What the cells print to stdout is appended to ``printed``."""
         import websocket
 
         ws_url = self.server_url.replace("http://", "ws://", 1) + f"/api/kernels/{kernel_id}/channels"
@@ -429,11 +464,19 @@ class Learner:
                         msg = json.loads(ws.recv())
                     except websocket.WebSocketTimeoutException:
                         raise HubError(f"{self.name}: cell {index + 1} did not finish within {timeout_s:.0f} s")
+                    except websocket.WebSocketConnectionClosedException:
+                        raise HubError(f"{self.name}: the kernel's connection closed during cell {index + 1}")
+                    kind_ = msg.get("header", {}).get("msg_type") or msg.get("msg_type")
+                    state = msg.get("content", {}).get("execution_state") if kind_ == "status" else None
+                    if state in ("restarting", "dead"):  # the server says so on iopub, outside any request
+                        raise HubError(f"{self.name}: the kernel died during cell {index + 1} ({state})")
                     if msg.get("parent_header", {}).get("msg_id") != msg_id:
                         continue
                     kind = msg["header"]["msg_type"]
                     if kind == "error":
                         error = f"{msg['content']['ename']}: {msg['content']['evalue']}"
+                    if kind == "stream" and printed is not None and msg["content"].get("name") == "stdout":
+                        printed.append(msg["content"]["text"])
                     if kind == "execute_reply":
                         if msg["content"]["status"] != "ok":
                             raise HubError(f"{self.name}: cell {index + 1} failed: {error or msg['content']}")
@@ -441,6 +484,12 @@ class Learner:
         finally:
             ws.close()
         return time.perf_counter() - t0
+
+    def run(self, kernel_id: str, code: str, timeout_s: float = 120) -> str:
+        """Run one cell and return what it printed (stdout), raising HubError if it failed."""
+        printed: list[str] = []
+        self.execute(kernel_id, [code], timeout_s=timeout_s, printed=printed)
+        return "".join(printed)
 
     def stop_server(self) -> None:
         self.api("DELETE", f"/users/{self.name}/server")
@@ -468,7 +517,23 @@ def _main(argv: list[str]) -> int:
             print(f"missing: {gap}")
         print("ready: the workshop hub can start here" if not gaps else "not ready: run `make hub`")
         return 1 if gaps else 0
-    print(f"hubctl: unknown command {command!r}; use 'link' or 'check'", file=sys.stderr)
+    if command == "secrets":
+        import secrets as random_secrets
+
+        import workshop_hub
+
+        target = Path(argv[1]) if len(argv) > 1 else Path(os.environ.get("WORKSHOP_SECRETS_FILE")
+                                                            or WORKSHOP / "data" / "secrets.toml")
+        if target.exists():
+            print(f"hubctl: {target} exists; not overwritten (delete it first to make a new one)", file=sys.stderr)
+            return 2
+        admin = random_secrets.token_urlsafe(18)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(target.parent, 0o700)
+        workshop_hub.write_secrets(target, {"admin_password": admin})
+        print(f"wrote {target} (mode 600). The instructor logs in as 'instructor' with: {admin}")
+        return 0
+    print(f"hubctl: unknown command {command!r}; use 'link', 'check' or 'secrets [FILE]'", file=sys.stderr)
     return 2
 
 

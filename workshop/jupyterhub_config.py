@@ -1,13 +1,24 @@
-"""JupyterHub for one workshop room on one machine.
+"""JupyterHub for one workshop room on one machine, one system account per learner.
 
-Start it with ``make hub-run`` (or ``WORKSHOP_PASSWORD=... .venv/bin/jupyterhub -f
-workshop/jupyterhub_config.py``); workshop/README.md is the how-to. Settings come from environment
-variables so the same file serves the room, tests/test_hub.py and benchmarks/hub_load.py:
+Start it as root with ``sudo make hub-run`` (workshop/README.md is the how-to). Passwords come from
+a root-only secrets file, never from the environment; the other settings from environment variables,
+so the same file serves the room, tests/test_hub.py and benchmarks/hub_load.py:
 
 ==========================  ==================================================================
-WORKSHOP_PASSWORD           required, at least 8 characters: the one password every learner
-                            types (any username). The hub refuses to start without it.
-WORKSHOP_DATA_DIR           hub state and one folder per learner (default workshop/data)
+WORKSHOP_LEARNERS           required: the comma-separated allow-list of learner names (lower-case
+                            letters, digits, '_' or '-'). Only these may log in or get an account.
+WORKSHOP_SECRETS_FILE       the secrets file (default <data dir>/secrets.toml, mode 0600, owned by
+                            root): ``admin_password`` (the instructor's) and, with the shared-password
+                            opt-in, ``room_password``. `hubctl.py secrets` writes one.
+WORKSHOP_AUTH               "first-use" (default): each learner's first login sets their own
+                            password (at least 12 characters). "shared-password": one room password
+                            for every listed name — anyone holding it can log in as ANY listed
+                            learner; a trusted room only.
+WORKSHOP_ADMINS             the instructor's names (default "instructor"): they log in with
+                            admin_password, never by first use
+WORKSHOP_DATA_DIR           hub state (cookie secret, database, passwords, proxy pid), made 0700
+                            (default workshop/data)
+WORKSHOP_HOMES_DIR          where learners' homes are made, jupyter-<name>, 0700 (default /home)
 WORKSHOP_IP / _PORT         public address (default 127.0.0.1 : 8000)
 WORKSHOP_HUB_PORT           the hub's internal port (default 8081, on 127.0.0.1)
 WORKSHOP_PROXY_API_PORT     the proxy's REST port (default 8001, on 127.0.0.1)
@@ -15,30 +26,24 @@ WORKSHOP_COURSE_REPO        git URL nbgitpuller clones (default file:// of this 
 WORKSHOP_COURSE_BRANCH      branch to clone (default: the branch this checkout is on)
 WORKSHOP_IDLE_TIMEOUT_S     the idle culler stops a server idle this long (default 3600 s)
 WORKSHOP_CULL_EVERY_S       how often the culler looks (default 300 s)
-WORKSHOP_MEM_LIMIT          e.g. "2G" (a number with K/M/G/T): advertised, NOT enforced (below)
-WORKSHOP_CPU_LIMIT          e.g. "1" (a positive number of cores): advertised, NOT enforced
+WORKSHOP_MEM_LIMIT          per learner, enforced by a memory cgroup (default 2G; K/M/G/T binary)
+WORKSHOP_PIDS_LIMIT         per learner, processes and threads, enforced by a pids cgroup (default 512)
+WORKSHOP_CPU_LIMIT          optional, cores per learner, enforced by the cpu cgroup's quota
+WORKSHOP_LOGIN_MAX_FAILURES failed logins per name or per address before a lockout (default 5,
+WORKSHOP_LOGIN_WINDOW_S     within 300 s); the lockout lasts WORKSHOP_LOGIN_LOCKOUT_S (default 60 s)
 WORKSHOP_SSL_CERT / _KEY    both or neither: JupyterHub serves HTTPS itself with these files
 WORKSHOP_BEHIND_TLS_PROXY   "1": WORKSHOP_IP is not loopback but a TLS proxy on another host is in
                             front; without it (or a cert+key) a non-loopback address is refused
-WORKSHOP_ALLOW_ROOT         "1": let the hub run as root. Refused otherwise: with this spawner every
-                            learner's code would run as root. Only hubctl.Hub sets it (CI containers)
-WORKSHOP_ADMIN_PASSWORD     optional, at least 32 characters: the instructor's password (admin
-                            panel); only names in WORKSHOP_ADMINS (default "instructor") use it
-WORKSHOP_LEARNERS           optional comma-separated allow-list of usernames (default: anyone
-                            with the password may pick a name)
 WORKSHOP_SPAWN_TIMEOUT_S    how long a server may take to start (default 120 s)
 ==========================  ==================================================================
 
-Each learner's server is its own process (``SimpleLocalProcessSpawner``: no system accounts), with
-its own folder ``<data dir>/learners/<name>``. That spawner gives NO isolation: every learner's code
-runs as the account that runs the hub, so every learner has a shell as that account and can read
-the other learners' folders AND the hub's own secrets (the workshop and admin passwords from
-/proc/<hub pid>/environ, the proxy token, the cookie secret file). Run it only for a trusted room,
-under a dedicated unprivileged account (``useradd -m workshop``; never root, which is refused), and
-stop it after the workshop. The spawner does NOT enforce memory or CPU limits either:
-``mem_limit``/``cpu_limit`` only reach the server as MEM_LIMIT/CPU_LIMIT for display. For isolation
-and enforced limits on one machine use ``systemdspawner`` with ``dynamic_users=True``; for more,
-Zero to JupyterHub (workshop/values.yaml: Kubernetes isolates learners and enforces the limits).
+What it promises (workshop/workshop_hub.py; each tested as an attack from a learner's kernel in
+tests/test_hub.py): a learner cannot read or write another's home, notebooks, connection files or
+server token; cannot signal, renice or re-score another learner's processes or the hub's; cannot
+read the hub's cookie secret, database, passwords or proxy token, nor write the course environment
+or the course's git source; cannot log in as another learner with their own password; an
+out-of-memory cell kills only that learner's kernel and a fork loop stops at their process limit.
+Kernels talk over IPC sockets in the learner's 0700 home, not TCP ports others could subscribe to.
 """
 
 import ipaddress
@@ -49,6 +54,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hubctl  # noqa: E402  (workshop/hubctl.py: paths, the course link, the proxy binary)
+import workshop_hub  # noqa: E402  (workshop/workshop_hub.py: accounts, passwords, limits)
 
 c = get_config()  # noqa: F821  (provided by JupyterHub when it loads this file)
 
@@ -66,18 +72,15 @@ def _env_int(name: str, default: int) -> int:
     return value
 
 
-password = os.environ.get("WORKSHOP_PASSWORD", "")
-if len(password) < hubctl.MIN_PASSWORD_CHARS:
-    sys.exit(f"workshop hub: refusing to start: set WORKSHOP_PASSWORD to the workshop password "
-             f"(at least {hubctl.MIN_PASSWORD_CHARS} characters; got {len(password)}).")
+def _refuse(message: str) -> None:
+    sys.exit(f"workshop hub: refusing to start: {message}")
 
-# Never as root unless asked: SimpleLocalProcessSpawner runs every learner's code as the hub's own
-# account, so a hub run by root hands every learner a root shell. hubctl.Hub (tests, benchmark) sets
-# WORKSHOP_ALLOW_ROOT=1 only when it is itself root, because CI containers run everything as root
-# (throwaway, loopback-only, no real learners); a room's hub runs under `useradd -m workshop`.
-if os.getuid() == 0 and os.environ.get("WORKSHOP_ALLOW_ROOT") != "1":
-    sys.exit("workshop hub: refusing to run as root (every learner's code would run as root); run it as an "
-             "unprivileged account, e.g. `useradd -m workshop` (WORKSHOP_ALLOW_ROOT=1 overrides, for CI only).")
+
+# The hub runs as root: the local spawner needs it to start each learner's server as that learner's
+# own account (setuid), to make the accounts, and to put each server in its own cgroup.
+if os.getuid() != 0:
+    _refuse("run it as root (`sudo make hub-run`): each learner's server runs as their own system account, "
+            "which only root can start.")
 
 proxy = hubctl.proxy_command()
 if proxy is None:
@@ -85,8 +88,38 @@ if proxy is None:
              "workshop/node_modules from npm).")
 
 data_dir = Path(os.environ.get("WORKSHOP_DATA_DIR") or hubctl.WORKSHOP / "data").resolve()
-learners_dir = data_dir / "learners"
-learners_dir.mkdir(parents=True, exist_ok=True)
+data_dir.mkdir(parents=True, exist_ok=True)
+os.chown(data_dir, 0, 0)
+os.chmod(data_dir, 0o700)  # cookie secret, database, passwords, proxy pid: root's alone
+homes_dir = Path(os.environ.get("WORKSHOP_HOMES_DIR") or "/home").resolve()
+try:
+    secrets = workshop_hub.load_secrets(os.environ.get("WORKSHOP_SECRETS_FILE") or data_dir / "secrets.toml")
+    learners = workshop_hub.check_learner_names(
+        [n.strip() for n in os.environ.get("WORKSHOP_LEARNERS", "").split(",") if n.strip()])
+    admins = workshop_hub.check_learner_names(
+        [n.strip() for n in os.environ.get("WORKSHOP_ADMINS", "instructor").split(",") if n.strip()])
+    mem_bytes = workshop_hub.parse_size_bytes(os.environ.get("WORKSHOP_MEM_LIMIT") or "2G")
+    workshop_hub._throttle_from_env()  # the login throttle's settings, checked now rather than at the first login
+except workshop_hub.WorkshopConfigError as err:
+    _refuse(str(err))
+if not learners:
+    _refuse("set WORKSHOP_LEARNERS to the comma-separated names of the room's learners (only these may log in "
+            "and get an account).")
+if set(learners) & set(admins):
+    _refuse(f"{sorted(set(learners) & set(admins))} are both learners and instructors; use different names.")
+auth_mode = os.environ.get("WORKSHOP_AUTH", "first-use")
+if auth_mode not in ("first-use", "shared-password"):
+    _refuse(f"WORKSHOP_AUTH={auth_mode!r}; use 'first-use' (each learner sets their own password) or "
+            "'shared-password' (a trusted room: anyone with the room password can log in as any listed learner).")
+if auth_mode == "shared-password" and "room_password" not in secrets:
+    _refuse("WORKSHOP_AUTH=shared-password needs room_password in the secrets file.")
+if auth_mode == "first-use" and "room_password" in secrets:
+    _refuse("the secrets file has a room_password but WORKSHOP_AUTH is first-use; remove it, or opt in to the "
+            "shared password with WORKSHOP_AUTH=shared-password.")
+problem = workshop_hub.Cgroups().problem()
+if problem:
+    _refuse(f"learners' memory and process limits cannot be enforced here: {problem}.")
+pids_limit = _env_int("WORKSHOP_PIDS_LIMIT", 512)
 ip = os.environ.get("WORKSHOP_IP", "127.0.0.1")
 port = _env_int("WORKSHOP_PORT", 8000)
 hub_port = _env_int("WORKSHOP_HUB_PORT", 8081)
@@ -115,10 +148,6 @@ if not _is_loopback(ip) and not ssl_cert and os.environ.get("WORKSHOP_BEHIND_TLS
              "clear text); set WORKSHOP_SSL_CERT and WORKSHOP_SSL_KEY, keep 127.0.0.1 behind a local reverse "
              "proxy, or set WORKSHOP_BEHIND_TLS_PROXY=1 if a TLS proxy on another host is in front.")
 
-mem_limit = os.environ.get("WORKSHOP_MEM_LIMIT", "")
-if mem_limit and not re.fullmatch(r"[0-9]+(\.[0-9]+)?[KMGT]?", mem_limit):
-    sys.exit(f"workshop hub: WORKSHOP_MEM_LIMIT={mem_limit!r} is not a size; use a number with an optional "
-             "K, M, G or T suffix, e.g. 2G.")
 cpu_limit_raw = os.environ.get("WORKSHOP_CPU_LIMIT", "")
 cpu_limit = None
 if cpu_limit_raw:
@@ -133,6 +162,17 @@ try:
     course_branch = os.environ.get("WORKSHOP_COURSE_BRANCH") or hubctl.course_branch(hubctl.ROOT)
 except ValueError as err:
     sys.exit(f"workshop hub: {err}")
+
+# The course environment (this Python and its packages) and a local course source must be readable by
+# the learners' accounts and writable by none of them: a learner who could write either would run code
+# in every other learner's server.
+shared = [Path(sys.prefix), Path(sys.executable).resolve(), Path(os.__file__).resolve().parent]  # venv, interpreter, stdlib
+shared += [Path(course_repo[len("file://"):])] if course_repo.startswith("file://") else []
+for path in shared:
+    why = workshop_hub.readable_by_learners(path) or workshop_hub.writable_by_learners(path, depth=3)
+    if why:
+        _refuse(f"{path} must be root-owned, readable and not writable by learners' accounts: {why}. The hub "
+                "and learners' servers run from workshop/.venv (`make hub` builds it from /usr/bin/python3).")
 
 # --- network: everything internal on loopback; the public side only where WORKSHOP_IP says ---------
 c.JupyterHub.ip = ip
@@ -153,59 +193,52 @@ if ssl_cert:
     c.JupyterHub.ssl_cert = ssl_cert
     c.JupyterHub.ssl_key = ssl_key
 
-# --- who gets in: the shared workshop password (JupyterHub >= 5.3) ---------------------------------
-c.JupyterHub.authenticator_class = "shared-password"
-c.SharedPasswordAuthenticator.user_password = password
-allowed = [name.strip() for name in os.environ.get("WORKSHOP_LEARNERS", "").split(",") if name.strip()]
-if allowed:
-    c.Authenticator.allowed_users = set(allowed)
+# --- who gets in: each learner by their own password (first use), the instructor by the admin one ----
+if auth_mode == "first-use":
+    c.JupyterHub.authenticator_class = workshop_hub.WorkshopAuthenticator
+    c.FirstUseAuthenticator.dbm_path = str(data_dir / "passwords.dbm")
+    c.FirstUseAuthenticator.min_password_length = workshop_hub.MIN_PASSWORD_CHARS
+    c.FirstUseAuthenticator.create_users = True  # a listed name's first login makes its hub user
+    c.WorkshopAuthenticator.workshop_admin_password = secrets.get("admin_password", "")
 else:
-    c.Authenticator.allow_all = True  # anyone holding the password picks a username
-c.Authenticator.username_pattern = r"^[a-z0-9][a-z0-9_.-]{0,31}$"
-# Optional instructor login (admin panel: who is on, stop a stuck server): names in WORKSHOP_ADMINS
-# (default "instructor") log in with WORKSHOP_ADMIN_PASSWORD (at least 32 characters), never with the
-# learners' password.
-admin_password = os.environ.get("WORKSHOP_ADMIN_PASSWORD", "")
-if admin_password:
-    if len(admin_password) < hubctl.MIN_ADMIN_PASSWORD_CHARS or admin_password == password:
-        sys.exit(f"workshop hub: WORKSHOP_ADMIN_PASSWORD must be at least {hubctl.MIN_ADMIN_PASSWORD_CHARS} "
-                 "characters and differ from WORKSHOP_PASSWORD")
-    c.SharedPasswordAuthenticator.admin_password = admin_password
-    c.Authenticator.admin_users = {name.strip() for name in
-                                   os.environ.get("WORKSHOP_ADMINS", "instructor").split(",") if name.strip()}
-# Read once; keep the passwords out of what the hub's children (proxy, culler) inherit.
-for _secret in ("WORKSHOP_PASSWORD", "WORKSHOP_ADMIN_PASSWORD"):
-    os.environ.pop(_secret, None)
+    c.JupyterHub.authenticator_class = workshop_hub.WorkshopSharedPasswordAuthenticator
+    c.WorkshopSharedPasswordAuthenticator.workshop_admin_password = secrets.get("admin_password", "")
+    c.WorkshopSharedPasswordAuthenticator.workshop_room_password = secrets["room_password"]
+c.Authenticator.allowed_users = set(learners)
+c.Authenticator.admin_users = set(admins) if "admin_password" in secrets else set()
+c.Authenticator.username_pattern = workshop_hub.USERNAME_PATTERN
 
-# --- each learner: one process, one folder, no system account ---------------------------------------
-c.JupyterHub.spawner_class = "simple"  # jupyterhub.spawner.SimpleLocalProcessSpawner
-c.SimpleLocalProcessSpawner.home_dir_template = str(learners_dir / "{username}")
-c.Spawner.notebook_dir = str(learners_dir / "{username}")
+# --- each learner: their own system account, home, cgroup; kernels over IPC ------------------------
+c.JupyterHub.spawner_class = workshop_hub.WorkshopSpawner
+c.WorkshopSpawner.homes_dir = str(homes_dir)
+c.WorkshopSpawner.pids_limit = pids_limit
+c.Spawner.disable_user_config = True  # no ~/.jupyter config or extensions of the learner's own
 c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
 c.Spawner.default_url = "/lab"
 c.Spawner.ip = "127.0.0.1"
 c.Spawner.start_timeout = spawn_timeout_s
 c.Spawner.http_timeout = spawn_timeout_s
-# Idle kernels: each learner's server shuts down a kernel idle for 20 minutes (checked every 2), so a
-# forgotten notebook does not hold its memory until the idle culler stops the whole server.
-c.Spawner.args = ["--MappingKernelManager.cull_idle_timeout=1200", "--MappingKernelManager.cull_interval=120"]
-if os.getuid() == 0:  # only reached with WORKSHOP_ALLOW_ROOT=1 (CI containers), where Jupyter insists on it
-    c.Spawner.args.append("--ServerApp.allow_root=True")
-# What a learner's server inherits from the hub's environment: only these (no WORKSHOP_* password,
-# no CONFIGPROXY_AUTH_TOKEN). This stops secrets leaking through the environment, but NOT a learner
-# reading /proc/<hub pid>/environ or the cookie secret file: they run as the same account (docstring).
+c.Spawner.args = [
+    # idle kernels: shut down after 20 minutes (checked every 2), before the culler stops the server
+    "--MappingKernelManager.cull_idle_timeout=1200", "--MappingKernelManager.cull_interval=120",
+    # kernels over IPC sockets beside their connection file in the 0700 home, not TCP ports on
+    # loopback that another account could connect or subscribe to
+    "--KernelManager.transport=ipc",
+]
+# What a learner's server inherits from the hub's environment: only these (no proxy token).
 c.Spawner.env_keep = ["LANG", "LC_ALL", "VIRTUAL_ENV", "JUPYTERHUB_SINGLEUSER_APP"]
 c.Spawner.environment = {
     # the learner's server, kernels and git come from this environment
-    "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "/usr/bin:/bin")]),
+    "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
     "NBGITPULLER_APP": "lab",
+    # git refuses to read a repository another account owns ("dubious ownership") unless a protected
+    # config names it: a root-owned, world-readable system config naming the course source only
+    "GIT_CONFIG_SYSTEM": str(workshop_hub.write_git_config(Path(sys.prefix) / "etc" / "workshop-gitconfig",
+                                                           course_repo)),
 }
-# Advertised, not enforced: LocalProcessSpawner passes these on as MEM_LIMIT / CPU_LIMIT (which
-# jupyter-resource-usage displays) but cannot stop a learner using more. See the docstring above.
-if mem_limit:
-    c.Spawner.mem_limit = mem_limit
+c.Spawner.mem_limit = mem_bytes  # enforced: the learner's memory cgroup (workshop_hub.Cgroups)
 if cpu_limit is not None:
-    c.Spawner.cpu_limit = cpu_limit
+    c.Spawner.cpu_limit = cpu_limit  # enforced: the cpu cgroup's quota
 
 # --- the course: nbgitpuller clones it on first login, merges updates later (edits survive) ----------
 c.JupyterHub.default_url = hubctl.pull_link(course_repo, course_branch)

@@ -67,7 +67,8 @@ grade.tokens_per_verify_step(tokens_per_verify)
 # ## Exercise 10.4 — a draft model's speed-up
 #
 # Llama-3.1-70B on an H200, batch 1, 8,192 tokens in, 128 out, drafted by Llama-3.1-8B with
-# k = 4 and α = 0.7. Using `request_timeline` (its `draft_model=` and `speculative_tokens=` and
+# k = 4 and α = 0.7, **both with FP8 weights** (`weights_dtype="fp8"`): in BF16 the pair does not fit
+# one H200 (lesson 10). Using `request_timeline` (its `draft_model=` and `speculative_tokens=` and
 # `acceptance=`), what is the **TPOT speed-up**: plain TPOT ÷ speculative TPOT?
 
 # %%

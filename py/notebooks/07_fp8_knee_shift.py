@@ -205,7 +205,9 @@ md(f"- **Prefill** is compute-bound: only W8A8 helps, {x(pf[W8A8])} for 8,192 to
    f"matmuls ({duration(float(w8_short.tensor_time_s))}), where the bound overlaps the two. "
    + ("So \"weight-only makes a short prefill slower\" is the estimate's convention, not a property of the lever. "
       if short[W8].speedup_estimate < 0.995 else "")
-   + "Well-pipelined weight-only kernels (Marlin-style) hide much of the dequantisation. A real step is never "
+   + "How much of the dequantisation a well-pipelined weight-only kernel (Marlin-style) hides is a *hypothesis* "
+   "to measure: Marlin's README reports close-to-ideal speed-ups for its 4-bit kernel up to batches of 16-32 "
+   "tokens on Ampere and Ada GPUs, and says it is not yet optimised for Hopper. A real step is never "
    "faster than the bound, but the estimate is a convention, not a ceiling: kernels below their roofs can be "
    "slower than it, so measure.\n"
    f"- **Batch-1 decode** is memory-bound on weights: weight-only 8-bit gives {x(one[W8])} and W8A8 "
@@ -380,7 +382,7 @@ md(f"The arithmetic behind the second one: operand bytes per second at peak, FP8
 #
 # *"What happens to the knee when you move from FP16 to FP8 on an H100?"*
 
-# %% jupyter={"source_hidden": true}
+# %%
 h100 = get_part("h100-sxm")
 fp8_meas = best_measurement(h100, "matmul_flops_per_s", "fp8")
 lens = {n: float(results["h100-sxm", "decode, batch 32, 8,192 cached"][n].placement.intensity_per_weight_byte)

@@ -114,7 +114,7 @@ measured_ridge = mamf.value / get_part("h100-sxm").memory_bandwidth_bytes_per_s
 check.h100_measured_ridge(measured_ridge)
 
 # %% [markdown] tags=["solution"]
-# 795 ÷ 3.35 ≈ 237 FLOP/byte: a measured roof is lower and its ridge further left.
+# 794.5 ÷ 3.35 ≈ 237 FLOP/byte: a measured roof is lower and its ridge further left.
 
 # %% [markdown]
 # ## Exercise 2.6 — capacity: a 70B model on one H200

@@ -184,8 +184,9 @@ grade.int4_critical_batch(int4_critical)
 # BF16 rate, so the matmul roof did not move and the step reaches it sooner — and the dequantisation
 # added in series lowers the roof the estimate meets, sooner still. The lower bound
 # (`.lower_bound_roof`) overlaps the dequantisation with the matmuls and counts only compulsory
-# bytes: its critical batch is larger (lesson 12, section 6, gives both). Real weight-only kernels
-# (Marlin-style) hide part of the dequantisation, so they lie between the two. Only W4A4 (fp4
+# bytes: its critical batch is larger (lesson 12, section 6, gives both). A real weight-only kernel
+# (Marlin-style) takes at least the bound's time; the estimate is a convention, not a ceiling, and a
+# real kernel may be slower or faster than it: measure. Only W4A4 (fp4
 # matmuls on a part that has them) raises the roof: by the weight lens its critical batch stays
 # near BF16's; by all the traffic it rises, because the BF16 KV cache it does not shrink grows with
 # the batch (and, in the estimate, the unfused activations too).

@@ -46,9 +46,13 @@ Conventions (what a lesson can quote):
   Weight-only formats (weights narrower than ``compute_dtype``) are dequantised on the fly:
   ``dequant_flops`` = 2 per quantised weight read (convert, scale), run on the vector units and
   priced at the part's FP32 rate by the placement; they are kept out of ``flops`` (not model math).
-  The placement's *estimate* ADDS that time to the tensor-core time (dequantisation in series, the
-  conservative convention); its *lower bound* overlaps the two (separate units, max): well-pipelined
-  weight-only kernels (Marlin-style) hide much of it, so the real cost lies between the two.
+  The placement's *estimate* ADDS that time to the tensor-core time (dequantisation in series, a
+  convention); its *lower bound* overlaps the two (separate units, max). A real kernel takes at
+  least the bound's time; the estimate is a convention, not a ceiling, and a real kernel may be
+  slower or faster than it (how much of the dequantisation a Marlin-style kernel hides is measured,
+  not modelled). The 2 FLOPs per weight at the FP32 rate is itself a convention, so the bound is a
+  bound only where the dequantisation does not set it (``dequant_time_s`` below both the tensor time
+  and the compulsory memory time): a lesson that quotes the bound checks that.
 - **Compulsory traffic.** ``bytes`` is the unfused view: every operator's activations go to HBM and
   back. ``compulsory_bytes`` keeps only what no implementation can avoid (weights used, read once;
   the KV history read and the new entries written; the recurrent state read and its final value

@@ -58,9 +58,9 @@ Conventions (what a lesson can quote):
   (:func:`remote_groups_per_token`), not once per chosen expert, and counts per chip the larger of
   what it sends and what it receives: every chip of a group receives each such token whole (with
   TP t inside the group, t copies enter the group, one per chip, so the bound does not divide by t).
-  The combine is priced like the dispatch (one result vector per token and remote group, received
-  by each chip of the token's group; the reduction of the t partial sums inside the expert group
-  is left out, as the all-reduce inside the dispatching group is). The expert-parallel figures,
+  The combine is priced like the dispatch: each chip of the token's group receives one partial
+  result per token and remote group (from its counterpart chip there), and the tensor all-reduce
+  after the MoE block, counted already, sums the t partial results. The expert-parallel figures,
   bound and estimate alike, assume uniform routing (the mean experts touched, the mean groups
   reached): they price the MEAN step under random uniform routing, not every step — one step's
   draw sends more or less than the mean (a few per cent at batch 1), a routing that keeps tokens

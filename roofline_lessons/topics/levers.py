@@ -277,8 +277,8 @@ def ridge_shift(part: str, dtypes=("bf16", "fp8", "fp4")) -> dict[str, float]:
 #: with a ``shape`` and ``software``; source: stas00/ml-engineering, compute/accelerator/README.md,
 #: "Maximum Achievable Matmul FLOPS comparison table").
 MEASUREMENT_PROTOCOL = ("torch matmul with inputs in the format (FP8 = float8_e4m3fn), dense; mean of 100 iterations "
-                        "after 50 warm-up per shape; the best shape of a brute-force search; one GPU; clocks not "
-                        "locked (stas00/ml-engineering MAMF table)")
+                        "after 50 warm-up per shape; the best shape of a brute-force search; one GPU; clocks and "
+                        "power cap not stated (stas00/ml-engineering MAMF table)")
 
 
 @dataclass(frozen=True)
@@ -296,7 +296,7 @@ FP8_GAP_HYPOTHESES: tuple[Hypothesis, ...] = (
     Hypothesis(
         "clock or power throttling",
         "the datasheet peak assumes the boost clock; at twice the math rate the part may reach its power limit and "
-        "lower the SM clock further than in BF16 (the runs did not lock clocks)",
+        "lower the SM clock further than in BF16 (the source does not say the clocks were locked)",
         "log SM clock, power draw and throttle reasons during both runs (nvidia-smi --query-gpu=clocks.sm,power.draw,"
         "clocks_throttle_reasons.active -lms 100, or DCGM); divide each rate by clock ÷ boost clock, or lock both runs "
         "to one clock (nvidia-smi -lgc): if the FP8 fraction then matches BF16's, this was it"),
@@ -326,8 +326,8 @@ FP8_GAP_HYPOTHESES: tuple[Hypothesis, ...] = (
         "kernel (cutlass_profiler) on the FP8 best shape"),
 )
 
-#: An assumption, not a measured spread: the source gives one run per shape (a mean of 100 iterations), clocks not
-#: locked, a different best shape per format, and no run-to-run variation. A difference between the FP8 and the
+#: An assumption, not a measured spread: the source gives one run per shape (a mean of 100 iterations), neither
+#: clocks nor power cap, a different best shape per format, and no run-to-run variation. A difference between the FP8 and the
 #: BF16 fraction of peak smaller than this many percentage points is treated as one such a source cannot resolve.
 RESOLVABLE_GAP_PERCENTAGE_POINTS = 5.0
 

@@ -621,7 +621,9 @@ class ExpertRow:
     experts_held_per_chip: int  #: routed experts whose weights (a 1/t column slice of each) sit on one chip
     experts_touched_per_chip: float  #: expected distinct experts of those the step's tokens reach (uniform routing)
     all_reduce_bytes: float  #: bytes one chip sends in tensor-parallel all-reduces and the logits all-gather
-    all_to_all_bytes: float  #: bytes one chip sends in expert-parallel all-to-alls (dispatch + combine)
+    #: bytes one chip moves in expert-parallel all-to-alls (dispatch + combine), counted on the receive
+    #: side: every token routed to its group arrives whole at each of the group's t chips
+    all_to_all_bytes: float
 
     @property
     def label(self) -> str:

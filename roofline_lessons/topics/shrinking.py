@@ -637,6 +637,52 @@ class BatchSweep:
         own ridge."""
         return _first(self.intensity_per_weight_byte >= self.ridge_point_lower_bound_flop_per_byte, self.batch)
 
+    def _per_added_sequence(self, values: np.ndarray) -> float:
+        """How much ``values`` grows per sequence added to the batch: decode's FLOPs, bytes and times
+        are linear in the batch at a fixed context, so the slope between the sweep's ends is exact."""
+        span = float(self.batch[-1] - self.batch[0])
+        if span <= 0:
+            raise RooflineInputError("a per-sequence slope needs a sweep of at least two batches")
+        return float(values[-1] - values[0]) / span
+
+    @property
+    def added_sequence_intensity_lower_bound(self) -> float:
+        """FLOPs each added sequence brings per compulsory byte it adds (its KV cache read and written, its
+        token in and logits out; the weights are shared), FLOP/byte. The step's compulsory intensity tends
+        to it as the batch grows."""
+        return self._per_added_sequence(self.flops) / (
+            self._per_added_sequence(self.memory_lower_bound_s) * self.bandwidth_bytes_per_s)
+
+    @property
+    def added_sequence_intensity_estimate(self) -> float:
+        """As :attr:`added_sequence_intensity_lower_bound`, per unfused byte (its activations too)."""
+        return self._per_added_sequence(self.flops) / (
+            self._per_added_sequence(self.memory_time_s) * self.bandwidth_bytes_per_s)
+
+    @property
+    def added_sequence_ridge_flop_per_byte(self) -> float:
+        """The ridge of the FLOPs each added sequence brings: those FLOPs ÷ the tensor time they add ÷
+        the bandwidth (the dequantisation does not grow with the batch, so both figures share it). If a
+        step is memory-bound at batch 1 and its added-sequence intensity is below this ridge, every
+        added sequence adds more memory time than compute time: the step is memory-bound at every batch."""
+        return self._per_added_sequence(self.flops) / (
+            self._per_added_sequence(self.tensor_time_s) * self.bandwidth_bytes_per_s)
+
+    @property
+    def memory_bound_at_every_batch_lower_bound(self) -> bool:
+        """True when the lower bound is memory-bound at batch 1 and each added sequence adds more
+        compulsory memory time than tensor time (and the dequantisation, constant in the batch, never
+        catches the memory time): then no batch, however large, turns the bound compute-bound."""
+        first = self.compute_lower_bound_s[0] < self.memory_lower_bound_s[0]
+        return bool(first and self.added_sequence_intensity_lower_bound < self.added_sequence_ridge_flop_per_byte)
+
+    @property
+    def dequant_sets_lower_bound(self) -> np.ndarray:
+        """True at each batch where the dequantisation (a convention: FLOPs per weight at the FP32 rate)
+        is the longest of the bound's times; a lesson that quotes the bound asserts this is nowhere
+        true, so the bound rests on the tensor-core FLOPs and the compulsory bytes alone."""
+        return self.dequant_time_s >= np.maximum(self.tensor_time_s, self.memory_lower_bound_s)
+
     @property
     def overlapped_step_time_s(self) -> np.ndarray:
         """The estimate with the dequantisation overlapped instead of in series (unfused bytes kept):
