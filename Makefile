@@ -1,8 +1,9 @@
 # Two commands do all set-up:
 #   make lab   — create .venv, install the course, open JupyterLab on lesson 1 (localhost, with its token)
 #   make test  — create .venv if needed, install the test extras, run unit tests + every notebook
-#                (no sudo, no Node.js: the workshop-hub tests skip, saying why, unless `make hub` was
-#                run as root; the browser tests skip without Chromium; under CI=true both fail instead)
+#                (no sudo, no Node.js: the workshop-hub tests skip, saying why, unless the tests run as
+#                root after `sudo make hub`; the browser tests skip without Chromium; under CI=true
+#                both fail instead)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -95,7 +96,8 @@ doctor:
 	else echo "✗ no course environment in $(VENV) — fix: run \`make install\`"; exit 1; fi
 
 # Serve the workshop hub on http://127.0.0.1:8000 (put TLS in front for a room: docs/instructor-guide.md).
-hub-run: hub
+hub-run:
+	@test -x $(HUB_VENV)/bin/jupyterhub -a -x $(HUB_PROXY) || { echo "the hub is not installed: run \`sudo make hub\` first" >&2; exit 2; }
 	@test "$$(id -u)" = 0 || { echo "the hub runs as root (each learner's server as their own account): sudo make hub-run" >&2; exit 2; }
 	@test -n "$$WORKSHOP_LEARNERS" || { echo "set WORKSHOP_LEARNERS to the room's learner names, e.g. WORKSHOP_LEARNERS=ada,grace" >&2; exit 2; }
 	exec $(HUB_VENV)/bin/jupyterhub -f workshop/jupyterhub_config.py

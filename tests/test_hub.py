@@ -35,9 +35,10 @@ import hubctl  # noqa: E402
 import workshop_hub  # noqa: E402
 
 IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
-LEARNERS = ("ada", "grace")
+LEARNERS = ("ada", "grace")  #: logged in and running a server for the whole module
+LISTED = LEARNERS + ("alan",)  #: alan is on the list too: his first login, his deletion
 #: test-only passwords, random per run: the hub lives on loopback for the length of this module
-PASSWORDS = {name: f"{name}-{os.urandom(6).hex()}-pw" for name in LEARNERS}
+PASSWORDS = {name: f"{name}-{os.urandom(6).hex()}-pw" for name in LISTED}
 ADMIN_PASSWORD = f"instructor-{os.urandom(8).hex()}"
 LESSON1_PATH = f"{hubctl.TARGET_DIR}/{hubctl.LESSON1}"
 EDIT_MARK = "my own note, written during the workshop"
@@ -73,7 +74,7 @@ def base():
     (path / "h").mkdir(mode=0o755)
     os.chmod(path / "h", 0o755)
     yield path
-    hubctl.remove_accounts(LEARNERS, path / "h")
+    hubctl.remove_accounts(LISTED, path / "h")
     shutil.rmtree(path, ignore_errors=True)
 
 
@@ -87,8 +88,8 @@ def course(base):
 @pytest.fixture(scope="module")
 def hub(base, course):
     repo, branch = course
-    hubctl.remove_accounts(LEARNERS, base / "h")  # what a crashed earlier run left
-    with hubctl.Hub(base / "hub", LEARNERS, {"admin_password": ADMIN_PASSWORD}, homes_dir=base / "h",
+    hubctl.remove_accounts(LISTED, base / "h")  # what a crashed earlier run left
+    with hubctl.Hub(base / "hub", LISTED, {"admin_password": ADMIN_PASSWORD}, homes_dir=base / "h",
                     cull_every_s=60, spawn_timeout_s=DEADLINE_S,
                     extra_env={"WORKSHOP_COURSE_REPO": repo, "WORKSHOP_COURSE_BRANCH": branch,
                                "WORKSHOP_MEM_LIMIT": str(MEM_LIMIT_BYTES), "WORKSHOP_PIDS_LIMIT": str(PIDS_LIMIT),
@@ -177,14 +178,30 @@ def test_a_learner_cannot_log_in_as_another_with_her_own_password(hub, learners)
     assert _login(hub, "instructor", ADMIN_PASSWORD).api("GET", "/users/instructor").json()["admin"] is True
 
 
-def test_failed_logins_are_throttled_per_name(hub, learners):
+def test_failed_logins_lock_that_name_from_that_address_only(hub, learners):
     for _ in range(MAX_FAILURES):
         assert not hubctl.Learner(hub.url, "grace").login("wrong-password-for-grace")
     locked = hubctl.Learner(hub.url, "grace")
     assert not locked.login(PASSWORDS["grace"]), "the right password passed during a lockout"
     assert "Too many failed logins" in locked.login_page
+    # a client-set X-Real-Ip does not move the login to another address
+    spoofed = hubctl.Learner(hub.url, "grace")
+    spoofed.session.headers["X-Real-Ip"] = "10.11.12.13"
+    assert not spoofed.login(PASSWORDS["grace"]) and "Too many failed logins" in spoofed.login_page
+    # ...and grace's failures do not lock anyone else out of this (shared) address
+    assert hubctl.Learner(hub.url, "ada").login(PASSWORDS["ada"]), "one learner's typos locked out another"
     time.sleep(LOCKOUT_S + 0.5)
     assert hubctl.Learner(hub.url, "grace").login(PASSWORDS["grace"])
+
+
+def test_a_weak_first_password_is_refused_with_the_reason(hub):
+    for weak, reason in (("short-pw", "at least 12"), ("abababababababab", "different characters")):
+        alan = hubctl.Learner(hub.url, "alan")
+        assert not alan.login(weak)
+        assert reason in alan.login_page and "first login sets your password" in alan.login_page
+    with pytest.raises(KeyError):
+        pwd.getpwnam(workshop_hub.account_name("alan"))
+    time.sleep(LOCKOUT_S + 0.5)
 
 
 # --- attacks from ada's kernel -------------------------------------------------------------------------
@@ -356,7 +373,7 @@ def test_an_out_of_memory_cell_kills_only_that_learners_kernel(hub, learners, ke
     assert hub.proc.poll() is None, "the hub died"
     assert hubctl.Learner(hub.url, "nobody").api("GET", "/").status_code == 200, "the hub stopped answering"
     assert grace.run(kernels["grace"], "print(6 * 7)").strip() == "42", "grace's kernel was hit"
-    assert "ada" in hub.learner_processes(), "ada's server died, not just her kernel"
+    assert "ada" in hub.learner_processes(), f"ada's server died, not just her kernel:\n{hub.log_tail(60)}"
     fresh = ada.start_kernel(LESSON1_PATH)
     assert ada.run(fresh, "print('still here')").strip() == "still here"
 
@@ -439,6 +456,29 @@ def test_everything_listens_on_loopback_only(hub, learners):
     assert all(addr.ip in ("127.0.0.1", "::1") for addr in listening), listening
 
 
+def test_a_stopped_or_deleted_learner_leaves_nothing_behind(hub, base, learners):
+    """What alan leaves in /dev/shm (it counts against his memory limit and outlives his processes)
+    goes when his server stops; deleting him in the admin panel removes his account and home and
+    forgets his password, so the next first login of that name starts clean."""
+    alan = _login(hub, "alan", PASSWORDS["alan"])
+    alan.spawn(timeout_s=DEADLINE_S)
+    kernel = alan.start_kernel("scratch.ipynb")
+    planted = f"/dev/shm/alan-{os.urandom(4).hex()}"
+    alan.run(kernel, f"open({planted!r}, 'wb').write(b'x' * 2**20)")
+    assert Path(planted).exists()
+    alan.stop_server()
+    deadline = time.monotonic() + DEADLINE_S
+    while (alan.api("GET", "/users/alan").json().get("servers") or {}) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not Path(planted).exists(), "alan's /dev/shm file outlived his server"
+    admin = _login(hub, "instructor", ADMIN_PASSWORD)
+    assert admin.api("DELETE", "/users/alan").status_code == 204
+    with pytest.raises(KeyError):
+        pwd.getpwnam(workshop_hub.account_name("alan"))
+    assert not _home(base, "alan").exists()
+    assert _login(hub, "alan", "a-brand-new-password-for-alan").token, "the deleted name's password was kept"
+
+
 # --- the config's refusals (loaded by the hub's own Python, as JupyterHub would) ------------------------
 
 LOADER = '''
@@ -455,6 +495,8 @@ else:
                       "cpu_limit": spawner.get("cpu_limit"), "env_keep": list(spawner.get("env_keep", [])),
                       "environment": sorted(spawner.get("environment", {})), "args": list(spawner.get("args", [])),
                       "disable_user_config": spawner.get("disable_user_config"),
+                      "pids_limit": config.WorkshopSpawner.get("pids_limit"),
+                      "subdomain_host": hub.get("subdomain_host"),
                       "authenticator": str(hub.get("authenticator_class"))}))
 '''
 
@@ -485,6 +527,7 @@ def _load_config(base: Path, secrets: dict | None = None, **env) -> dict:
     ({"WORKSHOP_AUTH": "shared-password"}, "needs room_password"),
     ({"WORKSHOP_AUTH": "anyone"}, "WORKSHOP_AUTH='anyone'"),
     ({"WORKSHOP_LOGIN_LOCKOUT_S": "soon"}, "WORKSHOP_LOGIN_LOCKOUT_S='soon'"),
+    ({"WORKSHOP_SUBDOMAIN_HOST": "hub.example.org"}, "WORKSHOP_SUBDOMAIN_HOST='hub.example.org'"),
 ])
 def test_the_config_refuses_unsafe_or_malformed_settings(base, env, refusal):
     message = _load_config(base, **env)["refused"]
@@ -530,12 +573,15 @@ def test_the_config_accepts_tls_and_keeps_secrets_from_learners(base):
                           WORKSHOP_SSL_KEY="/etc/hub.key", WORKSHOP_CPU_LIMIT="0.5")
     assert loaded["refused"] == "" and loaded["ssl_cert"] == "/etc/hub.crt"
     assert loaded["mem_limit"] == 2 * 2**30 and loaded["cpu_limit"] == 0.5  # the default 2G, enforced
+    assert loaded["pids_limit"] == 512 and loaded["subdomain_host"] is None  # the defaults the README gives
     assert loaded["disable_user_config"] is True and "WorkshopAuthenticator" in loaded["authenticator"]
     assert not [k for k in [*loaded["env_keep"], *loaded["environment"]] if k.startswith(SECRET_PREFIXES)]
     assert set(CULL_ARGS) <= set(loaded["args"]) and "--KernelManager.transport=ipc" in loaded["args"]
     shared = _load_config(base, secrets={"admin_password": ADMIN_PASSWORD, "room_password": "a-room-password-1"},
                           WORKSHOP_AUTH="shared-password")
     assert shared["refused"] == "" and "SharedPassword" in shared["authenticator"]
+    isolated = _load_config(base, WORKSHOP_SUBDOMAIN_HOST="https://hub.example.org")
+    assert isolated["refused"] == "" and isolated["subdomain_host"] == "https://hub.example.org"
 
 
 def test_the_kubernetes_values_use_the_same_pull_link_and_enforced_limits():

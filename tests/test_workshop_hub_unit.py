@@ -143,3 +143,29 @@ def test_the_git_config_names_only_a_local_course_source(tmp_path):
     assert "directory = /srv/course.git" in text
     assert "[safe]" not in wh.write_git_config(tmp_path / "g2", "https://example.org/course.git").read_text()
     assert oct((tmp_path / "gitconfig").stat().st_mode & 0o777) == "0o644"
+
+
+def test_the_throttle_defaults_are_the_documented_ones(monkeypatch):
+    for key in ("WORKSHOP_LOGIN_MAX_FAILURES", "WORKSHOP_LOGIN_WINDOW_S", "WORKSHOP_LOGIN_LOCKOUT_S"):
+        monkeypatch.delenv(key, raising=False)
+    t = wh._throttle_from_env()
+    assert (t.max_failures, t.window_s, t.lockout_s) == (5, 300, 60)
+
+
+class _Request:
+    def __init__(self, headers, peer=("127.0.0.1", 5555)):
+        self.headers = headers
+        self.connection = type("C", (), {"context": type("X", (), {"address": peer})()})()
+
+
+class _Handler:
+    def __init__(self, headers, peer=("127.0.0.1", 5555)):
+        self.request = _Request(headers, peer)
+
+
+def test_the_client_address_ignores_what_a_client_can_set():
+    # the proxy appended the real client after a forged entry; X-Real-Ip is ignored
+    h = _Handler({"X-Forwarded-For": "10.9.9.9, 203.0.113.5, 127.0.0.1", "X-Real-Ip": "10.1.1.1"})
+    assert wh.client_address(h) == "203.0.113.5"
+    assert wh.client_address(_Handler({"X-Real-Ip": "10.1.1.1"})) == "127.0.0.1"
+    assert wh.client_address(_Handler({}, peer=("198.51.100.7", 1))) == "198.51.100.7"

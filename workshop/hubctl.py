@@ -4,9 +4,9 @@ Used by the config itself (paths, the nbgitpuller link, the proxy binary), by te
 benchmarks/hub_load.py (a hub on free loopback ports, learners driven through the hub's REST API,
 the learner's server REST API and the kernel websocket), and by instructors::
 
-    .venv/bin/python workshop/hubctl.py link   # the nbgitpuller link to hand out (path part)
-    .venv/bin/python workshop/hubctl.py check  # what is missing for `make hub-run`
-    sudo .venv/bin/python workshop/hubctl.py secrets  # the root-only secrets file, a random instructor password
+    workshop/.venv/bin/python workshop/hubctl.py link   # the nbgitpuller link to hand out (path part)
+    workshop/.venv/bin/python workshop/hubctl.py check  # what is missing for `make hub-run`
+    sudo workshop/.venv/bin/python workshop/hubctl.py secrets  # the root-only secrets file, a random instructor password
 
 Everything here talks to 127.0.0.1 only.
 """
@@ -78,23 +78,11 @@ def missing() -> list[str]:
 def remove_accounts(learners, homes_dir: Path) -> None:
     """Kill every process of the learners' system accounts and delete the accounts and their homes
     (tests and the benchmark clean up after themselves; a room's instructor does this by hand)."""
-    import pwd
-
     import workshop_hub
 
     for learner in learners:
-        name = workshop_hub.account_name(learner)
-        try:
-            entry = pwd.getpwnam(name)
-        except KeyError:
-            continue
-        if entry.pw_gecos != workshop_hub.ACCOUNT_MARK:
-            continue  # never touch an account this workshop did not make
-        subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
-        time.sleep(0.2)
-        subprocess.run(["userdel", "--remove", name], capture_output=True)
-        shutil.rmtree(Path(homes_dir) / name, ignore_errors=True)
-        workshop_hub.Cgroups().remove(name)
+        workshop_hub.remove_account(learner)  # never an account this workshop did not make
+        shutil.rmtree(Path(homes_dir) / workshop_hub.account_name(learner), ignore_errors=True)
 
 
 def course_branch(root: Path = ROOT) -> str:
@@ -216,8 +204,7 @@ class Hub:
         gaps = missing()
         if gaps:
             raise HubError("cannot start the workshop hub; missing: " + "; ".join(gaps))
-        Path(self.data_dir).mkdir(parents=True, exist_ok=True)
-        os.chmod(self.data_dir, 0o700)
+        Path(self.data_dir).mkdir(parents=True, exist_ok=True)  # the config makes it 0700 (tested)
         workshop_hub.write_secrets(Path(self.data_dir) / "secrets.toml", self.secrets)
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([str(HUB_PYTHON), "-m", "jupyterhub", "-f", str(CONFIG)], cwd=self.data_dir,
@@ -457,8 +444,8 @@ class Learner:
                     "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
                     "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
                                 "allow_stdin": False, "stop_on_error": True}}))
-                error = None
-                while True:
+                error, reply, idle = None, None, False
+                while reply is None or not idle:  # the reply (shell) and the last output (iopub) race
                     ws.settimeout(max(0.1, deadline - time.monotonic()))
                     try:
                         msg = json.loads(ws.recv())
@@ -477,10 +464,12 @@ class Learner:
                         error = f"{msg['content']['ename']}: {msg['content']['evalue']}"
                     if kind == "stream" and printed is not None and msg["content"].get("name") == "stdout":
                         printed.append(msg["content"]["text"])
+                    if kind == "status" and msg["content"].get("execution_state") == "idle":
+                        idle = True  # every output of this request came before it
                     if kind == "execute_reply":
-                        if msg["content"]["status"] != "ok":
-                            raise HubError(f"{self.name}: cell {index + 1} failed: {error or msg['content']}")
-                        break
+                        reply = msg
+                if reply["content"]["status"] != "ok":
+                    raise HubError(f"{self.name}: cell {index + 1} failed: {error or reply['content']}")
         finally:
             ws.close()
         return time.perf_counter() - t0
@@ -522,8 +511,9 @@ def _main(argv: list[str]) -> int:
 
         import workshop_hub
 
+        data_dir = Path(os.environ.get("WORKSHOP_DATA_DIR") or WORKSHOP / "data")
         target = Path(argv[1]) if len(argv) > 1 else Path(os.environ.get("WORKSHOP_SECRETS_FILE")
-                                                            or WORKSHOP / "data" / "secrets.toml")
+                                                            or data_dir / "secrets.toml")
         if target.exists():
             print(f"hubctl: {target} exists; not overwritten (delete it first to make a new one)", file=sys.stderr)
             return 2

@@ -29,9 +29,14 @@ WORKSHOP_CULL_EVERY_S       how often the culler looks (default 300 s)
 WORKSHOP_MEM_LIMIT          per learner, enforced by a memory cgroup (default 2G; K/M/G/T binary)
 WORKSHOP_PIDS_LIMIT         per learner, processes and threads, enforced by a pids cgroup (default 512)
 WORKSHOP_CPU_LIMIT          optional, cores per learner, enforced by the cpu cgroup's quota
-WORKSHOP_LOGIN_MAX_FAILURES failed logins per name or per address before a lockout (default 5,
-WORKSHOP_LOGIN_WINDOW_S     within 300 s); the lockout lasts WORKSHOP_LOGIN_LOCKOUT_S (default 60 s)
+WORKSHOP_LOGIN_MAX_FAILURES failed logins for one name from one address before that pair is locked
+WORKSHOP_LOGIN_WINDOW_S     out (default 5, within 300 s) for WORKSHOP_LOGIN_LOCKOUT_S (default 60 s);
+                            an address is locked at 6 times as many, a name slowed at 4 times
 WORKSHOP_SSL_CERT / _KEY    both or neither: JupyterHub serves HTTPS itself with these files
+WORKSHOP_SUBDOMAIN_HOST     e.g. https://hub.example.org: each learner's server on its own subdomain
+                            (<name>.hub.example.org; a wildcard DNS record and certificate). Without
+                            it all servers share the hub's web origin (workshop/README.md says what
+                            that allows)
 WORKSHOP_BEHIND_TLS_PROXY   "1": WORKSHOP_IP is not loopback but a TLS proxy on another host is in
                             front; without it (or a cert+key) a non-loopback address is refused
 WORKSHOP_SPAWN_TIMEOUT_S    how long a server may take to start (default 120 s)
@@ -169,7 +174,7 @@ except ValueError as err:
 shared = [Path(sys.prefix), Path(sys.executable).resolve(), Path(os.__file__).resolve().parent]  # venv, interpreter, stdlib
 shared += [Path(course_repo[len("file://"):])] if course_repo.startswith("file://") else []
 for path in shared:
-    why = workshop_hub.readable_by_learners(path) or workshop_hub.writable_by_learners(path, depth=3)
+    why = workshop_hub.readable_by_learners(path) or workshop_hub.writable_by_learners(path)
     if why:
         _refuse(f"{path} must be root-owned, readable and not writable by learners' accounts: {why}. The hub "
                 "and learners' servers run from workshop/.venv (`make hub` builds it from /usr/bin/python3).")
@@ -192,6 +197,14 @@ c.JupyterHub.cleanup_servers = True  # stopping the hub stops every learner's se
 if ssl_cert:
     c.JupyterHub.ssl_cert = ssl_cert
     c.JupyterHub.ssl_key = ssl_key
+# Each learner's server on its own subdomain (<name>.<host>): without it every learner's server
+# shares the hub's web origin, and a learner who makes her server answer with a page of her own can
+# act as whoever opens it (create a token in their name). Needs a wildcard DNS record and certificate.
+subdomain_host = os.environ.get("WORKSHOP_SUBDOMAIN_HOST", "")
+if subdomain_host:
+    if not re.fullmatch(r"https?://[a-z0-9.-]+(:[0-9]+)?", subdomain_host):
+        _refuse(f"WORKSHOP_SUBDOMAIN_HOST={subdomain_host!r}; use a URL such as https://hub.example.org")
+    c.JupyterHub.subdomain_host = subdomain_host
 
 # --- who gets in: each learner by their own password (first use), the instructor by the admin one ----
 if auth_mode == "first-use":

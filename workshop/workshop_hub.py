@@ -82,8 +82,9 @@ def load_secrets(path: Path | str) -> dict[str, str]:
     try:
         info = path.stat()
     except FileNotFoundError:
-        raise WorkshopConfigError(f"no secrets file at {path}; create it with `.venv/bin/python workshop/hubctl.py "
-                                  "secrets` (a random instructor password, readable by root only)") from None
+        raise WorkshopConfigError(f"no secrets file at {path}; create it with `sudo workshop/.venv/bin/python "
+                                  "workshop/hubctl.py secrets` (a random instructor password, readable by root only)"
+                                  ) from None
     if not stat.S_ISREG(info.st_mode):
         raise WorkshopConfigError(f"the secrets file {path} is not a regular file")
     if info.st_mode & 0o077:
@@ -169,6 +170,35 @@ class LoginThrottle:
         self._failures.pop(name_key, None)
 
 
+ADDRESS_FAILURES_PER_NAME_LIMIT = 6  #: an address is locked after this many times the per-name limit
+SLOW_NAME_FAILURES_PER_LIMIT = 4  #: a name is slowed (never locked) after this many times the limit
+SLOW_NAME_DELAY_S = 2.0  #: the delay before checking a slowed name's password
+
+
+def client_address(handler) -> str:
+    """The login's client address for the throttle: the last entry of X-Forwarded-For that is not
+    loopback (configurable-http-proxy appends the address it was called from, and a reverse proxy
+    on this machine appends the client's), ignoring X-Real-Ip, which a client can set. A process on
+    this machine that calls the proxy directly can still forge it: the per-address limit is best
+    effort, the per-name-and-address limit is not."""
+    import ipaddress
+
+    request = getattr(handler, "request", None)
+    if request is None:
+        return "?"
+    forwarded = [a.strip() for a in request.headers.get("X-Forwarded-For", "").split(",") if a.strip()]
+    peer = getattr(getattr(request, "connection", None), "context", None)
+    peer = getattr(peer, "address", None)
+    chain = forwarded + ([peer[0]] if isinstance(peer, tuple) and peer else [])
+    for address in reversed(chain):
+        try:
+            if not ipaddress.ip_address(address).is_loopback:
+                return address
+        except ValueError:
+            return address  # not an address at all: keep it as the key, never trust what is before it
+    return "127.0.0.1"
+
+
 def _throttle_from_env() -> LoginThrottle:
     def num(name, default):
         raw = os.environ.get(name, "")
@@ -195,24 +225,44 @@ def _same(given: object, expected: str) -> bool:
 
 
 class _Throttled:
-    """The part both authenticators share: the throttle, the instructor's password, the message."""
+    """The part both authenticators share: the throttle, the instructor's password, the message.
+
+    Three counters of failed logins, each within the throttle's window:
+
+    - per name AND address: at the limit (5) that pair is refused unchecked for the lockout (60 s).
+      Another learner cannot lock a name out from her own address; from the same address (a room
+      behind one NAT) she can for a minute at a time, which the hub log shows;
+    - per address: at 6 × the limit every login from it is refused for the lockout (password
+      spraying from one address);
+    - per name: at 4 × the limit each further try for that name waits 2 s before it is checked
+      (never a lockout, so no learner can lock another out from many forged addresses).
+    """
 
     def _setup_throttle(self):
         if not hasattr(self, "_throttle"):
-            self._throttle = _throttle_from_env()
+            base = _throttle_from_env()
+            self._throttle = base
+            self._address_throttle = LoginThrottle(max_failures=base.max_failures * ADDRESS_FAILURES_PER_NAME_LIMIT,
+                                                   window_s=base.window_s, lockout_s=base.lockout_s, clock=base.clock)
+            self._name_failures = LoginThrottle(max_failures=base.max_failures * SLOW_NAME_FAILURES_PER_LIMIT,
+                                                window_s=base.window_s, lockout_s=SLOW_NAME_DELAY_S, clock=base.clock)
         return self._throttle
 
     async def authenticate(self, handler, data):
-        throttle = self._setup_throttle()
+        import asyncio
+
+        pairs = self._setup_throttle()
         name = self.normalize_username(str((data or {}).get("username", "")))
-        address = getattr(getattr(handler, "request", None), "remote_ip", "") or "?"
-        keys = (f"name:{name}", f"address:{address}")
-        wait = throttle.wait_s(*keys)
+        address = client_address(handler)
+        pair, where, who = f"pair:{name}@{address}", f"address:{address}", f"name:{name}"
+        wait = max(pairs.wait_s(pair), self._address_throttle.wait_s(where))
         if wait > 0:
             if handler is not None:
                 handler.custom_login_error = f"Too many failed logins. Try again in {wait:.0f} s."
             self.log.warning("login for %r from %s refused unchecked: throttled for %.0f s", name, address, wait)
             return None
+        if len(self._name_failures._recent(who, self._name_failures.clock())) >= self._name_failures.max_failures:
+            await asyncio.sleep(SLOW_NAME_DELAY_S)
         password = (data or {}).get("password", "")
         if len(str(password).encode("utf-8", "surrogatepass")) > MAX_PASSWORD_BYTES:
             result = None
@@ -223,9 +273,11 @@ class _Throttled:
         else:
             result = await self._learner_login(handler, {**(data or {}), "username": name})
         if result:
-            throttle.succeeded(keys[0])
+            pairs.succeeded(pair)
         else:
-            throttle.failed(*keys)
+            pairs.failed(pair)
+            self._address_throttle.failed(where)
+            self._name_failures.failed(who)
         return result
 
 
@@ -246,9 +298,27 @@ if FirstUseAuthenticator is not None:
         workshop_admin_password = Unicode("", config=True, help="the instructor's password (secrets file)")
 
         async def _learner_login(self, handler, data):
+            import dbm
+
             if data["username"] not in (self.allowed_users or set()):
                 return None
+            with dbm.open(self.dbm_path, "c", 0o600) as db:
+                first = data["username"].encode("utf-8") not in db
+            if first:  # this login sets the password: say what is wrong with a weak one
+                try:
+                    check_password(data.get("password"), "Your new password")
+                except WorkshopConfigError as err:
+                    if handler is not None:
+                        handler.custom_login_error = f"{err}. This first login sets your password."
+                    return None
             return await FirstUseAuthenticator.authenticate(self, handler, data)
+
+        def delete_user(self, user):
+            """Deleting a learner in the admin panel forgets her password AND removes her system
+            account and home, so whoever claims the name next starts clean (no startup files left)."""
+            super().delete_user(user)
+            if user.name not in (self.admin_users or set()):
+                remove_account(user.name)
 
         def _validate_password(self, password):
             try:
@@ -386,6 +456,58 @@ def account_name(learner: str) -> str:
     return ACCOUNT_PREFIX + learner
 
 
+def remove_owned_files(uid: int, folders=("/dev/shm", "/tmp", "/var/tmp")) -> list[str]:
+    """Delete what account ``uid`` left at the top of the shared scratch folders (files in /dev/shm
+    count against her memory limit and outlive her processes). Symlinks are unlinked, never
+    followed. Returns what was removed."""
+    import shutil
+
+    removed = []
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if info.st_uid != uid:
+                continue
+            try:
+                if stat.S_ISDIR(info.st_mode):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+                removed.append(entry.path)
+            except OSError:
+                pass
+    return removed
+
+
+def remove_account(learner: str) -> bool:
+    """Kill every process of ``learner``'s account, delete her leftovers in the scratch folders, the
+    account and its home — only an account this workshop made. True when one was removed."""
+    name = account_name(learner)
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        return False
+    if entry.pw_gecos != ACCOUNT_MARK or entry.pw_uid < 1000:
+        return False
+    subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
+    time.sleep(0.2)
+    remove_owned_files(entry.pw_uid)
+    subprocess.run(["userdel", "--remove", name], capture_output=True)
+    if Path(entry.pw_dir).exists():
+        import shutil
+
+        shutil.rmtree(entry.pw_dir, ignore_errors=True)
+    Cgroups().remove(name)
+    return True
+
+
 def ensure_account(learner: str, homes_dir: Path, allowed: set[str]) -> pwd.struct_passwd:
     """The system account of ``learner`` (made now with a 0700 home if it does not exist yet), only
     for an allow-listed name; an existing account of that name that this hub did not make is refused."""
@@ -434,6 +556,7 @@ if LocalProcessSpawner is not None:
                 raise WorkshopConfigError(f"{entry.pw_dir} is too long a home for kernels' IPC sockets ({longest} > "
                                           f"{MAX_SOCKET_PATH_BYTES} bytes); use a shorter WORKSHOP_HOMES_DIR")
             self.notebook_dir = entry.pw_dir
+            remove_owned_files(entry.pw_uid)  # what a killed server left in /dev/shm would count against her limit
             memory = parse_size_bytes(str(self.mem_limit)) if self.mem_limit else None
             self._cgroup_procs = Cgroups(Path(self.cgroup_root)).create(
                 self.system_name, memory_bytes=memory, pids_max=int(self.pids_limit), cpu_cores=self.cpu_limit)
@@ -441,6 +564,10 @@ if LocalProcessSpawner is not None:
 
         async def stop(self, now=False):
             await super().stop(now=now)
+            try:
+                remove_owned_files(pwd.getpwnam(self.system_name).pw_uid)
+            except KeyError:
+                pass
             Cgroups(Path(self.cgroup_root)).remove(self.system_name)
 
         def make_preexec_fn(self, name):
@@ -499,8 +626,8 @@ def readable_by_learners(path: Path) -> str | None:
     return None
 
 
-def writable_by_learners(path: Path, depth: int = 2) -> str | None:
-    """The first file or folder under ``path`` (to ``depth`` levels) that a learner's account could
+def writable_by_learners(path: Path, depth: int | None = None) -> str | None:
+    """The first file or folder under ``path`` (every level, or ``depth`` levels) that a learner's account could
     write: not owned by root, world-writable, or group-writable by a group that has members (a
     learner's account is in its own group only). None when there is none."""
     import grp
@@ -520,7 +647,7 @@ def writable_by_learners(path: Path, depth: int = 2) -> str | None:
             members = ["(unknown group)"]
         if info.st_uid != 0 or info.st_mode & 0o002 or (info.st_mode & 0o020 and members):
             return f"{p} (owner uid {info.st_uid}, mode {stat.S_IMODE(info.st_mode):o})"
-        if stat.S_ISDIR(info.st_mode) and level < depth:
+        if stat.S_ISDIR(info.st_mode) and (depth is None or level < depth):
             try:
                 todo.extend((c, level + 1) for c in p.iterdir())
             except OSError:

@@ -136,7 +136,7 @@ def check_number(exercise: str, answer: Any, expected: float, *, rel_tol: float 
             if math.isclose(ratio, r, rel_tol=rel_tol):
                 scale = f" It is off by a factor of {words}: check your units."
     direction = "too high" if value > expected else "too low"
-    allowed = f"±{abs_tol:g}" if abs_tol else f"±{rel_tol:.0%}"
+    allowed = f"±{abs_tol:g}" if abs_tol else f"±{_percent_text(rel_tol)}"
     return _wrong(exercise, f"{num(value, 4)}{unit_s} is {direction} (allowed {allowed}).{scale}"
                             + (f" Hint: {hint}" if hint else ""))
 
@@ -185,3 +185,11 @@ def _a(type_name: str) -> str:
 
 
 CheckFn = Callable[[Any], CheckResult]
+
+
+def _percent_text(fraction: float) -> str:
+    """A tolerance as a percentage with the digits it needs: 0.05 → '5%', 0.001 → '0.1%'."""
+    pct = 100 * float(fraction)
+    if pct >= 1 or pct == 0:
+        return f"{pct:.0f}%"
+    return f"{pct:.2g}%"

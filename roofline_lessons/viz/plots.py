@@ -437,7 +437,7 @@ def bandwidth_sweep_chart(measurement):
 def decode_vs_bound_chart(check):
     """Lesson 9: measured decode step time against the roofline bound over batch (log-log), from a
     :class:`~roofline_lessons.measure.reality.RealityCheck`. The alt text states the gap at the
-    smallest and largest batch and the cost model's knee."""
+    smallest and largest batch and the lower bound's knee (compulsory bytes)."""
     steps = sorted(check.decode_by_batch, key=lambda s: s.batch)
     if not steps:
         raise ValueError("decode_vs_bound_chart needs a reality check with decode_by_batch steps, got none")
@@ -455,7 +455,8 @@ def decode_vs_bound_chart(check):
             label="compute time\n(FLOPs ÷ measured matmul rate)")
     knee = check.critical_batch()
     if knee is not None and batches[0] <= knee <= batches[-1]:
-        ax.axvline(knee, color="0.45", linestyle=(0, (1, 3)), linewidth=1.2, label=f"cost model's knee (batch {knee})")
+        ax.axvline(knee, color="0.45", linestyle=(0, (1, 3)), linewidth=1.2,
+                   label=f"lower bound's knee (batch {knee}):\ncompute time reaches\ncompulsory bytes' time")
     context = steps[0].tokens
     ax.set(xscale="log", yscale="log", xlabel="Batch (sequences decoded together)", ylabel="Step time (ms)",
            title=f"{check.model.get('name', 'numpy decoder')} decode, {count(context)} tokens cached:\n"
@@ -472,8 +473,9 @@ def decode_vs_bound_chart(check):
                  f"{percent(first.achieved, 0)} of the roof; at batch {count(last.batch)} it took "
                  f"{duration(last.measured_s)} against {duration(last.bound_s)} ({last.binds}-bound), "
                  f"{percent(last.achieved, 0)} of the roof. "
-                 + (f"The cost model's knee, where compute time reaches memory time, is at batch {count(knee)}."
-                    if knee is not None else "The cost model puts no knee within 4,096 sequences."))
+                 + (f"The lower bound's knee, where compute time reaches the compulsory bytes' memory time, is at "
+                    f"batch {count(knee)}." if knee is not None else
+                    "The lower bound has no knee within 4,096 sequences."))
     return fig
 
 
