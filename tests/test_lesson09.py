@@ -156,7 +156,7 @@ def test_a_check_without_dtypes_is_priced_in_float32(check):
     assert lesson09.run_dtypes(old) == FP32
     cost = model_cost(check.model_config(), phase="decode", batch=1,
                       context_tokens=min(check.decode_by_batch, key=lambda s: s.batch).tokens, **FP32)
-    bound = max(float(cost.flops) / check.peak_flops_per_s, float(cost.bytes) / check.bandwidth_bytes_per_s)
+    bound = max(float(cost.flops) / check.peak_flops_per_s, float(cost.compulsory_bytes) / check.bandwidth_bytes_per_s)
     assert lesson09.batch1_bound_s(bound, old).passed
 
 
@@ -173,3 +173,92 @@ def test_solution_notes_and_cards_do_not_call_the_gap_overhead():
     gap = flashcards.get_card("reality-batch1-gap")
     assert "measured − bound" in gap.short and "triad" in gap.short and "fixed cost" in gap.short
     assert "dominat" not in (gap.short + gap.detailed).lower()
+
+
+def _unfused(check, dtypes):
+    cost = model_cost(check.model_config(), phase="decode", batch=1,
+                      context_tokens=min(check.decode_by_batch, key=lambda s: s.batch).tokens, **dtypes)
+    return cost, max(float(cost.flops) / check.peak_flops_per_s, float(cost.bytes) / check.bandwidth_bytes_per_s)
+
+
+@pytest.mark.parametrize("ex", ["9.1", "9.4"])
+def test_the_unfused_bytes_are_rejected_by_name(ex, check):
+    """The unfused count is within half a percent of the compulsory one at batch 1 (99.6 % in the
+    example): the bound checkers' tolerance is tight enough to reject it, and say why."""
+    dtypes = FP32 if ex == "9.1" else _as_bf16(FP32)
+    cost, unfused_s = _unfused(check, dtypes)
+    share = float(cost.compulsory_bytes / cost.bytes)
+    assert 0.99 < share < 1  # the case the finding is about: a mistake within a percent of the answer
+    wrong = unfused_s if ex == "9.1" else 1 / unfused_s
+    result = lesson09.EXERCISES[ex](wrong, check)
+    assert not result.passed and "count the unfused bytes" in result.message
+    assert "cost.compulsory_bytes" in result.message  # the hint names the right count
+    assert lesson09.EXERCISES[ex](_solution(check)[ex], check).passed
+    assert any("unfused" in m.label for m in lesson09.MISTAKES[ex]())
+
+
+def test_bound_hints_name_the_compulsory_bytes(check):
+    for ex in ("9.1", "9.4"):
+        message = lesson09.EXERCISES[ex](1e9, check).message
+        assert "cost.compulsory_bytes" in message and "not cost.bytes" in message
+
+
+def test_the_unfused_bytes_are_rejected_where_the_activations_weigh_less(check):
+    """A larger model (a machine with a larger cache) makes the activations a smaller share: the
+    tolerance tightens with it, so the unfused answer is still named."""
+    big = _copy(check)
+    big.model = {**check.model, "hidden_size": 4096, "intermediate_size": 11008, "num_attention_heads": 32,
+                 "num_key_value_heads": 8, "head_dim": 128}
+    cost, unfused_s = _unfused(big, FP32)
+    bound_s = _solution(big)["9.1"]
+    assert unfused_s / bound_s - 1 < 2 * lesson09._BOUND_REL_TOL  # within the window that would hide it
+    result = lesson09.batch1_bound_s(unfused_s, big)
+    assert not result.passed and "count the unfused bytes" in result.message
+    assert lesson09.batch1_bound_s(bound_s, big).passed
+    assert lesson09.bf16_tokens_per_s(_solution(big)["9.4"], big).passed
+    assert not lesson09.bf16_tokens_per_s(1 / _unfused(big, _as_bf16(FP32))[1], big).passed
+
+
+def test_bound_tolerance_is_tight(check):
+    """The bound checkers recompute the same cost model: a 0.5 % slip is not accepted."""
+    right = _solution(check)["9.1"]
+    assert lesson09.batch1_bound_s(right * (1 + 0.5e-3), check).passed
+    assert not lesson09.batch1_bound_s(right * 1.005, check).passed
+
+
+def test_the_estimate_over_measured_is_rejected_by_name_in_9_2(check):
+    """9.2's answer is the bound over a stored time: its tolerance is the bound checkers', so the
+    estimate's fraction (within a percent of the right one) is named, not accepted."""
+    s = min(check.decode_by_batch, key=lambda x: x.batch)
+    assert abs(s.estimate_s / s.bound_s - 1) < 0.01  # the case the finding is about
+    result = lesson09.batch1_achieved(s.estimate_s / s.measured_s, check)
+    assert not result.passed and "step.estimate_s" in result.message
+    assert lesson09.batch1_achieved(_solution(check)["9.2"], check).passed
+
+
+def test_seconds_per_token_are_named_in_9_4(check):
+    seconds = 1 / _solution(check)["9.4"]
+    result = lesson09.bf16_tokens_per_s(seconds, check)
+    assert not result.passed and "seconds per token" in result.message
+
+
+def test_fa3_entries_carry_their_date_and_flop_convention():
+    for m in get_part("h100-sxm").measured:
+        if m.quantity == "attention_flops_per_s":
+            assert m.date == "2024-07-11" and "2407.08608" in m.source
+    fa3 = best_measurement("h100-sxm", "attention_flops_per_s", dtype="fp16")
+    assert "4·N²·d" in fa3.conditions and "matmuls only" in fa3.conditions
+
+
+def test_lesson_9_prose_follows_its_numbers():
+    """The kernel-switch test is two-sided and says when its timings contradict each other; the
+    knee cell compares the step-time growth across the knee; the CUDA Graphs figure is a product,
+    not a bound ("at most")."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "py" / "notebooks" / "09_reality_check.py").read_text("utf-8")
+    assert "abs(four_vs_two - 1) < 0.3" in text and "contradict each other" in text
+    assert "neither supported nor refuted" in text
+    assert "reality.KNEE_FLAT_BELOW" in text and "bound_growth" in text and "measured_growth" in text
+    assert "to at most" not in text and "with CUDA Graphs, about" in text
+    assert "no real kernel gets all of it" not in text

@@ -24,7 +24,7 @@ def test_ridge_table_covers_every_part_and_marks_missing_rates():
 def test_measured_roof_uses_measurements_where_they_exist():
     sxm = measured_roof("h100-sxm", "bf16")
     assert sxm.peak_is_measured and not sxm.bandwidth_is_measured
-    assert sxm.roof.peak_flops_per_s == 795e12
+    assert sxm.roof.peak_flops_per_s == 794.5e12
     pcie = measured_roof("h100-pcie", "bf16")
     assert pcie.bandwidth_is_measured and pcie.roof.bandwidth_bytes_per_s == 1942e9
     assert "measured" in pcie.roof.label and pcie.sources
@@ -187,3 +187,78 @@ def _walk(widget):
     yield widget
     for child in getattr(widget, "children", ()):
         yield from _walk(child)
+
+
+# ---- gpt-fast's context: one assumption, shared by lessons 3 and 9 ----------------------------
+
+
+def test_gpt_fast_context_is_one_assumption_within_the_run():
+    """The bound on gpt-fast's run is priced at one context, never above the run's own. generate.py
+    times the prompt's prefill (which yields the first new token) and ``max_new_tokens - 1`` decode
+    steps at input positions prompt … prompt + max_new_tokens - 2: the middle step is the context."""
+    from roofline_lessons.topics import published
+    from roofline_lessons.topics.many_chips import gpt_fast_measurement
+
+    m = published.gpt_fast_7b_measurement()
+    assert m.model == "llama-2-7b" and m.tokens_per_s
+    for entry in (m, gpt_fast_measurement()):
+        assert published.stated_prompt_tokens(entry) == published.GPT_FAST_PROMPT_TOKENS
+    fewest, most = published.gpt_fast_context_range()
+    assert (fewest, most) == (5, 203) and published.GPT_FAST_CONTEXT_TOKENS == 104  # prompt 5, 200 new tokens
+    assert most - fewest + 1 == published.GPT_FAST_DECODE_STEPS == published.GPT_FAST_NEW_TOKENS - 1
+    assert published.GPT_FAST_CONTEXT_TOKENS == (fewest + most) // 2 and (fewest + most) % 2 == 0
+    bounds = [float(published.gpt_fast_7b_bound(c).tokens_per_s_upper_bound) for c in (fewest, most)]
+    middle = float(published.gpt_fast_7b_bound().tokens_per_s_upper_bound)
+    # linear in context, memory-bound: the middle's time is the mean of the ends' times
+    assert 1 / middle == pytest.approx((1 / bounds[0] + 1 / bounds[1]) / 2, rel=1e-9)
+    # the timed region also holds the prefill: the printed rate's bound is within 0.01 % of the middle step's
+    run = published.gpt_fast_run_rate_bound()
+    assert run == pytest.approx(middle, rel=1e-4)
+
+
+def test_gpt_fast_model_size_is_generate_py_s_count():
+    """generate.py's _get_model_size: every top-level module's parameters and buffers but the
+    embedding, before the KV cache exists. For Llama-2-7B in BF16 that is the package's weights less
+    the table, and the bound's compulsory bytes exceed it by the KV cache read and written (plus the
+    one looked-up embedding row, the token id and the logits)."""
+    from roofline_lessons.topics import published
+
+    size = published.gpt_fast_model_size_bytes()
+    assert size == 2 * (6_738_415_616 - 32_000 * 4_096)
+    cost = published.gpt_fast_7b_bound().cost
+    kv = float(cost.kv_bytes - cost.kv_scratch_bytes)
+    assert kv == (published.GPT_FAST_CONTEXT_TOKENS + 1) * 524_288  # read 104 tokens, write one
+    assert float(cost.compulsory_bytes) - size - kv == pytest.approx(0, abs=1e5)
+    m = published.gpt_fast_7b_measurement()
+    assert m.value == 1397.31e9 and m.software  # the README's figure, with the software it names
+
+
+def test_lessons_3_and_9_and_exercise_3_3_use_the_shared_gpt_fast_context():
+    from pathlib import Path
+
+    from roofline_lessons.course.checks import lesson03
+    from roofline_lessons.topics.published import GPT_FAST_CONTEXT_TOKENS, gpt_fast_7b_bound, gpt_fast_7b_measurement
+
+    root = Path(__file__).resolve().parents[1] / "py" / "notebooks"
+    for name in ("03_prefill_vs_decode.py", "09_reality_check.py"):
+        text = (root / name).read_text("utf-8")
+        assert "GPT_FAST_CONTEXT_TOKENS" in text and "GPT_FAST_CONTEXT =" not in text
+    assert "context_tokens=256" not in (root / "03_prefill_vs_decode.py").read_text("utf-8")
+    expected = 100 * gpt_fast_7b_measurement().tokens_per_s / float(
+        gpt_fast_7b_bound(GPT_FAST_CONTEXT_TOKENS).tokens_per_s_upper_bound)
+    result = lesson03.gpt_fast_percent_of_bound(expected)
+    assert result.passed and f"{expected:.4g}"[:4] in result.message
+
+    wrong = lesson03.gpt_fast_percent_of_bound(expected * 1.2)
+    assert not wrong.passed and "% of the value" in wrong.message and "percentage points" in wrong.message
+
+
+def test_provenance_says_what_the_catalog_does_not_record():
+    from roofline_lessons.core.hardware import Measurement
+    from roofline_lessons.topics.published import provenance
+
+    bare = Measurement(quantity="bandwidth_bytes_per_s", value=1.0, what="x", source="somewhere")
+    assert provenance(bare) == "somewhere; date not recorded; software not recorded"
+    full = Measurement(quantity="bandwidth_bytes_per_s", value=1.0, what="x", source="s", date="2024-07-11",
+                       software="CUDA 12.3")
+    assert provenance(full) == "s; 2024-07-11; software: CUDA 12.3"

@@ -113,7 +113,7 @@ def test_the_fixed_cost_is_measured_and_split_off_only_where_it_can_be(monkeypat
         split = check.overhead_split(s)
         if split.separable:
             assert split.streaming_s == pytest.approx(s.measured_s - check.dispatch_s) and split.streaming_s > 0
-            assert check.effective_bandwidth_bytes_per_s(s) == pytest.approx(s.bytes / split.streaming_s)
+            assert check.effective_bandwidth_bytes_per_s(s) == pytest.approx(s.compulsory_bytes / split.streaming_s)
         else:
             assert split.verdict == "not separable" and check.effective_bandwidth_bytes_per_s(s) is None
             assert split.streaming_s is None and split.fraction_of_roof is None
@@ -248,3 +248,40 @@ def test_latest_saved_skips_gpu_runs(tmp_path):
     gpu.write_text("{}")
     os.utime(gpu, (time.time() + 5, time.time() + 5))
     assert reality.latest_saved(tmp_path) == cpu
+
+
+def test_the_knee_is_the_lower_bound_s_and_the_estimate_s_lies_at_or_after_it():
+    """``critical_batch()`` is where compute time reaches the compulsory bytes' time (the lower
+    bound's knee, in the run's own formats); the unfused estimate's knee is never at a smaller batch."""
+    from roofline_lessons.core.costs import model_cost
+
+    check = reality.example()
+    knee, estimate_knee = check.critical_batch(), check.critical_batch(unfused=True)
+    assert knee is not None and estimate_knee is not None and knee <= estimate_knee
+    context = check.decode_by_batch[0].tokens
+
+    def reaches(batch, unfused=False):
+        c = model_cost(check.model_config(), phase="decode", batch=batch, context_tokens=context, **check.dtypes)
+        moved = c.bytes if unfused else c.compulsory_bytes
+        return float(c.flops) / check.peak_flops_per_s >= float(moved) / check.bandwidth_bytes_per_s
+
+    assert reaches(knee) and (knee == 1 or not reaches(knee - 1))
+    assert reaches(estimate_knee, True) and (estimate_knee == 1 or not reaches(estimate_knee - 1, True))
+    bf16 = reality.RealityCheck.from_dict(check.to_dict())
+    bf16.dtypes = {k: ("bf16" if k.endswith("_dtype") else v) for k, v in check.dtypes.items()}
+    assert bf16.critical_batch() < knee  # half the bytes per weight on the same roofs: memory time halves, the knee moves in
+
+
+def test_the_measured_knee_rule_is_nearly_doubling_and_rejects_a_bad_threshold():
+    """"Nearly doubling" is at least ``KNEE_FLAT_BELOW`` (1.5×) the previous tokens/s at double the
+    batch: a doubled batch whose step time grows by more than 2 ÷ 1.5 is sub-linear."""
+    assert reality.KNEE_FLAT_BELOW == 1.5
+
+    def at(batch, t):
+        return StepSample("decode", batch, 128, t, t, 1.0, 1.0, 0.0, 1.0)
+
+    limit = 2 / reality.KNEE_FLAT_BELOW
+    assert measured_knee([at(1, 1.0), at(2, 0.999 * limit)]) is None
+    assert measured_knee([at(1, 1.0), at(2, 1.001 * limit)]) == 2
+    with pytest.raises(RooflineInputError):
+        measured_knee([at(1, 1.0), at(2, 2.0)], flat_below=0)

@@ -210,7 +210,8 @@ md(f"The estimate moves **{float(pre.cost.bytes / pre.cost.compulsory_bytes):.1f
 # %% [markdown]
 # Second, a latency the estimate assumes. Split Llama-3.1-8B over two H100s by tensor parallelism
 # (`Parallelism(tensor=2)`, lesson 11's subject) and decode one token with 4,096 tokens cached.
-# The chips exchange activations twice per layer. The estimate charges each collective call a
+# The chips exchange activations twice per layer, and once more at each end of the model (after
+# the embedding lookup, and to gather the logits). The estimate charges each collective call a
 # latency — an assumed figure, not a measurement; `collective_latency_s` sets it. Place the same step with
 # no latency and with the default:
 
@@ -233,8 +234,11 @@ show_table(["latency per call asked", "figure", "TPOT", "communication term", "t
 bound_moves = float(tp2[None].time_lower_bound_s) != float(tp2[0.0].time_lower_bound_s)
 assert not bound_moves, "the bound counts no per-call latency"
 latency_added_s = float(tp2[None].time_estimate_s - tp2[0.0].time_estimate_s)
+comm_parts = tp2[None].comm.parts
+assert sum(p.calls for p in comm_parts) == tp2[None].comm.calls
 md(f"The bound **{'moves' if bound_moves else 'does not move'}**: it counts no latency. The estimate grows by "
-   f"{duration(latency_added_s)} — {count(tp2[None].comm.calls)} collective calls × {duration(default_latency_s)} — "
+   f"{duration(latency_added_s)} — {count(tp2[None].comm.calls)} collective calls "
+   f"({' + '.join(f'{count(int(p.calls))} {p.name}' for p in comm_parts)}) × {duration(default_latency_s)} — "
    f"to {percent(float(tp2[None].time_estimate_s / tp2[None].time_lower_bound_s) - 1, 0)} above the bound; with no "
    f"latency it sits {percent(float(tp2[0.0].time_estimate_s / tp2[0.0].time_lower_bound_s) - 1, 1)} above it "
    f"(the unfused activations, and the messages sent after the compute instead of beside it). So "
@@ -254,15 +258,28 @@ md(f"The bound **{'moves' if bound_moves else 'does not move'}**: it counts no l
 # %%
 import numpy as np
 
-lengths = np.arange(16, 2049, 16)
+lengths = np.arange(1, 2049)
 sweep = place("llama-3.1-8b", h100, phase="prefill", prompt_tokens=lengths)
-disagree = lengths[np.asarray(sweep.lower_bound_roof) != np.asarray(sweep.bound)]
-assert disagree.size and set(np.asarray(sweep.lower_bound_roof)[np.isin(lengths, disagree)]) == {"compute"}
-assert np.array_equal(disagree, np.arange(disagree.min(), disagree.max() + 1, 16))  # one run, no gap: "from … to"
-md(f"From {count(int(disagree.min()))} to {count(int(disagree.max()))} tokens (in steps of 16): there the bound is "
-   "compute-bound while the unfused estimate is still memory-bound, because the activations' bytes grow with the "
-   "prompt as fast as the FLOPs do and hold the estimate's intensity below the ridge. Fusion is what moves a real "
-   "kernel from the second figure towards the first.")
+bound_roof, estimate_roof = np.asarray(sweep.lower_bound_roof), np.asarray(sweep.bound)
+disagree = lengths[bound_roof != estimate_roof]
+assert disagree.size and set(bound_roof[bound_roof != estimate_roof]) == {"compute"}
+assert np.array_equal(disagree, np.arange(disagree.min(), disagree.max() + 1))  # one run, no gap: "from … to"
+bound_crosses = int(lengths[bound_roof == "compute"].min())  # the first prompt length on the compute roof
+estimate_crosses = int(lengths[estimate_roof == "compute"].min())
+assert (bound_crosses, estimate_crosses) == (disagree.min(), disagree.max() + 1)
+estimate_intensity = np.asarray(sweep.intensity, dtype=float)
+assert np.all(np.diff(estimate_intensity) > 0), "the estimate's intensity climbs with the prompt"
+activations_per_token = np.asarray(sweep.cost.activation_bytes, dtype=float) / lengths
+assert activations_per_token.max() < 1.05 * activations_per_token.min(), "about the same per token at every length"
+at = {n: float(estimate_intensity[lengths == n][0]) for n in (bound_crosses, int(lengths[-1]))}
+md(f"From {count(int(disagree.min()))} to {count(int(disagree.max()))} tokens: there the bound is compute-bound "
+   f"while the unfused estimate is still memory-bound. The estimate's intensity climbs with the prompt too — "
+   f"{num(at[bound_crosses])} FLOP/byte at {count(bound_crosses)} tokens, {num(at[int(lengths[-1])])} at "
+   f"{count(int(lengths[-1]))} — but the activations it counts, about "
+   f"{si(float(np.median(activations_per_token)), 'B')} per prompt token, delay its crossing of the ridge "
+   f"({num(sweep.ridge_point_flop_per_byte)} FLOP/byte): the bound crosses at {count(bound_crosses)} tokens, the "
+   f"estimate at {count(estimate_crosses)}. Fusion is what moves a real kernel from the second figure towards the "
+   "first.")
 
 # %% [markdown]
 # Now the four steps of this lesson, both figures side by side:
@@ -288,15 +305,39 @@ md(f"Here the two figures are at most {percent(max(gaps), 2)} apart: the prefill
 # %% [markdown]
 # ### A bound against a measurement
 #
-# The catalog holds an end-to-end measurement on one GPU; compare it with the lower bound for a
-# short context:
+# The catalog holds an end-to-end measurement on one GPU, gpt-fast's. A decode bound needs the
+# tokens cached, and the run's README gives its prompt length but not how many tokens each run
+# generated: the cell states the **assumption** made for it (`GPT_FAST_CONTEXT_TOKENS`, the one
+# every lesson quoting this run uses).
 
-# %% jupyter={"source_hidden": true}
+# %%
+from roofline_lessons.topics.published import (GPT_FAST_CONTEXT_TOKENS, GPT_FAST_DECODE_STEPS, GPT_FAST_NEW_TOKENS,
+                                               GPT_FAST_PROMPT_TOKENS, gpt_fast_7b_bound, gpt_fast_7b_measurement,
+                                               gpt_fast_context_range, gpt_fast_run_rate_bound)
+
 a100 = get_part("a100-80gb")
-gpt_fast = next(m for m in a100.measured if m.tokens_per_s and m.model == "llama-2-7b")
+gpt_fast = gpt_fast_7b_measurement()
 md(f"gpt-fast decoding {get_model(gpt_fast.model).name} on an {a100.name}: {gpt_fast.tokens_per_s} tokens/s "
    f"({gpt_fast.conditions}; {gpt_fast.source}).")
-bound = place(gpt_fast.model, a100, phase="decode", context_tokens=256)
+fewest, most = gpt_fast_context_range()
+assert most - fewest + 1 == GPT_FAST_DECODE_STEPS and GPT_FAST_CONTEXT_TOKENS == (fewest + most) // 2
+ends = [gpt_fast_7b_bound(c) for c in (fewest, most)]
+bound = gpt_fast_7b_bound(GPT_FAST_CONTEXT_TOKENS)
+assert all(s.lower_bound_roof == "memory" for s in ends + [bound]), "memory binds at every step of the run"
+moves = float(ends[0].tokens_per_s_upper_bound / ends[1].tokens_per_s_upper_bound) - 1
+run_bound = gpt_fast_run_rate_bound()
+run_vs_middle = run_bound / float(bound.tokens_per_s_upper_bound) - 1
+assert abs(run_vs_middle) < 1e-4, "the run's bound and the middle step's agree to under 0.01 %"
+md(f"**Assumption:** after its {count(GPT_FAST_PROMPT_TOKENS)}-token prompt the run generated "
+   f"{count(GPT_FAST_NEW_TOKENS)} tokens (generate.py's default; the README does not say). generate.py times the "
+   f"prompt's prefill, which yields the first of them, and then {count(GPT_FAST_DECODE_STEPS)} decode steps, which "
+   f"saw from {count(fewest)} to {count(most)} tokens cached; the rate it prints is {count(GPT_FAST_NEW_TOKENS)} "
+   f"tokens over that whole time. Memory binds at every step, and a step's compulsory bytes grow linearly with its "
+   f"context, so the steps' bounds average to the bound at the middle step: {count(GPT_FAST_CONTEXT_TOKENS)} tokens "
+   f"cached. Between the two ends the bound moves by {percent(moves, 1)}. With the prefill's own bound in the timed "
+   f"region too, the bound on the printed rate is {run_bound:,.3f} tokens/s against the middle step's "
+   f"{float(bound.tokens_per_s_upper_bound):,.3f}, {percent(abs(run_vs_middle), 3)} "
+   f"{'above' if run_vs_middle > 0 else 'below'} it: the lessons quote the middle step's.")
 fraction_of_bound = gpt_fast.tokens_per_s / float(bound.tokens_per_s_upper_bound)
 md(f"Lower bound on time, so upper bound on rate: **≤ {float(bound.tokens_per_s_upper_bound):,.1f} tokens/s** "
    f"({si(float(bound.cost.compulsory_bytes), 'B')} of compulsory bytes per token at "
@@ -308,19 +349,42 @@ md(f"Lower bound on time, so upper bound on rate: **≤ {float(bound.tokens_per_
 # move, times tokens per second, over the peak bandwidth. (Its compute twin, **MFU**, is the
 # FLOPs a token must do, times tokens per second, over the peak FLOP/s.)
 #
-# gpt-fast's README also prints a "bandwidth achieved". Look at how it is made before you lean on
-# it: it is the model's size in bytes (its parameters and buffers, without the embedding table)
-# times tokens per second. That is MBU's numerator. So its
-# ratio to the datasheet bandwidth is the fraction of the bound **by construction** — it agrees
-# with the percentage above because it is the same measurement (tokens per second) multiplied
-# by the same constant, not because a second instrument confirmed it:
+# gpt-fast's README also lists a "Memory Bandwidth (GB/s)" beside each rate: the "Bandwidth
+# achieved" its generate.py prints. Look at how it is made before you lean on it: it is a model
+# size in bytes times tokens per second. That is MBU's numerator, with gpt-fast's byte count in
+# place of the bound's. So its ratio to the datasheet bandwidth is the fraction of the bound **by
+# construction**, up to the ratio of the two byte counts: the same measurement (tokens per second)
+# multiplied by nearly the same constant, not a second instrument confirming it.
 
-# %% jupyter={"source_hidden": true}
-md(f"The README's {si(gpt_fast.value, 'B/s')} ÷ {gpt_fast.tokens_per_s} tokens/s = {si(gpt_fast.value / gpt_fast.tokens_per_s, 'B')} "
-   f"of model bytes per token; the package's bound counts {si(float(bound.cost.compulsory_bytes), 'B')} per token (all weights "
-   f"but the embedding table, one looked-up row, the KV cache, the token id and the logits). As fractions of {si(a100.memory_bandwidth_bytes_per_s, 'B/s')}: "
-   f"{percent(gpt_fast.value / a100.memory_bandwidth_bytes_per_s, 1)} from the README's figure, "
-   f"{percent(fraction_of_bound, 1)} of the package's bound — two ways of writing the same tokens/s.")
+# %%
+from roofline_lessons.topics.published import gpt_fast_model_size_bytes
+
+readme_bytes = gpt_fast.value / gpt_fast.tokens_per_s
+script_bytes = gpt_fast_model_size_bytes()  # generate.py's _get_model_size, from the package's weights
+compulsory = float(bound.cost.compulsory_bytes)
+kv_counted = float(bound.cost.kv_bytes - bound.cost.kv_scratch_bytes)
+constants_differ = readme_bytes / compulsory - 1
+script_differs = script_bytes / compulsory - 1
+readme_vs_script = readme_bytes / script_bytes - 1
+assert abs(constants_differ) < 0.01 and abs(script_differs) < 0.01, "nearly the same constant"
+assert abs(compulsory - script_bytes - kv_counted) / compulsory < 1e-4, "the KV cache is (nearly) all the difference"
+readme_rounding = 0.05 / gpt_fast.tokens_per_s + 0.005e9 / gpt_fast.value  # its last digits: 104.9 and 1,397.31
+assert abs(readme_vs_script) > readme_rounding, "more than the README's rounding can explain"
+md(f"generate.py's model size (its `_get_model_size`) sums the parameters and buffers of every top-level module but "
+   f"the embedding table, and runs before `generate` allocates the KV cache: for {get_model(gpt_fast.model).name} in "
+   f"BF16, **{si(script_bytes, 'B', 4)}**, the package's weights less the table. The bound counts "
+   f"{si(compulsory, 'B', 4)} per token at {count(GPT_FAST_CONTEXT_TOKENS)} tokens cached: the same weights (plus "
+   f"the one embedding row a step looks up), the KV cache read and written ({si(kv_counted, 'B')}, nearly all of the "
+   f"difference), the token id and the logits — generate.py's count is {percent(abs(script_differs), 1)} "
+   f"{'below' if script_differs < 0 else 'above'} it. The README's own row, {gpt_fast.value / 1e9:,.2f} GB/s ÷ "
+   f"{gpt_fast.tokens_per_s} tokens/s = {si(readme_bytes, 'B', 4)}, is {percent(abs(readme_vs_script), 1)} "
+   f"{'above' if readme_vs_script > 0 else 'below'} generate.py's count and {percent(abs(constants_differ), 1)} "
+   f"{'above' if constants_differ > 0 else 'below'} the bound's, more than the rounding of its figures allows "
+   f"({percent(readme_rounding, 2)}): its two columns do not reproduce one printout of generate.py as it reads now, and the README does not say which version or which runs made each — so that "
+   f"{percent(abs(readme_vs_script), 1)} is unexplained here. As fractions of "
+   f"{si(a100.memory_bandwidth_bytes_per_s, 'B/s')}: {percent(gpt_fast.value / a100.memory_bandwidth_bytes_per_s, 1)} "
+   f"from the README's figure, {percent(fraction_of_bound, 1)} of the package's bound — the same tokens/s times "
+   "nearly the same constant.")
 
 # %% [markdown]
 # **What MBU can tell you**: how far the run is from the bandwidth bound, in one number
@@ -328,27 +392,47 @@ md(f"The README's {si(gpt_fast.value, 'B/s')} ÷ {gpt_fast.tokens_per_s} tokens/
 # Each of these lowers tokens/s, and so MBU, in exactly the same way, so MBU cannot tell them apart:
 #
 # - the memory system delivering less than its datasheet rate (even a pure streaming kernel
-#   does not reach 100 %; the next cell has a measured example, and lesson 8 measures your own
+#   does not reach 100 %; the next cells have reference points, and lesson 8 measures your own
 #   machine);
 # - time with the memory idle: kernel-launch gaps and CPU overhead between the hundreds of small
 #   kernels of a batch-1 step (gpt-fast captures its step in CUDA graphs, which removes most of
-#   these), sampling, the prompt's prefill if it is inside the timed region;
-# - a power or clock cap (this run was at 330 W).
+#   these), sampling, and the prompt's prefill, which generate.py times with the decode steps;
+# - a power or clock cap (this run's power cap is in its conditions above).
 #
 # Telling them apart needs a second, independent instrument: a profiler's DRAM byte counters
 # during the decode kernels (achieved bandwidth *while the kernels run*), and a timeline of
 # kernel time against wall-clock time (the idle gaps). Until then, "the gap is the memory
 # system" is a hypothesis, not a finding.
 #
-# The streaming figure that bounds the first cause, measured on a neighbouring part (there is no
-# such figure for the A100 in the catalog, so this is a reference point, not this run's memory
-# system):
+# Two reference points for the first cause, neither a measurement of this run's memory system.
+# First, the same README's informal note on its power-capped A100s (a remark, with no method
+# given; the catalog keeps it in the conditions of gpt-fast's 70B entry):
 
 # %%
+from roofline_lessons.topics.many_chips import gpt_fast_empirical_bandwidth_bytes_per_s
+
+empirical_bw = gpt_fast_empirical_bandwidth_bytes_per_s()
+of_empirical = fraction_of_bound * a100.memory_bandwidth_bytes_per_s / empirical_bw
+md(f"gpt-fast README, informal note: the A100's empirical peak bandwidth is about {si(empirical_bw, 'B/s')}, "
+   f"{percent(empirical_bw / a100.memory_bandwidth_bytes_per_s, 0)} of the {si(a100.memory_bandwidth_bytes_per_s, 'B/s')} "
+   f"datasheet figure. The same tokens/s would be {percent(of_empirical, 0)} of the rate the same compulsory bytes "
+   f"allow at {si(empirical_bw, 'B/s')}, against {percent(fraction_of_bound, 0)} of the bound priced at the datasheet "
+   f"figure: if the note held for this run, the remaining gap, {percent(1 - of_empirical, 0)} of that rate, would be "
+   "left for the other causes — a hypothesis, since the note measures nothing about this run.")
+
+# %% [markdown]
+# Second, a streaming benchmark measured on a neighbouring part (the catalog has none for the
+# A100):
+
+# %%
+from roofline_lessons.topics.published import provenance
+
+assert not a100.measurements("bandwidth_bytes_per_s"), "the catalog has no streaming figure for the A100"
 pcie = get_part("h100-pcie")
 for m in pcie.measurements("bandwidth_bytes_per_s"):
-    print(f"{pcie.name}, {m.kernel}: {si(m.value, 'B/s')} = {percent(m.value / pcie.memory_bandwidth_bytes_per_s, 0)} "
-          f"of {si(pcie.memory_bandwidth_bytes_per_s, 'B/s')} ({m.source})")
+    print(f"{pcie.name}, {m.kernel} ({m.conditions or 'conditions not recorded'}): {si(m.value, 'B/s')} = "
+          f"{percent(m.value / pcie.memory_bandwidth_bytes_per_s, 0)} of {si(pcie.memory_bandwidth_bytes_per_s, 'B/s')} "
+          f"({provenance(m)})")
 
 # %% [markdown]
 # ### Batch-1 decode of the hybrid, in numbers
@@ -442,7 +526,8 @@ dashboard = lesson03_dashboard()
 #   are lower bounds. The estimate adds what a plain implementation does and names it (operators
 #   unfused, an assumed latency per collective call); quote either, and say which. Measured systems
 #   land at a fraction of the bound; for decode that fraction is MBU. It says how far, not why:
-#   a tool's "bandwidth achieved" computed from tokens/s is the same number again.
+#   a tool's "bandwidth achieved" computed from tokens/s is the same number again, up to its own
+#   byte count.
 #
 # **A question to leave with.** Which operator of a decode step grows with context, and how would
 # you make it cheaper without touching the weights?

@@ -23,7 +23,7 @@
 #
 # 1. compute a decode step's roofline bound from measured roofs and say which roof binds;
 # 2. report the achieved fraction, MBU and MFU of a step, and say what each one measures;
-# 3. compare the cost model's knee with the measured one, and state a hypothesis for the gap;
+# 3. compare the lower bound's knee with the measured one, and state a hypothesis for the gap;
 # 4. add the third term — a fixed overhead per step — and say where it dominates.
 
 # %%
@@ -102,9 +102,9 @@ if sizing and not sizing.reached:
 # Which bytes? The compulsory ones (`cost.compulsory_bytes`, lesson 3): the weights, the KV cache
 # read and written, the tokens in and the logits out. This loop also writes every operator's output
 # as a new array and the next operator reads it back — lesson 3's unfused *estimate*
-# (`cost.bytes`), shown beside the bound. Those arrays are small enough at batch 1 to stay in the
-# cache, so they need not reach DRAM, and a bound may not count them. The cell after the tables says
-# how far apart the two counts are here.
+# (`cost.bytes`), shown beside the bound. The bound leaves those arrays out at every batch and
+# every length: a fused implementation need not write them at all, and a bound counts only what no
+# implementation avoids. The cell after the tables says how far apart the two counts are here.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -129,12 +129,16 @@ def compulsory_share(sample):
     return sample.compulsory_bytes / sample.bytes
 
 
-decode1, longest = check.decode_by_batch[0], check.prefill[-1]
+decode1, longest = check.decode_by_batch[0], max(check.prefill, key=lambda s: s.tokens)
+activations = {s: 1 - compulsory_share(s) for s in (decode1, longest)}  # the unfused count's extra share
 md(f"The lower bound's compulsory bytes are {percent(compulsory_share(decode1), 1)} of the loop's bytes for the "
    f"batch-{count(decode1.batch)} decode step and {percent(compulsory_share(longest), 0)} for the "
-   f"{count(longest.tokens)}-token prefill: the activations weigh "
-   f"{'little' if compulsory_share(decode1) > 0.95 else 'much'} in decode and "
-   f"{'little' if compulsory_share(longest) > 0.95 else 'more'} in a long prefill.")
+   f"{count(longest.tokens)}-token prefill (the longest prompt run): the activations are "
+   f"{percent(activations[decode1], 1)} of the decode step's bytes and {percent(activations[longest], 0)} of the "
+   f"prefill's, "
+   + (f"{num(activations[longest] / activations[decode1])}× the decode step's share."
+      if activations[longest] > activations[decode1] > 0 else
+      "no larger a share than the decode step's." if activations[decode1] > 0 else "and none in decode."))
 beaten = [s for s in check.samples if s.measured_s <= s.bound_s]
 if beaten:
     kinds = {s.binds for s in beaten}
@@ -177,26 +181,50 @@ show_table(["step", "binds", "achieved", "MBU", "MFU"],
 # ## The knee
 #
 # Lesson 4: decode throughput grows almost linearly with batch until compute time reaches memory
-# time. The cost model puts that knee where it happens on the measured roofs. The measurement shows
-# the first batch at which throughput stopped nearly doubling — the first *sub-linear* step, which
-# is the knee only if nothing else grows with the batch.
+# time. The lower bound puts that knee where compute time reaches its compulsory bytes' time on the
+# measured roofs (`check.critical_batch()`); the unfused estimate's knee, with every activation through
+# memory as well, is shown beside it. The measurement shows
+# the first batch at which throughput stopped nearly doubling ("nearly" = at least 1.5× the previous
+# batch's tokens/s when the batch doubles: `reality.KNEE_FLAT_BELOW`) — the first *sub-linear*
+# step. Two knees at the same batch do not make it the same knee: the cell compares how much the
+# measured step time and the bound's grow across that step, and says which explains the bend.
 
-# %% jupyter={"source_hidden": true}
+# %%
 # NBVAL_IGNORE_OUTPUT
-predicted = check.critical_batch()
+predicted, predicted_estimate = check.critical_batch(), check.critical_batch(unfused=True)
 measured = reality.measured_knee(check.decode_by_batch)
-first, last = check.decode_by_batch[0], check.decode_by_batch[-1]
-md(f"Cost model's knee on the measured roofs: **batch {count(predicted) if predicted else 'none up to 4,096'}**. "
-   f"First sub-linear step measured: "
-   f"**{('batch ' + count(measured)) if measured else 'none within the batches run'}**. Achieved fraction: "
-   f"{percent(first.achieved, 0)} at batch {count(first.batch)}, {percent(last.achieved, 0)} at batch "
-   f"{count(last.batch)}; measured − bound "
-   f"{'grows' if last.measured_s - last.bound_s > first.measured_s - first.bound_s else 'does not grow'} from "
-   f"{duration(first.measured_s - first.bound_s)} to {duration(last.measured_s - last.bound_s)}.\n\n"
-   "If the measured step comes well before the cost model's knee, it is not compute meeting memory: something "
-   "else grows with the batch. A **hypothesis**: the matrix library runs a one-row `x @ W` with a "
-   "matrix–vector kernel, but two or more rows with a matrix–matrix kernel that is slower at so few rows. The "
-   "cell below tests the kernel switch (not its mechanism) on weights too large for the cache.")
+by_batch = sorted(check.decode_by_batch, key=lambda s: s.batch)
+first, last = by_batch[0], by_batch[-1]
+limit = 2 / reality.KNEE_FLAT_BELOW  # a doubled batch's step time growing more than this is sub-linear
+text = (f"Lower bound's knee on the measured roofs (compulsory bytes): "
+        f"**batch {count(predicted) if predicted else 'none up to 4,096'}**; the unfused estimate's: batch "
+        f"{count(predicted_estimate) if predicted_estimate else 'none up to 4,096'}. First sub-linear step measured "
+        f"(tokens/s less than {num(reality.KNEE_FLAT_BELOW)}× the previous batch's at double the batch, i.e. a step "
+        f"time more than {num(limit)}× the previous one's): "
+        f"**{('batch ' + count(measured)) if measured else 'none within the batches run'}**. Achieved fraction: "
+        f"{percent(first.achieved, 0)} at batch {count(first.batch)}, {percent(last.achieved, 0)} at batch "
+        f"{count(last.batch)}; measured − bound "
+        f"{'grows' if last.measured_s - last.bound_s > first.measured_s - first.bound_s else 'does not grow'} from "
+        f"{duration(first.measured_s - first.bound_s)} to {duration(last.measured_s - last.bound_s)}.\n\n")
+if measured:
+    at = next(i for i, s in enumerate(by_batch) if s.batch == measured)
+    before, after = by_batch[at - 1], by_batch[at]
+    measured_growth, bound_growth = after.measured_s / before.measured_s, after.bound_s / before.bound_s
+    same = "the same batch as" if predicted == measured else "a different batch from"
+    text += (f"Across that step (batch {count(before.batch)} → {count(after.batch)}, {same} the lower bound's knee) "
+             f"the measured step time grew **{num(measured_growth)}×** and the lower bound's **{num(bound_growth)}×**. ")
+    if bound_growth > limit:
+        text += (f"The bound bends there too (more than {num(limit)}×): compute meeting memory explains the bend"
+                 + (f", but not all of it — the measured growth is {num(measured_growth / bound_growth)}× the bound's, "
+                    "so something else grows with the batch as well. " if measured_growth / bound_growth > limit else
+                    f" (the measured growth is within {num(limit)}× of the bound's). "))
+    else:
+        text += (f"The bound does not bend there (at most {num(limit)}×), so compute meeting memory does not explain "
+                 "the measured bend: something else grows with the batch. ")
+text += ("A **hypothesis** for what the bound does not explain: the matrix library runs a one-row `x @ W` with a "
+         "matrix–vector kernel, but two or more rows with a matrix–matrix kernel that is slower at so few rows. The "
+         "cell below tests the kernel switch (not its mechanism) on weights too large for the cache.")
+md(text)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -229,27 +257,35 @@ one, two, four, two_calls = per_matrix_s(1), per_matrix_s(2), per_matrix_s(4), p
 extra_flops_s = 2 * model.hidden_size * model.intermediate_size / check.peak_flops_per_s  # one more row at peak
 cycle_multiple = n_w * weights[0].nbytes / check.last_level_cache_bytes
 extra_over_flops = (two - one) / extra_flops_s  # what the second row cost, in units of its FLOPs at the peak
-switch = two > 1.3 * one + extra_flops_s
-flat = four < 1.3 * two  # four rows within 30 % of two
+switch = two > 1.3 * one + extra_flops_s  # two rows cost more than one row + its FLOPs + 30 % of one row
+four_vs_two = four / two
+flat = abs(four_vs_two - 1) < 0.3  # four rows within 30 % of two, either way
+contradicts = two < 0.7 * one or (switch and four_vs_two <= 0.7)  # more rows, clearly less time
 md(f"`x @ W`, W {count(model.hidden_size)}×{count(model.intermediate_size)} float32, {n_w} matrices "
    f"({binary(n_w * weights[0].nbytes)}, {num(cycle_multiple)}× the cache) cycled "
    + ("so each comes from DRAM" if cycle_multiple >= 2 else
       "— **less than twice the cache, so some of them may come from it**: read the times with that in mind")
    + f": 1 row {duration(one)}, 2 rows {duration(two)}, 4 rows {duration(four)}; two separate 1-row calls "
    f"{duration(two_calls)}. A second row's FLOPs at the measured peak cost {duration(extra_flops_s)}.\n\n"
-   + (f"Two rows in one call cost {num(two / one)}× one row — the second row cost {num(extra_over_flops)}× its "
+   + (f"More rows took clearly less time than fewer (two rows {num(two / one)}× one row, four rows "
+      f"{num(four_vs_two)}× two): the same work plus more cannot cost less on one kernel, so these timings "
+      "contradict each other — most likely noise (another process, a clock change). On this run the hypothesis "
+      "is neither supported nor refuted: run the cell again."
+      if contradicts else
+      f"Two rows in one call cost {num(two / one)}× one row — the second row cost {num(extra_over_flops)}× its "
       f"FLOPs at the peak — and {'more' if two > two_calls else 'less'} than two one-row calls; four rows cost "
-      f"{num(four / two)}× two. "
+      f"{num(four_vs_two)}× two. "
       + ("Four rows cost within 30 % of two, so the price is paid per call by the kernel used for ≥ 2 rows, not "
          "per row: the hypothesis (a kernel switch) survives this test. "
          if flat else
-         "Four rows cost clearly more than two, so part of the price grows with the rows: this test does not "
+         "Four rows cost more than 1.3× two, so part of the price grows with the rows: this test does not "
          "separate a kernel switch from a per-row cost. ")
       + "Why such a kernel is slower at few rows (packing W into blocks is one candidate) is a further hypothesis, "
         "not tested here."
       if switch else
-      f"Two rows cost {num(two / one)}× one row, within 30 % of one row plus the second row's FLOPs at the peak (it "
-      f"cost {num(extra_over_flops)}× them): this test does not support a kernel switch — look elsewhere."))
+      f"Two rows cost {num(two / one)}× one row, no more than one row plus the second row's FLOPs at the peak plus "
+      f"30 % of one row (the second row cost {num(extra_over_flops)}× its FLOPs): this test does not support a "
+      "kernel switch — look elsewhere."))
 
 # %% [markdown]
 # ## The third regime: overhead
@@ -296,50 +332,62 @@ md(text + "\n\n"
 # %% [markdown]
 # ## Published measurements against the course's bounds
 #
-# Others have made the same comparison on GPUs. Each figure comes from the catalog, with its source,
-# date and conditions.
+# Others have made the same comparison on GPUs. Each figure comes from the catalog, with its
+# conditions, source, date and software — and "not recorded" where the catalog lacks one. gpt-fast's
+# bound is priced at lesson 3's assumed context (`GPT_FAST_CONTEXT_TOKENS`: its README gives the
+# prompt, not how many tokens each run generated).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 from roofline_lessons.topics.datasheets import best_measurement
+from roofline_lessons.topics.published import (GPT_FAST_CONTEXT_TOKENS, gpt_fast_7b_bound, gpt_fast_7b_measurement,
+                                               provenance)
 
-GPT_FAST_CONTEXT = 128  # tokens cached: an assumption (short prompt, a few hundred tokens generated); the bound barely moves with it
 # the GPU rows are held against the course's lower bound (compulsory bytes, lesson 3), not the estimate
 a100 = get_part("a100-80gb")
-gpt = best_measurement(a100, "decode_model_bytes_per_s")
-gpt_bound = place(gpt.model, a100, phase="decode", context_tokens=GPT_FAST_CONTEXT)
-gpt_bound_tps = float(gpt_bound.tokens_per_s_upper_bound)
+gpt = gpt_fast_7b_measurement()
+gpt_bound_tps = float(gpt_fast_7b_bound(GPT_FAST_CONTEXT_TOKENS).tokens_per_s_upper_bound)
 h100, h100_pcie = get_part("h100-sxm"), get_part("h100-pcie")
 fa3 = best_measurement(h100, "attention_flops_per_s", dtype="fp16")
 triad = next(m for m in h100_pcie.measured if m.kernel == "stream triad")
+streams = h100_pcie.measurements("bandwidth_bytes_per_s")
+best_stream = max(streams, key=lambda m: m.value)
 published = [
-    [f"gpt-fast, {get_model(gpt.model).name} BF16 batch-1 decode, A100-80GB", f"{num(gpt_bound_tps)} tokens/s",
-     f"{num(gpt.tokens_per_s)} tokens/s", percent(gpt.tokens_per_s / gpt_bound_tps, 0), gpt.source],
-    [f"FlashAttention-3 forward, FP16, head dim {fa3.head_dim}, {'causal' if fa3.causal else 'non-causal'}, "
-     f"{count(fa3.sequence_length)} tokens, H100 SXM", si(h100.peak_flops_per_s("fp16"), "FLOP/s") + " (compute roof)",
-     si(fa3.value, "FLOP/s"), percent(fa3.value / h100.peak_flops_per_s("fp16"), 0), fa3.source],
-    [f"{triad.kernel}, H100 PCIe", si(h100_pcie.memory_bandwidth_bytes_per_s, "B/s") + " (datasheet)",
-     si(triad.value, "B/s"), percent(triad.value / h100_pcie.memory_bandwidth_bytes_per_s, 0), triad.source],
+    [f"gpt-fast, {get_model(gpt.model).name} ({gpt.conditions}; bound at {count(GPT_FAST_CONTEXT_TOKENS)} tokens "
+     "cached, an assumption)", f"{num(gpt_bound_tps)} tokens/s",
+     f"{num(gpt.tokens_per_s)} tokens/s", percent(gpt.tokens_per_s / gpt_bound_tps, 0), provenance(gpt)],
+    [f"FlashAttention-3 forward, FP16, H100 SXM ({fa3.conditions}; {count(fa3.sequence_length)} tokens)",
+     si(h100.peak_flops_per_s("fp16"), "FLOP/s") + " (compute roof)",
+     si(fa3.value, "FLOP/s"), percent(fa3.value / h100.peak_flops_per_s("fp16"), 0), provenance(fa3)],
+    [f"{triad.kernel}, {h100_pcie.name} ({triad.conditions or 'conditions not recorded'})",
+     si(h100_pcie.memory_bandwidth_bytes_per_s, "B/s") + " (datasheet)",
+     si(triad.value, "B/s"), percent(triad.value / h100_pcie.memory_bandwidth_bytes_per_s, 0), provenance(triad)],
 ]
 for part_id in ("l4", "h100-sxm"):
     part = get_part(part_id)
     floor = best_measurement(part, "decode_fraction_of_memory_floor")
     published.append([f"batch-1 decode, {part.name} ({floor.conditions})", "the study's own memory floor", "—",
-                      percent(floor.value, 0),
-                 f"{floor.source}, {floor.date}"])
-show_table(["measurement (conditions)", "bound (upper bound on the rate)", "measured", "achieved", "source"], published)
+                      percent(floor.value, 0), provenance(floor)])
+show_table(["measurement (conditions)", "bound (upper bound on the rate)", "measured", "achieved",
+            "source; date; software"], published)
 
 # %% jupyter={"source_hidden": true}
 graphs = {p: best_measurement(p, "cuda_graphs_decode_speedup") for p in ("l4", "h100-sxm")}
 h100_floor = best_measurement("h100-sxm", "decode_fraction_of_memory_floor").value
 l4_floor = best_measurement("l4", "decode_fraction_of_memory_floor").value
 md(f"What each gap teaches. **gpt-fast** reaches {percent(gpt.tokens_per_s / gpt_bound_tps, 0)} of the upper bound "
-   f"the cost model gives at {count(GPT_FAST_CONTEXT)} cached tokens (its quoted 'bandwidth achieved', "
-   f"{si(gpt.value, 'B/s')}, is model bytes × tokens/s: the same fraction times the bandwidth, not a measurement of "
+   f"the cost model gives at {count(GPT_FAST_CONTEXT_TOKENS)} cached tokens, lesson 3's assumption (its README's "
+   f"'Memory Bandwidth', {si(gpt.value, 'B/s')}, the 'Bandwidth achieved' generate.py prints, is a model size × "
+   f"tokens/s: nearly the same fraction times the "
+   f"bandwidth — lesson 3 compares the two byte counts — not a measurement of "
    f"it; the catalog records the run as “{gpt.kernel}”). **FlashAttention-3** "
    f"reaches {percent(fa3.value / h100.peak_flops_per_s('fp16'), 0)} of the dense FP16 peak — only at these "
    f"conditions. A **stream triad** reaches {percent(triad.value / h100_pcie.memory_bandwidth_bytes_per_s, 0)} of "
-   "the datasheet bandwidth: no real kernel gets all of it. The **batch-1 study** (its rows use its own memory "
+   f"the {h100_pcie.name}'s datasheet bandwidth, and the best streaming kernel the catalog records on it, a "
+   f"{best_stream.kernel}, {percent(best_stream.value / h100_pcie.memory_bandwidth_bytes_per_s, 0)}"
+   + (f": {'neither' if len(streams) == 2 else f'none of the {len(streams)}'} reached the datasheet figure. " if best_stream.value < h100_pcie.memory_bandwidth_bytes_per_s
+      else ". ")
+   + "The **batch-1 study** (its rows use its own memory "
    "floor — weights and KV cache over the datasheet bandwidth — for a model not in this course's catalog) finds "
    + (f"the GPU with more bandwidth ({get_part('h100-sxm').name}, {si(h100.memory_bandwidth_bytes_per_s, 'B/s')}) "
       f"further from its floor ({percent(h100_floor, 0)}) than the {get_part('l4').name} "
@@ -350,8 +398,8 @@ md(f"What each gap teaches. **gpt-fast** reaches {percent(gpt.tokens_per_s / gpt
    + f"Its CUDA Graphs A/B test, {num(graphs['h100-sxm'].value)}× on the H100 SXM against "
    f"{num(graphs['l4'].value)}× on the L4, shows launch overhead is "
    + ("*part* of the H100's gap" if h100_floor * graphs['h100-sxm'].value < 1 else "the H100's whole gap or more")
-   + f": removing it lifts {percent(h100_floor, 0)} to at most "
-   f"{percent(h100_floor * graphs['h100-sxm'].value, 0)} of the floor. What the rest is, the A/B test does not say. "
+   + f": with CUDA Graphs, about {percent(h100_floor * graphs['h100-sxm'].value, 0)} of the floor "
+   f"({percent(h100_floor, 0)} × {num(graphs['h100-sxm'].value)}). What the rest is, the A/B test does not say. "
    + {"fixed cost and streaming": "On this CPU, what was left after the fixed cost was attributed to the kernels "
                                   "running below the roof — by subtraction, so a hypothesis, and one worth testing "
                                   "on the GPU.",
@@ -399,7 +447,7 @@ decode_vs_bound_chart(check)
 #   the achieved fraction is bound ÷ measured.
 # - MBU uses the model's byte count: it equals the achieved fraction when memory binds, and it is not
 #   a measured bandwidth (neither is gpt-fast's "bandwidth achieved").
-# - The cost model's knee and the measured one need not agree; state a hypothesis and test it.
+# - The lower bound's knee and the measured one need not agree; state a hypothesis and test it.
 # - Above the bound, the gap has two parts where a run can separate them: a fixed cost per step
 #   (measured with a tiny model) and the kernels' own shortfall against the roof (what is left: a
 #   hypothesis about streaming, not a measurement). A fixed cost weighs most on small models at small

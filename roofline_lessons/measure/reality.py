@@ -1,9 +1,10 @@
 """Lesson 9's reality check: run the numpy decoder here and hold every measured step against the
 bound the cost model gives from this machine's measured roofs (lesson 8's probes).
 
-For each step the bound is ``max(FLOPs / measured matmul rate, bytes / measured DRAM bandwidth)``
-(seconds) from :func:`roofline_lessons.core.costs.model_cost` of the very model that ran, in
-float32. The **achieved fraction** is bound / measured (1 = on the roof). **MBU** (model bandwidth
+For each step the lower bound is ``max(FLOPs / measured matmul rate, compulsory bytes / measured
+DRAM bandwidth)`` (seconds) from :func:`roofline_lessons.core.costs.model_cost` of the very model
+that ran, in float32; the estimate (every operator's activations through memory, unfused) sits
+beside it. The **achieved fraction** is bound / measured (1 = on the roof). **MBU** (model bandwidth
 utilisation) = bytes the step must move / measured time / bandwidth; **MFU** (model FLOP
 utilisation) = the step's FLOPs / measured time / peak. A third term, a fixed **overhead** per step
 (Python dispatching ~10 numpy calls per layer here; kernel launches and CPU scheduling on a GPU), is
@@ -324,21 +325,37 @@ def fit_overhead_s(samples) -> float:
 
 
 def critical_batch_for(model: Model, bandwidth_bytes_per_s: float, peak_flops_per_s: float, context_tokens: int,
-                       largest: int = 4096) -> int | None:
-    """The smallest decode batch whose compute time reaches its compulsory bytes' memory time on
-    these roofs (the lower bound's knee); ``None`` if none up to ``largest``."""
+                       largest: int = 4096, *, unfused: bool = False, dtypes: dict | None = None) -> int | None:
+    """The smallest decode batch whose compute time reaches its memory time on these roofs;
+    ``None`` if none up to ``largest``. By default the memory time is the compulsory bytes' (the
+    lower bound's knee); ``unfused=True`` takes every operator's activations through memory too (the
+    estimate's knee, never at a smaller batch). Priced in ``dtypes`` (float32 by default, the numpy
+    decoder's)."""
+    formats = dtypes or FP32
     for batch in range(1, largest + 1):
-        cost = model_cost(model, phase="decode", batch=batch, context_tokens=context_tokens, **FP32)
-        if float(cost.flops) / peak_flops_per_s >= float(cost.compulsory_bytes) / bandwidth_bytes_per_s:
+        cost = model_cost(model, phase="decode", batch=batch, context_tokens=context_tokens, **formats)
+        moved = cost.bytes if unfused else cost.compulsory_bytes
+        if float(cost.flops) / peak_flops_per_s >= float(moved) / bandwidth_bytes_per_s:
             return batch
     return None
 
 
-def measured_knee(samples, flat_below: float = 1.5) -> int | None:
+#: "nearly doubling": a doubled batch whose throughput is at least this many times the previous
+#: batch's is still on the linear part; below it, the step is sub-linear (:func:`measured_knee`).
+#: Equivalently, for a doubled batch: the step's time grew by more than ``2 / KNEE_FLAT_BELOW``.
+KNEE_FLAT_BELOW = 1.5
+
+
+def measured_knee(samples, flat_below: float = KNEE_FLAT_BELOW) -> int | None:
     """The first sub-linear step of measured decode throughput: the first batch whose tokens/s is
-    less than ``flat_below`` times the previous one's (batches doubling). Where compute meets memory
-    it bends; but anything else that grows with the batch (a slower kernel for more rows) bends it
-    too — the lesson compares it with the cost model's knee and says which."""
+    less than ``flat_below`` × the previous one's × (batch ratio ÷ 2) — for batches doubling, less
+    than ``flat_below`` (1.5) times the previous tokens/s, i.e. a step time more than ``2 /
+    flat_below`` (1.33) times the previous one's. Where compute meets memory it bends; but anything
+    else that grows with the batch (a slower kernel for more rows) bends it too — the lesson
+    compares the measured step time's growth across it with the lower bound's (the same rule applied
+    to the bound's times) and says which explains it."""
+    if not flat_below > 0:
+        raise RooflineInputError(f"flat_below must be positive, got {flat_below!r}")
     decode = sorted((s for s in samples if s.phase == "decode"), key=lambda s: s.batch)
     for prev, cur in zip(decode, decode[1:]):
         if cur.tokens_per_s < flat_below * prev.tokens_per_s * (cur.batch / prev.batch) / 2:
@@ -376,10 +393,12 @@ class RealityCheck:
         """The :class:`Model` that ran (its shape is all the cost model needs)."""
         return Model(**self.model)
 
-    def critical_batch(self) -> int | None:
-        """The cost model's knee on these measured roofs, at the batch sweep's context."""
+    def critical_batch(self, unfused: bool = False) -> int | None:
+        """The lower bound's knee on these measured roofs (compulsory bytes), at the batch sweep's
+        context and in the run's number formats; ``unfused=True``: the estimate's knee (unfused bytes)."""
         context = self.decode_by_batch[0].tokens if self.decode_by_batch else 0
-        return critical_batch_for(self.model_config(), self.bandwidth_bytes_per_s, self.peak_flops_per_s, context)
+        return critical_batch_for(self.model_config(), self.bandwidth_bytes_per_s, self.peak_flops_per_s, context,
+                                  unfused=unfused, dtypes={**FP32, **(self.dtypes or {})})
 
     def overhead_s(self) -> float:
         """The fixed cost of a decode step (seconds): measured directly as the step time of a tiny

@@ -21,7 +21,12 @@ from ..checkers import (
     is_unanswered,
 )
 
-_REL_TOL = 0.02  #: every lesson-9 checker's tolerance (relative)
+_REL_TOL = 0.02  #: the tolerance (relative) of the MBU checker (9.3)
+#: the bound checkers' tolerance (9.1, 9.4, and 9.2, whose answer is the bound over a stored time; relative):
+#: their expected value is the same cost model's, with no measurement noise, and the unfused answer differs
+#: from it by a fraction of a percent
+_BOUND_REL_TOL = 1e-3
+_SMALLEST_REL_TOL = 1e-6  #: never tighter than this (float rounding)
 
 
 def _need_check(exercise: str, check, answer) -> CheckResult | None:
@@ -78,10 +83,35 @@ def _bound_s(check: RealityCheck, dtypes: dict) -> float:
     return max(float(cost.flops) / check.peak_flops_per_s, float(cost.compulsory_bytes) / check.bandwidth_bytes_per_s)
 
 
-def _distinct(expected: float, mistakes) -> tuple[Mistake, ...]:
-    """The mistakes whose value is not (within twice the tolerance) the right answer on this check:
-    a 'mistake' that gives the right number must never be named."""
-    return tuple(m for m in mistakes if not math.isclose(m.value, expected, rel_tol=2 * _REL_TOL))
+def _distinct(expected: float, mistakes, rel_tol: float = _REL_TOL) -> tuple[Mistake, ...]:
+    """The mistakes whose value is not (within twice the tolerance ``rel_tol``) the right answer on
+    this check: a 'mistake' that gives the right number must never be named."""
+    return tuple(m for m in mistakes if not math.isclose(m.value, expected, rel_tol=2 * rel_tol))
+
+
+def _unfused_bound_s(check: RealityCheck, dtypes: dict) -> float:
+    """The batch-1 step priced with the unfused bytes (``cost.bytes``, the estimate's convention):
+    the classic wrong count for a bound (seconds)."""
+    cost = _cost(check, dtypes)
+    return max(float(cost.flops) / check.peak_flops_per_s, float(cost.bytes) / check.bandwidth_bytes_per_s)
+
+
+def _bound_tol(check: RealityCheck, dtypes: dict) -> float:
+    """The relative tolerance of a bound checker priced in ``dtypes``: ``_BOUND_REL_TOL``, tighter
+    where the unfused answer lies within four times that of the right one (a machine whose larger
+    model makes the activations a smaller share), so that the unfused answer is always rejected by
+    name unless it is the right number to float rounding."""
+    gap = abs(_unfused_bound_s(check, dtypes) / _bound_s(check, dtypes) - 1)
+    return max(_SMALLEST_REL_TOL, min(_BOUND_REL_TOL, gap / 4))
+
+
+def _check_bound(exercise: str, answer, expected: float, rel_tol: float, unit: str, mistakes, hint: str):
+    """``check_number`` at a tight relative tolerance (shown to the learner with the digits it needs)."""
+    return check_number(exercise, answer, expected, rel_tol=rel_tol, unit=unit, mistakes=mistakes, hint=hint)
+
+
+_UNFUSED = ("count the unfused bytes (cost.bytes: every operator's activations through memory) — that is the "
+            "estimate's convention; the bound counts cost.compulsory_bytes")
 
 
 def _bound_mistakes(check: RealityCheck) -> tuple[Mistake, ...]:
@@ -97,10 +127,8 @@ def _bound_mistakes(check: RealityCheck) -> tuple[Mistake, ...]:
                 "table per token, not the whole table)", all_weight_bytes / check.bandwidth_bytes_per_s),
         Mistake(f"price the model in {_formats(other)} (this run's weights, KV cache and activations are "
                 f"{_formats(dtypes)})", _bound_s(check, other)),
-        Mistake("count the unfused bytes (cost.bytes: every operator's activations through memory) — that is the "
-                "estimate's convention; the bound counts cost.compulsory_bytes",
-                max(float(cost.flops) / check.peak_flops_per_s, float(cost.bytes) / check.bandwidth_bytes_per_s)),
-    ))
+        Mistake(_UNFUSED, _unfused_bound_s(check, dtypes)),
+    ), rel_tol=_bound_tol(check, dtypes))
 
 
 def batch1_bound_s(answer, check=None) -> CheckResult:
@@ -110,11 +138,18 @@ def batch1_bound_s(answer, check=None) -> CheckResult:
     if problem is not None:  # (a CheckResult is falsy unless it passed)
         return problem
     dtypes = run_dtypes(check)
-    return check_number("9.1", answer, _bound_s(check, dtypes), rel_tol=_REL_TOL, unit="s",
-                        mistakes=_bound_mistakes(check),
-                        hint=f"model_cost(check.model_config(), phase='decode', batch=1, context_tokens=…, "
-                             f"**dtypes) with this run's dtypes ({_formats(dtypes)}); max(FLOPs ÷ "
-                             f"check.peak_flops_per_s, bytes ÷ check.bandwidth_bytes_per_s).")
+    return _check_bound("9.1", answer, _bound_s(check, dtypes), _bound_tol(check, dtypes), "s",
+                        _bound_mistakes(check),
+                        f"cost = model_cost(check.model_config(), phase='decode', batch=1, context_tokens=…, "
+                        f"**dtypes) with this run's dtypes ({_formats(dtypes)}); max(cost.flops ÷ "
+                        f"check.peak_flops_per_s, cost.compulsory_bytes ÷ check.bandwidth_bytes_per_s) — the "
+                        f"compulsory bytes, not cost.bytes.")
+
+
+def _achieved_tol(check: RealityCheck) -> float:
+    """9.2's relative tolerance: the achieved fraction is the bound over a stored time, so a slip in
+    it is a slip in the bound — the bound checkers' tolerance (tight enough to reject the estimate)."""
+    return _bound_tol(check, run_dtypes(check))
 
 
 def _achieved_mistakes(check: RealityCheck) -> tuple[Mistake, ...]:
@@ -123,7 +158,11 @@ def _achieved_mistakes(check: RealityCheck) -> tuple[Mistake, ...]:
         Mistake("invert it (measured ÷ bound is how many times slower, not the fraction of the roof)",
                 s.measured_s / s.bound_s),
         Mistake("mix milliseconds and seconds (bound in s over measured in ms)", s.bound_s / (1e3 * s.measured_s)),
-    ))
+        Mistake("take the estimate (step.estimate_s: every operator's activations through memory) over the "
+                "measured time instead of the bound — the achieved fraction is the lower bound (compulsory bytes) "
+                "÷ measured",
+                s.estimate_s / s.measured_s),
+    ), rel_tol=_achieved_tol(check))
 
 
 def batch1_achieved(answer, check=None) -> CheckResult:
@@ -131,8 +170,10 @@ def batch1_achieved(answer, check=None) -> CheckResult:
     problem = _need_check("9.2", check, answer)
     if problem is not None:
         return problem
-    return check_number("9.2", answer, _first(check).achieved, rel_tol=_REL_TOL, mistakes=_achieved_mistakes(check),
-                        hint="bound_s ÷ measured_s of the batch-1 step: a fraction between 0 and 1.")
+    return check_number("9.2", answer, _first(check).achieved, rel_tol=_achieved_tol(check),
+                        mistakes=_achieved_mistakes(check),
+                        hint="bound_s (9.1: compulsory bytes, not step.estimate_s) ÷ step.measured_s of the batch-1 "
+                             "step: below 1 unless the step beat its bound.")
 
 
 def _largest_mbu(check: RealityCheck) -> float:
@@ -189,11 +230,14 @@ def _bf16_tokens_per_s(check: RealityCheck) -> float:
 
 def _bf16_mistakes(check: RealityCheck) -> tuple[Mistake, ...]:
     dtypes = run_dtypes(check)
+    bf16 = _bf16(dtypes)
     return _distinct(_bf16_tokens_per_s(check), (
         Mistake(f"keep this run's {_formats(dtypes)} byte count", 1 / _bound_s(check, dtypes)),
+        Mistake("give seconds per token, not tokens per second (take 1 ÷ the bound)", _bound_s(check, bf16)),
         Mistake("double the measured batch-1 rate (the question asks for the bound, 1 ÷ max(compute, memory) "
                 "with BF16 bytes, not a measured rate)", 2 * _first(check).tokens_per_s),
-    ))
+        Mistake(_UNFUSED, 1 / _unfused_bound_s(check, bf16)),
+    ), rel_tol=_bound_tol(check, bf16))
 
 
 def bf16_tokens_per_s(answer, check=None) -> CheckResult:
@@ -202,10 +246,11 @@ def bf16_tokens_per_s(answer, check=None) -> CheckResult:
     problem = _need_check("9.4", check, answer)
     if problem is not None:
         return problem
-    return check_number("9.4", answer, _bf16_tokens_per_s(check), rel_tol=_REL_TOL, unit="tokens/s",
-                        mistakes=_bf16_mistakes(check),
-                        hint="model_cost(...) with every *_dtype 'bf16' (model_cost's defaults); "
-                             "1 ÷ max(compute time, memory time).")
+    return _check_bound("9.4", answer, _bf16_tokens_per_s(check), _bound_tol(check, _bf16(run_dtypes(check))),
+                        "tokens/s", _bf16_mistakes(check),
+                        "cost = model_cost(...) with every *_dtype 'bf16' (model_cost's defaults); 1 ÷ "
+                        "max(cost.flops ÷ check.peak_flops_per_s, cost.compulsory_bytes ÷ "
+                        "check.bandwidth_bytes_per_s) — the compulsory bytes, not cost.bytes.")
 
 
 EXERCISES = {
