@@ -155,7 +155,8 @@ def cmd_models(args) -> int:
                       "head_dim": m.head_dim, "parameters": int(m.parameter_count()),
                       "active_parameters": int(m.active_parameter_count()),
                       "max_context_tokens": m.max_context_tokens,
-                      "kv_bytes_per_token_bf16": _whole(float(m.kv_bytes_per_token("bf16")))}
+                      "kv_bytes_per_token_bf16": _whole(float(m.kv_bytes_per_token("bf16"))),
+                      **_window_json(m)}
                      for mid in list_models() for m in [get_model(mid)]])
         return 0
     headers = ["id", "name", "layers", "hidden", "heads/kv", "head_dim", "parameters", "KV/token (bf16)"]
@@ -170,10 +171,41 @@ def cmd_models(args) -> int:
             params += f" ({_billions(m.active_parameter_count())} active)"
         rows.append([mid, m.name, layers, count(m.hidden_size),
                      f"{count(m.num_attention_heads)}/{count(m.num_key_value_heads)}", count(m.head_dim), params,
-                     binary(m.kv_bytes_per_token("bf16"))])
+                     _kv_per_token_text(m)])
     print(_table(headers, rows))
-    print("\nParameters are derived from each config's shapes (1 billion = 10^9). KiB = 1024 bytes.")
+    print("\nParameters are derived from each config's shapes (1 billion = 10^9). KiB = 1024 bytes. KV/token: what "
+          "one token adds over every layer that caches it. A sliding-window layer stops growing at its window, so "
+          "for a windowed model that figure holds before the window caps it; past the window each token adds the "
+          "figure in brackets (a sequence's KV cache is not KV/token × its length).")
     return 0
+
+
+def _window_tokens(m) -> int | None:
+    """The window of a model's windowed layers (the largest, where all its layers slide), else None."""
+    if m.full_attention_window is not None:
+        return int(m.full_attention_window)
+    return int(m.sliding_window) if m.num_sliding_attention_layers else None
+
+
+def _kv_past_window(m, kv_dtype: str = "bf16") -> float:
+    """KV bytes one token adds once every window is full: what the sequence's cache grows by then."""
+    w = _window_tokens(m)
+    return float(m.kv_cache_bytes_per_sequence(w + 1, kv_dtype)) - float(m.kv_cache_bytes_per_sequence(w, kv_dtype))
+
+
+def _kv_per_token_text(m) -> str:
+    from .core.units import binary, count
+
+    per, w = m.kv_bytes_per_token("bf16"), _window_tokens(m)
+    if w is None:
+        return binary(per)
+    return f"{binary(per)} before the window caps it (past {count(w)} tokens: {binary(_kv_past_window(m))})"
+
+
+def _window_json(m) -> dict:
+    w = _window_tokens(m)
+    return {"sliding_window_tokens": w,
+            "kv_bytes_per_token_bf16_past_window": None if w is None else _whole(_kv_past_window(m))}
 
 
 def _model(args):
@@ -195,7 +227,7 @@ def cmd_place(args) -> int:
     from .core.errors import RooflineInputError
     from .core.memory import check_memory_utilization
     from .core.placement import place
-    from .core.units import binary, count, duration, num, percent, si
+    from .core.units import binary, count, duration, num, percent, quantity, si
 
     fields = dict(phase=args.phase, batch=args.batch, weights_dtype=args.weights, activations_dtype=args.activations,
                   kv_dtype=args.kv, state_dtype=args.state, compute_dtype=args.compute,
@@ -215,10 +247,16 @@ def cmd_place(args) -> int:
     d["memory_utilization"] = util
     d["usable_memory_bytes"] = p.part.memory_capacity_bytes * util
     d["fits_in_usable_memory"] = bool(d["memory_required_bytes"] <= d["usable_memory_bytes"])
-    for warning in p.warnings:
+    if p.workload.phase == "decode":
+        held = int(p.workload.cached_tokens_after)
+        written = held - int(p.workload.context_tokens)
+        d["warnings"] = [_explain_context(wn, held, f"{count(p.workload.context_tokens)} cached + "
+                                          f"{count(written)} this step writes") for wn in d["warnings"]]
+    for warning in d["warnings"]:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    roof = _compute_roof(p, d)
     if args.json:
-        _print_json(_counts_as_ints(d))
+        _print_json(_counts_as_ints(_relabel_roofs(d, roof)))
         return 0
     w = p.workload
     what = (f"prefill of {count(w.prompt_tokens)} tokens" if w.phase == "prefill"
@@ -240,8 +278,8 @@ def cmd_place(args) -> int:
                 "experts": "; everything but the MoE experts stays bf16"}[w.weight_recipe]
         deq = (f"; dequantised on the fly: {si(d['dequant_flops'], 'FLOP')} on the vector units, "
                f"{duration(d['dequant_time_s'])}" if w.weight_only else "")
-        print(f"  formats              weights {w.weights_dtype} at {num(per)} bytes each ({w.weight_recipe}{kept})"
-              f"{deq}; KV {w.kv_dtype} at {num(kv_bytes_per_element(w.kv_dtype, kv_group))} bytes per element")
+        print(f"  formats              weights {w.weights_dtype} at {quantity(per, 'byte')} each ({w.weight_recipe}{kept})"
+              f"{deq}; KV {w.kv_dtype} at {quantity(kv_bytes_per_element(w.kv_dtype, kv_group), 'byte')} per element")
     print(f"  FLOPs                {si(d['flops'], 'FLOP')}")
     print(f"  bytes, compulsory    {si(d['compulsory_bytes'], 'B')}  (weights used, read once; KV history read and "
           f"new entries written; state; ids in, logits out)")
@@ -250,16 +288,22 @@ def cmd_place(args) -> int:
           f"state {si(d['state_bytes'], 'B')}: each operator's activations through HBM)")
     print(f"  intensity            {num(d['compulsory_intensity'])} FLOP/byte of compulsory traffic, "
           f"{num(d['intensity'])} of unfused traffic; {num(d['intensity_per_weight_byte'])} FLOP per weight byte")
-    print(f"  ridge point          {num(d['ridge_point'])} FLOP/byte "
-          f"({si(d['peak_flops_per_s'], 'FLOP/s')} / {si(d['bandwidth_bytes_per_s'], 'B/s')})")
-    if d["dequant_time_s"]:
-        print(f"                       this step's compute roof in the estimate: its FLOPs over the matmuls at "
-              f"{si(d['matmul_peak_flops_per_s'], 'FLOP/s')} plus the dequant in series (the conservative case); "
-              f"the matmuls' own ridge is {num(d['matmul_peak_flops_per_s'] / d['bandwidth_bytes_per_s'])} FLOP/byte "
-              "(the bound overlaps the dequant with the matmuls)")
-    bound_roof = d["lower_bound_roof"]
-    print(f"  attainable           {si(d['attainable_flops_per_s'], 'FLOP/s')} = {percent(d['fraction_of_peak'])} "
-          f"of peak on unfused traffic; the bound's binding roof on this chip: {bound_roof}")
+    if roof["blended"]:
+        others = "".join(f"; {num(r)} for {dt} ({what})" for dt, r, what in roof["other_part_ridges"])
+        print(f"  ridge point          {num(roof['part_ridge_point'])} FLOP/byte: the part's for {roof['part_dtype']} "
+              f"({si(roof['part_peak'], 'FLOP/s')} dense / {si(roof['bandwidth'], 'B/s')}){others}")
+        print(f"  this step's roof     {si(roof['step_roof'], 'FLOP/s')}, ridge {num(roof['step_ridge_point'])} "
+              f"FLOP/byte: this step's FLOPs ÷ their compute time ({roof['rate_note']}): {roof['recipe']}")
+        print(f"  attainable           {si(d['attainable_flops_per_s'], 'FLOP/s')} = "
+              f"{percent(roof['fraction_of_step_roof'])} of this step's compute roof, "
+              f"{percent(roof['fraction_of_part_peak'])} of the part's {roof['part_dtype']} dense peak, on unfused "
+              f"traffic; the bound's binding roof on this chip: {d['lower_bound_roof']}")
+    else:
+        print(f"  ridge point          {num(roof['part_ridge_point'])} FLOP/byte: the part's "
+              f"({si(roof['part_peak'], 'FLOP/s')} {roof['part_dtype']} dense / {si(roof['bandwidth'], 'B/s')})")
+        print(f"  attainable           {si(d['attainable_flops_per_s'], 'FLOP/s')} = "
+              f"{percent(roof['fraction_of_part_peak'])} of the part's {roof['part_dtype']} dense peak on unfused "
+              f"traffic; the bound's binding roof on this chip: {d['lower_bound_roof']}")
     if p.per_chip:
         overlap = ("overlapped with compute (best case)" if p.parallelism.overlap_comm
                    else "not overlapped with compute (added)")
@@ -277,10 +321,17 @@ def cmd_place(args) -> int:
               f"{duration(d['comm_lower_bound_s'])} at the link's bandwidth, no latency, overlapped (the bound; "
               "sends between pipeline stages overlap too)")
         if p.parallelism.pipeline > 1:
-            print(f"  pipeline             {count(p.parallelism.pipeline)} stages one after another: stage "
-                  f"{duration(d['stage_time_s'])}, send between stages {duration(d['pipeline_send_s'])}")
-        print(f"  interconnect         {num(d['interconnect_intensity'])} FLOP per byte sent; ridge "
-              f"{num(d['interconnect_ridge_point'])} FLOP/byte")
+            sends = p.parallelism.pipeline - 1
+            print(f"  pipeline             {count(p.parallelism.pipeline)} stages one after another: the busiest "
+                  f"stage (this chip, every figure above) {duration(d['stage_time_s'])} + the other stages "
+                  f"{duration(p.other_stages_s)} + {quantity(sends, 'send', whole=True)} between stages of "
+                  f"{duration(d['pipeline_send_s'])} = {duration(d['time_estimate_s'])}, the step's estimate")
+        link_ridge = (f"{num(d['interconnect_ridge_point'])} FLOP/byte (the part's {roof['part_dtype']} peak ÷ the link)"
+                      if not roof["blended"] else
+                      f"{num(d['interconnect_ridge_point'])} FLOP/byte (this step's compute roof ÷ the link; the "
+                      f"part's {roof['part_dtype']} peak ÷ the link: "
+                      f"{num(roof['part_peak'] / p.interconnect_bandwidth_bytes_per_s)})")
+        print(f"  interconnect         {num(d['interconnect_intensity'])} FLOP per byte sent; ridge {link_ridge}")
     together = " for all chips together" if p.per_chip else ""
     print(f"  time lower bound     {duration(d['time_lower_bound_s'])} for the whole step: compulsory traffic, "
           f"units and communication overlapped, no latency "
@@ -304,7 +355,87 @@ def cmd_place(args) -> int:
              o["bound"]] for o in ops]
     print("  " + _table(["operator", "block", "FLOPs", "bytes", "FLOP/B", "kernel (est.)", "bound"], rows)
           .replace("\n", "\n  "))
+    print(f"\n{UNITS_NOTE}")
     return 0
+
+
+def _explain_context(warning: str, held: int, parts: str) -> str:
+    """A context warning with where its token count comes from: ``context of 300,001 tokens`` after
+    ``--context 300000`` is the history plus the token the step writes, and says so."""
+    from .core.units import count
+
+    head = f"context of {count(held)} tokens "
+    return f"{head}({parts}) {warning[len(head):]}" if warning.startswith(head) else warning
+
+
+def _compute_roof(p, d) -> dict:
+    """The part's ridge and this step's compute roof, kept apart (what ``place`` prints and its JSON keys).
+
+    The part's peak is its dense rate in the weight matmuls' format (``--compute``); its ridge that ÷ the
+    bandwidth. This step's compute roof is the placement's FLOPs ÷ compute time: where the step mixes
+    formats (W8A8: FP8 matmuls, BF16 attention; weights a recipe keeps in BF16) or dequantises weights
+    in series (weight-only), it is a blend, no rate of the part's, and it is named as this step's."""
+    import math
+
+    from .core.units import si
+
+    w, part = p.workload, p.part
+    bw, step = float(p.bandwidth_bytes_per_s), float(d["peak_flops_per_s"])
+    part_dtype, part_peak = w.compute_dtype, float(p.matmul_peak_flops_per_s)
+    dequant = float(d["dequant_time_s"]) > 0
+    blended = w.other_compute_dtype != w.compute_dtype or dequant
+    others: dict[str, list[str]] = {}
+    if w.other_compute_dtype != w.compute_dtype:
+        others.setdefault(w.other_compute_dtype, []).append("attention, softmax, norms")
+    if float(p.cost.unquantized_matmul_flops) > 0 and w.compute_dtype != "bf16":
+        others.setdefault("bf16", []).append("weights kept bf16")
+    pieces = [f"the {part_dtype} matmuls at {si(part_peak, 'FLOP/s')}"]
+    pieces += [f"{dt} at {si(part.peak_flops_per_s(dt), 'FLOP/s')} for {' and '.join(what)}"
+               for dt, what in others.items()]
+    recipe = ", ".join(pieces)
+    if dequant:
+        overlapped = float(d["flops"]) / float(d["compute_lower_bound_s"])
+        recipe += (f", plus the dequantisation in series on the vector units at {si(p.vector_peak_flops_per_s, 'FLOP/s')}"
+                   f" (the estimate's conservative case; the bound overlaps the two units: "
+                   f"{si(overlapped, 'FLOP/s')})")
+    same = [dt for dt, r in part.dense_flops_per_s.items() if math.isclose(r, step, rel_tol=1e-9)]
+    rate_note = (f"equal to the part's {same[0]} dense rate" if same
+                 else "a blend, not one of the part's rates")
+    return dict(blended=blended, part_dtype=part_dtype, part_peak=part_peak, bandwidth=bw,
+                part_ridge_point=part_peak / bw, step_roof=step, step_ridge_point=step / bw, recipe=recipe,
+                rate_note=rate_note,
+                other_part_ridges=[(dt, part.peak_flops_per_s(dt) / bw, " and ".join(what))
+                                   for dt, what in others.items()],
+                fraction_of_step_roof=float(d["fraction_of_peak"]),
+                fraction_of_part_peak=float(d["attainable_flops_per_s"]) / part_peak)
+
+
+#: ``Placement.to_dict()`` keys that hold this step's compute roof, renamed in ``place --json`` so no key
+#: reads as the part's: the part's own figures come beside them (:func:`_relabel_roofs`)
+STEP_ROOF_KEYS = {"ridge_point": "step_ridge_point", "peak_flops_per_s": "step_compute_roof_flops_per_s",
+                  "fraction_of_peak": "fraction_of_step_compute_roof"}
+
+
+def _relabel_roofs(d: dict, roof: dict) -> dict:
+    """``d`` with this step's roof under step_* keys and the part's peak and ridge beside them."""
+    out = {}
+    for k, v in d.items():
+        out[STEP_ROOF_KEYS.get(k, k)] = v
+        if k == "ridge_point":
+            out["part_ridge_point"] = roof["part_ridge_point"]
+        elif k == "peak_flops_per_s":
+            out["part_peak_flops_per_s"] = roof["part_peak"]
+            out["part_peak_dtype"] = roof["part_dtype"]
+            out["step_compute_roof_is_blended"] = roof["blended"]
+        elif k == "fraction_of_peak":
+            out["fraction_of_part_peak"] = roof["fraction_of_part_peak"]
+    return out
+
+
+#: the units of ``place``'s text: the project's convention (capacity binary, rates SI), and bytes moved in
+#: SI so that they divide by an SI bandwidth
+UNITS_NOTE = ("Units: bytes moved and rates are SI (1 kB = 1,000 bytes, 1 TB/s = 10^12 bytes/s), so bytes ÷ "
+              "bandwidth is seconds; memory is binary (1 GiB = 2^30 bytes).")
 
 
 def _format_fields(args) -> dict:
@@ -351,11 +482,16 @@ def _parallel_flags(sp, names) -> None:
                     help="link between chips (default auto: the scale-up link when the chips fit its domain, else PCIe)")
 
 
+#: width of the labels of ``serve``'s text ("time per output token" and a space)
+SERVE_LABEL = 23
+
+
 def cmd_serve(args) -> int:
     from .core.errors import RooflineInputError
     from .core.hardware import get_part
     from .core.models import get_model
-    from .core.units import binary, count, duration, num
+    from .core.memory import check_memory_utilization
+    from .core.units import binary, count, duration, num, percent, quantity
     from .topics.serving import cost_per_million_output_tokens, request_timeline
 
     dtypes = dict(weights_dtype=args.weights, activations_dtype=args.activations, kv_dtype=args.kv,
@@ -363,6 +499,7 @@ def cmd_serve(args) -> int:
                   attention_compute_dtype=args.attention_compute, **_format_fields(args))
     if args.price_per_hour is not None and not args.price_per_hour >= 0:
         raise RooflineInputError(f"--price-per-hour must be a price in US dollars >= 0, got {args.price_per_hour!r}")
+    util = check_memory_utilization(args.memory_utilization)
     model = get_model(_model(args))
     t = request_timeline(model, args.hardware, prompt_tokens=args.prompt, output_tokens=args.output,
                          batch=args.batch, prefix_cached_tokens=args.prefix_cached,
@@ -377,53 +514,68 @@ def cmd_serve(args) -> int:
     d["cost_per_million_output_tokens_lower_bound"] = (
         None if args.price_per_hour is None or d["output_tokens_per_s_upper_bound"] is None else
         float(cost_per_million_output_tokens(args.price_per_hour, t.output_tokens_per_s_upper_bound_per_chip)))
-    for warning in t.warnings:
+    d["memory_utilization"] = util
+    d["usable_memory_bytes"] = t.memory_capacity_bytes * util
+    d["fits_in_usable_memory"] = bool(t.memory_required_bytes <= d["usable_memory_bytes"])
+    d["warnings"] = [_explain_context(wn, t.prompt_tokens + t.output_tokens,
+                                      f"the {count(t.prompt_tokens)}-token prompt + {count(t.output_tokens)} output "
+                                      "tokens") for wn in d["warnings"]]
+    for warning in d["warnings"]:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     if args.json:
         _print_json(d)
         return 0
+
+    def line(label: str, text: str) -> None:
+        print(f"  {label:<{SERVE_LABEL}}{text}")
+
+    more = " " * (2 + SERVE_LABEL)
     m, p = model, get_part(t.part_id)
     on = f"{count(t.chips)} × {p.name} ({t.parallelism_label})" if t.chips > 1 else p.name
-    print(f"{m.name} on {on}: batch {count(t.batch)}, prompt {count(t.prompt_tokens)} tokens"
+    print(f"{m.name} on {on}: batch {count(t.batch)}, prompt {quantity(t.prompt_tokens, 'token', whole=True)}"
           f"{f' ({count(t.prefix_cached_tokens)} cached)' if t.prefix_cached_tokens else ''}, "
-          f"output {count(t.output_tokens)} tokens")
+          f"output {quantity(t.output_tokens, 'token', whole=True)}")
     if t.chips > 1:
         print(f"  per chip: every chip waits the same times; rates, cost and memory below are one chip's share")
     if t.speculative_tokens:
         draft = t.draft_model_id or "an MTP-style draft layer"
-        print(f"  speculation          {count(t.speculative_tokens)} drafted tokens by {draft}, acceptance "
-              f"{num(t.acceptance)} -> {num(t.tokens_per_verify_step)} tokens per verify step")
+        line("speculation", f"{quantity(t.speculative_tokens, 'drafted token', whole=True)} by {draft}, acceptance "
+                            f"{num(t.acceptance)} -> {quantity(t.tokens_per_verify_step, 'token')} per verify step")
+
     def pair(est, lb):
         return f"{duration(est):>10} estimate, {duration(lb):>10} lower bound"
 
-    print(f"  time to first token  {pair(t.ttft_s, t.ttft_lower_bound_s)}")
+    line("time to first token", pair(t.ttft_s, t.ttft_lower_bound_s))
     if d["tpot_s"] is None:
-        print(f"  time per out. token  —  (one output token: no decode step)")
+        line("time per output token", "—  (one output token: no decode step)")
     else:
-        print(f"  time per out. token  {pair(t.tpot_s, t.tpot_lower_bound_s)}  over {count(t.decode_steps)} "
-              f"decode steps (mean step {duration(t.mean_step_s)}, estimate)")
-    print(f"  end to end           {pair(t.e2e_s, t.e2e_lower_bound_s)}")
+        line("time per output token", f"{pair(t.tpot_s, t.tpot_lower_bound_s)}  over "
+                                      f"{quantity(t.decode_steps, 'decode step', whole=True)} "
+                                      f"(mean step {duration(t.mean_step_s)}, estimate)")
+    line("end to end", pair(t.e2e_s, t.e2e_lower_bound_s))
     if t.chips > 1:
-        print(f"  output tokens/s      {num(t.output_tokens_per_s_per_chip)} per chip, static batch (estimate; "
-              f"{num(t.output_tokens_per_s)} for the batch over {count(t.chips)} chips), "
-              f"{num(t.output_tokens_per_s_per_sequence)} per sequence")
+        line("output tokens/s", f"{num(t.output_tokens_per_s_per_chip)} per chip, static batch (estimate; "
+                                f"{num(t.output_tokens_per_s)} for the batch over {count(t.chips)} chips), "
+                                f"{num(t.output_tokens_per_s_per_sequence)} per sequence")
         if d["output_tokens_per_s_upper_bound"] is not None:
-            print(f"                       {num(t.output_tokens_per_s_upper_bound_per_chip)} per chip, continuous "
+            print(f"{more}{num(t.output_tokens_per_s_upper_bound_per_chip)} per chip, continuous "
                   f"batching (upper bound; {num(t.output_tokens_per_s_upper_bound)} over {count(t.chips)} chips)")
     else:
-        print(f"  output tokens/s      {num(t.output_tokens_per_s)} for the batch, static batch (estimate), "
-              f"{num(t.output_tokens_per_s_per_sequence)} per sequence")
+        line("output tokens/s", f"{num(t.output_tokens_per_s)} for the batch, static batch (estimate), "
+                                f"{num(t.output_tokens_per_s_per_sequence)} per sequence")
         if d["output_tokens_per_s_upper_bound"] is not None:
-            print(f"                       {num(t.output_tokens_per_s_upper_bound)} for the batch, continuous batching "
+            print(f"{more}{num(t.output_tokens_per_s_upper_bound)} for the batch, continuous batching "
                   f"(upper bound)")
     if cost is not None:
         low = d["cost_per_million_output_tokens_lower_bound"]
-        print(f"  cost                 {num(cost)} US dollars per million output tokens (static batch, estimate)"
-              + ("" if low is None else f", at least {num(low)} (continuous batching's upper bound)")
-              + f", at {num(args.price_per_hour)} US dollars per chip-hour")
+        line("cost", f"{num(cost)} US dollars per million output tokens (static batch, estimate)"
+             + ("" if low is None else f", at least {num(low)} (continuous batching's upper bound)")
+             + f", at {num(args.price_per_hour)} US dollars per chip-hour")
     fits = "fits" if t.fits_in_memory else "does NOT fit"
-    print(f"  {'memory per chip' if t.chips > 1 else 'memory':<21}{binary(t.memory_required_bytes)} of "
-          f"{binary(t.memory_capacity_bytes)} at the final context -> {fits}")
+    fits_u = "fits" if d["fits_in_usable_memory"] else "does NOT fit"
+    line("memory per chip" if t.chips > 1 else "memory",
+         f"{binary(t.memory_required_bytes)} of {binary(t.memory_capacity_bytes)} at the final context -> {fits}; "
+         f"in {percent(util, 0)} of it ({binary(d['usable_memory_bytes'])}) -> {fits_u}")
     note = ("Estimates: each step by the conventions `place` names (operators unfused, dequantisation in series")
     note += ")" if t.chips == 1 else ", ring collectives at the assumed per-call latency, added unless --overlap-comm)"
     note += ", the batch served as one static batch (the whole batch prefills, then decodes)."
@@ -540,14 +692,18 @@ def _place_flags(pl, names) -> None:
     pl.add_argument("--attention-compute", type=_dtype, default=None,
                     help="rate for attention, softmax and norms (default: --compute, but bf16 when --compute is "
                          "fp8/fp4/int8)")
-    util = names.VLLM_DEFAULT_MEMORY_UTILIZATION
-    pl.add_argument("--memory-utilization", type=float, default=util,
-                    help="share of device memory a serving engine may use, for the second fit check "
-                         f"(default {util}, vLLM's gpu_memory_utilization)")
+    _memory_utilization_flag(pl, names)
     pl.add_argument("--no-flash-attention", action="store_true")
     _format_flags(pl, names)
     _parallel_flags(pl, names)
     pl.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _memory_utilization_flag(sp, names) -> None:
+    util = names.VLLM_DEFAULT_MEMORY_UTILIZATION
+    sp.add_argument("--memory-utilization", type=float, default=util,
+                    help="share of device memory a serving engine may use, for the second fit check "
+                         f"(default {util}, vLLM's gpu_memory_utilization)")
 
 
 def _serve_flags(sv, names) -> None:
@@ -570,6 +726,7 @@ def _serve_flags(sv, names) -> None:
     sv.add_argument("--state", type=_dtype, default=None, help="recurrent-state dtype (default: the model's)")
     sv.add_argument("--attention-compute", type=_dtype, default=None,
                     help="rate for attention, softmax and norms (default: as place)")
+    _memory_utilization_flag(sv, names)
     sv.add_argument("--no-flash-attention", action="store_true")
     _format_flags(sv, names)
     _parallel_flags(sv, names)

@@ -28,12 +28,16 @@ def test_place_json(capsys):
     assert code == 0
     d = json.loads(out)
     for k in ("flops", "bytes", "weight_bytes", "kv_bytes", "state_bytes", "activation_bytes", "intensity",
-              "intensity_per_weight_byte", "ridge_point", "peak_flops_per_s", "bandwidth_bytes_per_s",
-              "attainable_flops_per_s", "fraction_of_peak", "bound", "time_lower_bound_s",
+              "intensity_per_weight_byte", "part_ridge_point", "part_peak_flops_per_s", "step_ridge_point",
+              "step_compute_roof_flops_per_s", "bandwidth_bytes_per_s", "attainable_flops_per_s",
+              "fraction_of_part_peak", "fraction_of_step_compute_roof", "bound", "time_lower_bound_s",
               "memory_required_bytes", "fits_in_memory"):
         assert k in d, k
+    for k in ("ridge_point", "peak_flops_per_s", "fraction_of_peak"):  # names that read as the part's
+        assert k not in d, k
     assert d["bound"] == "memory" and d["batch"] == 32 and d["context_tokens"] == 4096
-    assert d["ridge_point"] == pytest.approx(295.3, rel=1e-3)
+    assert d["part_ridge_point"] == pytest.approx(295.3, rel=1e-3) and d["part_peak_dtype"] == "bf16"
+    assert d["step_ridge_point"] == d["part_ridge_point"] and d["step_compute_roof_is_blended"] is False
     assert all({"name", "flops", "bytes", "intensity"} <= set(op) for op in d["ops"])
     assert d["state_bytes"] > 0 and d["kv_bytes"] > 0
 
@@ -217,3 +221,167 @@ def test_model_config_declaring_fp8_weights_gets_a_note(capsys):
     assert main(["place", "--hardware", "h200", "--model-config", str(cfg), "--phase", "decode", "--weights", "fp8",
                  "--json"]) == 0
     assert "note:" not in capsys.readouterr().err
+
+
+# ---- issue 25: the part's ridge vs this step's compute roof; serve's second fit; units and wording ----------
+
+B200_W8A8 = ("place", "--hardware", "b200", "--model", "llama-3.1-70b", "--phase", "prefill", "--weights", "fp8",
+             "--activations", "fp8", "--compute", "fp8")
+H100_INT4 = ("place", "--hardware", "h100-sxm", "--model", "llama-3.1-70b", "--phase", "decode", "--context", "4096",
+             "--weights", "int4")
+
+
+@pytest.mark.parametrize("args,dtype", [(B200_W8A8, "fp8"), (H100_INT4, "bf16")])
+def test_a_blended_compute_roof_is_this_steps_never_the_parts(capsys, args, dtype):
+    """W8A8 (FP8 matmuls, BF16 attention) and weight-only int4 (dequant in series) blend their compute roof:
+    the text and JSON call that this step's, and give the part's own peak and ridge beside it."""
+    import re
+
+    from roofline_lessons import place
+    from roofline_lessons.core.hardware import get_part
+    from roofline_lessons.core.units import num, percent, si
+
+    code, out, _ = run(capsys, *args, "--json")
+    d = json.loads(out)
+    part = get_part(d["hardware"])
+    peak, bw = part.peak_flops_per_s(dtype), part.memory_bandwidth_bytes_per_s
+    assert code == 0 and d["step_compute_roof_is_blended"] is True and d["part_peak_dtype"] == dtype
+    assert d["part_peak_flops_per_s"] == peak and d["part_ridge_point"] == pytest.approx(peak / bw)
+    assert d["step_compute_roof_flops_per_s"] not in part.dense_flops_per_s.values()  # no rate the part has
+    assert d["step_compute_roof_flops_per_s"] < peak
+    assert d["fraction_of_part_peak"] == pytest.approx(d["attainable_flops_per_s"] / peak)
+    assert d["fraction_of_part_peak"] < d["fraction_of_step_compute_roof"]
+    code, text, _ = run(capsys, *args)
+    ridge = next(line for line in text.splitlines() if line.startswith("  ridge point"))
+    assert f"{num(peak / bw)} FLOP/byte: the part's for {dtype} ({si(peak, 'FLOP/s')} dense" in ridge
+    assert num(d["step_ridge_point"]) not in ridge  # the blend is not labelled the part's ridge
+    roof = next(line for line in text.splitlines() if line.startswith("  this step's roof"))
+    assert si(d["step_compute_roof_flops_per_s"], "FLOP/s") in roof and num(d["step_ridge_point"]) in roof
+    assert "not one of the part's rates" in roof
+    att = next(line for line in text.splitlines() if line.startswith("  attainable"))
+    assert f"{percent(d['fraction_of_step_compute_roof'])} of this step's compute roof" in att
+    assert f"{percent(d['fraction_of_part_peak'])} of the part's {dtype} dense peak" in att
+    assert not re.search(r"% of peak\b", text)
+    if dtype == "bf16":  # int4 on an H100: 19 % of the blend is 1.3 % of the chip
+        assert percent(d["fraction_of_part_peak"]) == "1.31 %"
+
+
+def test_one_format_names_the_parts_peak(capsys):
+    from roofline_lessons.core.units import percent
+
+    code, text, _ = run(capsys, "place", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--phase", "decode")
+    code, out, _ = run(capsys, "place", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--phase", "decode",
+                       "--json")
+    d = json.loads(out)
+    assert "ridge point          295 FLOP/byte: the part's (989 TFLOP/s bf16 dense / 3.35 TB/s)" in text
+    assert "this step's roof" not in text
+    assert f"{percent(d['fraction_of_part_peak'])} of the part's bf16 dense peak" in text
+
+
+def test_a_blended_link_ridge_is_named_this_steps(capsys):
+    code, text, _ = run(capsys, "place", "--hardware", "h100-sxm", "--model", "llama-3.1-70b", "--phase", "decode",
+                        "--weights", "fp8", "--compute", "fp8", "--tensor-parallel", "2")
+    line = next(x for x in text.splitlines() if x.startswith("  interconnect"))
+    assert "this step's compute roof ÷ the link" in line and "the part's fp8 peak ÷ the link: 4,398" in line
+
+
+def test_serve_checks_the_serving_engines_share_of_memory(capsys):
+    from roofline_lessons.core.units import binary
+
+    args = ("serve", "--hardware", "h200", "--model", "llama-3.1-70b", "--prompt", "1024", "--output", "1")
+    code, out, _ = run(capsys, *args, "--json")
+    d = json.loads(out)
+    assert code == 0 and d["memory_utilization"] == 0.9 and d["fits_in_memory"] is True
+    assert d["usable_memory_bytes"] == pytest.approx(0.9 * 141 * 2**30)
+    assert d["fits_in_usable_memory"] is False  # 132 GiB of 141 GiB, but 127 GiB at 0.9
+    code, text, _ = run(capsys, *args)
+    mem = next(x for x in text.splitlines() if x.startswith("  memory"))
+    assert mem.endswith(f"-> fits; in 90 % of it ({binary(0.9 * 141 * 2**30)}) -> does NOT fit")
+    code, out, _ = run(capsys, *args, "--memory-utilization", "0.95", "--json")
+    assert json.loads(out)["fits_in_usable_memory"] is True
+    code, _, err = run(capsys, *args, "--memory-utilization", "1.5")
+    assert code == 2 and "memory_utilization" in err
+
+
+def test_serve_labels_are_spelled_out_and_aligned(capsys):
+    code, text, _ = run(capsys, *SERVE, "--price-per-hour", "3", "--speculative-tokens", "2", "--acceptance", "0.5")
+    assert "out. token" not in text and "time per output token" in text
+    labels = ("speculation", "time to first token", "time per output token", "end to end", "output tokens/s",
+              "cost", "memory")
+    seen = [line for line in text.splitlines() if line[2:].startswith(labels)]
+    assert len(seen) == len(labels)
+    for line in seen:  # every label in one column, every value from the same column on
+        label = next(lab for lab in labels if line[2:].startswith(lab))
+        assert line[:25] == f"  {label:<23}", line
+
+
+@pytest.mark.parametrize("args", [
+    ("place", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--phase", "decode", "--weights", "fp8",
+     "--compute", "fp8"),
+    ("place", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--phase", "decode", "--weights", "fp8"),
+    ("serve", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--prompt", "1", "--output", "2",
+     "--speculative-tokens", "1", "--acceptance", "0.5"),
+])
+def test_a_unit_agrees_with_its_number(capsys, args):
+    import re
+
+    code, text, _ = run(capsys, *args)
+    assert code == 0
+    assert not re.search(r"(?<![\d.,])1 (bytes|tokens|decode steps|drafted tokens|sends|stages)\b", text), text
+    if args[0] == "place":
+        assert "at 1 byte each" in text
+
+
+def test_pipeline_line_adds_up_to_the_steps_estimate(capsys):
+    from roofline_lessons.core.units import duration
+
+    args = ("place", "--hardware", "h100-sxm", "--model", "llama-3.1-70b", "--phase", "decode", "--context", "4096",
+            "--pipeline-parallel", "2")
+    code, out, _ = run(capsys, *args, "--json")
+    d = json.loads(out)
+    code, text, _ = run(capsys, *args)
+    line = next(x for x in text.splitlines() if x.startswith("  pipeline"))
+    other = d["time_estimate_s"] - d["stage_time_s"] - d["pipeline_send_s"]
+    assert d["stage_time_s"] < d["time_estimate_s"] / 1.5  # the busiest stage is not the step
+    assert (f"the busiest stage (this chip, every figure above) {duration(d['stage_time_s'])} + the other stages "
+            f"{duration(other)} + 1 send between stages of {duration(d['pipeline_send_s'])} = "
+            f"{duration(d['time_estimate_s'])}, the step's estimate") in line
+
+
+def test_a_context_warning_says_where_its_count_comes_from(capsys):
+    code, out, err = run(capsys, "place", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--phase", "decode",
+                         "--context", "300000", "--json")
+    assert "context of 300,001 tokens (300,000 cached + 1 this step writes) exceeds" in err
+    assert json.loads(out)["warnings"] == [err.strip().split("warning: ", 1)[1]]
+    code, out, err = run(capsys, "serve", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--prompt", "131000",
+                         "--output", "256")
+    assert "context of 131,256 tokens (the 131,000-token prompt + 256 output tokens) exceeds" in err
+
+
+def test_models_table_says_the_window_caps_per_token_kv(capsys):
+    from roofline_lessons.core.models import get_model
+    from roofline_lessons.core.units import KiB, binary
+
+    code, out, _ = run(capsys, "models")
+    g = get_model("gemma-3-27b")
+    row = next(x for x in out.splitlines() if x.startswith("gemma-3-27b"))
+    assert "496 KiB before the window caps it (past 1,024 tokens: 80 KiB)" in row
+    # the two figures make the capped per-sequence cache: 496 KiB × 1,024 + 80 KiB × (32,768 − 1,024)
+    assert binary(496 * KiB * 1024 + 80 * KiB * (32768 - 1024)) == binary(g.kv_cache_bytes_per_sequence(32768))
+    assert "before the window caps it" not in next(x for x in out.splitlines() if x.startswith("llama-3.1-8b"))
+    assert "gpt-oss-120b" in out and "72 KiB before the window caps it (past 128 tokens: 36 KiB)" in out
+    code, out, _ = run(capsys, "models", "--json")
+    gj = next(m for m in json.loads(out) if m["id"] == "gemma-3-27b")
+    assert gj["sliding_window_tokens"] == 1024 and gj["kv_bytes_per_token_bf16_past_window"] == 80 * KiB
+
+
+def test_place_states_its_units_and_never_writes_KB(capsys):
+    import re
+
+    for args in (("place", "--hardware", "tpu-v5e", "--model", "qwen3.8-27b", "--phase", "prefill", "--prompt", "1"),
+                 ("hardware",), ("models",), SERVE):
+        code, text, err = run(capsys, *args)
+        assert code == 0 and not re.search(r"\bKB\b", text + err)
+        if args[0] == "place":
+            assert " kB" in text  # SI bytes moved …
+            assert "1 kB = 1,000 bytes" in text and "1 GiB = 2^30 bytes" in text  # … and said so

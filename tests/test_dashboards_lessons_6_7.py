@@ -335,3 +335,42 @@ def test_lesson07_ceiling_words_follow_the_numbers():
     assert "The compute ceiling stays at 989 TFLOP/s" in kv.text
     frame = lesson07_frame(view, Lesson07Chart())
     assert "lower bound is" in frame.alt and "estimate" in frame.alt
+
+
+def test_lesson07_ceiling_word_matches_the_ceilings_everywhere():
+    """Issue 25: "stays at 66.7 TFLOP/s" where the ceiling fell from 989. Over every part, phase, recipe, KV
+    format and batch, the verdict's word is the one the two ceilings give, and the alt text's numbers are the
+    view's own (one call), with the weight-only ceiling named as dequantisation in series."""
+    from roofline_lessons.core.hardware import list_parts
+    from roofline_lessons.viz.dashboards.lesson07 import (BATCH_CHOICES, KV_CHOICES, RECIPES, lesson07_alt, rate)
+
+    seen = set()
+    for part, phase, recipe, kv, batch in itertools.product(list_parts(), ("decode", "prefill"), RECIPES, KV_CHOICES,
+                                                             (BATCH_CHOICES[0], BATCH_CHOICES[-1])):
+        view = lesson07_view(part, phase, recipe, kv, batch=batch)
+        if view.error is not None:
+            continue
+        new, base = view.ceiling_flops_per_s, view.baseline_ceiling_flops_per_s
+        word = "rises" if new > base * (1 + 1e-9) else "falls" if new < base * (1 - 1e-9) else "stays"
+        seen.add(word)
+        if word == "falls":
+            assert "falls from" in view.text and "stays" not in view.text and "raises" not in view.text, view.text
+            assert "dequant in series" in view.ceiling_formats, view.ceiling_formats
+        elif word == "stays":
+            assert "falls" not in view.text and "raises" not in view.text, view.text
+        else:
+            assert "raises the compute ceiling" in view.text or "higher ceiling lifts it" in view.text, view.text
+        alt = lesson07_alt(view)
+        assert f"band at {rate(view.ceiling_flops_per_s, view.ceiling_formats)} ({view.ceiling_formats}; ridge " \
+               f"{num(view.ridge_point_flop_per_byte)} FLOP/byte)" in alt
+        assert f"is at {num(view.chosen[0])} FLOP/byte" in alt and f"is at {num(view.baseline[0])} FLOP/byte" in alt
+    assert seen == {"rises", "falls", "stays"}
+
+
+def test_lesson07_caveat_sizes_the_per_channel_scales():
+    from roofline_lessons.core.units import percent
+    from roofline_lessons.topics.levers import per_channel_scale_share
+
+    view = lesson07_view("h100-sxm", "decode", "weight-only 8-bit (W8A16)")
+    assert f"at most {percent(per_channel_scale_share('qwen3.8-27b'), 3)} of an 8-bit weight matrix's bytes" in view.text
+    assert "rounding error" not in view.text

@@ -226,3 +226,36 @@ def test_lesson07_reads_capacity_in_gib_and_asserts_its_reasons():
     assert "is above the bound" not in text and "at least the bound's time" in text
     assert "assert head_share > 0.5" in text and "last position only" in text
     assert "(weight-only prefill," not in text and "(a short weight-only prefill," in text
+
+
+def test_the_cost_model_charges_dequantisation_and_4bit_scales_and_the_levers_say_so():
+    """Issue 25: lesson 7 and the levers said the cost model charges nothing for dequantising or scales; it
+    charges both (dequant FLOPs for weight-only, 4-bit block scales in the bytes). Only what it truly leaves
+    out may be listed as not charged, and the 8-bit per-channel scales' size is computed, not called small."""
+    import re
+
+    from roofline_lessons.core.costs import DEQUANT_FLOPS_PER_WEIGHT
+    from roofline_lessons.core.dtypes import weight_bytes_per_element
+    from roofline_lessons.topics.levers import per_channel_scale_share
+
+    w8 = place(MODEL, "h100-sxm", phase="prefill", prompt_tokens=512, **LEVERS["weight-only 8-bit (W8A16)"])
+    assert float(w8.cost.dequant_flops) > 0 and float(w8.dequant_time_s) > 0
+    assert weight_bytes_per_element("fp4") > 0.5 and weight_bytes_per_element("int4") > 0.5  # block scales counted
+    for lev in list(LEVER_SPECS) + list(WEIGHT_RECIPES.values()):
+        if "weights_dtype" in lev.changes and "compute_dtype" not in lev.changes:  # weight-only
+            assert "charged" in lev.what and f"{DEQUANT_FLOPS_PER_WEIGHT:g} FLOPs a weight" in lev.what, lev.name
+        # dequantising the weights is never listed as uncharged (4-bit: only work *beyond* the charged FLOPs)
+        assert not re.search(r"dequantis\w* the weights", lev.not_counted), lev.name
+        assert "rounding error" not in lev.not_counted and "negligible" not in lev.not_counted, lev.name
+        if "block scales" in lev.not_counted:
+            assert "weights' block scales are counted" in lev.not_counted, lev.name
+    assert per_channel_scale_share(MODEL) == pytest.approx(2 / 5120)  # one BF16 scale per row of >= 5,120 inputs
+    assert per_channel_scale_share("deepseek-v3") == pytest.approx(2 / 512)  # MLA's kv_lora_rank inputs
+
+
+def test_lesson_7_does_not_say_dequantisation_or_weight_scales_are_free():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "py" / "notebooks" / "07_fp8_knee_shift.py").read_text()
+    assert "charges nothing for dequantis" not in text and "rounding error" not in text
+    assert "per_channel_scale_share(MODEL)" in text and "What the cost model *does* charge" in text

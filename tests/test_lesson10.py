@@ -146,12 +146,18 @@ def test_serving_value_functions_follow_the_package():
     verify = flashcards.get_card("serving-tokens-per-verify")
     assert verify.answer_value() == pytest.approx(float(expected_tokens_per_verify(4, 0.7)))
     draft = flashcards.get_card("serving-draft-cost")
-    plain = request_timeline("llama-3.1-70b", "h200", prompt_tokens=2048, output_tokens=256)
-    drafted = request_timeline("llama-3.1-70b", "h200", prompt_tokens=2048, output_tokens=256,
+    plain = request_timeline("llama-3.1-70b", "b200", prompt_tokens=2048, output_tokens=256)
+    drafted = request_timeline("llama-3.1-70b", "b200", prompt_tokens=2048, output_tokens=256,
                                speculative_tokens=4, acceptance=0.7, draft_model="llama-3.1-8b")
     assert f"{plain.tpot_s / drafted.tpot_s:.2f}×" in draft.short_answer()
-    assert flashcards.NUMERIC_FUNCTIONS["spec_speedup"]("llama-3.1-70b", "h200", 2048, 256, 4, 0.7) > \
-        flashcards.NUMERIC_FUNCTIONS["spec_speedup"]("llama-3.1-70b", "h200", 2048, 256, 4, 0.7,
+    # the pair fits the B200 the card names, not the H200 it used to name (issue 25)
+    on_h200 = request_timeline("llama-3.1-70b", "h200", prompt_tokens=2048, output_tokens=256,
+                               speculative_tokens=4, acceptance=0.7, draft_model="llama-3.1-8b")
+    assert drafted.memory_required_bytes <= drafted.memory_capacity_bytes
+    assert on_h200.memory_required_bytes > on_h200.memory_capacity_bytes
+    assert f"{on_h200.memory_required_bytes / 2**30:,.0f} GiB: they do not fit one H200" in draft.short_answer()
+    assert flashcards.NUMERIC_FUNCTIONS["spec_speedup"]("llama-3.1-70b", "b200", 2048, 256, 4, 0.7) > \
+        flashcards.NUMERIC_FUNCTIONS["spec_speedup"]("llama-3.1-70b", "b200", 2048, 256, 4, 0.7,
                                                      draft="llama-3.1-8b") > 1
 
 

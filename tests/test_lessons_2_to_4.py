@@ -262,3 +262,66 @@ def test_provenance_says_what_the_catalog_does_not_record():
     full = Measurement(quantity="bandwidth_bytes_per_s", value=1.0, what="x", source="s", date="2024-07-11",
                        software="CUDA 12.3")
     assert provenance(full) == "s; 2024-07-11; software: CUDA 12.3"
+
+
+# ---- lesson 4's charts: alt text from the same exact calls as the table, never a plotting grid ----
+
+def _alt_of(fig):
+    from roofline_lessons.viz.display import alt_of
+
+    return alt_of(fig)
+
+
+def test_intensity_chart_alt_states_the_critical_batches_of_the_table():
+    """Issue 25: the alt text read the weight lens off the plotting grid ("batch 304"; the table and checker:
+    296). Every batch it says reaches the ridge is critical_batch's, for each lens and context."""
+    import re
+
+    from roofline_lessons.core.units import count
+    from roofline_lessons.viz import plots
+
+    for model, contexts in (("qwen3.8-27b", (1024, 8192, 32768, 131072)), ("llama-3.1-8b", (0, 1024, 8192))):
+        alt = _alt_of(plots.intensity_vs_batch(model, "h100-sxm", contexts=contexts))
+        weights = critical_batch(model, "h100-sxm", contexts[-1], lens="weights only")
+        assert alt.endswith(f"reach the ridge at batch {count(weights)}."), alt
+        said = re.findall(r"reach(?:ing)? the ridge (?:only )?at batch ([\d,]+)", alt)
+        exact = [critical_batch(model, "h100-sxm", c) for c in contexts]
+        assert said == [count(b) for b in exact if b is not None] + [count(weights)], (said, exact)
+        for c, b in zip(contexts, exact):  # "below the ridge at every batch" only where the ceiling says so
+            if b is None:
+                assert intensity_ceiling(model, c) < place(model, "h100-sxm").ridge_point_flop_per_byte
+    qwen = _alt_of(plots.intensity_vs_batch("qwen3.8-27b", "h100-sxm", contexts=(8192,)))
+    assert "batch 296." in qwen and "304" not in qwen
+
+
+def test_throughput_chart_alt_states_the_capacity_table_s_largest_batches():
+    """Issue 25: "the largest batch that fits, 45 / 140 / 197" came from the grid; the capacity table says
+    46 / 141 / 201. The alt text, the end of each solid line and the table are one call's figures."""
+    from roofline_lessons.core.units import count, duration, num
+    from roofline_lessons.viz import plots
+    from roofline_lessons.viz.charts import part_style
+
+    parts = ["h100-sxm", "h200", "b200"]
+    fig = plots.throughput_vs_latency("qwen3.8-27b", parts, context_tokens=8192)
+    alt = _alt_of(fig)
+    table = largest_batch("qwen3.8-27b", parts, np.array([8192]))
+    for part in parts:
+        cap = int(table[part][0])
+        assert cap == plots._largest_fitting_batch("qwen3.8-27b", part, 8192)
+        at = decode_sweep("qwen3.8-27b", part, [cap], 8192)
+        assert (f"{part}: at batch 1" in alt and f"the largest batch that fits, {count(cap)}: "
+                f"{duration(at.step_time_s[0])} per token, {num(at.tokens_per_s[0])} tokens/s" in alt), (part, alt)
+        # the solid line ends at that exact batch
+        solid = [ln for ln in fig.axes[0].get_lines()
+                 if ln.get_color() == part_style(part).colour and ln.get_linestyle() != ":" and len(ln.get_xdata()) > 1]
+        assert solid and np.isclose(solid[0].get_xdata()[-1], at.step_time_s[0] * 1e3)
+    assert [int(table[p][0]) for p in parts] == [46, 141, 201]
+    for grid_figure in ("45:", "140:", "197:"):
+        assert grid_figure not in alt
+
+
+def test_throughput_chart_says_when_nothing_fits():
+    from roofline_lessons.viz import plots
+
+    alt = _alt_of(plots.throughput_vs_latency("qwen3.8-27b", ["h100-sxm"], context_tokens=524288))
+    assert "(does not fit)" in alt and "no batch fits" in alt

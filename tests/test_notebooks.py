@@ -76,6 +76,20 @@ def test_pair_in_sync_without_outputs(script, tmp_path):
     assert problems == []
 
 
+def heading_comments(source: str) -> list[str]:
+    """Lines of a code cell that are a markdown heading written as a comment (`# ## Title`): in a
+    jupytext percent script that is a heading whose `# %% [markdown]` marker is missing."""
+    return [ln for ln in source.splitlines() if re.match(r"#\s*#{1,6}\s+\S", ln)]
+
+
+def test_heading_comments_are_recognised():
+    assert heading_comments("# ## 9. Measured against the bound\nx = 1") == ["# ## 9. Measured against the bound"]
+    assert heading_comments("## Explore\n# ### Try") == ["## Explore", "# ### Try"]
+    assert heading_comments("#  #### deep") == ["#  #### deep"]
+    # an ordinary comment, a comment after code, an f-string's markdown and a bare "#" are not headings
+    assert heading_comments("# the ridge, 2 × 3\nx = 1  # ## not a line of its own\nmd('## shown')\n#\n# #") == []
+
+
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_no_prose_hiding_in_code_cells(script):
     """A missing `# %% [markdown]` marker turns prose into comments inside a code cell."""
@@ -87,7 +101,7 @@ def test_no_prose_hiding_in_code_cells(script):
         lines = [ln for ln in cell.source.splitlines() if ln.strip()]
         prose = [ln for ln in lines if ln.startswith("# ") and "SOLUTION" not in ln]
         assert not (len(prose) >= 4 and len(prose) > 0.5 * len(lines)), f"{script} cell {i} reads like prose"
-        headings = [ln for ln in lines if re.match(r"#\s*#{1,6}\s+\S", ln)]
+        headings = heading_comments(cell.source)
         assert not headings, (f"{script} cell {i} holds a markdown heading as a comment (the learner never sees it; "
                               f"give it a `# %% [markdown]` cell): {headings}")
 

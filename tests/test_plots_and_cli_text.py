@@ -290,6 +290,19 @@ def test_text_output_has_no_scientific_notation(capsys, args):
     assert not bad, bad
 
 
+#: wording the CLI once printed and a reader flagged (issue 25): a unit disagreeing with its number, an upper-case
+#: SI prefix, a clipped label, a blended compute roof called the part's peak
+MISWORDED = re.compile(r"(?<![\d.,])1 bytes\b|\bKB\b|out\. token|% of peak\b")
+
+
+@pytest.mark.parametrize("args", EXTREME, ids=lambda a: " ".join(a[:8]))
+def test_text_has_none_of_the_flagged_wording(capsys, args):
+    code, out, err = run(capsys, args)
+    assert code == 0
+    bad = [line for line in (out + err).splitlines() if MISWORDED.search(line)]
+    assert not bad, bad
+
+
 @pytest.mark.parametrize("args", [a for a in EXTREME if a[0] == "place"], ids=lambda a: " ".join(a[1:8]))
 def test_text_states_times_and_memory_in_a_persons_units(capsys, args):
     _, text, _ = run(capsys, args)
@@ -352,3 +365,13 @@ def test_catalog_tables_use_the_units_helpers(capsys):
     assert f"{num(m.parameter_count() / 1e9)} billion" in out and count(m.hidden_size) in out
     _, out, _ = run(capsys, ["hardware"])
     assert "10^12 bytes/s" in out and "1e12" not in out
+
+
+def test_quantity_puts_the_unit_in_the_numbers_grammatical_number():
+    from roofline_lessons.core.units import quantity
+
+    assert quantity(1, "byte") == "1 byte" and quantity(1.0001, "byte") == "1 byte"  # as printed
+    assert quantity(0.516, "byte") == "0.516 bytes" and quantity(2, "byte") == "2 bytes"
+    assert quantity(1, "decode step", whole=True) == "1 decode step"
+    assert quantity(131072, "token", whole=True) == "131,072 tokens"
+    assert quantity(3, "child", "children") == "3 children"

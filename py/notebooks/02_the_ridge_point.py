@@ -41,18 +41,35 @@ from roofline_lessons.core.units import percent, si
 # Lesson 1 found the H100's ridge from two datasheet figures. The same division works for every
 # part and every number format the part supports. Reading the table: a kernel whose intensity is
 # below a part's ridge is memory-bound on that part; above it, compute-bound. A dash means the
-# catalog has no dense rate for that format on that part (the A100 has no FP8 units at all).
+# catalog holds no sourced dense rate for that format on that part — not that the part lacks the
+# units (though some do: the A100 has no FP8 units at all). The fp32 column is the **non-tensor**
+# FP32 rate (NVIDIA's CUDA cores, not TF32 on the tensor cores); AMD's datasheets give an FP32
+# *matrix* rate, marked so in the table.
 
 # %%
 DTYPES_SHOWN = ("fp32", "bf16", "fp8", "fp4", "int8")
 rows = ridge_table(DTYPES_SHOWN)
-show_table(["part", "bandwidth"] + [f"ridge {dt}" for dt in DTYPES_SHOWN],
-           [[r["part"], si(r["bandwidth_bytes_per_s"], "B/s")] + [f"{r[dt]:,.0f}" if r[dt] else "—" for dt in DTYPES_SHOWN]
+# the catalog's fp32 is the non-tensor rate "unless the note says otherwise": AMD's is its matrix rate
+FP32_MATRIX = {r["part"] for r in rows if get_part(r["part"]).vendor == "AMD"}
+assert "FP32" in get_part("mi300x").notes and "matrix" in get_part("mi300x").notes
+assert all(get_part(pid).dense_flops_per_s["fp32"] == get_part("mi300x").dense_flops_per_s["fp32"]
+           for pid in FP32_MATRIX)  # the MI325X: "same compute as the MI300X"
+
+
+def ridge_cell(r, dt):
+    if not r[dt]:
+        return "—"
+    return f"{r[dt]:,.0f}" + (" (matrix)" if dt == "fp32" and r["part"] in FP32_MATRIX else "")
+
+
+header = {"fp32": "ridge fp32 (non-tensor)"}
+show_table(["part", "bandwidth"] + [header.get(dt, f"ridge {dt}") for dt in DTYPES_SHOWN],
+           [[r["part"], si(r["bandwidth_bytes_per_s"], "B/s")] + [ridge_cell(r, dt) for dt in DTYPES_SHOWN]
             for r in rows])
 
 # %% [markdown]
 # A few things worth noticing, each computed below rather than asserted:
-# the spread of BF16 ridges across the catalog, and what halving the bytes per FLOP (FP8, FP4) does.
+# the spread of BF16 ridges across the catalog, and what halving the bytes per value (FP8, FP4) does.
 
 # %% jupyter={"source_hidden": true}
 bf16 = {r["part"]: r["bf16"] for r in rows}
@@ -153,7 +170,8 @@ md(f"2.25 PFLOPS on the B200 is: **{', '.join(headline_kind('b200', 2.25e15))}**
 #
 # **A trap in the units.** A datasheet writes "3.35 TB/s" and "80 GB" side by side, and the two
 # "G"s are not the same. Bandwidth is SI: 3.35 × 10¹² bytes per second. Device memory is binary:
-# DRAM dies and HBM stacks come in powers of two (an H100 carries five 16 GiB stacks), so the
+# DRAM dies and HBM stacks are sized in binary units (an H100 carries five 16 GiB stacks; 24 GiB
+# HBM3E stacks show the count need not be a power of two, but the unit is still GiB), so the
 # "80 GB" is 80 GiB = 80 × 2³⁰ bytes, and `nvidia-smi` shows it in MiB. **GB of bandwidth is SI;
 # GB of capacity is GiB.** Read the capacity as SI and you lose a slice of every chip:
 

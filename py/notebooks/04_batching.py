@@ -33,7 +33,7 @@ import numpy as np
 from roofline_lessons import get_model, get_part, place
 from roofline_lessons.topics.batching import (critical_batch, decode_sweep, experts_touched, intensity_ceiling,
                                        largest_batch, moe_weight_bytes_per_token)
-from roofline_lessons.viz.display import md, show_table
+from roofline_lessons.viz.display import alt_of, md, show_table
 from roofline_lessons.viz.plots import intensity_vs_batch, throughput_vs_latency
 from roofline_lessons.core.units import si
 
@@ -66,7 +66,10 @@ show_table(["batch", "FLOP / weight byte", "attainable by that lens", "FLOP / by
 # approaches a ceiling set by one sequence's FLOPs per byte of its private data.
 
 # %%
-intensity_vs_batch("qwen3.8-27b", "h100-sxm", contexts=(1024, 8192, 32768, 131072))
+fig = intensity_vs_batch("qwen3.8-27b", "h100-sxm", contexts=(1024, 8192, 32768, 131072))
+# its alt text gives critical_batch's figure, the one the table below and the checker use (not a grid point)
+assert f"reach the ridge at batch {critical_batch('qwen3.8-27b', h100, 131072, lens='weights only'):,}." in alt_of(fig)
+fig
 
 # %% [markdown]
 # ## The critical batch size
@@ -164,7 +167,11 @@ show_table(["tokens cached"] + [f"{p} (all / {UTIL:.0%})" for p in fits],
 # on the chip.
 
 # %%
-throughput_vs_latency("qwen3.8-27b", ["h100-sxm", "h200", "b200"], context_tokens=8192)
+fig = throughput_vs_latency("qwen3.8-27b", ["h100-sxm", "h200", "b200"], context_tokens=8192)
+# its alt text states the capacity table's largest batches at 8,192 tokens, not points of the plotting grid
+assert contexts[1] == 8192 and all(f"{p}: " in alt_of(fig) and f"the largest batch that fits, {fits[p][1]:,}:"
+                                   in alt_of(fig) for p in fits)
+fig
 
 # %% [markdown]
 # ## Mixture of experts: batching buys less

@@ -368,12 +368,16 @@ md(f"Qwen3.8-27B: head dim {qwen.head_dim}, {qwen.num_attention_heads} query hea
 # head-dimension-128 tables above.
 #
 # The L2 bandwidth in the catalog is one measured figure, from a chips-and-cheese article cited by
-# the JAX scaling book. Which H100 it was measured on is not certain — it may have been a PCIe
-# card rather than the SXM part — and the SXM, with its higher clocks, may deliver more.
+# the JAX scaling book. It was measured on an H100 **PCIe** card (114 SMs, a 350 W power limit the
+# card ran into during the test), not on the SXM part this lesson prices (132 SMs, 700 W): the SXM
+# may well deliver more, so the L2 roof below is probably low (the cell prints the catalog's
+# conditions).
 
 # %%
 fa3 = best_measurement(h100, "attention_flops_per_s", "fp16")
 l2 = best_measurement(h100, "l2_bandwidth_bytes_per_s")
+assert "H100 PCIe" in l2.conditions  # the text above says where it was measured
+md(f"L2 figure: {si(l2.value, 'B/s')} — {l2.conditions} ({l2.source}, {l2.date}).")
 # the conditions of the measurement, from its catalog entry (Measurement.head_dim, .causal, .sequence_length)
 assert fa3.head_dim is not None and fa3.causal is not None and fa3.sequence_length is not None and fa3.conditions
 fa3_d, fa3_causal, fa3_n = fa3.head_dim, fa3.causal, fa3.sequence_length
@@ -391,7 +395,7 @@ show_table(["one head, FP16", "FLOP/byte", "roof"], [
     ["compulsory bytes, from HBM", f"{i_comp:,.0f}", si(hbm_comp_roof, "FLOP/s")],
     [f"FA-2 order, {flash_block_sizes(sram, fa3_d, 2).rows}-row query blocks, every tile from HBM", f"{i_tiled:,.0f}",
      si(hbm_tiled_roof, "FLOP/s")],
-    [f"FA-2 order, every tile from L2 ({si(l2.value, 'B/s')}, part uncertain)", f"{i_tiled:,.0f}",
+    [f"FA-2 order, every tile from L2 ({si(l2.value, 'B/s')}, measured on an H100 PCIe)", f"{i_tiled:,.0f}",
      si(l2_tiled_roof, "FLOP/s")],
 ])
 

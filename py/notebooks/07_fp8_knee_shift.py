@@ -33,11 +33,12 @@ from roofline_lessons import get_part, place
 from roofline_lessons.viz.charts import roofline_chart, roofs_for
 from roofline_lessons.topics.datasheets import best_measurement
 from roofline_lessons.viz.display import md, show_table
-from roofline_lessons.core.dtypes import bytes_per_element
+from roofline_lessons.core.costs import DEQUANT_FLOPS_PER_WEIGHT
+from roofline_lessons.core.dtypes import bytes_per_element, weight_bytes_per_element
 from roofline_lessons.topics.levers import (AT_RIDGE_TOLERANCE, BASELINE, FP8_GAP_HYPOTHESES, LEVER_SPECS, LEVERS,
                                      MEASUREMENT_PROTOCOL, NOT_IN_THE_MATMUL_MEASUREMENT,
                                      RESOLVABLE_GAP_PERCENTAGE_POINTS, gap_verdict, lever_speedups,
-                                     operand_bytes_per_s_ratio, ridge_shift)
+                                     operand_bytes_per_s_ratio, per_channel_scale_share, ridge_shift)
 from roofline_lessons.core.units import binary, duration, percent, si
 
 MODEL = "qwen3.8-27b"
@@ -79,9 +80,16 @@ roofline_chart(roofs_for("b200", ["bf16", "fp8", "fp4"]), title="B200: one compu
 show_table(["lever", "which weights take the narrow format (the recipe)", "what is stored and computed in which format",
             "not charged for by the cost model"],
            [[lev.name, lev.recipe, lev.what, lev.not_counted or "—"] for lev in LEVER_SPECS])
+scale_share = per_channel_scale_share(MODEL)
+assert scale_share < 1e-3  # "under a thousandth" below
 md("The recipe is the default for 8-bit weights, as published FP8 checkpoints are made (NVIDIA ModelOpt, "
    "llm-compressor: the linear layers of the blocks, lm_head ignored). `quantized_weights=\"all\"` quantises "
-   "every weight instead; a matmul whose weights stay BF16 runs at the BF16 rate.")
+   "every weight instead; a matmul whose weights stay BF16 runs at the BF16 rate.\n\n"
+   "What the cost model *does* charge: dequantising weight-only weights "
+   f"({DEQUANT_FLOPS_PER_WEIGHT:g} FLOPs a weight on the vector units: convert, multiply by the scale), and a 4-bit "
+   f"format's block scales (FP4 costs {weight_bytes_per_element('fp4'):g} bytes a weight, not 0.5). What it leaves out "
+   "of the 8-bit formats' bytes, the per-channel scales, is under a thousandth of them for Qwen3.8-27B: one BF16 "
+   f"scale per output channel adds at most {percent(scale_share, 3)} to a weight matrix's bytes.")
 
 # %% [markdown]
 # Each lever's speed-up is a ratio, all-BF16 ÷ lever, with the roof that binds after the change,
@@ -257,7 +265,8 @@ md(f"- **Prefill** is compute-bound: only W8A8 helps, {x(pf[W8A8])} for 8,192 to
 
 # %% [markdown]
 # More modelling choices sit under these numbers. Two make the gains best cases: the cost model
-# charges nothing for quantising activations or reading their scales (see the table of levers);
+# charges nothing for quantising activations (amax, scale, cast) or for the activations' scales
+# (see the table of levers);
 # and it times every FLOP that is not a weight matmul at the BF16 tensor-core rate, while softmax,
 # norms and the recurrence run partly on slower units — the slower they run, the less a faster
 # matmul buys (Amdahl). Weight-only dequantisation is charged: overlapped in the bound, in series

@@ -253,8 +253,9 @@ md(f"*Algorithm bandwidth* is what nccl-tests prints as algbw: the message ÷ th
 # **assumption**: an order of magnitude (NCCL's small-message all-reduce inside one 8-GPU node), not
 # a measurement of your system. **The estimate's rule: one fixed cost per call, the same whatever
 # the number of chips n** — a one-shot, switch-style model. That is itself an assumption: a
-# textbook ring pays 2(n − 1) hop latencies, NCCL's tree and low-latency protocols grow roughly
-# with log n, and custom one-shot all-reduce kernels take a few µs. So every time that includes it
+# textbook ring pays 2(n − 1) hop latencies (NCCL's low-latency protocols, LL and LL128, cut the
+# cost of each hop, not the number of hops), NCCL's tree algorithm grows roughly with log n, and
+# custom one-shot all-reduce kernels take a few µs. So every time that includes it
 # is an **estimate at the assumed latency**. The lower bound counts no latency at all (no physical
 # law fixes one), only the least bytes. The estimate's communication is the calls times the
 # latency, plus the ring's bytes divided by the per-direction bandwidth:
@@ -941,8 +942,23 @@ md(f"The catalog gives the prompt but not how many tokens were generated, so bot
    f"{binary(gf.placement.footprint.weight_bytes * gf.placement.chips)} of weights.")
 
 # %%
+vp = gf.vocab_parallel
+head_calls = int(vp.comm.calls - gf.comm.calls)
+md("**Like for like: priced as gpt-fast lays it out.** gpt-fast's `tp.py` shards only each layer's attention "
+   "(the QKV projection by columns, the output projection by rows) and its MLP, each followed by one all-reduce: "
+   f"{count(gf.comm.calls)} all-reduces per token. The token embedding and the output projection (lm_head) stay "
+   "**whole on every GPU**: no embedding all-reduce and no logits all-gather "
+   f"({head_calls} calls fewer than this lesson's layout), but every GPU reads the whole lm_head, "
+   f"{si(gf.replicated_head_bytes, 'B')} more than its vocabulary-parallel share. Both figures below price that "
+   f"layout: the estimate {duration(gf.estimate_step_s)} and the bound {duration(gf.lower_bound_step_s)} per token, "
+   f"against {duration(vp.time_estimate_s)} and {duration(vp.time_lower_bound_s)} had the lm_head been split over "
+   "the vocabulary as this lesson splits it (a better layout, not the one measured).")
+assert head_calls > 0 and gf.replicated_head_bytes > 0
+assert gf.estimate_step_s > vp.time_estimate_s and gf.lower_bound_step_s > vp.time_lower_bound_s
+
+# %%
 gp = gf.placement
-show_table(["per chip (TP 8)", "estimate", "lower bound"],
+show_table(["per chip (TP 8, gpt-fast's layout)", "estimate", "lower bound"],
            [["compute", duration(gp.compute_time_s), duration(gp.compute_lower_bound_s)],
             ["memory", duration(gp.memory_time_s), duration(gp.memory_lower_bound_s)],
             [f"communication: {count(gf.comm.calls)} calls × {duration(gf.comm.latency_per_call_s)} (assumed)",
@@ -958,8 +974,9 @@ assert gf.measured_tokens_per_s < gf.estimate_tokens_per_s  # nor, here, the est
 assert not gp.link.in_switch_reduction  # A100: NVLink 3, no reduction in the switch: the bound counts the ring too
 
 # %% [markdown]
-# The A100's NVSwitch does not reduce in the switch, so both figures count the ring's bytes; the
-# bound drops the assumed latency and overlaps the communication. The estimate rests on two figures
+# The catalog's A100 link is NVLink 3 behind NVSwitch, which does not reduce in the switch, so both
+# figures count the ring's bytes (gpt-fast's machine is a hybrid cube mesh instead: a hypothesis
+# below); the bound drops the assumed latency and overlaps the communication. The estimate rests on two figures
 # the README itself qualifies: the HBM bandwidth (it notes the A100's empirical peak is below the
 # datasheet's) and the per-call latency (assumed). What-ifs, per chip:
 
@@ -971,7 +988,8 @@ what_ifs = [(f"datasheet HBM {si(a100_bw, 'B/s')}, {duration(lat)} per call", gp
 what_ifs += [(f"README's empirical HBM {si(empirical_bw, 'B/s')}, {duration(lat)} per call",
               gpt_fast_70b(memory_bandwidth_bytes_per_s=empirical_bw, latency_s=lat))
              for lat in (0.0, gf.comm.latency_per_call_s)]
-show_table(["what-if", "estimate", "tokens/s, estimate", "measured ÷ it", "lower bound (any latency)"],
+show_table(["what-if (gpt-fast's layout)", "estimate", "tokens/s, estimate", "measured ÷ it",
+            "lower bound (any latency)"],
            [[name, duration(w.estimate_step_s), num(w.estimate_tokens_per_s), percent(w.fraction_of_estimate, 0),
              duration(w.lower_bound_step_s)] for name, w in what_ifs])
 assert all(w.measured_tokens_per_s < w.estimate_tokens_per_s for _, w in what_ifs)
@@ -979,6 +997,7 @@ assert math.isclose(what_ifs[0][1].lower_bound_step_s, what_ifs[1][1].lower_boun
 tightest = what_ifs[-1][1]
 
 # %% jupyter={"source_hidden": true}
+gf_message = activation_message_bytes(MODEL, int(gp.workload.batch))  # one token's activations, BF16
 md(f"gpt-fast reaches **{percent(gf.fraction_of_upper_bound, 0)} of the upper bound** and "
    f"**{percent(gf.fraction_of_estimate, 0)} of the estimate** at the datasheet bandwidth and the assumed latency: "
    f"{duration(gf.measured_step_s)} per token against {duration(gf.lower_bound_step_s)} and "
@@ -986,8 +1005,13 @@ md(f"gpt-fast reaches **{percent(gf.fraction_of_upper_bound, 0)} of the upper bo
    "empirical bandwidth. Where the rest goes is not measured here; these are **hypotheses**, each with the size it "
    "would need to explain the whole gap to the estimate alone where the model can say:\n\n"
    f"- *Hypothesis: the collectives cost more than the assumed {duration(gf.comm.latency_per_call_s)} per call.* "
-   f"Alone, that would take about {duration(gf.latency_per_call_to_close_gap_s)} per call. Test: time an 8-GPU "
-   "small-message all-reduce with nccl-tests.\n"
+   f"Alone, that would take about {duration(gf.latency_per_call_to_close_gap_s)} per call. Mind which all-reduce "
+   "runs: the README launches tensor parallelism with `ENABLE_INTRA_NODE_COMM=1`, which sends these small BF16 "
+   "sums through PyTorch's own intra-node all-reduce where it applies (one node, BF16, small messages; one-shot, "
+   "two-shot, or an algorithm for the hybrid cube mesh, over direct GPU-to-GPU NVLink) instead of NCCL; "
+   "nccl-tests would time NCCL's path, which these calls skip. "
+   f"Test: time a {binary(gf_message)} BF16 `torch.distributed.all_reduce` over the 8 GPUs with "
+   "`ENABLE_INTRA_NODE_COMM=1` on that machine, or read the all-reduce kernels' durations in a profile of the run.\n"
    f"- *Hypothesis: the HBM delivers less than its datasheet bandwidth.* Alone, that would mean "
    f"{percent(gf.hbm_fraction_to_close_gap, 0)} of {si(a100_bw, 'B/s')}; the README's own empirical figure, "
    f"{si(empirical_bw, 'B/s')}, is {percent(empirical_bw / a100_bw, 0)} of it, so this explains part of the gap. "
@@ -996,8 +1020,9 @@ md(f"gpt-fast reaches **{percent(gf.fraction_of_upper_bound, 0)} of the upper bo
    "power) lowers clocks, and with them the bandwidth the kernels reach. Test: rerun with the cap lifted, or read "
    "the clocks with nvidia-smi during the run.\n"
    "- *Hypothesis: the hybrid cube mesh, not NVSwitch,* gives each pair of GPUs fewer NVLink links than the "
-   "catalog's all-to-all figure assumes, so the collectives are slower (bytes and latency). Test: nccl-tests "
-   "all-reduce bus bandwidth on that machine.\n"
+   "catalog's all-to-all figure assumes, so the collectives are slower (bytes and latency). Test: the GPU-to-GPU "
+   "bandwidth and latency of each pair on that machine (CUDA's p2pBandwidthLatencyTest), and the intra-node "
+   "all-reduce above across message sizes.\n"
    "- *Hypothesis: per-step overheads* — synchronisation, sampling — the third term of lesson 9. gpt-fast runs "
    "under torch.compile, whose CUDA graphs remove most kernel-launch overhead, so launches alone are a weak "
    "suspect here. Test: a timeline of kernel time against wall-clock time.\n\n"
@@ -1051,7 +1076,9 @@ dashboard = lesson11_dashboard()
 #   stage. A flushed pipeline of m micro-batches idles (p − 1)/(m + p − 1); a server keeping m
 #   independent batches in steady decode idles max(0, 1 − m/p).
 # - A published multi-chip figure sits below the upper bound (it must) and here below the estimate
-#   too; the gap's causes are hypotheses until measured.
+#   too; the gap's causes are hypotheses until measured. Price it as the implementation lays the
+#   model out (gpt-fast keeps the embedding and the lm_head whole on every GPU), and time the
+#   collectives it actually runs (its README turns on PyTorch's intra-node all-reduce, not NCCL's).
 #
 # **Interview questions this lesson prepares you for**
 #

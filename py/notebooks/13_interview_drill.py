@@ -15,9 +15,10 @@
 # %% [markdown]
 # # Lesson 13 — Interview drill
 #
-# Forty-odd cards covering every lesson: a question, a 30-second answer, a longer one, the
-# follow-ups an interviewer asks next, and the things not to say. Numeric cards ("the ridge of an
-# H200 in BF16?") get their answers from the package when you open them, so they are never stale.
+# Cards covering every lesson (the table below counts them): a question, a 30-second answer, a
+# longer one, the follow-ups an interviewer asks next, and the things not to say. Numeric cards ("the
+# ridge of an H200 in BF16?") get their answers from the package when you open them, so they are
+# never stale; their checker also recognises the number each red flag leads to, and says which.
 #
 # **How to use it**
 #

@@ -114,7 +114,10 @@ measured_ridge = mamf.value / get_part("h100-sxm").memory_bandwidth_bytes_per_s
 check.h100_measured_ridge(measured_ridge)
 
 # %% [markdown] tags=["solution"]
-# 794.5 ÷ 3.35 ≈ 237 FLOP/byte: a measured roof is lower and its ridge further left.
+# 794.5 ÷ 3.35 ≈ 237 FLOP/byte: a lower compute roof over the same bandwidth puts the ridge further
+# left. That holds only because the bandwidth stayed the datasheet's: measure (derate) the
+# bandwidth too and the ridge is the ratio of two measured figures, which can land on either side
+# of the datasheet ridge.
 
 # %% [markdown]
 # ## Exercise 2.6 — capacity: a 70B model on one H200
@@ -142,3 +145,5 @@ check.llama70b_fp8_batch_on_h200(batch_that_fits)
 # published checkpoints are made. Reading the capacity as 141 × 10⁹ bytes gives 25 — the SI
 # trap. At vLLM's default `gpu_memory_utilization` of 0.9 the same arithmetic gives 23:
 # `max_batch_that_fits("llama-3.1-70b", "h200", 8192, weights_dtype="fp8", memory_utilization=0.9)`.
+# Keeping the weights in BF16 is no way out either: they fit (131.4 GiB of the 141 GiB) but leave
+# room for only 3 sequences.

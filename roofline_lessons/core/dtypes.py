@@ -33,8 +33,10 @@ def weight_bytes_per_element(dtype: str, group_size: int | None = None) -> float
     """Bytes one stored weight costs in ``dtype``, its share of the group's scale included.
 
     ``int4`` with groups of 128: 0.5 + 2/128 = 0.515625; MXFP4 (``fp4``, blocks of 32 with an 8-bit
-    scale): 0.5 + 1/32 = 0.53125. 8- and 16-bit formats: the element alone (per-channel scales are
-    a rounding error). ``group_size`` overrides the default group of a 4-bit format.
+    scale): 0.5 + 1/32 = 0.53125. 8- and 16-bit formats: the element alone; their per-channel scales
+    are not counted (one BF16 scale per output channel adds 2 bytes per row of in_features weights:
+    ``topics.levers.per_channel_scale_share`` computes the most that leaves out). ``group_size``
+    overrides the default group of a 4-bit format.
     """
     base = bytes_per_element(dtype)
     if dtype not in WEIGHT_SCALE_BYTES:

@@ -67,3 +67,12 @@ def duration(seconds: float, digits: int = 3) -> str:
 def percent(fraction: float, digits: int = 2) -> str:
     """``percent(0.00338)`` → ``"0.34 %"``."""
     return f"{fraction * 100:,.{digits}f} %"
+
+
+def quantity(value: float, singular: str, plural: str | None = None, digits: int = 3, whole: bool = False) -> str:
+    """A number with its unit in the grammatical number the printed figure takes: ``quantity(1, "byte")``
+    → ``"1 byte"``, ``quantity(0.516, "byte")`` → ``"0.516 bytes"``, ``quantity(255, "decode step",
+    whole=True)`` → ``"255 decode steps"``. The figure is :func:`num` (``whole=True``: :func:`count`);
+    the unit is singular exactly when that text reads 1. ``plural`` defaults to ``singular + "s"``."""
+    text = count(value) if whole else num(value, digits)
+    return f"{text} {singular if text in ('1', '-1') else (plural or singular + 's')}"

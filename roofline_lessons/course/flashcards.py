@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Callable
 
+import numpy as np
+
 from ..core._catalog import load_catalog
 from ..core.errors import RooflineInputError
 from ..core.units import num
@@ -26,9 +28,31 @@ class Numeric:
     args: tuple[tuple[str, Any], ...]
     unit: str
     tolerance: float  #: relative
+    times: float = 1.0  #: a factor on the function's value (a red flag's "half of", "twice")
+    #: the card says the setup this figure prices does not fit its memory (``fits = false`` in the deck)
+    does_not_fit: bool = False
+    #: the card says this figure lies past the model's context (``past_context = true`` in the deck)
+    past_context: bool = False
 
     def value(self) -> float:
-        return float(NUMERIC_FUNCTIONS[self.fn](**dict(self.args)))
+        return self.times * float(NUMERIC_FUNCTIONS[self.fn](**dict(self.args)))
+
+    def setups(self) -> list["Setup"]:
+        """The setups (model, part, batch, tokens) this figure prices, with whether each fits its memory
+        and the model's context; [] for a figure that prices no step (a ridge, a parameter count)."""
+        if self.fn in NO_SETUP:
+            return []
+        return SETUP_FUNCTIONS[self.fn](**dict(self.args))
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """What one red flag of a numeric card gives as the answer, computed by the package (``numeric``), or
+    why it has no number for this card's question (``none``)."""
+
+    flag: int  #: index into the card's red_flags
+    numeric: Numeric | None = None
+    none: str = ""
 
 
 @dataclass(frozen=True)
@@ -43,6 +67,8 @@ class Card:
     follow_ups: tuple[FollowUp, ...] = ()
     numeric: Numeric | None = None
     values: tuple[tuple[str, Numeric], ...] = ()  #: other computed figures the text quotes as {name}
+    #: a numeric card's red flags, each with the number it leads to (or why it has none)
+    mistakes: tuple[Mistake, ...] = ()
 
     def answer_value(self) -> float | None:
         """The numeric answer, computed now from the package (None for a non-numeric card)."""
@@ -70,10 +96,15 @@ class Card:
 
 # ---- numeric answers: each a package computation, named in the deck ------------------------
 
-def _ridge(part, dtype):
+def _ridge(part, dtype, sparse=False):
+    """Peak ÷ bandwidth (FLOP/byte); ``sparse=True`` divides the with-sparsity headline instead (a red flag's
+    number)."""
     from ..core.hardware import get_part
 
-    return get_part(part).ridge_point_flop_per_byte(dtype)
+    p = get_part(part)
+    if sparse:
+        return p.sparse_flops_per_s[dtype] / p.memory_bandwidth_bytes_per_s
+    return p.ridge_point_flop_per_byte(dtype)
 
 
 def _weights_gb(model, dtype):
@@ -109,14 +140,36 @@ def _tokens_per_s(model, part, context, batch=1, figure="bound"):
 
 
 def _step_gb(model, context, traffic="compulsory"):
-    """GB one batch-1 decode step moves: ``"compulsory"`` (what the lower bound counts) or ``"unfused"``
-    (every operator's activations through HBM too: what the estimate counts)."""
+    """GB one batch-1 decode step moves: ``"compulsory"`` (what the lower bound counts), ``"unfused"``
+    (every operator's activations through HBM too: what the estimate counts), ``"weights"`` (the
+    weight bytes the step reads: the embedding only one row) or ``"kv"`` (the KV cache read and written)."""
     from ..core.costs import model_cost
 
-    if traffic not in ("compulsory", "unfused"):
-        raise ValueError(f"traffic must be 'compulsory' or 'unfused', got {traffic!r}")
+    if traffic not in ("compulsory", "unfused", "weights", "kv"):
+        raise ValueError(f"traffic must be 'compulsory', 'unfused', 'weights' or 'kv', got {traffic!r}")
     c = model_cost(model, phase="decode", context_tokens=context)
-    return float(c.compulsory_bytes if traffic == "compulsory" else c.bytes) / 1e9
+    value = {"compulsory": c.compulsory_bytes, "unfused": c.bytes, "weights": c.weight_bytes,
+             "kv": c.kv_bytes}[traffic]
+    return float(value) / 1e9
+
+
+def _batch_gain(model, part, context, batch, quantity="tokens/s", ref_batch=1):
+    """Decode at ``batch`` against ``ref_batch``, by the lower bound: ``"tokens/s"`` (how many times the
+    upper bound on tokens/s rises), ``"step"`` (how many times the step's lower bound grows) or
+    ``"step %"`` (by how many percent it grows)."""
+    from ..core.placement import place
+
+    def at(b):
+        return place(model, part, phase="decode", context_tokens=context, batch=b)
+
+    hi, lo = at(batch), at(ref_batch)
+    if quantity == "tokens/s":
+        return float(hi.tokens_per_s_upper_bound / lo.tokens_per_s_upper_bound)
+    if quantity == "step":
+        return float(hi.time_lower_bound_s / lo.time_lower_bound_s)
+    if quantity == "step %":
+        return 100 * float(hi.time_lower_bound_s / lo.time_lower_bound_s - 1)
+    raise ValueError(f"quantity must be 'tokens/s', 'step' or 'step %', got {quantity!r}")
 
 
 def _measured_percent(part, quantity, dtype):
@@ -170,16 +223,50 @@ def _experts(model, batch):
     return float(experts_touched(model, batch))
 
 
-def _max_batch(model, part, context, memory_utilization=1.0):
-    from ..core.memory import max_batch_that_fits
+def _max_batch(model, part, context, memory_utilization=1.0, capacity="binary", kv_layers="caching"):
+    """Sequences of ``context`` tokens that fit once the BF16 weights are loaded. Two red flags' numbers:
+    ``capacity="si"`` reads the vendor's "141 GB" as 10⁹ bytes; ``kv_layers="all"`` gives every layer a KV
+    cache (a hybrid model's linear-attention layers included)."""
+    from dataclasses import replace
 
-    return max_batch_that_fits(model, part, context, memory_utilization=memory_utilization)
-
-
-def _kv_kib(model, dtype):
+    from ..core.hardware import get_part
+    from ..core.memory import max_batch_that_fits, state_bytes_per_sequence, usable_capacity_bytes, weight_bytes
     from ..core.models import get_model
 
-    return get_model(model).kv_bytes_per_token(dtype) / 1024
+    p = get_part(part)
+    if capacity == "si":
+        p = replace(p, memory_capacity_bytes=p.memory_capacity_bytes / 2**30 * 1e9)
+    elif capacity != "binary":
+        raise ValueError(f"capacity must be 'binary' or 'si', got {capacity!r}")
+    if kv_layers == "caching":
+        return max_batch_that_fits(model, p, context, memory_utilization=memory_utilization)
+    if kv_layers != "all":
+        raise ValueError(f"kv_layers must be 'caching' or 'all', got {kv_layers!r}")
+    m = get_model(model)
+    per_sequence = m.kv_bytes_per_token_per_layer("bf16") * m.num_hidden_layers * context + \
+        state_bytes_per_sequence(m)
+    free = usable_capacity_bytes(p, memory_utilization) - weight_bytes(m, "bf16")
+    return float(max(0, math.floor(free / per_sequence)))
+
+
+def _kv_kib(model, dtype, heads="kv", layers="caching"):
+    """KV-cache KiB one token adds. Two red flags' numbers: ``heads="query"`` counts a K and a V per query
+    head instead of per KV head; ``layers="all"`` gives every layer a cache (a hybrid's linear-attention
+    layers included)."""
+    from ..core.models import get_model
+
+    m = get_model(model)
+    value = m.kv_bytes_per_token(dtype)
+    if heads == "query":
+        value *= m.num_attention_heads / m.num_key_value_heads
+    elif heads != "kv":
+        raise ValueError(f"heads must be 'kv' or 'query', got {heads!r}")
+    if layers == "all":
+        value = m.kv_bytes_per_token_per_layer(dtype) * m.num_hidden_layers * (
+            m.num_attention_heads / m.num_key_value_heads if heads == "query" else 1)
+    elif layers != "caching":
+        raise ValueError(f"layers must be 'caching' or 'all', got {layers!r}")
+    return value / 1024
 
 
 def _state_mib(model):
@@ -206,10 +293,19 @@ def _lever(model, part, phase, lever):
     return next(r.speedup_lower_bound for r in lever_speedups(model, part, phase) if r.lever == lever)
 
 
-def _params_b(model):
+def _params_b(model, head_dim="config"):
+    """Parameters (billions); ``head_dim="hidden/heads"`` derives head_dim from hidden ÷ heads (a red
+    flag's number, for a model whose config sets it apart)."""
+    from dataclasses import replace
+
     from ..core.models import get_model
 
-    return get_model(model).parameter_count() / 1e9
+    m = get_model(model)
+    if head_dim == "hidden/heads":
+        m = replace(m, head_dim=m.hidden_size // m.num_attention_heads)
+    elif head_dim != "config":
+        raise ValueError(f"head_dim must be 'config' or 'hidden/heads', got {head_dim!r}")
+    return m.parameter_count() / 1e9
 
 
 def _peak_tflops(part, dtype, sparse=False):
@@ -365,6 +461,14 @@ def _parallel(model, part, quantity, scale=1.0, **split):
     return float(scale) * float(value)
 
 
+def _gpt_fast_70b_estimate():
+    """The estimate's tokens/s for gpt-fast's 8-A100 Llama-3.1-70B run, priced as its tp.py lays the
+    model out (embedding and lm_head whole on every GPU) at lesson 3's assumed context."""
+    from ..topics.many_chips import gpt_fast_70b
+
+    return float(gpt_fast_70b().estimate_tokens_per_s)
+
+
 def _comm(model, part, what, collective="", scale=1.0, **split):
     """One chip's communication in a split step, over the collectives whose name starts with ``collective``
     ("" = all of them): ``calls``, ``bytes`` (sent), ``bytes_per_call``, ``time_s``, ``latency_s`` (calls ×
@@ -452,13 +556,14 @@ def _free_after_weights_gib(model, part, tensor=1, weights="bf16", ref_part=None
 
 
 def _split_speedup(model, part, ref_part, tensor=1, pipeline=1, ref_tensor=1, ref_weights="bf16", context=4096,
-                   batch=1):
+                   batch=1, latency=None):
     """The estimate's step time of ``ref_part`` (``ref_tensor`` chips, ``ref_weights``) ÷ the estimate's
-    step time of ``part`` split ``tensor`` × ``pipeline`` ways (×; above 1: the split is faster)."""
+    step time of ``part`` split ``tensor`` × ``pipeline`` ways (×; above 1: the split is faster);
+    ``latency`` replaces the split's assumed seconds per collective call (0: the all-reduces' bytes alone)."""
     ref = _parallel(model, ref_part, "time_estimate_s", tokens=context, batch=batch, tensor=ref_tensor,
                     weights=ref_weights)
     return ref / _parallel(model, part, "time_estimate_s", tokens=context, batch=batch, tensor=tensor,
-                           pipeline=pipeline)
+                           pipeline=pipeline, latency=latency)
 
 
 # ---- lesson 12: shrinking the bytes (weight and KV formats, MLA, sliding windows) ----------------
@@ -475,24 +580,37 @@ def _format_fields(weights="bf16", compute="bf16", kv="bf16", group=None, recipe
     return fields
 
 
-def _formatted(model, part, quantity, scale=1.0, phase="decode", tokens=4096, batch=1, **fmt):
-    """One figure of a step placed under a number format: ``quantity`` names a :class:`Placement`
-    attribute, dotted paths allowed (``time_lower_bound_s``, ``dequant_time_s``, ``memory_time_s``,
-    ``cost.flops``, ``cost.weight_bytes``, ``vector_peak_flops_per_s``, …); times ``scale``."""
+def _format_placement(model, part, phase="decode", tokens=4096, batch=1, tensor=1, **fmt):
     from ..core.placement import place
 
     fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
-    value = place(model, part, phase=phase, batch=batch, **fields, **_format_fields(**fmt))
+    if int(tensor) != 1:
+        from ..core.parallel import Parallelism
+
+        fields["parallelism"] = Parallelism(tensor=int(tensor))
+    return place(model, part, phase=phase, batch=batch, **fields, **_format_fields(**fmt))
+
+
+def _formatted(model, part, quantity, scale=1.0, phase="decode", tokens=4096, batch=1, tensor=1, reciprocal=False,
+               **fmt):
+    """One figure of a step placed under a number format (over ``tensor`` chips, tensor parallel):
+    ``quantity`` names a :class:`Placement` attribute, dotted paths allowed (``time_lower_bound_s``,
+    ``dequant_time_s``, ``memory_time_s``, ``cost.flops``, ``cost.weight_bytes``,
+    ``vector_peak_flops_per_s``, …); times ``scale`` (``reciprocal=True``: ``scale`` ÷ the figure, e.g.
+    tokens per second from a time)."""
+    value = _format_placement(model, part, phase, tokens, batch, tensor, **fmt)
     for name in quantity.split("."):
         value = getattr(value, name)
-    return float(scale) * float(value)
+    return float(scale) / float(value) if reciprocal else float(scale) * float(value)
 
 
-def _format_speedup(model, part, tokens=4096, batch=1, phase="decode", **fmt):
+def _format_speedup(model, part, tokens=4096, batch=1, phase="decode", tensor=1, **fmt):
     """The estimate's step time in BF16 (weights, compute and KV) ÷ the estimate's step time under ``fmt``
-    (×; above 1: faster; the estimate adds weight-only dequantisation in series with the matmuls)."""
-    ref = _formatted(model, part, "time_estimate_s", phase=phase, tokens=tokens, batch=batch)
-    return ref / _formatted(model, part, "time_estimate_s", phase=phase, tokens=tokens, batch=batch, **fmt)
+    (×; above 1: faster; the estimate adds weight-only dequantisation in series with the matmuls), on
+    ``tensor`` chips (tensor parallel)."""
+    ref = _formatted(model, part, "time_estimate_s", phase=phase, tokens=tokens, batch=batch, tensor=tensor)
+    return ref / _formatted(model, part, "time_estimate_s", phase=phase, tokens=tokens, batch=batch, tensor=tensor,
+                            **fmt)
 
 
 def _bytes_per_weight(dtype, group=None):
@@ -524,12 +642,14 @@ def _kv_token_bytes(model, dtype="bf16", per_layer=False, ref="", scale=1.0):
     return per_token(ref) / per_token(model) if ref else float(scale) * per_token(model)
 
 
-def _model_field(model, field):
+def _model_field(model, field, per=""):
     """A catalog model's config field or property (``num_hidden_layers``, ``kv_lora_rank``,
-    ``num_sliding_attention_layers``, ``mla_cache_elements_per_token``, ``sliding_window``, …)."""
+    ``num_sliding_attention_layers``, ``mla_cache_elements_per_token``, ``sliding_window``, …); with
+    ``per``, divided by another (``hidden_size`` per ``num_attention_heads``)."""
     from ..core.models import get_model
 
-    return float(getattr(get_model(model), field))
+    m = get_model(model)
+    return float(getattr(m, field)) / (float(getattr(m, per)) if per else 1.0)
 
 
 def _op_intensity(model, op, context=32768, absorbed=None):
@@ -589,7 +709,8 @@ def _mla_step(model, quantity="flops", absorbed=True, context=32768, batch=1, sc
 def _window_kv_gib(model, context, dtype="bf16", kind="all"):
     """One sequence's KV cache at ``context`` tokens, GiB: ``kind`` "all" (windows applied per layer
     kind), "uncapped" (every layer holding every token: as if each were global), "global" (the
-    full-attention and MLA layers' share) or "sliding" (the sliding-window layers' share)."""
+    full-attention and MLA layers' share), "sliding" (the sliding-window layers' share) or "all local"
+    (every layer held to the window: a red flag's number)."""
     import numpy as np
 
     from ..core.models import get_model
@@ -606,8 +727,10 @@ def _window_kv_gib(model, context, dtype="bf16", kind="all"):
         value = (m.num_full_attention_layers + m.num_mla_layers) * per_layer * (t if window is None else min(t, window))
     elif kind == "sliding":
         value = m.num_sliding_attention_layers * per_layer * float(np.minimum(t, m.sliding_window or 0))
+    elif kind == "all local":  # a red flag's number: every caching layer held to the window
+        value = m.kv_bytes_per_token(dtype) * float(np.minimum(t, m.sliding_window or t))
     else:
-        raise ValueError(f"kind must be one of all, uncapped, global, sliding; got {kind!r}")
+        raise ValueError(f"kind must be one of all, uncapped, global, sliding, all local; got {kind!r}")
     return float(value) / 2**30
 
 
@@ -676,14 +799,75 @@ def _zero_point_bytes_per_weight(group=128):
     return int4_bytes_per_weight(int(group), zero_point=True)
 
 
-def _mla_fp8_vllm_bytes(model="deepseek-v3", per_layer=False):
-    """Bytes per token of an MLA model's cache in vLLM's FP8 layout (656 bytes per layer for DeepSeek-V3):
-    the latent in FP8, four FP32 scales (one per 128 elements of the latent), the rope key in BF16."""
+def _mla_fp8_vllm_bytes(model="deepseek-v3", per_layer=False, layout="fp8_ds_mla"):
+    """Bytes per token of an MLA model's cache in one of vLLM's FP8 layouts. ``layout="fp8"``: dense MLA
+    with ``--kv-cache-dtype fp8``, the latent and the RoPE key both one byte an element (576 bytes per
+    layer for DeepSeek-V3, one scale per tensor). ``layout="fp8_ds_mla"``: the packed layout of the sparse
+    FlashMLA kernels (DeepSeek-V3.2's sparse attention; vLLM's FlashMLASparse backend), the latent in FP8
+    with four FP32 scales (one per 128 elements) and the RoPE key kept in BF16 (656 bytes per layer)."""
     from ..core.models import get_model
 
     m = get_model(model)
-    layer = m.kv_lora_rank * 1 + (m.kv_lora_rank // 128) * 4 + m.qk_rope_head_dim * 2
+    if layout == "fp8":
+        layer = m.kv_lora_rank + m.qk_rope_head_dim
+    elif layout == "fp8_ds_mla":
+        layer = m.kv_lora_rank * 1 + (m.kv_lora_rank // 128) * 4 + m.qk_rope_head_dim * 2
+    else:
+        raise ValueError(f"layout must be 'fp8' or 'fp8_ds_mla', got {layout!r}")
     return float(layer if per_layer else layer * m.num_mla_layers)
+
+
+# ---- figures a source states that the catalogs do not hold ------------------------------------
+
+#: FlashAttention-3 (Shah et al., 2024, §3.2): "the H100 SXM5 GPU has 989 TFLOPS of FP16 matmul but only
+#: 3.9 TFLOPS of special functions" (the exponentials of the softmax run on the multi-function units)
+FA3_H100_SPECIAL_FUNCTION_FLOPS_PER_S = 3.9e12
+
+
+def _special_function_tflops():
+    """The H100 SXM's special-function (exponential) rate FlashAttention-3 §3.2 states, TFLOP/s."""
+    return FA3_H100_SPECIAL_FUNCTION_FLOPS_PER_S / 1e12
+
+
+def _exp_time_share(head_dim=128, part="h100-sxm"):
+    """Time of one softmax exponential per query–key score on the special-function units ÷ time of the
+    score's 4·d matmul FLOPs (QKᵀ and PV) on the BF16 tensor cores (FlashAttention-3 §3.2's argument)."""
+    from ..core.hardware import get_part
+
+    matmul = 4 * int(head_dim) / get_part(part).peak_flops_per_s("bf16")
+    return (1 / FA3_H100_SPECIAL_FUNCTION_FLOPS_PER_S) / matmul
+
+
+# ---- red flags' numbers: what a classic mistake gives as the answer ---------------------------
+
+def _stated(value):
+    """A figure a red flag states outright (0 bytes, "4× faster", n − 1): the number a learner making that
+    mistake types, for the checker to reject."""
+    return float(value)
+
+
+def _params_time_ms(model, part, bytes_per_parameter=2):
+    """Every parameter × ``bytes_per_parameter`` ÷ bandwidth, ms: 2·P ÷ β, the decode time that forgets
+    the KV cache (and reads the whole embedding table)."""
+    from ..core.hardware import get_part
+    from ..core.models import get_model
+
+    return 1e3 * get_model(model).parameter_count() * float(bytes_per_parameter) / \
+        get_part(part).memory_bandwidth_bytes_per_s
+
+
+def _dequant_ms(model, part, rate="vector", tokens=4096, batch=1, weights="int4"):
+    """A step's dequantisation time, ms: at the vector rate the placement prices it at (``rate="vector"``),
+    or at the BF16 tensor-core rate (``rate="tensor"``: a red flag's number)."""
+    from ..core.hardware import get_part
+
+    deq = _formatted(model, part, "dequant_time_s", tokens=tokens, batch=batch, weights=weights, scale=1e3)
+    if rate == "vector":
+        return deq
+    if rate != "tensor":
+        raise ValueError(f"rate must be 'vector' or 'tensor', got {rate!r}")
+    vector = _formatted(model, part, "vector_peak_flops_per_s", weights=weights)
+    return deq * vector / get_part(part).peak_flops_per_s("bf16")
 
 
 def _dequant_tokens_equivalent(model, part):
@@ -709,7 +893,7 @@ NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
     "state_mib": _state_mib, "kv_crossing": _kv_crossing, "decode_attention": _decode_attention, "lever": _lever,
     "params_b": _params_b, "step_gb": _step_gb, "measured_percent": _measured_percent,
     "gpt_fast_percent": _gpt_fast_percent, "measured_ridge": _measured_ridge, "moe_bytes_ratio": _moe_bytes_ratio,
-    "measured_value": _measured_value,
+    "measured_value": _measured_value, "gpt_fast_70b_estimate": _gpt_fast_70b_estimate,
     "serving": _serving, "spec_speedup": _spec_speedup, "tokens_per_verify": _tokens_per_verify,
     "parallel": _parallel, "comm": _comm, "all_reduce_multiple": _all_reduce_multiple, "link_gbs": _link_gbs,
     "interconnect_ridge": _interconnect_ridge, "kv_share_per_chip": _kv_share_per_chip,
@@ -722,8 +906,165 @@ NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
     "dequant_tokens_equivalent": _dequant_tokens_equivalent, "model_field": _model_field,
     "kv_element_bytes": _kv_element_bytes, "op_intensity": _op_intensity, "lens_batch": _lens_batch,
     "matmul_time_ms": _matmul_time_ms, "zero_point_bytes_per_weight": _zero_point_bytes_per_weight,
-    "mla_fp8_vllm_bytes": _mla_fp8_vllm_bytes,
+    "mla_fp8_vllm_bytes": _mla_fp8_vllm_bytes, "special_function_tflops": _special_function_tflops,
+    "exp_time_share": _exp_time_share, "stated": _stated, "params_time_ms": _params_time_ms,
+    "dequant_ms": _dequant_ms, "batch_gain": _batch_gain,
 }
+
+
+# ---- the setups a figure prices: does it fit, is it within the model's context? ----------------
+
+@dataclass(frozen=True)
+class Setup:
+    """One setup a card's figure prices: what it needs in memory (per chip) against what the part holds,
+    and the longest sequence in it against the model's context."""
+
+    what: str
+    required_bytes: float
+    capacity_bytes: float
+    tokens: float  #: the longest sequence the step holds (tokens cached + new)
+    max_context: float
+
+    @property
+    def fits(self) -> bool:
+        return self.required_bytes <= self.capacity_bytes
+
+    @property
+    def within_context(self) -> bool:
+        return self.tokens <= self.max_context
+
+
+def _placed(p, what="") -> Setup:
+    w = p.workload
+    tokens = float(np.max(w.prompt_tokens)) if w.phase == "prefill" else float(np.max(w.context_tokens)) + 1
+    chips = f" on {p.chips} chips" if p.chips > 1 else ""
+    label = what or (f"{p.model.id} on {p.part.id}{chips}, {w.phase}, batch {num(np.max(w.batch), 6)}, "
+                     f"{num(tokens, 6)} tokens, weights {w.weights_dtype}")
+    return Setup(label, float(np.max(p.memory_required_bytes)), float(p.part.memory_capacity_bytes), tokens,
+                 float(p.model.max_context_tokens))
+
+
+def _context_only(model, tokens) -> Setup:
+    """A figure of a model at a context, on no part: only the context can be exceeded."""
+    from ..core.models import get_model
+
+    m = get_model(model)
+    return Setup(f"{m.id} at {num(float(tokens), 6)} tokens", 0.0, math.inf, float(tokens), float(m.max_context_tokens))
+
+
+def _step(model, part, phase="decode", tokens=4096, batch=1, **_):
+    from ..core.placement import place
+
+    fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
+    return [_placed(place(model, part, phase=phase, batch=batch, **fields))]
+
+
+def _timeline(model, part, prompt, output, batch=1, k=0, alpha=0.0, draft="", **_):
+    from ..core.models import get_model
+    from ..topics.serving import request_timeline
+
+    out = []
+    for kk, dd in {(0, ""), (k, draft)}:
+        t = request_timeline(model, part, prompt_tokens=prompt, output_tokens=output, batch=batch,
+                             speculative_tokens=kk, acceptance=alpha if kk else 0.0, draft_model=dd or None)
+        what = f"{model}{' + draft ' + dd if dd else ''} on {part}, batch {batch}, {prompt:,} in + {output:,} out"
+        out.append(Setup(what, float(t.memory_required_bytes), float(t.memory_capacity_bytes), float(prompt + output),
+                         float(get_model(model).max_context_tokens)))
+    return out
+
+
+def _split_setups(model, part, ref_part=None, ref_tensor=1, ref_weights="bf16", context=None, tokens=4096,
+                  batch=1, tensor=1, expert=1, pipeline=1, phase="decode", weights="bf16", chips=None, **_):
+    tokens = tokens if context is None else context
+    tensor = tensor if chips is None else chips
+    out = [_placed(_split(model, part, phase=phase, tokens=tokens, batch=batch, tensor=tensor, expert=expert,
+                          pipeline=pipeline, weights=weights))]
+    if ref_part is not None:
+        out.append(_placed(_split(model, ref_part, phase=phase, tokens=tokens, batch=batch, tensor=ref_tensor,
+                                  weights=ref_weights)))
+    return out
+
+
+def _format_setups(model, part, phase="decode", tokens=4096, batch=1, tensor=1, both=False, **fmt):
+    fmt = {k: v for k, v in fmt.items() if k in ("weights", "compute", "kv", "group", "recipe", "absorbed")}
+    out = [_placed(_format_placement(model, part, phase, tokens, batch, tensor, **fmt))]
+    if both:  # a speed-up: the BF16 reference is a setup too
+        out.append(_placed(_format_placement(model, part, phase, tokens, batch, tensor)))
+    return out
+
+
+def _at_batch(fn):
+    """A critical batch: the setup is decode at that batch (capacity is ignored in finding it)."""
+    def setups(model, part, context=4096, **kw):
+        from ..core.placement import place
+
+        b = NUMERIC_FUNCTIONS[fn](model, part, context, **kw)
+        if b is None:
+            return []
+        fields = {k: v for k, v in kw.items() if k != "lens"}
+        return [_placed(place(model, part, phase="decode", batch=b, context_tokens=context,
+                              **_format_fields(**fields)))]
+    return setups
+
+
+def _tokens_of(model, context=None, tokens=None, phase="decode", **_):
+    t = context if context is not None else tokens
+    return [_context_only(model, t + 1 if phase == "decode" else t)]
+
+
+#: how to find the setups each figure prices (see :meth:`Numeric.setups`)
+SETUP_FUNCTIONS: dict[str, Callable[..., list[Setup]]] = {
+    "time_ms": _step,
+    "tokens_per_s": lambda model, part, context, batch=1, **_: _step(model, part, "decode", context, batch),
+    "intensity": lambda model, part, phase, tokens, batch=1, **_: _step(model, part, phase, tokens, batch),
+    "weight_lens_over_ridge": lambda model, part, tokens: _step(model, part, "prefill", tokens),
+    "lever": lambda model, part, phase, lever: _step(model, part, phase, 8192),  # lever_speedups' default
+    "critical_batch": _at_batch("critical_batch"),
+    "batch_gain": lambda model, part, context, batch, quantity="tokens/s", ref_batch=1: _step(
+        model, part, "decode", context, max(batch, ref_batch)),
+    "weight_lens_batch": _at_batch("weight_lens_batch"),
+    "lens_batch": _at_batch("lens_batch"),
+    "serving": _timeline,
+    "spec_speedup": _timeline,
+    "parallel": lambda model, part, quantity, scale=1.0, **split: _split_setups(model, part, **split),
+    "comm": lambda model, part, what, collective="", scale=1.0, **split: _split_setups(model, part, **split),
+    "all_reduce_multiple": lambda model, part, chips: _split_setups(model, part, chips=chips),
+    "kv_share_per_chip": lambda model, part, tensor, context=4096, batch=1, copies=False: _split_setups(
+        model, part, context=context, batch=batch, tensor=tensor),
+    "free_after_weights_gib": lambda model, part, tensor=1, weights="bf16", ref_part=None, ref_tensor=1,
+    ref_weights="bf16": _split_setups(model, part, ref_part, ref_tensor, ref_weights, tensor=tensor, weights=weights),
+    "split_speedup": lambda model, part, ref_part, tensor=1, pipeline=1, ref_tensor=1, ref_weights="bf16",
+    context=4096, batch=1, latency=None: _split_setups(model, part, ref_part, ref_tensor, ref_weights,
+                                                       context=context, batch=batch, tensor=tensor, pipeline=pipeline),
+    "formatted": lambda model, part, quantity, **kw: _format_setups(model, part, **kw),
+    "format_speedup": lambda model, part, **kw: _format_setups(model, part, both=True, **kw),
+    "matmul_time_ms": lambda model, part, **kw: _format_setups(model, part, **kw),
+    "dequant_ms": lambda model, part, rate="vector", tokens=4096, batch=1, weights="int4": _format_setups(
+        model, part, tokens=tokens, batch=batch, weights=weights),
+    "dequant_tokens_equivalent": lambda model, part: _format_setups(model, part, weights="int4"),
+    "byte_share": lambda model, what="kv", batch=1, context=4096, **fmt: _tokens_of(model, context),
+    "step_gb": lambda model, context, traffic="compulsory": _tokens_of(model, context),
+    "step_tflop": lambda model, phase, tokens: _tokens_of(model, tokens=tokens, phase=phase),
+    "kv_gib": lambda model, context, dtype="bf16": _tokens_of(model, context, phase="cache"),
+    "window_kv_gib": lambda model, context, dtype="bf16", kind="all": _tokens_of(model, context, phase="cache"),
+    "kv_share_of_capacity": lambda model, part, context: _tokens_of(model, context, phase="cache"),
+    "op_intensity": lambda model, op, context=32768, absorbed=None: _tokens_of(model, context),
+    "mla_step": lambda model, context=32768, phase="decode", **_: _tokens_of(model, context, phase=phase),
+    "kv_crossing": lambda model, batch: _tokens_of(model, NUMERIC_FUNCTIONS["kv_crossing"](model, batch),
+                                                   phase="cache"),
+}
+
+#: figures that price no step of a model on a part (rates, ridges, sizes per token or per weight, counts,
+#: catalog measurements), or whose setup fits by construction (the largest batch that fits)
+NO_SETUP = frozenset({
+    "peak_tflops", "bandwidth_tbs", "capacity_gib", "weights_gib", "free_gib", "state_gib", "percent_of_peak",
+    "max_context", "state_over_kv_tokens", "embedding_params_b", "ridge", "weights_gb", "experts", "max_batch",
+    "kv_kib", "state_mib", "decode_attention", "params_b", "measured_percent", "gpt_fast_percent",
+    "measured_ridge", "moe_bytes_ratio", "measured_value", "gpt_fast_70b_estimate", "tokens_per_verify", "link_gbs", "interconnect_ridge",
+    "bubble_percent", "steady_idle_percent", "bytes_per_weight", "stored_weights_gib", "kv_token_bytes",
+    "mla_expanded_kv_kib", "paged_batch", "model_field", "kv_element_bytes", "zero_point_bytes_per_weight",
+    "mla_fp8_vllm_bytes", "special_function_tflops", "exp_time_share", "stated", "params_time_ms",
+})
 
 
 def _numeric(card_id: str, spec: dict) -> Numeric:
@@ -732,25 +1073,43 @@ def _numeric(card_id: str, spec: dict) -> Numeric:
     if fn not in NUMERIC_FUNCTIONS:
         raise ValueError(f"flashcards.toml: card {card_id!r} names unknown numeric fn {fn!r}")
     unit, tol = n.pop("unit", ""), float(n.pop("tolerance", 0.0))
-    return Numeric(fn, tuple(sorted(n.items())), unit, tol)
+    times = float(n.pop("times", 1.0))
+    does_not_fit, past_context = not n.pop("fits", True), bool(n.pop("past_context", False))
+    return Numeric(fn, tuple(sorted(n.items())), unit, tol, times, does_not_fit, past_context)
+
+
+def _mistake(card_id: str, n_flags: int, entry: dict) -> Mistake:
+    m = dict(entry)
+    flag = int(m.pop("flag"))
+    if not 0 <= flag < n_flags:
+        raise ValueError(f"flashcards.toml: card {card_id!r} has a mistake for red flag {flag}, but "
+                         f"{n_flags} red flags")
+    if "none" in m:
+        if len(m) != 1 or not str(m["none"]).strip():
+            raise ValueError(f"flashcards.toml: card {card_id!r}, red flag {flag}: give either a reason "
+                             "(none = ...) or a numeric fn, not both")
+        return Mistake(flag, none=str(m["none"]))
+    return Mistake(flag, numeric=_numeric(card_id, m))
 
 
 def _card(entry: dict) -> Card:
     numeric = _numeric(entry["id"], entry["numeric"]) if "numeric" in entry else None
     values = tuple((name, _numeric(entry["id"], spec)) for name, spec in sorted(entry.get("values", {}).items()))
+    red_flags = tuple(entry.get("red_flags", ()))
     return Card(
         id=entry["id"], lesson=int(entry["lesson"]), tags=tuple(entry.get("tags", ())), question=entry["question"],
-        short=entry["short"], detailed=entry["detailed"], red_flags=tuple(entry.get("red_flags", ())),
+        short=entry["short"], detailed=entry["detailed"], red_flags=red_flags,
         follow_ups=tuple(FollowUp(f["question"], f["answer"]) for f in entry.get("follow_ups", ())),
         numeric=numeric,
         values=values,
+        mistakes=tuple(_mistake(entry["id"], len(red_flags), m) for m in entry.get("mistakes", ())),
     )
 
 
 @cache
 def deck() -> tuple[Card, ...]:
-    """Every card, in deck order."""
-    cards = tuple(_card(e) for e in load_catalog("flashcards.toml")["cards"])
+    """Every card, in lesson order (within a lesson, the file's order)."""
+    cards = tuple(sorted((_card(e) for e in load_catalog("flashcards.toml")["cards"]), key=lambda c: c.lesson))
     ids = [c.id for c in cards]
     if len(set(ids)) != len(ids):
         raise ValueError("flashcards.toml: duplicate card ids")
@@ -803,11 +1162,27 @@ def check_numeric(card: Card, answer: Any) -> NumericVerdict:
     tol = card.numeric.tolerance
     if math.isclose(value, expected, rel_tol=tol):
         return NumericVerdict(True, f"✓ {num(value, 4)} {card.numeric.unit} — the package says {num(expected, 4)} "
-                                    f"(within ±{tol:.0%}).")
+                                    f"(within ±{100 * tol:g} %).")
     side = "high" if value > expected else "low"
+    flags = list(dict.fromkeys(flag for flag, wrong in mistake_values(card)
+                               if math.isclose(value, wrong, rel_tol=max(tol, 0.01))))
+    named = f" That is the number of a classic mistake: {' Or: '.join(flags)}" if flags else ""
     return NumericVerdict(False, f"✗ {num(value, 4)} {card.numeric.unit} is too {side}; the package says "
-                                 f"{num(expected, 4)} (±{tol:.0%} accepted).")
+                                 f"{num(expected, 4)} (±{100 * tol:g} % accepted).{named}")
 
 
-__all__ = ["Card", "FollowUp", "Numeric", "NumericVerdict", "all_tags", "check_numeric", "deck", "filter_cards",
-           "get_card"]
+def mistake_values(card: Card) -> list[tuple[str, float]]:
+    """(red flag, the answer it leads to) for each red flag of ``card`` that has a number; never raises."""
+    out = []
+    for m in card.mistakes:
+        if m.numeric is None:
+            continue
+        try:
+            out.append((card.red_flags[m.flag], m.numeric.value()))
+        except (RooflineInputError, ValueError, KeyError, ZeroDivisionError):
+            continue
+    return out
+
+
+__all__ = ["Card", "FollowUp", "Mistake", "Numeric", "NumericVerdict", "Setup", "all_tags", "check_numeric", "deck",
+           "filter_cards", "get_card", "mistake_values"]

@@ -79,12 +79,12 @@ _DEQUANT = (f"dequantised to BF16 on the fly by the vector units ({DEQUANT_FLOPS
 _W8A16 = Lever(
     "weight-only 8-bit (W8A16)", MappingProxyType({"weights_dtype": "fp8"}),
     f"weights in 8 bits (FP8 or INT8: the same bytes), {_DEQUANT}; every matmul at the BF16 rate",
-    "the per-channel scales' bytes (a rounding error)")
+    "the per-channel weight scales' bytes")
 _W8A8 = Lever(
     "W8A8 FP8", MappingProxyType({"weights_dtype": "fp8", "compute_dtype": "fp8"}),
     "FP8 weights and FP8 activations at each quantised weight matmul's input; those matmuls on FP8 tensor cores "
     "(the BF16-kept lm_head at the BF16 rate); attention, softmax, norms and the recurrence stay BF16",
-    "quantising the activations and their scales; the per-channel weight scales; activation traffic is counted "
+    "quantising the activations and their scales; the per-channel weight scales' bytes; activation traffic is counted "
     "at BF16 (the residual stream and the matmul outputs stay BF16)")
 _KV8 = Lever(
     "FP8 KV cache", MappingProxyType({"kv_dtype": "fp8"}),
@@ -95,12 +95,12 @@ _W8A8_INT8 = Lever(
     "W8A8 INT8", MappingProxyType({"weights_dtype": "int8", "compute_dtype": "int8"}),
     "INT8 weights and INT8 activations at each quantised weight matmul's input; those matmuls on INT8 tensor "
     "cores (the BF16-kept lm_head at the BF16 rate); attention, softmax, norms and the recurrence stay BF16",
-    "quantising the activations, the scales, and dequantising the INT32 accumulators; activation traffic is "
-    "counted at BF16")
+    "quantising the activations and their scales; the per-channel weight scales' bytes; dequantising the INT32 "
+    "accumulators; activation traffic is counted at BF16")
 _W8A16_KV8 = Lever(
     "weight-only 8-bit + FP8 KV cache", MappingProxyType({**_W8A16.changes, **_KV8.changes}),
-    "8-bit weights dequantised to BF16 and an FP8 KV cache; every matmul and attention's arithmetic at the BF16 "
-    "rate", "as for each of the two")
+    f"8-bit weights {_DEQUANT}, and an FP8 KV cache; every matmul and attention's arithmetic at the BF16 rate",
+    "as for each of the two")
 _W8A8_KV8 = Lever(
     "W8A8 FP8 + FP8 KV cache", MappingProxyType({**_W8A8.changes, **_KV8.changes}),
     "W8A8 FP8 and an FP8 KV cache; attention's arithmetic stays BF16", "as for each of the two")
@@ -263,6 +263,24 @@ def lever_speedup(model: str, part: str, phase: str, lever: str, tokens: int = 8
     if lever not in LEVERS:
         raise RooflineInputError(f"unknown lever {lever!r}; choose from: {', '.join(LEVERS)}")
     return lever_speedups(model, part, phase, tokens, batch, {lever: LEVERS[lever]})[0]
+
+
+def per_channel_scale_share(model, scale_bytes: float = 2.0, weight_bytes: float = 1.0) -> float:
+    """The most per-channel scales can add to an 8-bit weight matrix's bytes, as a fraction of them.
+
+    One ``scale_bytes`` scale (BF16: 2) per output channel, over a row of ``in_features`` weights of
+    ``weight_bytes`` each, adds ``scale_bytes / (in_features · weight_bytes)``; this takes the smallest
+    ``in_features`` any linear layer of ``model`` has (hidden size, attention output, MLP or expert
+    down-projection, linear-attention output, MLA's low-rank inputs), so no quantised matrix adds more.
+    The cost model does not count these bytes (:func:`~roofline_lessons.core.dtypes.weight_bytes_per_element`);
+    this is the size of what it leaves out."""
+    from ..core.models import get_model
+
+    m = get_model(model)
+    inputs = [m.hidden_size, m.num_attention_heads * m.head_dim, m.intermediate_size, m.moe_intermediate_size,
+              m.linear_num_value_heads * m.linear_value_head_dim, m.q_lora_rank, m.kv_lora_rank,
+              m.num_attention_heads * m.v_head_dim]
+    return scale_bytes / (min(n for n in inputs if n > 0) * weight_bytes)
 
 
 def ridge_shift(part: str, dtypes=("bf16", "fp8", "fp4")) -> dict[str, float]:

@@ -32,13 +32,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..core.costs import expected_experts_touched
+from ..core.costs import ModelCost, expected_experts_touched, model_cost
 from ..core.dtypes import bytes_per_element
 from ..core.errors import RooflineInputError, whole_number
 from ..core.hardware import Link, Part, get_part
+from ..core.memory import Footprint
 from ..core.models import Model, get_model
 from .datasheets import best_measurement
-from ..core.parallel import (SINGLE_CHIP, Parallelism, check_parallelism, choose_link, interconnect_ridge_flop_per_byte,
+from ..core.parallel import (SINGLE_CHIP, Comm, Parallelism, check_parallelism, choose_link, interconnect_ridge_flop_per_byte,
                              max_batch_that_fits_on_chips)
 from ..core.placement import Placement, place
 
@@ -672,7 +673,7 @@ class MeasuredVsFigures:
     ``fraction_of_estimate`` = measured ÷ the estimate's rate; ``fraction_of_upper_bound`` =
     measured ÷ the bound's rate (never above 1). The two *what-ifs* say how large one suspect would
     have to be to explain the whole gap to the estimate alone; they are hypotheses to test, not
-    findings.
+    findings. ``placement`` is laid out as gpt-fast runs it (:func:`as_gpt_fast_runs`).
     """
 
     measurement: object  #: the catalog's Measurement (value, conditions, source)
@@ -689,6 +690,12 @@ class MeasuredVsFigures:
     comm: CommSplit
     latency_per_call_to_close_gap_s: float  #: per-call latency that alone would explain the gap to the estimate
     hbm_fraction_to_close_gap: float  #: share of the HBM bandwidth that alone would explain that gap
+    #: the package's own tensor-parallel layout of the same step (embedding and lm_head split over the
+    #: vocabulary, an embedding all-reduce and a logits all-gather): what gpt-fast would get with them split
+    vocab_parallel: Placement
+    #: bytes of lm_head weights each chip reads beyond the vocab-parallel layout's share (gpt-fast
+    #: keeps the whole lm_head on every chip)
+    replicated_head_bytes: float
 
 
 def _from_text(pattern: str, text: str, what: str) -> int:
@@ -696,6 +703,49 @@ def _from_text(pattern: str, text: str, what: str) -> int:
     if not found:
         raise RooflineInputError(f"the catalog's gpt-fast entry does not state its {what} ({text!r})")
     return int(found.group(1))
+
+
+#: gpt-fast's tensor parallelism (tp.py, ``apply_tp``): only each layer's attention (wqkv column-split,
+#: wo row-split) and MLP (w1, w3 column-split, w2 row-split) are sharded, each followed by one
+#: all-reduce; the token embedding and the output projection (lm_head) stay whole on every GPU, so
+#: there is no embedding all-reduce and no logits all-gather, and every GPU reads the whole lm_head
+GPT_FAST_SOURCE_TP = "pytorch-labs/gpt-fast tp.py (apply_tp shards Attention and FeedForward only)"
+#: the blocks gpt-fast keeps whole on every GPU, and the collectives it therefore never makes
+_GPT_FAST_WHOLE_BLOCKS = ("embedding", "head")
+_GPT_FAST_NO_COLLECTIVES = ("embedding all-reduce", "logits all-gather")
+
+
+def as_gpt_fast_runs(placement: Placement) -> Placement:
+    """A tensor-parallel placement re-laid-out as gpt-fast's tp.py runs it: the layers split as the
+    package splits them (attention heads and MLP columns over the chips, two all-reduces per layer),
+    but the embedding and the lm_head whole on every chip — each chip does and reads the whole
+    lm_head, and holds both matrices whole — with no embedding all-reduce and no logits all-gather.
+    The estimate and the lower bound are then recomputed by the placement itself, like for like."""
+    if not isinstance(placement, Placement) or placement.comm is None:
+        raise RooflineInputError(f"as_gpt_fast_runs needs a multi-chip Placement, got {placement!r}")
+    par = placement.parallelism
+    if par.expert > 1 or par.pipeline > 1:
+        raise RooflineInputError(f"gpt-fast's tp.py is tensor parallel only, got {par.label}")
+    whole = {(op.name, op.block): op for op in model_cost(placement.model, placement.workload).ops}
+    ops = tuple(whole[(op.name, op.block)] if op.block in _GPT_FAST_WHOLE_BLOCKS else op
+                for op in placement.cost.ops)
+    names = [c.name for c in placement.comm.parts]
+    missing = [n for n in _GPT_FAST_NO_COLLECTIVES if n not in names]
+    if missing:
+        raise RooflineInputError(f"the placement's collectives changed names; expected {missing} among {names}")
+    comm = replace(placement.comm,
+                   parts=tuple(c for c in placement.comm.parts if c.name not in _GPT_FAST_NO_COLLECTIVES))
+    fp = placement.footprint
+    extra = sum(w.weight_params * w.layers * w.bytes_per_weight for w in ops) - sum(
+        o.weight_params * o.layers * o.bytes_per_weight for o in placement.cost.ops)
+    return replace(placement, cost=ModelCost(model=placement.model, workload=placement.workload, ops=ops), comm=comm,
+                   footprint=Footprint(weight_bytes=fp.weight_bytes + float(extra), kv_cache_bytes=fp.kv_cache_bytes,
+                                       state_bytes=fp.state_bytes))
+
+
+def _lm_head_bytes(placement: Placement) -> float:
+    """Bytes of lm_head weights one chip reads in the step."""
+    return float(sum(o.weight_bytes * o.layers for o in placement.cost.ops if o.name == "lm_head"))
 
 
 def gpt_fast_measurement():
@@ -724,6 +774,10 @@ def gpt_fast_70b(context_tokens: int = GPT_FAST_CONTEXT_TOKENS, *, memory_bandwi
     catalog, with its conditions) against the estimate and the lower bound at ``context_tokens``
     cached (an assumption: the catalog states the prompt, not how many tokens were generated).
 
+    Like for like: both figures price the layout gpt-fast's tp.py runs (:func:`as_gpt_fast_runs`:
+    the layers split, the embedding and the lm_head whole on every GPU, 2 all-reduces per layer);
+    ``vocab_parallel`` keeps the package's own layout of the same step beside it.
+
     What-ifs: ``memory_bandwidth_bytes_per_s`` replaces the A100's datasheet HBM bandwidth (e.g. the
     README's empirical figure, :func:`gpt_fast_empirical_bandwidth_bytes_per_s`; it moves both
     figures); ``latency_s`` replaces the assumed per-call latency (it moves the estimate only)."""
@@ -741,8 +795,9 @@ def gpt_fast_70b(context_tokens: int = GPT_FAST_CONTEXT_TOKENS, *, memory_bandwi
     tensor = _from_text(r"tensor parallel (\d+)", text, "tensor-parallel size")
     batch = _from_text(r"batch (\d+)", text, "batch")
     ctx = whole_number("context_tokens", context_tokens, 0)
-    p = place(LLAMA_70B, part, phase="decode", batch=batch, context_tokens=ctx,
-              parallelism=Parallelism(tensor=tensor))
+    vocab_parallel = place(LLAMA_70B, part, phase="decode", batch=batch, context_tokens=ctx,
+                           parallelism=Parallelism(tensor=tensor))
+    p = as_gpt_fast_runs(vocab_parallel)  # like for like: the layout gpt-fast's tp.py runs
     measured = float(ms.tokens_per_s or ms.value)
     estimate = float(p.tokens_per_s_estimate)
     upper = float(p.tokens_per_s_upper_bound)
@@ -760,7 +815,9 @@ def gpt_fast_70b(context_tokens: int = GPT_FAST_CONTEXT_TOKENS, *, memory_bandwi
                              fraction_of_upper_bound=measured / upper, comm=split,
                              latency_per_call_to_close_gap_s=per_call if gap > 0 else split.latency_per_call_s,
                              hbm_fraction_to_close_gap=(float(p.memory_time_s) / memory_room if memory_room > 0
-                                                        else 0.0))
+                                                        else 0.0),
+                             vocab_parallel=vocab_parallel,
+                             replicated_head_bytes=_lm_head_bytes(p) - _lm_head_bytes(vocab_parallel))
 
 
 # ---- pipeline parallel -----------------------------------------------------------------------

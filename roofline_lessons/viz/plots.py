@@ -14,11 +14,12 @@ import numpy as np
 from matplotlib.transforms import Bbox
 
 from ..core.hardware import get_part
+from ..core.memory import max_batch_that_fits
 from ..core.models import get_model
-from ..core.placement import Placement
+from ..core.placement import Placement, place
 from ..core.units import binary, count, duration, num, percent, si
 from ..measure.probes import cache_capacity_bytes
-from ..topics.batching import decode_sweep
+from ..topics.batching import critical_batch, decode_sweep, intensity_ceiling
 from .charts import (LINE_COLOURS, LINESTYLES, MARKERS, MIN_FONT_PT, PALETTE, TERA, Roof, part_style, plain_log_ticks,
                      point_on_roof, roofline_chart)
 from .display import set_alt
@@ -31,17 +32,27 @@ LEGEND_PT = max(MIN_FONT_PT, 9.5)
 LABEL_PT = max(MIN_FONT_PT, 9.5)
 
 
-def _first_batch(batches, values, threshold) -> str | None:
-    """The first batch whose value reaches ``threshold``, as text (None if none does)."""
-    hit = np.nonzero(np.asarray(values) >= threshold)[0]
-    return count(batches[hit[0]]) if hit.size else None
+def _reach_text(model: str, part, context_tokens: int, shown_max: float) -> str:
+    """Where the all-traffic curve reaches the ridge, from :func:`~roofline_lessons.topics.batching.critical_batch`
+    (the exact integer batch the lesson's table and checker use, never a point of the plotting grid)."""
+    cb = critical_batch(model, part, context_tokens, lens="all traffic")
+    if cb is None:
+        ceiling = intensity_ceiling(model, context_tokens)
+        if ceiling < part.ridge_point_flop_per_byte("bf16"):
+            return f"below the ridge at every batch (it levels off towards {num(ceiling)} FLOP/byte as the batch grows)"
+        return f"below the ridge up to batch {count(1 << 16)}"
+    if cb > shown_max:
+        return f"reaching the ridge only at batch {count(cb)}, beyond the batches shown"
+    return f"reaching the ridge at batch {count(cb)}"
 
 
-def intensity_vs_batch(model: str, part: str, contexts: Sequence[int], batches=DEFAULT_BATCHES, dtype: str = "bf16"):
-    """Decode intensity against batch: one all-traffic curve per context, the weight-lens line, the ridge."""
+def intensity_vs_batch(model: str, part: str, contexts: Sequence[int], batches=DEFAULT_BATCHES):
+    """Decode intensity against batch (BF16 throughout): one all-traffic curve per context, the weight-lens
+    line, the BF16 ridge. The alt text's batches that reach the ridge are
+    :func:`~roofline_lessons.topics.batching.critical_batch`'s, the exact figures of lesson 4's table."""
     p = get_part(part)
     batches = np.asarray(batches, dtype=float)
-    ridge = p.ridge_point_flop_per_byte(dtype)
+    ridge = p.ridge_point_flop_per_byte("bf16")
     fig = bare_figure((10.5, 4.8), dpi=100)
     ax = fig.add_subplot()
     fig.subplots_adjust(left=0.08, right=0.66, bottom=0.11, top=0.91)
@@ -49,61 +60,81 @@ def intensity_vs_batch(model: str, part: str, contexts: Sequence[int], batches=D
     said = []
     for i, ctx in enumerate(contexts):
         sweep = decode_sweep(model, p, batches, context_tokens=ctx)
+        assert np.isclose(sweep.ridge_point_flop_per_byte, ridge)  # the ridge critical_batch compares with
         ax.plot(batches, sweep.intensity, color=LINE_COLOURS[i % len(LINE_COLOURS)],
                 linestyle=LINESTYLES[i % len(LINESTYLES)], linewidth=2, label=f"all traffic, {ctx:,} tokens cached")
-        reach = _first_batch(batches, sweep.intensity, ridge)
         said.append(f"with {count(ctx)} tokens cached it rises from {num(sweep.intensity[0])} FLOP/byte at batch "
                     f"{count(batches[0])} to {num(sweep.intensity[-1])} at batch {count(batches[-1])}, "
-                    + (f"reaching the ridge at batch {reach}" if reach else "below the ridge at every batch shown"))
+                    + _reach_text(model, p, ctx, batches[-1]))
     ax.plot(batches, sweep.intensity_per_weight_byte, color="black", linestyle=(0, (5, 2)), linewidth=1.5,
             label="FLOPs per weight byte\n(about the same at any context)")
-    ax.axhline(ridge, color="0.4", linestyle=":", linewidth=1.5, label=f"{p.id} {dtype} ridge ({ridge:,.0f})")
+    ax.axhline(ridge, color="0.4", linestyle=":", linewidth=1.5, label=f"{p.id} bf16 ridge ({ridge:,.0f})")
     title = f"{get_model(model).name} decode on {p.name}: intensity against batch"
     ax.set(xscale="log", yscale="log", xlabel="Batch (sequences)", ylabel="Decode intensity (FLOP/byte)", title=title)
     ax.grid(True, alpha=0.4)
     plain_log_ticks(ax)
     ax.legend(fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(1.02, 1.0), framealpha=0.9)
-    weight_reach = _first_batch(batches, sweep.intensity_per_weight_byte, ridge)
+    weight_reach = critical_batch(model, p, contexts[-1], lens="weights only")
     set_alt(fig, f"{title}, log-log: decode intensity (FLOP/byte) against batch, one curve per context length, "
-                 f"and the {p.id} {dtype} ridge at {num(ridge)} FLOP/byte. "
+                 f"and the {p.id} bf16 ridge at {num(ridge)} FLOP/byte. "
                  + "".join(s[0].upper() + s[1:] + ". " for s in said)
                  + "FLOPs per weight byte grow with the batch without levelling off"
-                 + (f" and reach the ridge at batch {weight_reach}." if weight_reach else "."))
+                 + (f" and reach the ridge at batch {count(weight_reach)}." if weight_reach else "."))
     return fig
+
+
+def _largest_fitting_batch(model: str, part: str, context_tokens: int) -> int:
+    """The largest decode batch whose weights + KV cache + state fit in the part's whole memory, a step
+    with ``context_tokens`` cached (the cache holds one more token after it, as
+    :attr:`~roofline_lessons.core.placement.Placement.fits_in_memory` counts): one
+    :func:`~roofline_lessons.core.memory.max_batch_that_fits` call, the figure the throughput chart's
+    alt text gives and where its solid line ends."""
+    after = place(model, part, phase="decode", batch=1, context_tokens=context_tokens).workload.cached_tokens_after
+    return int(max_batch_that_fits(model, part, after))
 
 
 def throughput_vs_latency(model: str, parts: Sequence[str], context_tokens: int, batches=DEFAULT_BATCHES,
                           marks: Sequence[int] = (1, 16, 64)):
     """Throughput upper bound against time-per-token lower bound as the batch grows, per part;
     dotted where the batch no longer fits in memory. Each part keeps its course-wide colour and
-    marker (:func:`~roofline_lessons.viz.charts.part_style`); the marked batches carry the marker."""
+    marker (:func:`~roofline_lessons.viz.charts.part_style`); the marked batches carry the marker.
+    Each part's curve includes its exact largest fitting batch (:func:`_largest_fitting_batch`), where
+    the solid line ends and the dotted one begins; the alt text states that batch, not a grid point."""
     from matplotlib.lines import Line2D
 
-    batches = np.asarray(batches, dtype=float)
+    grid = np.asarray(batches, dtype=float)
     fig = bare_figure((8.5, 4.8), dpi=100)
     ax = fig.add_subplot()
     said = []
     for part in parts:
-        s = decode_sweep(model, part, batches, context_tokens=context_tokens)
+        cap = _largest_fitting_batch(model, part, context_tokens)
+        pts = np.union1d(grid, [cap]) if grid[0] <= cap <= grid[-1] else grid
+        s = decode_sweep(model, part, pts, context_tokens=context_tokens)
         ok = s.fits_in_memory
+        assert np.array_equal(ok, pts <= cap), (part, cap)  # the chart's split is the alt text's batch
         look = part_style(part)
         ax.plot(s.step_time_s[ok] * 1e3, s.tokens_per_s[ok], color=look.colour, linestyle=look.linestyle,
                 linewidth=2, label=f"{part}")
-        ax.plot(s.step_time_s[~ok] * 1e3, s.tokens_per_s[~ok], color=look.colour, linewidth=1.5, linestyle=":")
+        if not ok.all():  # ok is a prefix (asserted): the dotted part starts where the solid one ends
+            start = max(int(ok.sum()) - 1, 0)
+            ax.plot(s.step_time_s[start:] * 1e3, s.tokens_per_s[start:], color=look.colour, linewidth=1.5,
+                    linestyle=":")
         for b in marks:
-            j = int(np.argmin(np.abs(batches - b)))
+            j = int(np.argmin(np.abs(pts - b)))
             ax.plot([s.step_time_s[j] * 1e3], [s.tokens_per_s[j]], marker=look.marker, markersize=7,
                     color=look.colour, markeredgecolor="black", linestyle="none")
             ax.annotate(f"B={b}", (s.step_time_s[j] * 1e3, s.tokens_per_s[j]), fontsize=LABEL_PT,
                         textcoords="offset points", xytext=(7, 0), va="center")
-        first = (f"at batch {count(batches[0])}: {duration(s.step_time_s[0])} per token, "
+        first = (f"at batch {count(pts[0])}: {duration(s.step_time_s[0])} per token, "
                  f"{num(s.tokens_per_s[0])} tokens/s")
-        if ok.any():
-            j = int(np.nonzero(ok)[0][-1])
-            most = (f"the largest batch that fits, {count(batches[j])}: {duration(s.step_time_s[j])} per token, "
-                    f"{num(s.tokens_per_s[j])} tokens/s")
+        if cap < 1:
+            first += " (does not fit)"
+            most = "no batch fits in its memory: the whole curve is dotted"
         else:
-            most = "no batch fits in its memory"
+            at_cap = decode_sweep(model, part, [cap], context_tokens=context_tokens)
+            most = (f"the largest batch that fits, {count(cap)}: {duration(at_cap.step_time_s[0])} per token, "
+                    f"{num(at_cap.tokens_per_s[0])} tokens/s"
+                    + (f" (beyond the largest batch shown, {count(grid[-1])})" if cap > grid[-1] else ""))
         said.append(f"{part}: {first}; {most}")
     ax.plot([], [], color="0.3", linestyle=":", linewidth=1.5, label="dotted: the batch does not fit in memory")
     ax.set(xscale="log", yscale="log", xlabel="Time per output token, lower bound (ms)",

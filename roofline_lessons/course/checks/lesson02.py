@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...core.hardware import get_part
-from ...core.memory import free_bytes_after_weights, kv_cache_bytes_per_sequence, max_batch_that_fits
+from ...core.memory import free_bytes_after_weights, kv_cache_bytes_per_sequence, max_batch_that_fits, weight_bytes
 from ...topics.datasheets import best_measurement, headline_kind
 from ..checkers import CheckResult, Mistake, check_choice, check_number
 
@@ -71,6 +71,18 @@ def h100_measured_ridge(answer) -> CheckResult:
                         hint="use the measured matmul rate printed above instead of the datasheet peak.")
 
 
+def _bf16_weights_mistake() -> Mistake:
+    """Llama-3.1-70B's BF16 weights on an H200: they fit (131 of 141 GiB), with room for only a few sequences."""
+    n = max_batch_that_fits("llama-3.1-70b", "h200", 8192, weights_dtype="bf16", kv_dtype="bf16")
+    capacity = get_part("h200").memory_capacity_bytes
+    weights = weight_bytes("llama-3.1-70b", "bf16")
+    if weights > capacity:
+        return Mistake(f"keep the weights in BF16 ({weights / 2**30:.1f} GiB: they do not fit in "
+                       f"{capacity / 2**30:.0f} GiB)", 0.0)
+    return Mistake(f"keep the weights in BF16 (they fit, {weights / 2**30:.1f} of {capacity / 2**30:.0f} GiB, "
+                   f"leaving room for only {n} sequence{'s' if n != 1 else ''})", float(n))
+
+
 def _fp8_batch_mistakes() -> tuple[Mistake, ...]:
     si_capacity = get_part("h200").memory_capacity_bytes / 2**30 * 1e9  # "141 GB" read as 141e9 bytes
     free_si = si_capacity - (get_part("h200").memory_capacity_bytes - free_bytes_after_weights(
@@ -81,7 +93,7 @@ def _fp8_batch_mistakes() -> tuple[Mistake, ...]:
                 float(free_si // per_seq_bf16)),
         Mistake("store the KV cache in FP8 too (the exercise keeps it in BF16)",
                 float(max_batch_that_fits("llama-3.1-70b", "h200", 8192, weights_dtype="fp8", kv_dtype="fp8"))),
-        Mistake("keep the weights in BF16 (they do not even fit)", 0.0),
+        _bf16_weights_mistake(),
         Mistake("quantise the embedding and lm_head to FP8 too (published FP8 checkpoints keep them in BF16)",
                 float(max_batch_that_fits("llama-3.1-70b", "h200", 8192, weights_dtype="fp8", kv_dtype="bf16",
                                           quantized_weights="all"))),

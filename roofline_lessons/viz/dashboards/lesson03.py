@@ -89,8 +89,8 @@ def _summary(p: Placement) -> str:
     else:
         said = (f"Decode with {int(w.context_tokens):,} tokens cached: {roof}-bound. Time per output token ≥ "
                 f"{duration(t)}, so ≤ {num(float(p.tokens_per_s_upper_bound))} tokens/s per sequence "
-                f"(lower bound: {binding}); {estimate}; {percent_of(float(p.fraction_of_peak))} of peak on unfused "
-                f"traffic. {lenses}.")
+                f"(lower bound: {binding}); {estimate}; {percent_of(float(p.fraction_of_peak))} of this step's compute roof "
+                f"on unfused traffic. {lenses}.")
     if p.context_beyond_model:
         said += (f" Note: {p.model.name} was built for at most {p.model.max_context_tokens:,} tokens "
                  "(config.json max_position_embeddings); this length is a what-if.")

@@ -26,8 +26,9 @@ from ...core.errors import RooflineInputError
 from ...core.hardware import get_part, list_parts
 from ...core.placement import place
 from ...core.roofline import attainable_flops_per_s
-from ...core.units import binary, count, duration, num
-from ...topics.levers import BASELINE, KV_FORMATS, LEVER_SPECS, WEIGHT_RECIPES, recipe_fields, regime
+from ...core.units import binary, count, duration, num, percent
+from ...topics.levers import (BASELINE, KV_FORMATS, LEVER_SPECS, WEIGHT_RECIPES, per_channel_scale_share,
+                               recipe_fields, regime)
 from ..charts import MARKERS, MIN_FONT_PT, PALETTE, Roof, roofline_chart, set_roof_ylim
 from ..fastfig import CachedFigure, bare_figure, message_png
 from ._panel import Frame
@@ -167,6 +168,16 @@ def _why(new, base, ceiling: float, base_ceiling: float) -> str:
             f"its bytes only {duration(memory_t)}, so fewer bytes do not shorten it.")
 
 
+def _sized(not_counted: str) -> str:
+    """A lever's ``not_counted`` with the size of the per-channel weight scales it names, computed
+    (:func:`~roofline_lessons.topics.levers.per_channel_scale_share`), not called small in words."""
+    said = "the per-channel weight scales' bytes"
+    if said not in not_counted:
+        return not_counted
+    return not_counted.replace(said, f"{said} (at most {percent(per_channel_scale_share(MODEL), 3)} of an 8-bit "
+                                     "weight matrix's bytes)")
+
+
 def lesson07_view(part_id: str, phase: str, recipe: str = BASELINE, kv: str = "BF16 KV cache", tokens: int = 8192,
                   batch: int = 1) -> Lesson07View:
     """The all-BF16 step and the step with the chosen recipe and KV format, on the part's compute ceilings."""
@@ -193,6 +204,9 @@ def lesson07_view(part_id: str, phase: str, recipe: str = BASELINE, kv: str = "B
     formats = f"{w.compute_dtype} matmuls, {w.other_compute_dtype} rest" if mixed else f"all {w.compute_dtype}"
     formats_said = (f"{w.compute_dtype} weight matmuls, {w.other_compute_dtype} for attention and the rest" if mixed
                     else f"all {w.compute_dtype}")
+    if float(new.dequant_time_s) > 0:  # the ceiling is no format's rate: dequantisation in series lowers it
+        formats += ", dequant in series"
+        formats_said += ", plus dequantising the weights in series"
     what = (f"Prefill of {count(tokens)} tokens × batch {batch}" if phase == "prefill"
             else f"Decode, batch {batch}, {count(tokens)} cached tokens")
     fit_text = (f"Memory: weights, KV cache and state take {binary(float(new.memory_required_bytes))}, which "
@@ -200,7 +214,7 @@ def lesson07_view(part_id: str, phase: str, recipe: str = BASELINE, kv: str = "B
                 "(no headroom kept).")
     specs = {lev.name: lev for lev in LEVER_SPECS}
     lever = WEIGHT_RECIPES[recipe]
-    not_charged = [lev.not_counted for lev in ((lever,) if lever.changes else ())
+    not_charged = [_sized(lev.not_counted) for lev in ((lever,) if lever.changes else ())
                    + ((specs["FP8 KV cache"],) if KV_FORMATS[kv] else ())]
     caveat = f" Not charged by either: {'; '.join(not_charged)}." if not_charged else ""
     bound_s, base_bound_s = float(new.time_lower_bound_s), float(base.time_lower_bound_s)
@@ -301,8 +315,8 @@ def lesson07_alt(view: Lesson07View) -> str:
     same = (view.chosen == view.baseline)
     return (f"Log-log roofline of the {view.part} (bandwidth {bandwidth(view.bandwidth_bytes_per_s)}) with one "
             f"compute ceiling per format its recipes use: {ceilings}. The ceiling in force for {view.recipe} with "
-            f"{view.kv} is marked by a band at {rate(view.ceiling_flops_per_s, view.ceiling_formats)} (ridge {num(view.ridge_point_flop_per_byte)} "
-            f"FLOP/byte). The all-BF16 {view.phase} step (open square) is at {num(view.baseline[0])} FLOP/byte, "
+            f"{view.kv} is marked by a band at {rate(view.ceiling_flops_per_s, view.ceiling_formats)} ({view.ceiling_formats}; "
+            f"ridge {num(view.ridge_point_flop_per_byte)} FLOP/byte). The all-BF16 {view.phase} step (open square) is at {num(view.baseline[0])} FLOP/byte, "
             f"{num(view.baseline[1] / TERA)} TFLOP/s; the chosen step (filled dot) is at {num(view.chosen[0])} "
             f"FLOP/byte, {rate(view.chosen[1], view.ceiling_formats)}, "
             f"{regime(view.chosen[0], view.ridge_point_flop_per_byte)}"
