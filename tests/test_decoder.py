@@ -106,3 +106,29 @@ def test_a_full_cache_and_bad_tokens_are_refused():
         dec.prefill(tokens(1, 5), cache)
     with pytest.raises(RooflineInputError, match="token ids"):
         dec.prefill(np.array([[50]]), dec.new_cache(1, 4))
+
+
+def test_numpy_calls_per_layer_is_counted_from_the_code_and_is_not_about_ten():
+    """Lesson 9 quotes this count for the per-step overhead; it once said "about ten" (issue 25, item 2)."""
+    import roofline_lessons.measure.decoder as decoder_module
+    from roofline_lessons.measure.decoder import numpy_calls_per_layer
+
+    calls = numpy_calls_per_layer()
+    # by hand, batch-1 decode: RMSNorm 7 ×2, 3 projections (matmul, reshape, transpose) 9, RoPE 16 ×2,
+    # cache writes and reads 4, scores 6, softmax 5, probs @ V and merge 5, wo 1, SwiGLU 9 (+ gate 4),
+    # 2 residual adds: about 90, of them about 25 reshapes, slices and cache writes
+    assert 80 <= calls.total <= 100, calls
+    assert 20 <= calls.views <= 30 and calls.compute == calls.total - calls.views
+    assert calls.compute > 40  # well above "about ten" even counting only the calls that compute
+    assert numpy_calls_per_layer(batch=3, cached_tokens=5) == calls  # the code's count, not the sizes'
+    assert decoder_module.np is np  # the counter puts numpy back
+    with pytest.raises(RooflineInputError):
+        numpy_calls_per_layer(batch=0)
+
+
+def test_lesson_9_quotes_the_counted_calls_not_a_typed_number():
+    from pathlib import Path
+
+    lesson = (Path(__file__).resolve().parents[1] / "py" / "notebooks" / "09_reality_check.py").read_text()
+    assert "numpy_calls_per_layer()" in lesson and "{calls.total} numpy calls per layer" in lesson
+    assert "ten numpy calls" not in lesson

@@ -199,6 +199,10 @@ def test_the_price_is_an_assumption_and_energy_an_upper_bound():
         assert "ASSUMPTION" in line
     text = LESSON.read_text("utf-8")
     assert "upper bound on the energy per token at that rate" in text
+    # the table feeds an estimated rate: its header must call the figure an estimate, never a bound (issue 25, item 23)
+    header = next(ln for ln in text.splitlines() if "GPU-board energy per token" in ln and ln.lstrip().startswith('"'))
+    assert "estimate" in header and "at most" not in header and "upper bound" not in header
+    assert "estimate at the assumed power" in text
     assert "exercises/10_serving_a_request.ipynb" in text
 
 

@@ -325,3 +325,16 @@ def test_throughput_chart_says_when_nothing_fits():
 
     alt = _alt_of(plots.throughput_vs_latency("qwen3.8-27b", ["h100-sxm"], context_tokens=524288))
     assert "(does not fit)" in alt and "no batch fits" in alt
+
+
+def test_lessons_1_and_3_do_not_put_the_kernel_on_its_roof_from_the_bound_alone():
+    """Issue 25, item 15: the roof is the best possible; only measured bandwidth says a kernel is near it."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "py" / "notebooks"
+    for name in ("01_the_concept.py", "03_prefill_vs_decode.py"):
+        text = (root / name).read_text("utf-8")
+        assert "on its roof**" not in text and "it is on the bandwidth roof" not in text, name
+        assert "near its roof only if its measured bandwidth confirms it" in text, name
+        assert '"decode_fraction_of_memory_floor"' in text, name  # the catalog's batch-1 study, not a typed 27 %
+    assert "single-digit percentages" not in (root / "01_the_concept.py").read_text("utf-8")

@@ -183,3 +183,20 @@ def test_lesson07_view_and_chart():
     chart = Lesson07Chart()
     assert chart.png(v) != chart.png(lesson07_view("b200", "prefill", "W8A8 FP8", "BF16 KV cache"))
     assert chart.png(bad).startswith(b"\x89PNG")
+
+
+def test_lesson05_marks_the_batch_16_steps_that_do_not_fit_and_names_the_memory_share():
+    """Issue 25, item 21: rows that do not fit the H100 say so; the H200 counterfactual gives both shares."""
+    from pathlib import Path
+
+    from roofline_lessons.core.memory import VLLM_DEFAULT_MEMORY_UTILIZATION
+
+    for ctx, fits in ((8192, True), (32768, False), (131072, False)):
+        assert place("qwen3.8-27b", "h100-sxm", phase="decode", batch=16, context_tokens=ctx).fits_in_memory == fits
+    full, vllm = (max_batch_that_fits("qwen3.8-27b", "h200", 131072, memory_utilization=u)
+                  for u in (1.0, VLLM_DEFAULT_MEMORY_UTILIZATION))
+    assert full > vllm  # the share changes the answer, so the lesson must say which it uses
+    text = (Path(__file__).resolve().parents[1] / "py" / "notebooks" / "05_hybrid_kv_growth.py").read_text("utf-8")
+    assert "does not fit" in text and "fits_in_memory" in text
+    assert text.count("resident(") >= 3  # defined, and used in both batch-16 tables
+    assert "memory_utilization=vllm_share" in text and "100 % of memory" in text

@@ -33,12 +33,18 @@ from roofline_lessons import get_model, get_part, place
 from roofline_lessons.viz.display import md, show_table
 from roofline_lessons.topics.hybrid import (all_full_attention, kv_overtakes_weights_context, layer_kind_points,
                                      step_bytes_breakdown)
-from roofline_lessons.core.memory import max_batch_that_fits
+from roofline_lessons.core.memory import VLLM_DEFAULT_MEMORY_UTILIZATION, max_batch_that_fits
 from roofline_lessons.core.models import FULL_ATTENTION, GATED_DELTANET
 from roofline_lessons.core.units import KiB, MiB, binary, percent, si
 
 qwen = get_model("qwen3.8-27b")
 h100, h200 = get_part("h100-sxm"), get_part("h200")
+
+
+def resident(step) -> str:
+    """What the step keeps resident (weights + KV cache + state), marked when it does not fit the part."""
+    need = binary(float(step.memory_required_bytes))
+    return need if step.fits_in_memory else f"{need}: does not fit {binary(step.part.memory_capacity_bytes)}"
 
 # %% [markdown]
 # ## Two kinds of memory in one model
@@ -88,11 +94,16 @@ for batch in (1, 16):
        "through HBM), as the estimate counts them; the lower bound leaves them out.")
     steps_here = [place(qwen, h100, phase="decode", batch=batch, context_tokens=int(c)) for c in contexts]
     assert all(s.lower_bound_roof == "memory" for s in steps_here)
-    show_table(["tokens cached"] + list(parts) + ["step ≥ (lower bound)", "estimate"],
+    show_table(["tokens cached"] + list(parts) + ["step ≥ (lower bound)", "estimate", "resident (weights + KV + state)"],
                [[f"{c:,}"] + [f"{si(parts[k][i], 'B')} ({percent(parts[k][i] / total[i], 0)})" for k in parts]
                 + [f"{float(steps_here[i].time_lower_bound_s) * 1e3:,.1f} ms",
-                   f"{float(steps_here[i].time_estimate_s) * 1e3:,.1f} ms"]
+                   f"{float(steps_here[i].time_estimate_s) * 1e3:,.1f} ms", resident(steps_here[i])]
                 for i, c in enumerate(contexts)])
+    too_big = [f"{c:,}" for c, s in zip(contexts, steps_here) if not s.fits_in_memory]
+    if too_big:
+        md(f"At batch {batch}, the rows at {', '.join(too_big)} tokens do not fit the {h100.name}'s "
+           f"{binary(h100.memory_capacity_bytes)}: they time a step the part cannot hold, arithmetic for the what-if, "
+           "not a configuration it can run.")
 
 # %% [markdown]
 # The state rows do not move with context; the KV rows do. Where does KV traffic overtake the
@@ -124,9 +135,10 @@ for ctx in (1024, 8192, 32768, 131072):
     p = place(qwen, h100, phase="decode", batch=16, context_tokens=ctx)
     pts = layer_kind_points(p.cost)
     rows.append([f"{ctx:,}", f"{float(pts[FULL_ATTENTION].intensity):.2f}", si(float(pts[FULL_ATTENTION].bytes), "B"),
-                 f"{float(pts[GATED_DELTANET].intensity):.2f}", si(float(pts[GATED_DELTANET].bytes), "B")])
+                 f"{float(pts[GATED_DELTANET].intensity):.2f}", si(float(pts[GATED_DELTANET].bytes), "B"),
+                 resident(p)])
 show_table(["tokens cached", "full-attention layers: FLOP/byte", "their bytes", "Gated DeltaNet layers: FLOP/byte",
-            "their bytes"], rows)
+            "their bytes", f"resident on the {h100.name}"], rows)
 
 # %% [markdown]
 # The Gated DeltaNet dot **does not move**: same FLOPs, same bytes at every context. The
@@ -143,24 +155,32 @@ show_table(["tokens cached", "full-attention layers: FLOP/byte", "their bytes", 
 # %%
 variant = all_full_attention(qwen)
 rows = []
+vllm_share = VLLM_DEFAULT_MEMORY_UTILIZATION
 for m in (qwen, variant, get_model("qwen3-32b")):
-    fit = max_batch_that_fits(m, h200, 131072)
+    fit = max_batch_that_fits(m, h200, 131072)  # memory_utilization=1.0: every byte of the part
+    fit_vllm = max_batch_that_fits(m, h200, 131072, memory_utilization=vllm_share)
     step = place(m, h200, phase="decode", batch=max(fit, 1), context_tokens=131072)
     rows.append([m.name, f"{m.parameter_count() / 1e9:,.1f} B", binary(m.kv_bytes_per_token()),
-                 binary(m.deltanet_state_bytes()) if m.is_hybrid else "—", f"{fit:,}",
+                 binary(m.deltanet_state_bytes()) if m.is_hybrid else "—", f"{fit:,}", f"{fit_vllm:,}",
                  f"{float(step.time_lower_bound_s) * 1e3:,.1f} ms at batch {max(fit, 1)}",
                  f"{float(step.tokens_per_s_upper_bound):,.0f}", f"{float(step.tokens_per_s_estimate):,.0f}"])
-show_table(["model", "params", "KV per token", "state per sequence", "largest batch at 128 K (H200)",
-            "decode step ≥ (lower bound)", "tokens/s ≤ (upper bound)", "tokens/s, estimate (unfused)"], rows)
+show_table(["model", "params", "KV per token", "state per sequence", "largest batch at 128 K (H200, 100 % of memory)",
+            f"… at {percent(vllm_share, 0)} (vLLM's default)",
+            "decode step ≥ (lower bound), 100 % batch", "tokens/s ≤ (upper bound)", "tokens/s, estimate (unfused)"], rows)
 
 # %% jupyter={"source_hidden": true}
 fit_hybrid, fit_variant = max_batch_that_fits(qwen, h200, 131072), max_batch_that_fits(variant, h200, 131072)
+fit_hybrid_vllm, fit_variant_vllm = (max_batch_that_fits(m, h200, 131072, memory_utilization=vllm_share)
+                                     for m in (qwen, variant))
 fewer = "fewer" if variant.parameter_count() < qwen.parameter_count() else "more"
 md(f"(The all-attention variant has {fewer} parameters — {variant.parameter_count() / 1e9:,.1f} B against "
    f"{qwen.parameter_count() / 1e9:,.1f} B — because a full-attention layer of this model differs in size from a Gated "
-   f"DeltaNet one.) Quadrupling the KV cache per token is what the hybrid avoids: at 128 K tokens on an H200 that is "
+   f"DeltaNet one.) Quadrupling the KV cache per token is what the hybrid avoids: at 128 K tokens on an H200, "
+   f"filling all {binary(h200.memory_capacity_bytes)} (the optimistic bound), that is "
    f"{fit_variant} conversations against {fit_hybrid}"
-   + (f", {fit_hybrid / fit_variant:,.1f}× the batch." if fit_variant else "."))
+   + (f", {fit_hybrid / fit_variant:,.1f}× the batch" if fit_variant else "")
+   + f"; leaving vLLM's default headroom (it fills {percent(vllm_share, 0)}), {fit_variant_vllm} against {fit_hybrid_vllm}"
+   + (f", {fit_hybrid_vllm / fit_variant_vllm:,.1f}×." if fit_variant_vllm else "."))
 
 # %% [markdown]
 # ## A lever: the state's number format

@@ -31,7 +31,7 @@
 from roofline_lessons import get_model, get_part, place
 from roofline_lessons.core.units import binary, count, duration, num, percent, si
 from roofline_lessons.measure import reality
-from roofline_lessons.measure.decoder import CACHE_MULTIPLE, streamed_weight_bytes
+from roofline_lessons.measure.decoder import CACHE_MULTIPLE, numpy_calls_per_layer, streamed_weight_bytes
 from roofline_lessons.viz.display import md, show_table
 from roofline_lessons.viz.plots import decode_vs_bound_chart
 
@@ -289,14 +289,19 @@ md(f"`x @ W`, W {count(model.hidden_size)}×{count(model.intermediate_size)} flo
 
 # %% [markdown]
 # ## The third regime: overhead
-#
-# The roofline has two terms. A real step adds a third, a fixed cost per step: here Python
-# dispatching about ten numpy calls per layer; on a GPU, kernel launches and the CPU scheduling
-# them. It is measured, not fitted: the same layers and calls on a tiny model (arrays of a few
-# dozen numbers) take, to a first approximation, only that fixed cost. What is left of the batch-1
-# gap after it, if anything, is attributed by subtraction to the kernels themselves — a hypothesis:
-# that they stream below the triad roof, time ≈ bytes ÷ (the bandwidth the kernels reach) + overhead.
-#
+
+# %% jupyter={"source_hidden": true}
+calls = numpy_calls_per_layer()  # counted by running one decode step of the decoder, not typed in
+md(f"The roofline has two terms. A real step adds a third, a fixed cost per step: here Python dispatching "
+   f"{calls.total} numpy calls per layer (counted by running one decode step: {calls.compute} that compute — "
+   f"matmuls, elementwise operations, reductions — and {calls.views} reshapes, slices and cache writes), plus the "
+   "embedding, final norm and lm_head once per step; on a GPU, kernel launches and the CPU scheduling them. It is "
+   "measured, not fitted: the same layers and calls on a tiny model (arrays of a few dozen numbers) take, to a first "
+   "approximation, only that fixed cost. What is left of the batch-1 gap after it, if anything, is attributed by "
+   "subtraction to the kernels themselves — a hypothesis: that they stream below the triad roof, time ≈ bytes ÷ "
+   "(the bandwidth the kernels reach) + overhead.")
+
+# %% [markdown]
 # The split needs the fixed cost to be clearly smaller than the step: where the step's fastest run
 # exceeds it by less than a tenth of the run, or by less than the two timings' own spread, the two
 # cannot be separated on that run, and the table says so instead of printing a bandwidth.

@@ -524,11 +524,13 @@ md("Both costs are blended: the prefill's time is included, while API prices spl
 #
 # **Energy.** The figure below is **GPU-board energy per token**: it excludes the host CPU, the
 # network and the facility's overhead (cooling and power delivery, the PUE). A board's rated power
-# (its TDP, or power limit) caps its *average* draw — short peaks may exceed it — so board power ÷
-# tokens/s is an **upper bound on the energy per token at that rate** (the board's). Fed the static
-# batch's estimated rate it is an estimate, not a bound either way: a real run can be slower or (with
-# continuous batching) faster, and draws less than the rating. The catalog lists board power only
-# where a source states it:
+# (its TDP, or power limit — configurable: datasheets give it as "up to" a figure, and an operator
+# may cap it lower) caps its *average* draw — short peaks may exceed it — so at a *measured* rate,
+# board power ÷ tokens/s is an **upper bound on the energy per token at that rate** (the board's).
+# The table feeds it the static batch's *estimated* rate instead, so each figure there is an
+# **estimate at the assumed power** (the rating, drawn all the time), not a bound either way: a real
+# run can be slower or (with continuous batching) faster, and draws less than the rating. The
+# catalog lists board power only where a source states it:
 
 # %%
 powered = [p for p in list_parts() if get_part(p).board_power_w is not None]
@@ -540,8 +542,8 @@ for pid in powered:
             energy_rows.append([get_part(pid).name, f"{num(get_part(pid).board_power_w)} W", count(b),
                                 num(t.output_tokens_per_s),
                                 f"{num(energy_per_token_upper_bound_j(pid, t.output_tokens_per_s))} J"])
-show_table(["part", "board power (rated)", "batch", "tokens/s (static batch, estimate)",
-            "GPU-board energy per token at that rate (at most)"], energy_rows)
+show_table(["part", "board power (rated, assumed drawn)", "batch", "tokens/s (static batch, estimate)",
+            "GPU-board energy per token (estimate at the rated power)"], energy_rows)
 if PART not in powered:
     md(f"The {part.name} this lesson uses is missing: the catalog has no sourced board power for it, and it "
        "does not guess one.")
@@ -595,7 +597,8 @@ dashboard = lesson10_dashboard()
 #   cost; it buys most at batch 1 and fades once the verify step is compute-bound.
 # - Prefix caching skips the cached prompt's prefill; TTFT bottoms out at about one weight read.
 # - Cost per token = price per hour ÷ total tokens per hour (the price is yours to set, batching is
-#   the lever); board power ÷ tokens/s bounds the GPU board's energy per token at that rate.
+#   the lever); board power ÷ tokens/s bounds the GPU board's energy per token at a measured rate,
+#   and is an estimate at the assumed power when the rate is itself an estimate.
 #
 # **Interview questions this lesson prepares you for**
 #

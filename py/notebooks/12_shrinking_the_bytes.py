@@ -304,8 +304,16 @@ show_table(["prefill, all MLA layers", "absorbed", "expanded"],
 assert pre_expanded.block_total("mla", "flops") < pre_absorbed.block_total("mla", "flops")
 assert pre_expanded.block_total("mla", "bytes") < pre_absorbed.block_total("mla", "bytes")
 
-# %% jupyter={"source_hidden": true}
+# %%
 active_no_embedding = dsv3.active_parameter_count() - dsv3.vocab_size * dsv3.hidden_size
+# DeepSeek's README_WEIGHTS.md (deepseek-ai/DeepSeek-V3): "Activation parameters: 36.7B (including 0.9B for
+# Embedding and 0.9B for the output Head)"; the catalog's source field cites it
+README_ACTIVE, README_EMBEDDING = 36.7e9, 0.9e9
+assert "36.7B activated" in dsv3.source
+readme_gap = dsv3.active_parameter_count() - README_ACTIVE
+assert abs(dsv3.vocab_size * dsv3.hidden_size - README_EMBEDDING) < 0.05e9  # its 0.9B is this table, rounded
+assert readme_gap > 0.05e9  # more than the README's rounding (0.05B): a real difference, said below
+assert abs(active_no_embedding - README_ACTIVE) < 0.1e9  # "dropping the embedding would nearly close the gap"
 md(f"Prefill turns the choice around. There every prompt token's latent is expanded **once** and then serves every "
    f"later query, while each query–key pair costs {count(absorbed_pair)} FLOPs per head in the latent space "
    f"against {count(expanded_pair)} expanded. With thousands of queries per key, the cheaper pairs win: "
@@ -319,7 +327,12 @@ md(f"Prefill turns the choice around. There every prompt token's latent is expan
    f"{count(dsv3.kv_bytes_per_token_per_layer('bf16') * dsv3.mtp_layers)} more bytes per token in BF16. Its **active** count "
    f"depends on whether the embedding table counts: {num(dsv3.active_parameter_count() / 1e9, 4)} B with it, "
    f"{num(active_no_embedding / 1e9, 4)} B without. The technical report's \"37B activated\" is close to both; "
-   "quote which one you mean.")
+   "quote which one you mean. DeepSeek's own weight notes (README_WEIGHTS.md) are more precise: "
+   f"{num(README_ACTIVE / 1e9)} B activated *including* {num(README_EMBEDDING / 1e9)} B of embedding and "
+   f"{num(README_EMBEDDING / 1e9)} B of output head. The count here, from config.json (8 routed and 1 shared expert "
+   f"per token, MLA, the first {count(dsv3.first_k_dense_replace)} layers dense), exceeds it by "
+   f"{num(readme_gap / 1e9, 2)} B; dropping the embedding would nearly close the gap, but the README says it is "
+   "included, so the difference is **unexplained** here.")
 
 # %% jupyter={"source_hidden": true}
 md("**Question.** An engine that runs MLA expanded in decode, as in prefill, serves a long-context chat. What "

@@ -235,3 +235,135 @@ class NumpyDecoder:
         tokens = np.asarray(tokens)
         cache = self.new_cache(tokens.shape[0], tokens.shape[1])
         return self._forward(tokens, cache, last_only=False)
+
+
+# --- how many numpy calls a layer makes (lesson 9's overhead sentence) ---------------------------
+#: numpy itself: the counting code below must not call the stand-in it swaps in for ``np``
+_numpy = np
+
+
+@dataclass(frozen=True)
+class NumpyCalls:
+    """numpy calls one decode step makes per layer, counted by running one (:func:`numpy_calls_per_layer`).
+
+    ``total`` counts every call Python dispatches to numpy: ufuncs and operators (``@``, ``*``, ``+``,
+    ``np.exp``, reductions), numpy functions (``np.mean``, ``np.concatenate``), array methods
+    (``reshape``, ``transpose``, ``astype``) and indexing (reads, views and the cache writes). ``views``
+    is the part of it that only reshapes, slices or writes (no arithmetic); ``compute`` the rest."""
+
+    total: int
+    views: int
+
+    @property
+    def compute(self) -> int:
+        return self.total - self.views
+
+
+#: array methods and indexing that create a view or write in place, with no arithmetic
+_VIEW_METHODS = ("reshape", "transpose", "swapaxes", "__getitem__", "__setitem__")
+#: array methods that compute (each counted as one call; numpy's own calls inside it are not)
+_COMPUTE_METHODS = ("astype", "max", "sum")
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.total = self.views = self.depth = 0
+
+    def call(self, fn, *args, view: bool = False, **kwargs):
+        """Run ``fn``, counting it once if it is not itself inside a counted call."""
+        if self.depth == 0:
+            self.total += 1
+            self.views += view
+        self.depth += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.depth -= 1
+
+
+def _counting_types(tally: _Tally):
+    """An ndarray subclass whose operators, methods and indexing count into ``tally``, and a stand-in
+    for the ``np`` module whose functions do."""
+
+    def plain(a):
+        return a.view(_numpy.ndarray) if isinstance(a, _numpy.ndarray) else a
+
+    def wrap(a):
+        return a.view(Counted) if type(a) is _numpy.ndarray else a
+
+    class Counted(_numpy.ndarray):
+        def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+            if out is not None:
+                kwargs["out"] = tuple(plain(o) for o in out)
+            result = tally.call(getattr(ufunc, method), *(plain(a) for a in inputs), **kwargs)
+            if out is not None:
+                return out[0] if len(out) == 1 else out
+            return tuple(wrap(r) for r in result) if isinstance(result, tuple) else wrap(result)
+
+        def __array_function__(self, func, types, args, kwargs):
+            def run():
+                unwrapped = [[plain(a) for a in x] if isinstance(x, (list, tuple)) else plain(x) for x in args]
+                return func(*unwrapped, **{k: plain(v) for k, v in kwargs.items()})
+            return wrap(tally.call(run))
+
+    def method(name: str, view: bool):
+        base = getattr(_numpy.ndarray, name)
+
+        def counted(self, *args, **kwargs):
+            return wrap(tally.call(base, plain(self), *args, view=view, **kwargs))
+        return counted
+
+    for name in _VIEW_METHODS:
+        setattr(Counted, name, method(name, True))
+    for name in _COMPUTE_METHODS:
+        setattr(Counted, name, method(name, False))
+
+    class CountingNumpy:
+        """``np`` for the decoder's code while it is counted: its functions count, its types do not."""
+
+        def __getattr__(self, name):
+            attr = getattr(_numpy, name)
+            if isinstance(attr, type) or not callable(attr):
+                return attr
+
+            def counted(*args, **kwargs):
+                return wrap(tally.call(attr, *args, **kwargs))
+            return counted
+
+    return Counted, CountingNumpy()
+
+
+def _decode_step_calls(layers: int, batch: int, cached_tokens: int) -> _Tally:
+    """numpy calls of one decode step of a tiny ``layers``-layer decoder, ``cached_tokens`` already cached."""
+    import sys
+
+    module = sys.modules[__name__]
+    tally = _Tally()
+    counted, counting_np = _counting_types(tally)
+    model = llama_like("count-calls", hidden_size=16, num_hidden_layers=layers, num_attention_heads=4,
+                       num_key_value_heads=2, head_dim=4, intermediate_size=32, vocab_size=32)
+    decoder = NumpyDecoder(model, seed=0)
+    cache = decoder.new_cache(batch, cached_tokens + 1)
+    decoder.prefill(_numpy.zeros((batch, cached_tokens), dtype=_numpy.int64), cache)
+    decoder.embed, decoder.lm_head, decoder.final_norm = (a.view(counted) for a in
+                                                          (decoder.embed, decoder.lm_head, decoder.final_norm))
+    decoder.inv_freq = decoder.inv_freq.view(counted)
+    decoder.layers = [{k: a.view(counted) for k, a in layer.items()} for layer in decoder.layers]
+    cache.k, cache.v = [a.view(counted) for a in cache.k], [a.view(counted) for a in cache.v]
+    tokens = _numpy.zeros(batch, dtype=_numpy.int64)
+    module.np = counting_np  # the decoder's own code (and _rms_norm, _silu) now calls numpy through the counter
+    try:
+        decoder.decode(tokens, cache)
+    finally:
+        module.np = _numpy
+    return tally
+
+
+def numpy_calls_per_layer(batch: int = 1, cached_tokens: int = 8) -> NumpyCalls:
+    """numpy calls one decode step of :class:`NumpyDecoder` makes per layer, counted by running it: a
+    two-layer step's calls minus a one-layer step's (so the embedding, final norm and lm_head cancel).
+    The count depends on the code, not on the sizes; lesson 9 quotes it for the per-step overhead."""
+    if batch < 1 or cached_tokens < 1:
+        raise RooflineInputError(f"batch and cached_tokens must be ≥ 1, got {batch} and {cached_tokens}")
+    one, two = _decode_step_calls(1, batch, cached_tokens), _decode_step_calls(2, batch, cached_tokens)
+    return NumpyCalls(total=two.total - one.total, views=two.views - one.views)

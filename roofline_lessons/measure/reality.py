@@ -7,7 +7,7 @@ that ran, in float32; the estimate (every operator's activations through memory,
 beside it. The **achieved fraction** is bound / measured (1 = on the roof). **MBU** (model bandwidth
 utilisation) = bytes the step must move / measured time / bandwidth; **MFU** (model FLOP
 utilisation) = the step's FLOPs / measured time / peak. A third term, a fixed **overhead** per step
-(Python dispatching ~10 numpy calls per layer here; kernel launches and CPU scheduling on a GPU), is
+(Python dispatching the numpy calls of each layer here, `decoder.numpy_calls_per_layer`; kernel launches and CPU scheduling on a GPU), is
 measured on a tiny model with the same calls: time ≈ max(compute, memory) + overhead. Where that
 fixed cost is not clearly smaller than a step's fastest run, the two cannot be separated on that
 run (:class:`OverheadSplit` says so; it never reports a negative or clamped figure).
