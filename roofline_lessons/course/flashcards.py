@@ -829,12 +829,13 @@ def _special_function_tflops():
     return FA3_H100_SPECIAL_FUNCTION_FLOPS_PER_S / 1e12
 
 
-def _exp_time_share(head_dim=128, part="h100-sxm"):
-    """Time of one softmax exponential per query–key score on the special-function units ÷ time of the
-    score's 4·d matmul FLOPs (QKᵀ and PV) on the BF16 tensor cores (FlashAttention-3 §3.2's argument)."""
+def _exp_time_share(head_dim=128):
+    """Time of one softmax exponential per query–key score on the H100 SXM's special-function units ÷
+    time of the score's 4·d matmul FLOPs (QKᵀ and PV) on its BF16 tensor cores (FlashAttention-3 §3.2's
+    argument). H100 SXM only: the exponential rate is FA3's figure for that part."""
     from ..core.hardware import get_part
 
-    matmul = 4 * int(head_dim) / get_part(part).peak_flops_per_s("bf16")
+    matmul = 4 * int(head_dim) / get_part("h100-sxm").peak_flops_per_s("bf16")
     return (1 / FA3_H100_SPECIAL_FUNCTION_FLOPS_PER_S) / matmul
 
 

@@ -366,8 +366,12 @@ class RequestTimeline:
     @property
     def tpot_lower_bound_s(self) -> float:
         """An idle server's TPOT lower bound: (E2E − TTFT lower bounds) / (output − 1), seconds."""
+        return self._per_token_after_first(self.e2e_lower_bound_s, self.ttft_lower_bound_s)
+
+    def _per_token_after_first(self, e2e_s: float, ttft_s: float) -> float:
+        """(E2E − TTFT) / (output − 1), seconds; nan when output is 1."""
         n = self.output_tokens - 1
-        return (self.e2e_lower_bound_s - self.ttft_lower_bound_s) / n if n > 0 else float("nan")
+        return (e2e_s - ttft_s) / n if n > 0 else float("nan")
 
     @property
     def output_tokens_per_s_static_batch(self) -> float:
@@ -382,8 +386,7 @@ class RequestTimeline:
     @property
     def tpot_s(self) -> float:
         """(E2E − TTFT) / (output − 1), seconds per token after the first; nan when output is 1."""
-        n = self.output_tokens - 1
-        return (self.e2e_s - self.ttft_s) / n if n > 0 else float("nan")
+        return self._per_token_after_first(self.e2e_s, self.ttft_s)
 
     @property
     def mean_step_s(self) -> float:
