@@ -11,6 +11,11 @@ count is wrong, e.g. weights that fit in cache). The model is the numpy decoder
 (roofline_lessons.measure.decoder), float32, sized so its weights are at least 8× the last-level
 cache; the bound uses the measured DRAM triad bandwidth and the best measured float32 matmul rate.
 
+Budgets (roofline_lessons.measure.reality): the weights take at most MEMORY_SHARE of the free memory,
+the weights plus one step's buffers (KV cache, scores, activations) at most BUFFER_SHARE, a batch-1
+step's weight stream at most the mode's step_budget_s, and the whole run at most its run_budget_s.
+A step past a budget is skipped and printed as such; a model held below 8× the cache says so.
+
 Run: .venv/bin/python benchmarks/decode_vs_bound.py [--mode quick|full] (or `make bench`)
 """
 
@@ -29,7 +34,13 @@ def main() -> None:
     parser.add_argument("--mode", choices=sorted(reality.MODES), default="full")
     args = parser.parse_args()
 
-    check = reality.run(args.mode)
+    from roofline_lessons.measure.machine import available_memory_bytes
+
+    free = available_memory_bytes()
+    plan = reality.MODES[args.mode]
+    print(f"budgets: weights ≤ {reality.MEMORY_SHARE:.0%} and weights + a step's buffers ≤ {reality.BUFFER_SHARE:.0%} "
+          f"of {binary(free) if free else 'an unknown amount of'} free memory; run ≤ {plan['run_budget_s']:.0f} s")
+    check = reality.run(args.mode, available_bytes=free)
     bw, peak = check.bandwidth_bytes_per_s, check.peak_flops_per_s
     print(f"this machine (lesson 8 probes, {args.mode}): DRAM triad {si(bw, 'B/s')}, float32 matmul {si(peak, 'FLOP/s')}, "
           f"ridge {num(peak / bw)} FLOP/byte; last-level cache {binary(check.last_level_cache_bytes)}")
@@ -45,7 +56,10 @@ def main() -> None:
         print(f"model held to {num(sizing.multiple)}× the cache (target {sizing.target_multiple}×) by the "
               f"{sizing.limited_by} budget")
     print(f"fixed cost per decode step (tiny model, same calls): {duration(check.overhead_s())}; critical batch by "
-          f"the cost model: {check.critical_batch()}, measured knee: {reality.measured_knee(check.samples)}")
+          f"the cost model: {check.critical_batch()}, measured knee: {reality.measured_knee(check.decode_by_batch)}")
+    for skip in check.skipped:
+        print(f"skipped {skip['phase']} batch {skip['batch']} at {skip['tokens']:,} tokens ({skip['reason']} budget: "
+              f"{skip['why']})")
     if over:
         print(f"ABOVE THE BOUND (> {CEILING}): " + ", ".join(f"{s.phase} b{s.batch} t{s.tokens}" for s in over))
     first = next(s for s in check.decode_by_batch if s.batch == 1)

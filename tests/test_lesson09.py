@@ -171,7 +171,10 @@ def test_solution_notes_and_cards_do_not_call_the_gap_overhead():
     assert "overhead" not in notes.lower()
     assert "measured − bound" in notes
     gap = flashcards.get_card("reality-batch1-gap")
-    assert "measured − bound" in gap.short and "triad" in gap.short and "fixed cost" in gap.short
+    assert "measured − lower bound" in gap.short and "fixed cost" in gap.short
+    # issue 25, item 3: the fixed cost is measured on a tiny model, never fitted over context
+    assert "tiny model" in gap.detailed and "hypothesis" in gap.detailed
+    assert any("fitting a constant" in flag.lower() for flag in gap.red_flags)
     assert "dominat" not in (gap.short + gap.detailed).lower()
 
 

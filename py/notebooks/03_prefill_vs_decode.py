@@ -145,8 +145,9 @@ show_table(["model", "phase", "FLOP / weight byte", "FLOP / byte (all)", "ridge"
 #   batch while the all-traffic intensity moves. The next cell shows Llama-3.1-8B.
 
 # %%
-for ctx in (1024, 32768, 131072):
+for ctx in (1024, 32768, 131071):  # 131,071 cached + the new token = the model's whole context
     s = place("llama-3.1-8b", h100, phase="decode", context_tokens=ctx)
+    assert not s.context_beyond_model
     print(f"context {ctx:>7,}: weights {si(float(s.cost.weight_bytes), 'B'):>9}, KV {si(float(s.cost.kv_bytes), 'B'):>9}; "
           f"FLOP/weight byte {float(s.intensity_per_weight_byte):6.2f}, FLOP/byte (all) {float(s.intensity):5.2f}")
 
@@ -305,10 +306,25 @@ md(f"Here the two figures are at most {percent(max(gaps), 2)} apart: the prefill
 # %% [markdown]
 # ### A bound against a measurement
 #
-# The catalog holds an end-to-end measurement on one GPU, gpt-fast's. A decode bound needs the
-# tokens cached, and the run's README gives its prompt length but not how many tokens each run
-# generated: the cell states the **assumption** made for it (`GPT_FAST_CONTEXT_TOKENS`, the one
-# every lesson quoting this run uses).
+# The catalog holds a few measurements of whole decode steps on one GPU; the first cell below
+# lists them. Only gpt-fast's gives a rate in tokens per second, and this section prices it. A
+# decode bound needs the tokens cached, and the run's README gives its prompt length but not how
+# many tokens each run generated: the second cell states the **assumption** made for it
+# (`GPT_FAST_CONTEXT_TOKENS`, the one every lesson quoting this run uses).
+
+# %%
+from roofline_lessons.core.hardware import list_parts
+
+WHOLE_STEP = {"decode_model_bytes_per_s": "a measured decode rate in tokens/s",
+              "decode_fraction_of_memory_floor": "a fraction of the analytic memory floor (no rate)"}
+one_gpu = [(get_part(pid), m) for pid in list_parts() for m in get_part(pid).measurements()
+           if m.quantity in WHOLE_STEP]
+for part, m in one_gpu:
+    print(f"{part.name}: {m.kernel or m.conditions} — {WHOLE_STEP[m.quantity]} ({m.source})")
+with_rate = [m for _, m in one_gpu if m.tokens_per_s is not None]
+assert len(with_rate) == 1 and with_rate[0].model == "llama-2-7b", "gpt-fast's is the only one with a rate"
+md(f"{count(len(one_gpu))} whole-step decode measurements on one GPU; only gpt-fast's gives a rate that a "
+   "tokens-per-second bound can be held against.")
 
 # %%
 from roofline_lessons.topics.published import (GPT_FAST_CONTEXT_TOKENS, GPT_FAST_DECODE_STEPS, GPT_FAST_NEW_TOKENS,
@@ -514,8 +530,9 @@ shutil.rmtree(folder.parent)
 #
 # Pick a model, a part, a phase and a length. Every operator appears as a small square at its
 # intensity; the big dot is the whole step; the table lists the operators that cost the most
-# time. Try: decode at 131,072 tokens for Llama-3.1-8B (what climbs to the top of the table?);
-# prefill of 128 tokens; the MoE model.
+# time. Try: decode at 65,536 tokens for Llama-3.1-8B (what climbs to the top of the table?);
+# then 131,072 — with the new token that is one past the model's context, so the dashboard calls
+# it a what-if; prefill of 128 tokens; the MoE model.
 
 # %%
 from roofline_lessons.viz.dashboards import lesson03_dashboard

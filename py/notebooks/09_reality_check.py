@@ -47,7 +47,9 @@ MODE = "quick"  # "full" runs more batches, contexts and prompts with more repea
 # it smaller, and the lesson says when one did: in quick mode a batch-1 step's weights aim to take at most
 # `step_budget_s` to stream at the measured bandwidth (so the lesson runs in seconds on a machine with a
 # huge cache), and in every mode the weights aim at most at `MEMORY_SHARE` of the free memory (where the
-# operating system reports it). Its weights are seeded random numbers — a step's time does not depend
+# operating system reports it). Two more budgets hold the run itself: a step whose KV cache and scratch
+# arrays, with the weights, would need more than `BUFFER_SHARE` of the free memory, or whose predicted
+# time would carry the run past the mode's `run_budget_s`, is skipped — and listed below. Its weights are seeded random numbers — a step's time does not depend
 # on trained values.
 #
 # ## Measure
@@ -90,6 +92,23 @@ if sizing and not sizing.reached:
        + ("Full mode has no time budget and would reach the target here: run it for the full-size model."
           if sizing.limited_by == "time" and full_reaches else
           "Closing other programs frees memory for a larger model." if sizing.limited_by == "memory" else ""))
+llc_name = max(check.machine.get("caches", {"LLC": 0}), key=lambda k: check.machine.get("caches", {}).get(k, 0))
+sharing = check.machine.get("cache_shared_cpus", {}).get(llc_name)
+md(f"**A shared cache.** The {llc_name} this machine reports, {binary(check.last_level_cache_bytes)}, is "
+   + (f"shared by {count(sharing)} of the CPUs it can see ({count(check.machine.get('cores', 0))} cores here). "
+      if sharing else "reported without how many cores share it. ")
+   + "On a slice of a large server — a cloud machine with a few of the host's cores — the operating system shows "
+   "the whole cache of the chip (or chiplet) those cores sit on, and the host's other cores, running other "
+   "people's programs, use it too: this slice's share is smaller than reported, and it changes with their load. "
+   f"Sizing the weights at {CACHE_MULTIPLE}× the *reported* size therefore errs towards DRAM, which is the side "
+   "the bound assumes; what it cannot promise is that lesson 8's roofs and these steps ran under the same "
+   "neighbours' load (the spread column below shows when a timing was disturbed).")
+if check.skipped:
+    md(f"**{len(check.skipped)} planned steps were not run**, to stay within this run's budgets "
+       f"({percent(reality.BUFFER_SHARE, 0)} of the free memory for the weights and one step's buffers; "
+       f"{duration(reality.MODES[MODE]['run_budget_s'])} for the whole run):\n\n"
+       + "\n".join(f"- {s['phase']}, batch {count(s['batch'])}, {count(s['tokens'])} tokens: {s['reason']} "
+                    f"({s['why']})" for s in check.skipped))
 
 # %% [markdown]
 # ## Every step against its bound
@@ -163,11 +182,13 @@ if noisy:
 # **MBU** (model bandwidth utilisation) = the bytes the step must move ÷ its measured time ÷ the
 # bandwidth. Its numerator is the *model's* byte count, not bytes a counter saw cross the bus: MBU is
 # not a measured bandwidth. So when memory binds, MBU is the achieved fraction under another name.
-# **MFU** (model FLOP utilisation) = the step's FLOPs ÷ its time ÷ the peak. Two conventions to
+# **MFU** (model FLOP utilisation) = the step's FLOPs ÷ its time ÷ the peak. Three conventions to
 # know before comparing with published figures: here both are taken against this machine's
 # *measured* roofs (triad bandwidth, best square matmul), where published MBU and MFU use the
-# datasheet's; and MFU here counts every FLOP of the step, attention and norms included, where many
-# reports count only the weight matmuls (about 2 × parameters per token).
+# datasheet's; MFU here counts every FLOP of the step, attention and norms included, where many
+# reports count only the weight matmuls (about 2 × parameters per token); and MBU's numerator here
+# is the step's compulsory bytes (weights, KV cache, tokens and logits), where others count the
+# weights alone — gpt-fast's, for one, counts the weights less the embedding table and no KV cache.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -188,6 +209,12 @@ show_table(["step", "binds", "achieved", "MBU", "MFU"],
 # batch's tokens/s when the batch doubles: `reality.KNEE_FLAT_BELOW`) — the first *sub-linear*
 # step. Two knees at the same batch do not make it the same knee: the cell compares how much the
 # measured step time and the bound's grow across that step, and says which explains the bend.
+#
+# How the loop multiplies matters here. Each weight matrix meets all the batch's rows in **one**
+# 2-D product, (batch × hidden) @ W, so W is read once per step whatever the batch — as a serving
+# engine does, and as the cost model charges. (numpy's `@` on a 3-D array of shape (batch, 1, hidden)
+# would instead run one matrix–vector product per sequence and read W batch times over; the decoder
+# folds the rows into one matrix first, and a test holds it to that.)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -221,9 +248,14 @@ if measured:
     else:
         text += (f"The bound does not bend there (at most {num(limit)}×), so compute meeting memory does not explain "
                  "the measured bend: something else grows with the batch. ")
-text += ("A **hypothesis** for what the bound does not explain: the matrix library runs a one-row `x @ W` with a "
-         "matrix–vector kernel, but two or more rows with a matrix–matrix kernel that is slower at so few rows. The "
-         "cell below tests the kernel switch (not its mechanism) on weights too large for the cache.")
+unexplained = measured is not None and (bound_growth <= limit or measured_growth / bound_growth > limit)
+text += ("A **hypothesis** for what the bound does not explain: the matrix library multiplies one row by W with a "
+         "matrix–vector kernel, but two or more rows with a matrix–matrix kernel that is slower at so few rows. "
+         "The cell below tests the kernel switch (not its mechanism) with the same 2-D products a decode step runs, "
+         "on weights too large for the cache."
+         if unexplained else
+         "Nothing here needs another explanation; the cell below still times the 2-D products a decode step runs at "
+         "1, 2 and 4 rows, for comparison.")
 md(text)
 
 # %%
@@ -376,8 +408,12 @@ for part_id in ("l4", "h100-sxm"):
 show_table(["measurement (conditions)", "bound (upper bound on the rate)", "measured", "achieved",
             "source; date; software"], published)
 
-# %% jupyter={"source_hidden": true}
+# %%
+from roofline_lessons.topics.many_chips import gpt_fast_empirical_bandwidth_bytes_per_s
+
 graphs = {p: best_measurement(p, "cuda_graphs_decode_speedup") for p in ("l4", "h100-sxm")}
+empirical_bw = gpt_fast_empirical_bandwidth_bytes_per_s()
+assert gpt_bound_tps > gpt.tokens_per_s  # the run is below its bound, at either bandwidth (checked in the text)
 h100_floor = best_measurement("h100-sxm", "decode_fraction_of_memory_floor").value
 l4_floor = best_measurement("l4", "decode_fraction_of_memory_floor").value
 md(f"What each gap teaches. **gpt-fast** reaches {percent(gpt.tokens_per_s / gpt_bound_tps, 0)} of the upper bound "
@@ -385,7 +421,10 @@ md(f"What each gap teaches. **gpt-fast** reaches {percent(gpt.tokens_per_s / gpt
    f"'Memory Bandwidth', {si(gpt.value, 'B/s')}, the 'Bandwidth achieved' generate.py prints, is a model size × "
    f"tokens/s: nearly the same fraction times the "
    f"bandwidth — lesson 3 compares the two byte counts — not a measurement of "
-   f"it; the catalog records the run as “{gpt.kernel}”). **FlashAttention-3** "
+   f"it; the catalog records the run as “{gpt.kernel}”). Priced instead at the A100 bandwidth the same README calls "
+   f"empirical, about {si(empirical_bw, 'B/s')} (an informal note, no method given), the run reaches "
+   f"{percent(gpt.tokens_per_s / gpt_bound_tps * a100.memory_bandwidth_bytes_per_s / empirical_bw, 0)} of its "
+   f"bound: how far from its roof a run looks depends on which roof it is held against. **FlashAttention-3** "
    f"reaches {percent(fa3.value / h100.peak_flops_per_s('fp16'), 0)} of the dense FP16 peak — only at these "
    f"conditions. A **stream triad** reaches {percent(triad.value / h100_pcie.memory_bandwidth_bytes_per_s, 0)} of "
    f"the {h100_pcie.name}'s datasheet bandwidth, and the best streaming kernel the catalog records on it, a "

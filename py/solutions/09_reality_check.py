@@ -78,7 +78,7 @@ achieved = bound_s / step.measured_s
 # END SOLUTION
 grade.batch1_achieved(achieved, check)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 gap_s = step.measured_s - bound_s
 md((f"{num(achieved, 3)}, below 1: the step took {duration(gap_s)} more than its bound, time the roofline does "
     "not count. A **hypothesis** for that gap, which lesson 9 tests where a run can separate the two: part fixed "
@@ -128,7 +128,7 @@ md(f"In BF16 the bound is {num(bf16_tokens_per_s * bound_s, 3)}× the bound in t
    f"({num(1 / bound_s)} tokens/s): the ratio of the two compulsory byte counts, "
    f"{num(float(cost.compulsory_bytes / bf16.compulsory_bytes), 3)}, since memory binds both.")
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 md("That is the bound, not a prediction of the measured rate: "
    + (f"this run's batch-1 step took {num(step.measured_s / bound_s)}× its bound, and the gap (measured − bound) "
       "is — a **hypothesis**, which lesson 9 tests where a run can separate the two — part fixed cost per step, "

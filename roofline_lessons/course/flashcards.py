@@ -12,6 +12,8 @@ import numpy as np
 
 from ..core._catalog import load_catalog
 from ..core.errors import RooflineInputError
+from ..core.hardware import get_part
+from ..core.models import get_model
 from ..core.units import num
 from .checkers import as_number, is_unanswered
 
@@ -69,6 +71,27 @@ class Card:
     values: tuple[tuple[str, Numeric], ...] = ()  #: other computed figures the text quotes as {name}
     #: a numeric card's red flags, each with the number it leads to (or why it has none)
     mistakes: tuple[Mistake, ...] = ()
+    #: a picture to remember the answer by, where one helps ("" where none does)
+    memory_aid: str = ""
+    #: references the card's prose rests on (papers, docs), besides the catalog entries its numbers use
+    references: tuple[str, ...] = ()
+
+    def sources(self) -> tuple[str, ...]:
+        """Where the card comes from: its lesson, its references, then the catalog source (with its
+        date) of every part and model its computed figures use — the same catalogs the numbers are
+        computed from, so the list cannot drift from them."""
+        out = [f"Lesson {self.lesson}", *self.references]
+        numerics = [self.numeric, *(n for _, n in self.values), *(m.numeric for m in self.mistakes)]
+        for n in (n for n in numerics if n is not None):
+            args = dict(n.args)
+            for key in ("part", "ref_part"):
+                if key in args:
+                    part = get_part(args[key])
+                    out.append(f"{part.name}: {part.source} (catalog as of {part.as_of})")
+            if "model" in args:
+                model = get_model(args["model"])
+                out.append(f"{model.name}: {model.source}")
+        return tuple(dict.fromkeys(out))
 
     def answer_value(self) -> float | None:
         """The numeric answer, computed now from the package (None for a non-numeric card)."""
@@ -1104,6 +1127,7 @@ def _card(entry: dict) -> Card:
         numeric=numeric,
         values=values,
         mistakes=tuple(_mistake(entry["id"], len(red_flags), m) for m in entry.get("mistakes", ())),
+        memory_aid=str(entry.get("memory_aid", "")), references=tuple(entry.get("references", ())),
     )
 
 

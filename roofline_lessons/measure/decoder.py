@@ -117,6 +117,17 @@ def _silu(x: np.ndarray) -> np.ndarray:
     return x / (1.0 + np.exp(-x))
 
 
+def _linear(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``x @ w`` for x of shape (batch, t, fan_in), as ONE 2-D matrix product of (batch·t) rows.
+
+    numpy's matmul on a 3-D ``x`` loops over its leading dimension: (batch, 1, h) @ (h, n) runs
+    ``batch`` matrix–vector products, each reading all of ``w`` — a batch-b decode step would read
+    every weight b times, where a serving engine (and the cost model) reads it once. Folding the
+    rows into one matrix reads ``w`` once per call, whatever the batch."""
+    b, t, fan_in = x.shape
+    return (x.reshape(b * t, fan_in) @ w).reshape(b, t, w.shape[1])
+
+
 class NumpyDecoder:
     """A Llama-architecture decoder with seeded random weights; see the module docstring."""
 
@@ -183,9 +194,9 @@ class NumpyDecoder:
         b, t, _ = x.shape
         nq, nkv, d = m.num_attention_heads, m.num_key_value_heads, m.head_dim
         positions = np.arange(start, start + t)
-        q = (x @ layer["wq"]).reshape(b, t, nq, d).transpose(0, 2, 1, 3)
-        k = (x @ layer["wk"]).reshape(b, t, nkv, d).transpose(0, 2, 1, 3)
-        v = (x @ layer["wv"]).reshape(b, t, nkv, d).transpose(0, 2, 1, 3)
+        q = _linear(x, layer["wq"]).reshape(b, t, nq, d).transpose(0, 2, 1, 3)
+        k = _linear(x, layer["wk"]).reshape(b, t, nkv, d).transpose(0, 2, 1, 3)
+        v = _linear(x, layer["wv"]).reshape(b, t, nkv, d).transpose(0, 2, 1, 3)
         q, k = self._rope(q, positions), self._rope(k, positions)
         cache.k[index][:, :, start:start + t] = k
         cache.v[index][:, :, start:start + t] = v
@@ -200,7 +211,7 @@ class NumpyDecoder:
         probs = np.exp(scores)
         probs /= probs.sum(axis=-1, keepdims=True)
         out = (probs @ values[:, :, None]).reshape(b, nq, t, d).transpose(0, 2, 1, 3).reshape(b, t, nq * d)
-        return out @ layer["wo"]
+        return _linear(out, layer["wo"])
 
     def _forward(self, tokens: np.ndarray, cache: KVCache, last_only: bool) -> np.ndarray:
         tokens = np.asarray(tokens)
@@ -215,10 +226,10 @@ class NumpyDecoder:
         for i, layer in enumerate(self.layers):
             x = x + self._attention(layer, _rms_norm(x, layer["attn_norm"]), cache, i, start)
             y = _rms_norm(x, layer["mlp_norm"])
-            x = x + (_silu(y @ layer["w_gate"]) * (y @ layer["w_up"])) @ layer["w_down"]
+            x = x + _linear(_silu(_linear(y, layer["w_gate"])) * _linear(y, layer["w_up"]), layer["w_down"])
         cache.length = start + t
         x = _rms_norm(x[:, -1:] if last_only else x, self.final_norm)
-        return x @ self.lm_head
+        return _linear(x, self.lm_head)
 
     # --- what a serving loop calls -----------------------------------------------------------
     def prefill(self, tokens: np.ndarray, cache: KVCache) -> np.ndarray:

@@ -8,7 +8,7 @@ beside it. The **achieved fraction** is bound / measured (1 = on the roof). **MB
 utilisation) = bytes the step must move / measured time / bandwidth; **MFU** (model FLOP
 utilisation) = the step's FLOPs / measured time / peak. A third term, a fixed **overhead** per step
 (Python dispatching the numpy calls of each layer here, `decoder.numpy_calls_per_layer`; kernel launches and CPU scheduling on a GPU), is
-measured on a tiny model with the same calls: time ≈ max(compute, memory) + overhead. Where that
+measured on a tiny model with the same calls (never fitted): time ≈ max(compute, memory) + overhead. Where that
 fixed cost is not clearly smaller than a step's fastest run, the two cannot be separated on that
 run (:class:`OverheadSplit` says so; it never reports a negative or clamped figure).
 
@@ -42,16 +42,23 @@ from .probes import Measurement, measure
 from .results import data_dir
 
 #: what each mode runs: decode batches (at ``context``), decode contexts (batch 1), prefill prompts,
-#: timed runs per step (after a warm-up), and the time budget of one batch-1 step's weight stream at
-#: the measured bandwidth (seconds; None: no time limit) that caps the model's size
+#: timed runs per step (after a warm-up), the time budget of one batch-1 step's weight stream at
+#: the measured bandwidth (seconds) that caps the model's size, and the time budget of the whole run
+#: (seconds): a step whose predicted timing would overrun it is skipped, and the check says so
 MODES = {
     "quick": {"batches": (1, 2, 4, 8, 16), "context": 128, "contexts": (64, 512), "prompts": (32, 128),
-              "steps": 3, "step_budget_s": 0.08},
+              "steps": 3, "step_budget_s": 0.08, "run_budget_s": 60.0},
     "full": {"batches": (1, 2, 4, 8, 16, 32, 64), "context": 256, "contexts": (64, 512, 2048),
-             "prompts": (32, 128, 512, 1024), "steps": 7, "step_budget_s": None},
+             "prompts": (32, 128, 512, 1024), "steps": 7, "step_budget_s": 0.5, "run_budget_s": 600.0},
 }
 #: the largest share of the free memory (``MemAvailable``) the decoder's weights may take
 MEMORY_SHARE = 0.25
+#: the largest share of the free memory the weights and one step's buffers (KV cache, attention
+#: scores, activations) may take together; a step that would need more is skipped, and the check says so
+BUFFER_SHARE = 0.6
+#: to predict a step's time before running it, the step is assumed to reach at least this share of
+#: its bound (or the worst share measured so far in the run, if lower)
+PREDICT_FLOOR = 0.25
 #: how the numpy decoder runs, as cost-model workload fields: float32 throughout, and eager attention
 #: (prefill computes the whole score square, then masks it: no FlashAttention fusion)
 FP32 = {"weights_dtype": "fp32", "activations_dtype": "fp32", "kv_dtype": "fp32", "compute_dtype": "fp32",
@@ -177,7 +184,7 @@ def size_model(last_level_cache_bytes: int, mode: str, bandwidth_bytes_per_s: fl
     if not bandwidth_bytes_per_s > 0:
         raise RooflineInputError(f"bandwidth_bytes_per_s must be positive, got {bandwidth_bytes_per_s!r}")
     caps = {}
-    budget_s = MODES[mode]["step_budget_s"]
+    budget_s = MODES[mode].get("step_budget_s")
     if budget_s is not None:
         caps["time"] = int(budget_s * bandwidth_bytes_per_s)
     if available_bytes:
@@ -307,21 +314,15 @@ def describe_split(split: OverheadSplit) -> str:
                 "unchanged to the real one).")
     share = split.overhead_share_of_gap
     rest = (f"the other {percent(1 - share, 0)}" if round(100 * (1 - share)) >= 1 else "the rest (under 1 %)")
-    why = ("the kernels (mostly matrix–vector products here) stream below the triad's rate, which is the "
-           "friendliest access pattern there is" if split.binds == "memory" else
+    why = ("the kernels (mostly matrix–vector products here, which read far more than they write) stream below the "
+           "rate the triad reached — the triad is not every access pattern's ceiling: a read-mostly kernel can beat "
+           "it, or fall short of it" if split.binds == "memory" else
            "the kernels run below the best square matmul's rate at this step's shapes")
-    return (f"{fixed}, {percent(share, 0)} of the gap ({duration(split.gap_s)}); {rest} is the kernels themselves, "
-            f"running at {reached} of {roof} once the fixed cost is out. That share is what is *left* after the "
-            f"measured fixed cost, not a measurement of its own: a **hypothesis** is that {why}.")
-
-
-def fit_overhead_s(samples) -> float:
-    """The fixed cost per step that best explains ``measured ≈ bound + overhead`` (least squares for
-    a constant: the mean of measured − bound), clamped at zero. Seconds."""
-    gaps = [s.measured_s - s.bound_s for s in samples]
-    if not gaps:
-        raise RooflineInputError("fit_overhead_s needs at least one sample")
-    return max(0.0, float(np.mean(gaps)))
+    return (f"{fixed}, {percent(share, 0)} of the gap ({duration(split.gap_s)}); {rest} is put down to the kernels "
+            f"themselves, at {reached} of {roof} once the fixed cost is out. That share is what is *left* after the "
+            f"measured fixed cost, not a measurement of its own: a **hypothesis** is that {why}. Another: the tiny "
+            "model's calls are too small for the matrix library to split over threads, so its fixed cost leaves out "
+            "what a real-size call pays to start and join its threads — that cost would sit in the residual too.")
 
 
 def critical_batch_for(model: Model, bandwidth_bytes_per_s: float, peak_flops_per_s: float, context_tokens: int,
@@ -357,6 +358,11 @@ def measured_knee(samples, flat_below: float = KNEE_FLAT_BELOW) -> int | None:
     if not flat_below > 0:
         raise RooflineInputError(f"flat_below must be positive, got {flat_below!r}")
     decode = sorted((s for s in samples if s.phase == "decode"), key=lambda s: s.batch)
+    contexts, batches = {s.tokens for s in decode}, [s.batch for s in decode]
+    if len(contexts) > 1 or len(set(batches)) != len(batches):
+        raise RooflineInputError("measured_knee needs one decode step per batch, all at one context (a batch "
+                                 f"sweep such as check.decode_by_batch); got batches {batches} at contexts "
+                                 f"{sorted(contexts)}")
     for prev, cur in zip(decode, decode[1:]):
         if cur.tokens_per_s < flat_below * prev.tokens_per_s * (cur.batch / prev.batch) / 2:
             return cur.batch
@@ -384,6 +390,10 @@ class RealityCheck:
     sizing: dict = field(default_factory=dict)
     #: the fastest run of the fixed-cost measurement (``dispatch_s`` is its median); 0 in an old file
     dispatch_best_s: float = 0.0
+    #: steps of the plan that were not run, each ``{"phase", "batch", "tokens", "reason", "why"}``:
+    #: reason ``"memory"`` (weights + its buffers past :data:`BUFFER_SHARE` of the free memory) or
+    #: ``"time"`` (its predicted timing past the mode's ``run_budget_s``)
+    skipped: list = field(default_factory=list)
 
     @property
     def samples(self) -> list[StepSample]:
@@ -401,12 +411,20 @@ class RealityCheck:
                                   unfused=unfused, dtypes={**FP32, **(self.dtypes or {})})
 
     def overhead_s(self) -> float:
-        """The fixed cost of a decode step (seconds): measured directly as the step time of a tiny
-        model with the same layers and calls (``dispatch_s``: Python dispatching numpy calls), or,
-        for a check without that measurement, fitted from the batch-1 steps as the mean gap."""
+        """The fixed cost of a decode step (seconds), measured directly: the step time of a tiny
+        model with the same layers and calls (``dispatch_s``: Python dispatching numpy calls), whose
+        arrays are too small to cost anything else.
+
+        There is no fallback. Fitting measured − bound over batch-1 steps of several contexts
+        cannot tell a fixed cost from kernels streaming below the roof: where the bound barely moves
+        with context, a shortfall proportional to the bytes is nearly constant too. A check without
+        the measurement (a file from before it was kept) raises a clear error instead."""
         if self.dispatch_s > 0:
             return self.dispatch_s
-        return fit_overhead_s([s for s in self.decode_by_batch + self.decode_by_context if s.batch == 1])
+        raise RooflineInputError(
+            "this reality check has no fixed-cost measurement (dispatch_s; a file from before it was kept): run "
+            "lesson 9's measurement again. A constant fitted to measured − bound cannot separate a fixed cost "
+            "from kernels streaming below the roof, so none is made up.")
 
     def model_sizing(self) -> ModelSizing | None:
         """How the decoder was sized (None for a run given its model, or a file from before sizing was kept)."""
@@ -492,22 +510,52 @@ def _decode_timing(dec: NumpyDecoder, cache: KVCache, steps: int) -> tuple[float
         cache.length = start
 
 
+def step_buffer_bytes(model: Model, phase: str, batch: int, tokens: int) -> int:
+    """Bytes the numpy decoder allocates for one step besides its weights (float32): the KV cache of
+    every layer (``batch`` sequences of ``tokens`` + 1 positions; a prefill's cache holds its prompt),
+    the attention scores with their masked and exponentiated copies (three arrays of one layer), and
+    the widest activations (the MLP's gate, up and product). An estimate of the peak, for budgeting."""
+    layers, nq, nkv, d = model.num_hidden_layers, model.num_attention_heads, model.num_key_value_heads, model.head_dim
+    rows = batch * (tokens if phase == "prefill" else 1)  # new tokens in this step
+    cached = tokens if phase == "prefill" else tokens + 1
+    kv = 2 * layers * batch * nkv * cached * d
+    scores = 3 * batch * nq * (rows // batch) * cached
+    activations = 3 * rows * max(model.intermediate_size, model.vocab_size, model.hidden_size)
+    return 4 * (kv + scores + activations)
+
+
+def _plan(plan: dict) -> list[tuple[str, int, int]]:
+    """The steps of a mode, cheapest first within each sweep: (phase, batch, tokens)."""
+    steps = [("decode", 1, tokens) for tokens in sorted(plan["contexts"])]
+    steps += [("decode", batch, plan["context"]) for batch in sorted(plan["batches"])]
+    steps += [("prefill", 1, prompt) for prompt in sorted(plan["prompts"])]
+    return list(dict.fromkeys(steps))  # the batch-1 step at the batch sweep's context runs once
+
+
 def run(mode: str = "quick", roofs: Measurement | None = None, model: Model | None = None,
-        seed: int = 0) -> RealityCheck:
+        seed: int = 0, available_bytes: int | None = None) -> RealityCheck:
     """Measure the roofs (or take lesson 8's ``roofs``: anything with ``dram_bytes_per_s()``,
     ``peak_flops_per_s("float32")`` and a ``machine`` dict), build a decoder whose float32 weights are
     at least 8× the last-level cache within the mode's budgets (:func:`size_model`; or run
-    ``model``), and time decode (by batch and by context) and prefill."""
+    ``model``), and time decode (by batch and by context) and prefill.
+
+    Two budgets hold the run: a step whose weights and buffers (:func:`step_buffer_bytes`) would
+    take more than :data:`BUFFER_SHARE` of the free memory (``available_bytes``, read from the OS
+    by default) is skipped, and so is a step whose predicted timing (its bound at
+    :data:`PREDICT_FLOOR` of the roof, or the worst share seen so far, times its runs) would end the
+    run past the mode's ``run_budget_s``. Skipped steps are listed in ``check.skipped`` with why."""
     if mode not in MODES:
         raise RooflineInputError(f"mode must be one of {sorted(MODES)}, got {mode!r}")
+    started = time.perf_counter()
     plan = MODES[mode]
     roofs = roofs if roofs is not None else measure(mode, gpu=False)
     bandwidth, peak = roofs.dram_bytes_per_s(), roofs.peak_flops_per_s("float32")
     caches = {k: int(v) for k, v in roofs.machine.get("caches", {}).items()}
     llc = max(caches.values()) if caches else 32 * 2**20
+    free = available_bytes if available_bytes is not None else available_memory_bytes()
     sizing = None
     if model is None:
-        model, sizing = size_model(llc, mode, bandwidth, available_memory_bytes())
+        model, sizing = size_model(llc, mode, bandwidth, free)
     dec = NumpyDecoder(model, seed=seed)
     steps = plan["steps"]
     # the fixed cost per step: the same layers and calls on arrays too small to cost anything else
@@ -517,27 +565,51 @@ def run(mode: str = "quick", roofs: Measurement | None = None, model: Model | No
     tiny_cache = tiny.new_cache(1, 9)
     tiny.prefill(np.zeros((1, 8), dtype=np.int64), tiny_cache)
     dispatch_s, dispatch_best_s = _decode_timing(tiny, tiny_cache, max(steps, 5) * 4)
-    capacity = max(plan["contexts"] + (plan["context"],)) + 1
     check = RealityCheck(mode, datetime.now(timezone.utc).isoformat(timespec="seconds"),
                          {k: v for k, v in asdict(model).items() if v not in (None, 0, 0.0, False, "")},
                          bandwidth, peak, llc, dec.weight_bytes(), dict(roofs.machine), dict(FP32), dispatch_s,
                          sizing=asdict(sizing) if sizing else {}, dispatch_best_s=dispatch_best_s)
-    zeros = np.zeros((1, capacity), dtype=np.int64)
-    for tokens in sorted(set(plan["contexts"]) | {plan["context"]}):
-        one = dec.new_cache(1, capacity)
-        dec.prefill(zeros[:, :tokens], one)
-        if tokens in plan["contexts"]:
-            check.decode_by_context.append(_sample(model, "decode", 1, tokens, _decode_timing(dec, one, steps),
-                                                   bandwidth, peak))
-        if tokens == plan["context"]:
-            for batch in plan["batches"]:
-                cache = one if batch == 1 else _tiled(one, batch)
-                check.decode_by_batch.append(_sample(model, "decode", batch, tokens,
-                                                     _decode_timing(dec, cache, steps), bandwidth, peak))
-    for prompt in plan["prompts"]:
-        def prefill(prompt=prompt):
-            dec.prefill(zeros[:, :prompt], dec.new_cache(1, prompt))
-        check.prefill.append(_sample(model, "prefill", 1, prompt, _time_steps(prefill, steps), bandwidth, peak))
+    budget_s = plan.get("run_budget_s")
+    worst = PREDICT_FLOOR  # the lowest achieved fraction so far, for predicting the next step's time
+    prompts = {}  # tokens → a prefilled batch-1 cache (tiled for the batch sweep)
+    for phase, batch, tokens in _plan(plan):
+        priced = _sample(model, phase, batch, tokens, (1.0, 1.0), bandwidth, peak)
+        need = dec.weight_bytes() + step_buffer_bytes(model, phase, batch, tokens)
+        predicted_s = (steps + 1) * priced.bound_s / worst
+        elapsed = time.perf_counter() - started
+        why = ""
+        if free and need > BUFFER_SHARE * free:
+            why = ("memory", f"needs {need / 2**30:.2f} GiB with the weights; the budget is "
+                             f"{BUFFER_SHARE:.0%} of {free / 2**30:.2f} GiB free")
+        elif budget_s is not None and elapsed + predicted_s > budget_s:
+            why = ("time", f"predicted {predicted_s:.1f} s after {elapsed:.1f} s; the run's budget is {budget_s:.0f} s")
+        if why:
+            check.skipped.append({"phase": phase, "batch": batch, "tokens": tokens, "reason": why[0], "why": why[1]})
+            continue
+        if phase == "prefill":
+            cache = dec.new_cache(1, tokens)
+            prompt = np.zeros((1, tokens), dtype=np.int64)
+
+            def prefill(cache=cache, prompt=prompt):
+                cache.length = 0  # the same cache each run: allocating it is not part of the step
+                dec.prefill(prompt, cache)
+            timing = _time_steps(prefill, steps)
+        else:
+            if tokens not in prompts:
+                one = dec.new_cache(1, tokens + 1)
+                dec.prefill(np.zeros((1, tokens), dtype=np.int64), one)
+                prompts[tokens] = one
+            cache = prompts[tokens] if batch == 1 else _tiled(prompts[tokens], batch)
+            timing = _decode_timing(dec, cache, steps)
+            del cache
+        sample = _sample(model, phase, batch, tokens, timing, bandwidth, peak)
+        worst = min(worst, sample.achieved)
+        if phase == "prefill":
+            check.prefill.append(sample)
+        elif batch == 1 and tokens in plan["contexts"]:
+            check.decode_by_context.append(sample)
+        if phase == "decode" and tokens == plan["context"]:
+            check.decode_by_batch.append(sample)
     return check
 
 
