@@ -85,9 +85,11 @@ def test_deepseek_v3_active_count_is_set_beside_deepseeks_readme_figure():
     m = get_model("deepseek-v3")
     embedding = m.vocab_size * m.hidden_size
     assert "README_WEIGHTS.md" in m.source and "36.7B activated" in m.source
-    assert embedding == pytest.approx(0.9e9, abs=0.05e9)  # the README's 0.9B embedding (and head)
-    gap = m.active_parameter_count() - 36.7e9
+    assert m.published_active_params_detail == 36.7e9 and m.published_embedding_params == 0.9e9
+    assert "36.7B" in m.published_detail_source and "0.9B" in m.published_detail_source
+    assert embedding == pytest.approx(m.published_embedding_params, abs=0.05e9)  # the README's 0.9B, rounded
+    gap = m.active_parameter_count() - m.published_active_params_detail
     assert 0.8e9 < gap < 0.9e9  # if the count changes, the lesson's sentence and the catalog note must be rechecked
     lesson = (Path(__file__).resolve().parents[1] / "py" / "notebooks" / "12_shrinking_the_bytes.py").read_text()
-    assert "README_ACTIVE, README_EMBEDDING = 36.7e9, 0.9e9" in lesson and "readme_gap" in lesson
+    assert "36.7e9" not in lesson and "dsv3.published_active_params_detail" in lesson and "readme_gap" in lesson
     assert "**unexplained**" in lesson

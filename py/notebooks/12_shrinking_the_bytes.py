@@ -283,7 +283,7 @@ md(f"Expanded decode re-expands **every cached token's latent, every step**: the
    "kernel could keep them on chip, but not avoid the FLOPs). Absorbed decode also grows with the context — "
    "attention itself does — but reads only the latent and expands nothing. So the course prices MLA decode "
    "**absorbed** (`mla_absorbed=None`: absorbed in decode, expanded in prefill), as serving engines typically run "
-   "it: vLLM's `MLACommonImpl` docstring calls the absorbed form \"data-movement friendly\" and uses it for decode, "
+   "it: the docstring at the top of vLLM's MLA common module (`mla/common.py`) calls the absorbed form \"data-movement friendly\" and uses it for decode, "
    "and the expanded form \"compute friendly\", for prefill (it may switch forms for small prefill chunks).\n\n"
    "A third option is to cache the expanded per-head K and V themselves, as Hugging Face's reference modelling code "
    f"does: no re-expansion, but a cache {num(per_head_kv / dsv3.mla_cache_elements_per_token)}× the latent "
@@ -306,10 +306,9 @@ assert pre_expanded.block_total("mla", "bytes") < pre_absorbed.block_total("mla"
 
 # %%
 active_no_embedding = dsv3.active_parameter_count() - dsv3.vocab_size * dsv3.hidden_size
-# DeepSeek's README_WEIGHTS.md (deepseek-ai/DeepSeek-V3): "Activation parameters: 36.7B (including 0.9B for
-# Embedding and 0.9B for the output Head)"; the catalog's source field cites it
-README_ACTIVE, README_EMBEDDING = 36.7e9, 0.9e9
-assert "36.7B activated" in dsv3.source
+# DeepSeek's README_WEIGHTS.md figures, from the model catalog (published_detail_source names the file)
+README_ACTIVE, README_EMBEDDING = dsv3.published_active_params_detail, dsv3.published_embedding_params
+assert "README_WEIGHTS.md" in dsv3.published_detail_source
 readme_gap = dsv3.active_parameter_count() - README_ACTIVE
 assert abs(dsv3.vocab_size * dsv3.hidden_size - README_EMBEDDING) < 0.05e9  # its 0.9B is this table, rounded
 assert readme_gap > 0.05e9  # more than the README's rounding (0.05B): a real difference, said below
@@ -425,6 +424,11 @@ dsv3_fp8 = stored_weights("deepseek-v3", "fp8")
 assert dsv3_fp8.recipe == "linear"
 free_per_chip = (node_bytes - dsv3_stored.bytes) / NODE  # the weights split evenly over the chips
 tp_sequences = free_per_chip / float(dsv3.kv_cache_bytes_per_sequence(KV_CONTEXT))
+# data-parallel attention: each chip keeps the whole attention (MLA) weights, the rest still split over the node
+attention_int4 = dsv3.mla_layer_parameters * dsv3.num_mla_layers * int4_bytes_per_weight()
+free_dp_per_chip = h200.memory_capacity_bytes - attention_int4 - (dsv3_stored.bytes - attention_int4) / NODE
+dp_gain = NODE * free_dp_per_chip / free_per_chip
+assert NODE - 1 < dp_gain < NODE  # "nearly N× as many": the replicated attention weights take the rest
 md("<details><summary>Answer</summary>\n\n"
    f"The node holds {binary(node_bytes)}. BF16 needs {binary(dsv3_stored.bf16_bytes)}: "
    + ("it fits" if dsv3_stored.bf16_bytes < node_bytes else "**it does not fit**")
@@ -434,7 +438,8 @@ md("<details><summary>Answer</summary>\n\n"
       f"latent is **replicated on all {count(NODE)} chips**, and the distinct cache the node holds is one chip's "
       f"{binary(free_per_chip)} — about {count(math.floor(tp_sequences))} sequences of {count(KV_CONTEXT)} tokens. "
       "Data-parallel attention (each chip runs attention for its own sequences, the experts still shared) stores "
-      f"each latent once and holds {count(NODE)}× as many."
+      f"each latent once, but each chip must then keep the whole attention weights "
+      f"({binary(attention_int4)} in int4): it holds {num(dp_gain, 2)}× as many, not quite {count(NODE)}×."
       if dsv3_stored.bytes < node_bytes else "it does not fit either.")
    + f" DeepSeek released FP8 weights: under the default 8-bit recipe (`weights_dtype=\"fp8\"`: the linear layers in "
    f"FP8; the embedding, the lm_head, the norms and the router BF16) they take {binary(dsv3_fp8.bytes)}, which "

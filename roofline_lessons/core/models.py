@@ -70,6 +70,11 @@ class Model:
     # Reference figures for the tests only (never used in a computation)
     published_total_params: float | None = None
     published_active_params: float | None = None
+    #: a finer published active count than the headline one, and the embedding share it says it
+    #: includes (DeepSeek-V3's README_WEIGHTS.md: 36.7 B with 0.9 B of embedding), with where it is from
+    published_active_params_detail: float | None = None
+    published_embedding_params: float | None = None
+    published_detail_source: str = ""
 
     # ---- layout -------------------------------------------------------------------------
     @property
