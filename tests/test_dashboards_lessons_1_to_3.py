@@ -459,3 +459,11 @@ def test_lesson03_alt_says_when_number_one_is_tied():
     assert tied
     alt = lesson03_frame(v, Lesson03Chart()).alt
     assert "tied with" in alt and "the largest time bound" not in alt
+
+
+def test_lesson01_does_not_fit_names_the_recurrent_state_when_it_counts():
+    """Issue 25 (nit): the footprint of a hybrid also holds Gated DeltaNet state; the verdict says so."""
+    hybrid = lesson01_view("qwen3.8-27b", "l4", "bf16", "decode", 64, 32768).verdict
+    plain = lesson01_view("llama-3.1-8b", "l4", "bf16", "decode", 64, 32768).verdict
+    assert "Does not fit: weights, KV cache and recurrent state need" in hybrid
+    assert "Does not fit: weights and KV cache need" in plain

@@ -264,3 +264,213 @@ def test_lesson8_text_follows_the_review():
     assert 'ridge_point_flop_per_byte("fp32")' in text
     assert "noise_warning(mine.matmul" in text
     assert "This run is noisy" in text  # the tile-order sentence has a branch for a contradicting order
+
+
+# --- issue 25, item 19: the DRAM roof's counting convention, write-allocate, and numpy as a lower bound ----
+
+import itertools
+import re
+from fractions import Fraction
+
+from roofline_lessons.course.checkers import CORRECT, NOT_ATTEMPTED
+from roofline_lessons.course.checks import lesson08
+from roofline_lessons.measure import results
+from roofline_lessons.measure.probes import (STREAM_WRITES, TREND_SHAPES, TREND_TOLERANCE, DramRoofCheck,
+                                             dram_roof_check, trend, trend_words, write_allocate_factor)
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTION8 = ROOT / "py" / "solutions" / "08_measure_your_machine.py"
+EXERCISE8 = ROOT / "py" / "exercises" / "08_measure_your_machine.py"
+
+
+def test_write_allocate_factor_counts_the_read_of_every_written_array():
+    assert write_allocate_factor("triad") == Fraction(4, 3)
+    assert write_allocate_factor("copy") == Fraction(3, 2)
+    assert write_allocate_factor("read") == 1
+    assert set(STREAM_WRITES) == set(STREAM_ARRAYS)
+    with pytest.raises(ValueError, match="'scale'"):
+        write_allocate_factor("scale")
+
+
+def test_the_dram_roof_counted_both_ways():
+    m = results.example()
+    assert m.dram_bytes_per_s(write_allocate=True) == pytest.approx(m.dram_bytes_per_s() * 4 / 3)
+    assert m.dram_bytes_per_s() == next(r.bytes_per_s for r in m.roofs() if r.name == "DRAM")  # the default is unchanged
+
+
+def test_the_shipped_examples_dot_is_above_both_counts_from_dram():
+    check = dram_roof_check(results.example())
+    assert check.working_set_bytes == 128 * 2**20 and check.last_level_cache_bytes == 32 * 2**20
+    assert not check.fits_in_cache
+    assert check.best_bytes_per_s / check.stream_roof_bytes_per_s == pytest.approx(2.18, abs=0.01)  # the issue's 218 %
+    assert check.best_bytes_per_s > check.write_allocate_roof_bytes_per_s  # write-allocate alone cannot explain it
+    assert check.verdict == "the measured roof is too low"
+
+
+def _roof_check(best, ws=100.0, llc=10, stream=1.0):
+    return DramRoofCheck("dot", ws, llc, best, best / 2, stream, stream * 4 / 3)
+
+
+def test_dram_roof_verdicts_follow_the_numbers():
+    assert _roof_check(0.9).verdict == "under the roof"
+    assert _roof_check(1.2).verdict == "within the write-allocate gap"
+    assert _roof_check(1.5).verdict == "the measured roof is too low"
+    assert _roof_check(1.5, ws=5.0).verdict == "a cache may feed it"
+    assert _roof_check(1.5, llc=None).verdict == "the measured roof is too low"  # caches unknown: DRAM assumed
+
+
+def test_dram_roof_check_names_a_missing_kernel():
+    with pytest.raises(ValueError, match="'nope'"):
+        dram_roof_check(results.example(), "nope")
+
+
+# --- exercise 8.5 accepts "the measured roof is too low"; the red flags are still rejected ------------------
+
+def _assigned(path, name):
+    match = re.search(rf"^{name} = (.+?)(\s+#.*)?$", path.read_text(), re.M)
+    assert match, f"{name} is not assigned in {path}"
+    return eval(match.group(1))  # a literal: a string, or the stub's ...
+
+
+def test_checker_85_accepts_the_solution_and_rejects_the_stub():
+    solution = _assigned(SOLUTION8, "why")
+    assert solution == "the measured roof is too low"
+    assert lesson08.above_the_roof(solution).status == CORRECT
+    assert _assigned(EXERCISE8, "why") is ...
+    assert lesson08.above_the_roof(...).status == NOT_ATTEMPTED
+
+
+@pytest.mark.parametrize("answer", lesson08.ABOVE_ROOF_RIGHT)
+def test_checker_85_accepts_both_right_answers(answer):
+    result = lesson08.above_the_roof(f"  {answer.upper()} ")
+    assert result.passed
+    other = next(a for a in lesson08.ABOVE_ROOF_RIGHT if a != answer)
+    assert other in result.message  # the learner hears the other explanation too
+
+
+@pytest.mark.parametrize("flag", sorted(lesson08.ABOVE_ROOF_WRONG))
+def test_checker_85_rejects_the_red_flags_with_their_reason(flag):
+    result = lesson08.above_the_roof(flag)
+    assert not result.passed and lesson08.ABOVE_ROOF_WRONG[flag] in result.message
+
+
+@pytest.mark.parametrize("answer", ["both", "", 3, 2.5, ["a cache is feeding it"], True, {"x": 1}])
+def test_checker_85_never_crashes_and_rejects_other_answers(answer):
+    assert not lesson08.above_the_roof(answer).passed
+
+
+def test_checker_85_choices_are_the_right_and_the_wrong_ones():
+    assert set(lesson08.GAP_CHOICES) == set(lesson08.ABOVE_ROOF_RIGHT) | set(lesson08.ABOVE_ROOF_WRONG)
+    text = EXERCISE8.read_text()
+    for choice in lesson08.GAP_CHOICES:  # the exercise offers every choice the checker knows
+        assert " ".join(f'`"{choice}"`'.split()) in " ".join(text.replace("\n# ", " ").split())
+
+
+# --- issue 25, item 20: every word about a measured sequence comes from its numbers -------------------------
+
+def _never_falls(v, tol):
+    return all(v[i] <= v[j] * (1 + tol) for i, j in itertools.combinations(range(len(v)), 2))
+
+
+def _never_rises(v, tol):
+    return all(v[j] <= v[i] * (1 + tol) for i, j in itertools.combinations(range(len(v)), 2))
+
+
+@pytest.mark.parametrize("values,shape", [
+    ([1, 2, 4, 8], "rises"),
+    ([8, 4, 2, 1], "falls"),
+    ([31.8, 61.9, 39.7, 38.6, 38.4], "peaks"),  # the shipped example's matrix–matrix rates (GFLOP/s)
+    ([1, 3, 2], "peaks"),
+    ([3, 1, 2], "dips"),
+    ([1, 1.02, 0.99, 1.01], "flat"),
+    ([1, 3, 1, 3], "up and down"),
+    ([100, 96, 92, 88, 84], "falls"),  # a drift of steps each under the tolerance is still a fall
+    ([1, 2, 1.97, 3], "rises"),  # a step back under the tolerance does not break a rise
+    ([1.049, 1.0, 1.1, 1.0477], "up and down"),  # last below first: not called a rise
+])
+def test_trend_names_the_shape(values, shape):
+    assert trend(values).shape == shape
+
+
+def test_trend_words_for_rising_falling_and_peaked_sequences():
+    labels = ["4 rows", "16 rows", "64 rows", "256 rows"]
+    show = lambda x: f"{x:g} GFLOP/s"  # noqa: E731
+    up = trend_words(labels, [10, 20, 30, 40], show)
+    assert up == "rises from 10 GFLOP/s at 4 rows to 40 GFLOP/s at 256 rows"
+    down = trend_words(labels, [40, 30, 20, 10], show)
+    assert down == "falls from 40 GFLOP/s at 4 rows to 10 GFLOP/s at 256 rows"
+    peak = trend_words(labels, [30, 60, 40, 38], show)
+    assert peak == "rises from 30 GFLOP/s at 4 rows to a peak of 60 GFLOP/s at 16 rows, then falls to 38 GFLOP/s at 256 rows"
+    dip = trend_words(labels, [30, 10, 20, 38], show)
+    assert dip.startswith("falls from 30 GFLOP/s at 4 rows to a low of 10 GFLOP/s at 16 rows, then rises")
+    flat = trend_words(labels, [10, 10.2, 10.1, 10.3], show)
+    assert flat.startswith("stays within 5 %") and "rises" not in flat and "falls" not in flat
+    noisy_rise = trend_words(labels, [10, 20, 19.5, 40], show)
+    assert noisy_rise.startswith("rises") and "no step the other way larger than 5 %" in noisy_rise
+    zigzag = trend_words(labels, [10, 30, 10, 30], show)
+    assert "up and down" in zigzag and "rises" not in zigzag and "falls" not in zigzag
+
+
+def test_the_example_matmul_sentence_no_longer_says_rises():
+    m = results.example()
+    gemms = sorted((k for k in m.kernels if k.name.startswith("gemm")), key=lambda k: k.intensity)
+    words = trend_words([k.name for k in gemms], [k.flops_per_s for k in gemms], lambda r: f"{r / 1e9:.1f} GFLOP/s")
+    assert words.startswith("rises from 31.8 GFLOP/s") and "a peak of 61.9 GFLOP/s" in words
+    assert "then falls to 38.4 GFLOP/s" in words
+
+
+def test_trend_words_are_consistent_with_any_sequence():
+    rng = np.random.default_rng(25)
+    seen = set()
+    for _ in range(3000):
+        n = int(rng.integers(2, 7))
+        v = list(np.exp(rng.normal(0, rng.choice([0.02, 0.1, 0.5]), n)).cumprod() if rng.random() < 0.5 else
+                 np.exp(rng.normal(0, 0.3, n)))
+        t, tol = trend(v), TREND_TOLERANCE
+        seen.add(t.shape)
+        assert t.shape in TREND_SHAPES
+        flat = max(v) <= min(v) * (1 + tol)
+        assert (t.shape == "flat") == flat
+        if t.shape == "rises":
+            assert _never_falls(v, tol) and v[-1] > v[0] * (1 + tol)
+        if t.shape == "falls":
+            assert _never_rises(v, tol) and v[0] > v[-1] * (1 + tol)
+        if t.shape == "peaks":
+            k = t.peak
+            assert 0 < k < n - 1 and _never_falls(v[:k + 1], tol) and _never_rises(v[k:], tol)
+            assert v[k] > v[0] * (1 + tol) and v[k] > v[-1] * (1 + tol)
+        if t.shape == "dips":
+            k = t.low
+            assert 0 < k < n - 1 and _never_rises(v[:k + 1], tol) and _never_falls(v[k:], tol)
+        if t.strict:
+            assert t.shape in ("rises", "falls", "peaks", "dips")
+        words = trend_words([str(i) for i in range(n)], v)
+        first = words.split()[0]
+        assert first == {"flat": "stays", "rises": "rises", "falls": "falls", "peaks": "rises", "dips": "falls",
+                         "up and down": "goes"}[t.shape]
+        if t.shape in ("rises", "flat"):
+            assert " falls" not in words
+        if t.shape in ("falls", "flat"):
+            assert " rises" not in words
+    assert seen == set(TREND_SHAPES)
+
+
+@pytest.mark.parametrize("bad", [[1.0], [], [1.0, 0.0], [1.0, -2.0], [1.0, float("nan")], [1.0, "x"]])
+def test_trend_rejects_what_it_cannot_describe(bad):
+    with pytest.raises(ValueError):
+        trend(bad)
+
+
+def test_trend_words_needs_one_label_per_value():
+    with pytest.raises(ValueError, match="2 labels for 3 values"):
+        trend_words(["a", "b"], [1, 2, 3])
+
+
+def test_lesson8_words_come_from_the_numbers():
+    text = LESSON8.read_text()
+    assert "rising = gemms[-1].flops_per_s > gemms[0].flops_per_s" not in text  # the first-vs-last comparison
+    assert "trend_words(labels, rates" in text and "trend(attainable)" in text
+    assert "write_allocate_factor(\"triad\")" in text and "dram_roof_check(example)" in text
+    assert "**lower bound**" in text and "write-allocate" in text
+    solution = SOLUTION8.read_text()
+    assert 'dot.verdict == "the measured roof is too low"' in solution

@@ -37,9 +37,9 @@ check.ridge_point(ridge_flop_per_byte)
 # %% [markdown]
 # ## Exercise 1.2 — the profiling report
 #
-# Batch-1 decode of Qwen3.8-27B in BF16 does about 2 FLOPs per weight and reads each weight (2 bytes)
-# once. What is the highest fraction of the H100's BF16 peak it can reach? Give a **percentage**
-# (for 0.5 % write `0.5`).
+# Batch-1 decode of Qwen3.8-27B in BF16, from an empty KV cache as in the lesson's table, does
+# about 2 FLOPs per weight and reads each weight (2 bytes) once. What is the highest fraction of
+# the H100's BF16 peak it can reach? Give a **percentage** (for 0.5 % write `0.5`).
 
 # %%
 intensity = ...  # your answer here

@@ -85,11 +85,14 @@ check.memory_bound_op_in_prefill(memory_bound_op)
 # %% [markdown]
 # ## Exercise 3.5 — the two lenses at long context
 #
-# Llama-3.1-8B, batch-1 decode with 131,072 tokens cached. What is the intensity per byte of
-# **all** traffic (FLOP/byte, within 10 %)? Hint: attention over the cache does FLOPs too.
+# Llama-3.1-8B, batch-1 decode at the model's full context: 131,071 tokens cached, so that with
+# the new token the sequence holds 131,072, the most the model was built for. What is the
+# intensity per byte of **all** traffic (FLOP/byte, within 10 %)? Hint: attention over the cache
+# does FLOPs too, and, as in 3.2, the step looks up one row of the embedding table.
 
 # %%
 ctx = ...  # your answer here
+embedding_bytes = ...  # your answer here
 matmul_flops = ...  # your answer here
 attention_flops = ...  # your answer here
 all_bytes = ...  # your answer here

@@ -43,6 +43,7 @@ check.weight_lens_critical_batch(critical)
 
 # %%
 llama = ...  # your answer here
+embedding_bytes = ...  # your answer here
 step_bytes = ...  # your answer here
 tokens_per_s = ...  # your answer here
 check.llama8b_batch64_throughput(tokens_per_s)

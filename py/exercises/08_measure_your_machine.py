@@ -60,8 +60,9 @@ check.gemv_intensity(gemv_i)
 # %% [markdown]
 # ## Exercise 8.4 — an LLM on this CPU
 #
-# Llama-2-7B in BF16, batch-1 decode with a short context, on the measured machine. Upper bound on
-# tokens per second? (Decode is memory-bound: the bytes a token must move over DRAM bandwidth.)
+# Llama-2-7B in BF16, batch-1 decode with a short context, on the measured machine. The bound on
+# tokens per second at the measured DRAM roof? (Decode is memory-bound: the bytes a token must move
+# over DRAM bandwidth.)
 
 # %%
 bytes_per_token = ...  # your answer here
@@ -71,8 +72,9 @@ check.cpu_decode_tokens_per_s(cpu_tokens_per_s, measurement)
 # %% [markdown]
 # ## Exercise 8.5 — above the roof
 #
-# A kernel's measured point sits above the DRAM bandwidth roof. Which is it:
-# `"the roofline is wrong"`, `"a cache is feeding it"` or `"it is compute-bound"`?
+# A kernel's measured point sits above the DRAM bandwidth roof you measured with numpy. Which
+# explains it: `"the roofline is wrong"`, `"a cache is feeding it"`, `"the measured roof is too
+# low"` or `"it is compute-bound"`? (More than one may be right; give one.)
 
 # %%
 why = ...  # your answer here

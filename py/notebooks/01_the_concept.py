@@ -112,6 +112,10 @@ roofline_chart([h100_roof], title="The roofline of an H100 SXM (dense BF16)", in
 # - **batch-32 decode**: one new token for each of 32 conversations at once;
 # - **prefill** of an 8,192-token prompt: every prompt position goes through the model together.
 #
+# Both decode steps start from an **empty KV cache** (`context_tokens=0`): they read the weights
+# and the recurrent state but no cached keys and values yet. A cache that grows with the
+# conversation is lesson 3's subject.
+#
 # Intensity can be measured two ways, and both are worth knowing. **The weight lens**: FLOPs of
 # the weight matmuls per weight byte (how many times each fetched weight is used). **All
 # traffic**: every FLOP per byte of all traffic (weights, activations, KV cache and recurrent
@@ -126,7 +130,8 @@ steps = {
 }
 show_table(
     ["step", "FLOPs", "bytes moved", "FLOP / weight byte", "FLOP / byte (all)", "attainable", "of peak", "bound"],
-    [[name, si(s.cost.flops, "FLOP"), si(s.cost.bytes, "B"), f"{s.intensity_per_weight_byte:,.1f}",
+    [[name + (", empty KV cache" if s.workload.phase == "decode" and s.workload.context_tokens == 0 else ""),
+      si(s.cost.flops, "FLOP"), si(s.cost.bytes, "B"), f"{s.intensity_per_weight_byte:,.1f}",
       f"{s.intensity:,.1f}", si(s.attainable_flops_per_s, "FLOP/s"), percent(s.fraction_of_peak), s.bound]
      for name, s in steps.items()],
 )

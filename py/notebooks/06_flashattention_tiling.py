@@ -38,10 +38,11 @@ from roofline_lessons.viz.charts import Roof, point_on_roof, roofline_chart
 from roofline_lessons.core.costs import model_cost
 from roofline_lessons.topics.datasheets import best_measurement
 from roofline_lessons.viz.display import md, show_table
-from roofline_lessons.topics.flash import (attention_flops, attention_layer_bytes, attention_matmul_flops, comparative,
+from roofline_lessons.topics.flash import (FA3_TILE_SOURCE, attention_flops, attention_layer_bytes,
+                                    attention_matmul_flops, cluster_tile_l2_traffic, comparative,
                                     compulsory_hbm_bytes, decode_attention_intensity, fa2_block_sizes,
-                                    flash2_hbm_bytes, flash_block_sizes, flash_hbm_bytes, naive_attention,
-                                    standard_hbm_bytes, tiled_attention, tiled_attention_fa2)
+                                    fa3_forward_tiles, flash2_hbm_bytes, flash_block_sizes, flash_hbm_bytes,
+                                    naive_attention, standard_hbm_bytes, tiled_attention, tiled_attention_fa2)
 from roofline_lessons.core.units import binary, si
 
 # %% [markdown]
@@ -356,9 +357,11 @@ md(f"Qwen3.8-27B: head dim {qwen.head_dim}, {qwen.num_attention_heads} query hea
 # ## The missing roof: L2, and a measured kernel compared like with like
 #
 # The tiled counts charge every re-read to HBM. On a real GPU much of the re-read traffic is
-# served by the L2 cache — a second, faster roof — and the registers hold the output accumulators, so the
-# tiles of real kernels are not limited to this model's shared memory. A *hierarchical roofline*
-# draws one roof per level of memory.
+# served by the L2 cache — a second, faster roof. Two more things separate a real kernel from this
+# model: the registers hold the output accumulators, so its tiles are not limited to this model's
+# shared memory; and on a Hopper GPU thread blocks grouped in a *cluster* can share one load from L2
+# (TMA multicast), so what each block asks of L2 can be less than what it uses. A *hierarchical
+# roofline* draws one roof per level of memory.
 #
 # The catalog holds one measured attention rate for the H100 in FP16: FlashAttention-3's forward
 # pass, from the arXiv preprint (Shah et al., arXiv 2407.08608, versions 1 and 2, July 2024). Later
@@ -390,6 +393,14 @@ hbm_tiled_roof = min(peak16, h100.memory_bandwidth_bytes_per_s * i_tiled)
 l2_tiled_roof = min(peak16, l2.value * i_tiled)
 hbm_comp_slope = h100.memory_bandwidth_bytes_per_s * i_comp  # the HBM roof before the compute peak caps it
 hbm_comp_roof = min(peak16, hbm_comp_slope)
+# FlashAttention-3's own tile for this shape, from its launch code (tile_size.h, flash_fwd_launch_template.h)
+fa3_tile = fa3_forward_tiles(fa3_d, fa3_causal, fa3_n)
+fa3_mc = cluster_tile_l2_traffic(fa3_tile.block_rows, fa3_tile.block_cols, fa3_d, fa3_n, 2, fa3_tile.cluster_ctas,
+                                 fa3_tile.stages)
+fa3_solo = cluster_tile_l2_traffic(fa3_tile.block_rows, fa3_tile.block_cols, fa3_d, fa3_n, 2, 1, fa3_tile.stages)
+l2_mc_roof = min(peak16, fa3_mc.l2_roof_flop_per_s(l2.value))
+l2_solo_roof = min(peak16, fa3_solo.l2_roof_flop_per_s(l2.value))
+fa3_label = f"FlashAttention-3's tiles, {fa3_tile.block_rows} × {fa3_tile.block_cols}"
 show_table(["one head, FP16", "FLOP/byte", "roof"], [
     [f"measured: {fa3.what}", "", f"**{si(fa3.value, 'FLOP/s')}** ({fa3.value / peak16:.0%} of the dense FP16 peak)"],
     ["compulsory bytes, from HBM", f"{i_comp:,.0f}", si(hbm_comp_roof, "FLOP/s")],
@@ -397,16 +408,16 @@ show_table(["one head, FP16", "FLOP/byte", "roof"], [
      si(hbm_tiled_roof, "FLOP/s")],
     [f"FA-2 order, every tile from L2 ({si(l2.value, 'B/s')}, measured on an H100 PCIe)", f"{i_tiled:,.0f}",
      si(l2_tiled_roof, "FLOP/s")],
+    [f"{fa3_label}, no multicast, from L2", f"{fa3_solo.intensity_flop_per_byte:,.0f}", si(l2_solo_roof, "FLOP/s")],
+    [f"{fa3_label}, K/V multicast to a {fa3_tile.cluster_ctas}-block cluster, from L2",
+     f"{fa3_mc.intensity_flop_per_byte:,.0f}", si(l2_mc_roof, "FLOP/s")
+     + (f" (the compute peak; the L2 slope is {si(fa3_mc.l2_roof_flop_per_s(l2.value), 'FLOP/s')})"
+        if fa3_mc.l2_roof_flop_per_s(l2.value) > peak16 else "")],
 ])
 
 # %% jupyter={"source_hidden": true}
 above_hbm = fa3.value > hbm_tiled_roof
 hbm_bytes_max = f_bench * h100.memory_bandwidth_bytes_per_s / fa3.value  # bytes that fit in the measured time
-above_l2 = fa3.value > l2_tiled_roof
-l2_needed = fa3.value / i_tiled  # L2 bandwidth these tiles would need to reach the measured rate
-br_fa3 = flash_block_sizes(sram, fa3_d, 2).rows
-free_fa3 = fa2_block_sizes(sram, fa3_d, block_cols=64)  # the same shared memory, no B_r ≤ d cap
-l2_free_roof = min(peak16, l2.value * f_bench / flash2_hbm_bytes(fa3_n, fa3_d, sram, 2, fa3_causal, free_fa3))
 md(f"Conditions, from the catalog entry: FP16, head dim {fa3_d}, {'causal' if fa3_causal else 'non-causal'}, "
    f"N = {fa3_n:,}; {fa3.conditions} ({fa3.source}). FLOPs are counted as the benchmark counts them, matmuls only "
    f"({f_bench / float(attention_flops(fa3_n, fa3_d, fa3_causal)):.1%} of this course's count, which adds the softmax). "
@@ -419,24 +430,56 @@ md(f"Conditions, from the catalog entry: FP16, head dim {fa3_d}, {'causal' if fa
    f"{si(hbm_bytes_max, 'B')} per head from HBM, "
    f"{hbm_bytes_max / float(compulsory_hbm_bytes(fa3_n, fa3_d)):,.0f}× the compulsory bytes.")
 
-# %% jupyter={"source_hidden": true}
+# %%
+l2_needed = fa3.value / i_tiled  # L2 bandwidth this model's tiles would need to reach the measured rate
+l2_needed_solo = fa3.value / fa3_solo.intensity_flop_per_byte  # ... and FA3's tiles without multicast
+br_fa3 = flash_block_sizes(sram, fa3_d, 2).rows
+block_limit = sram - reserved  # the shared memory one thread block may use (1 KiB reserved, see above)
+assert fa3_mc.shared_memory_bytes <= block_limit  # FA3's Q tile and two stages of K and V fit one block
+wider = cluster_tile_l2_traffic(fa3_tile.block_rows, fa3_tile.block_cols + 16, fa3_d, fa3_n, 2, 1, fa3_tile.stages)
+assert wider.shared_memory_bytes > block_limit  # 16 more key rows would not fit
+# the comparisons the text makes, asserted: the no-multicast roof is below the measurement; multicast lifts
+# the L2 slope above the compute peak, so compute is the lower roof
+assert fa3_solo.l2_roof_flop_per_s(l2.value) < fa3.value < peak16 < fa3_mc.l2_roof_flop_per_s(l2.value)
+assert fa3_tile.cluster_ctas == 2 and (fa3_n // fa3_tile.block_rows) % 2 == 0
 md(f"Taking only the compulsory bytes from HBM puts the HBM roof at {si(hbm_comp_slope, 'FLOP/s')}, "
    f"{hbm_comp_slope / peak16:,.0f}× the compute peak ({si(peak16, 'FLOP/s')}): HBM no longer binds. The L2 roof "
    f"of this model's tiles still does — at {si(l2_tiled_roof, 'FLOP/s')} it is "
-   f"{comparative(l2_tiled_roof, peak16, ('above', 'below', 'at'))} the compute peak — unless the kernel re-reads "
-   f"less than {br_fa3}-row query blocks in shared memory do. The measured {si(fa3.value, 'FLOP/s')} is "
-   f"{comparative(fa3.value, l2_tiled_roof, ('above', 'below', 'at'))} that L2 roof"
-   + (f": these tiles would need {si(l2_needed, 'B/s')} from L2 to reach it, {l2_needed / l2.value:.2f}× the "
-      "catalog's figure. So the real kernel re-reads less than these tiles do — it keeps the output accumulators "
-      "in registers, so its query blocks can be larger — or its L2 delivers more than the catalog's figure, "
-      "whose part is uncertain, or both. A roof that a measurement exceeds has an input that understates the "
-      f"hardware. Larger query blocks alone {'can' if l2_free_roof >= fa3.value else 'cannot'} account for the "
-      f"measurement: {free_fa3.rows} × {free_fa3.cols} tiles in the same "
-      f"{binary(sram)} (no B_r ≤ d cap) put the L2 roof at {si(l2_free_roof, 'FLOP/s')}, "
-      f"{comparative(l2_free_roof, fa3.value, ('above', 'below', 'at'))} the measured rate. "
-      if above_l2 else ". ")
-   + "Long-sequence attention reaches the compute roof only when its re-reads are both caught on chip and in L2 "
-   "and few enough for the L2 roof to clear the compute peak.")
+   f"{comparative(l2_tiled_roof, peak16, ('above', 'below', 'at'))} the compute peak. The measured "
+   f"{si(fa3.value, 'FLOP/s')} is {comparative(fa3.value, l2_tiled_roof, ('above', 'below', 'at'))} that L2 roof"
+   + (f": {br_fa3}-row query blocks would need {si(l2_needed, 'B/s')} from L2 to reach it, "
+      f"{l2_needed / l2.value:.2f}× the catalog's figure. So the real kernel must ask less of L2 than these tiles "
+      "do. " if fa3.value > l2_tiled_roof else ". ")
+   + f"It does, in two ways, both read from FlashAttention-3's launch code ({FA3_TILE_SOURCE}). First, its tile: "
+   f"head dim {fa3_d}, {'causal' if fa3_causal else 'non-causal'}, runs at {fa3_tile.block_rows} × "
+   f"{fa3_tile.block_cols} ({fa3_tile.block_rows} query rows per thread block, {fa3_tile.block_cols} key rows "
+   f"per step). The output accumulators live in registers, so shared memory holds only the Q tile and "
+   f"{fa3_tile.stages} stages of K and V tiles: {binary(fa3_mc.shared_memory_bytes)} of the "
+   f"{binary(block_limit)} a thread block may use — the launch code notes that this tile is at the "
+   f"shared-memory limit ({fa3_tile.block_cols + 16} key rows would need {binary(wider.shared_memory_bytes)}). "
+   f"Second, **multicast**: because the {fa3_n // fa3_tile.block_rows} "
+   f"query blocks of a head are an even number, it launches clusters of {fa3_tile.cluster_ctas} thread blocks "
+   f"on neighbouring query blocks, and each K and V tile is read from L2 once and delivered by the TMA unit to "
+   f"the shared memory of every block in the cluster. Per byte that crosses from L2 to the SMs "
+   f"(`cluster_tile_l2_traffic`: Q read, O and the log-sum-exp written, K and V streamed and divided by the "
+   f"cluster), that is {fa3_mc.intensity_flop_per_byte:,.0f} FLOP/byte with multicast and "
+   f"{fa3_solo.intensity_flop_per_byte:,.0f} without. "
+   f"At the catalog's L2 figure, the tiles without multicast give an L2 roof of "
+   f"{si(fa3_solo.l2_roof_flop_per_s(l2.value), 'FLOP/s')}, "
+   f"{comparative(fa3_solo.l2_roof_flop_per_s(l2.value), fa3.value, ('above', 'below', 'at'))} the measured "
+   f"{si(fa3.value, 'FLOP/s')}: to reach it they would need {si(l2_needed_solo, 'B/s')} from L2, "
+   f"{l2_needed_solo / l2.value:.2f}× that figure. With the multicast the L2 slope is "
+   f"{si(fa3_mc.l2_roof_flop_per_s(l2.value), 'FLOP/s')}, "
+   f"{comparative(fa3_mc.l2_roof_flop_per_s(l2.value), peak16, ('above', 'below', 'at'))} the compute peak, "
+   f"so L2 no longer binds and the lower roof is the compute peak; the measurement is "
+   f"{fa3.value / peak16:.0%} of it, and what holds it there is not a bandwidth roof of this model. "
+   "In this accounting, multicast is what takes the kernel past the no-multicast L2 roof: it is in the launch "
+   f"code, it divides the K and V traffic by {fa3_tile.cluster_ctas}, and it lifts the L2 roof above the compute "
+   "peak. The L2 figure itself was measured on an H100 PCIe and is likely a lower bound for the SXM, whose own "
+   f"L2 may well deliver the {l2_needed_solo / l2.value - 1:.0%} more that the tiles without multicast would "
+   "need; the rates alone cannot separate that from the multicast. Long-sequence attention reaches the compute "
+   "roof only when its re-reads are caught on chip and in L2, and few enough — tall query blocks, shared loads — "
+   "for the L2 roof to clear the compute peak.")
 
 # %%
 fa3_fp8 = best_measurement(h100, "attention_flops_per_s", "fp8")
@@ -502,9 +545,11 @@ dashboard = lesson06_dashboard()
 #   non-matmul FLOPs, parallelism over query blocks and a better split between warps.
 # - The cost model charges the compulsory bytes (Q, K, V read once, O written once). The tiled
 #   traffic is larger. Real kernels reach a large fraction of peak because L2 catches the re-reads
-#   *and* their tiles are larger than this model's (accumulators in registers), so they re-read
-#   less. Quote a measured rate with its dtype, head dimension, causality, sequence length — and
-#   the version of the paper it comes from.
+#   *and* they ask less of L2 than this model's tiles: taller query blocks (accumulators in
+#   registers) and, on Hopper, K and V tiles multicast to a cluster of thread blocks. For
+#   FlashAttention-3 at head dim 256 the multicast is what lifts the L2 roof (at the catalog's
+#   PCIe-measured L2 figure) above the measured rate. Quote a measured rate with its dtype, head
+#   dimension, causality, sequence length — and the version of the paper it comes from.
 # - Decode attention's intensity is about the GQA group size: tiling does not help; fewer bytes do.
 #
 # **A question to leave with.** Why does FlashAttention help prefill much more than decode, in one

@@ -31,15 +31,18 @@
 
 # %%
 # %matplotlib inline
+from fractions import Fraction
+
 from roofline_lessons import get_part
 from roofline_lessons.measure import results
 from roofline_lessons.topics.datasheets import best_measurement
 from roofline_lessons.viz.display import md, show_table
 from roofline_lessons.topics.flash import attention_flops, compulsory_hbm_bytes, flash2_hbm_bytes, flash_hbm_bytes
 from roofline_lessons.measure.probes import (ATTENTION_HEAD_DIM, ATTENTION_SRAM_BYTES, MODES, NEAR_ROOF, NOISY_SPREAD,
-                                      attention_tiles, break_even_m_over_d_squared, cache_capacity_bytes,
-                                      fp_pipe_flops, is_monotone, l1_attempt, largest_spread, limiting_roof,
-                                      m_over_d_squared, measure, roof_fraction, tensor_instruction_flops)
+                                      STREAM_ARRAYS, STREAM_WRITES, attention_tiles, break_even_m_over_d_squared,
+                                      cache_capacity_bytes, dram_roof_check, fp_pipe_flops, is_monotone, l1_attempt,
+                                      largest_spread, limiting_roof, m_over_d_squared, measure, roof_fraction,
+                                      tensor_instruction_flops, trend, trend_words, write_allocate_factor)
 from roofline_lessons.measure.gpu import gpu_status
 from roofline_lessons.viz.plots import bandwidth_sweep_chart, measured_roofline
 from roofline_lessons.core.units import binary, num, percent, si
@@ -50,7 +53,8 @@ MODE = "quick"  # "full" measures larger sizes with more repeats: a minute or tw
 # ## Measure
 #
 # One call runs every probe: a bandwidth sweep (read, copy and a STREAM-style triad, written so
-# numpy makes no temporaries, each core working on its own slice), matrix multiplies in float64 and
+# numpy makes no temporaries, each core working on its own slice, its bytes counted STREAM's way —
+# what that count leaves out comes further down), matrix multiplies in float64 and
 # float32, and the kernels. Every timing — each kernel, the tiled attention ones included — is the best of
 # several runs (`MODES[MODE]["repeats"]`), and the spread (median and worst against best) is kept: a large
 # spread means something else was using the cores, and the figures are noisy. The result is saved to a new
@@ -174,6 +178,9 @@ md(f"This machine: {si(mine.peak_flops_per_s('float64'), 'FLOP/s')} (float64 mat
    f"{h100_ridge:,.0f} FLOP/byte — {ratio_words(h100_ridge, h100_ridge32)} than its own FP32 ridge. That further factor "
    "is the format and the tensor cores, not the memory system, so a BF16-GPU-against-float64-CPU ratio would mix "
    "the two. "
+   "Both of this machine's figures are what numpy and its BLAS reached — lower bounds on what the cores and the "
+   "memory can do (the DRAM one more so, as *What the DRAM roof counts* below shows) — so its ridge is an "
+   "estimate, not a property of the hardware. "
    + (f"At that ridge the GPU needs {ratio_words(h100_ridge, ridge32)} work per byte than this CPU in float32 before "
       "its arithmetic becomes the limit — which is why so much LLM inference on it is memory-bound."
       if h100_ridge > ridge32 else ""))
@@ -182,8 +189,9 @@ md(f"This machine: {si(mine.peak_flops_per_s('float64'), 'FLOP/s')} (float64 mat
 # ## Kernels on the measured roofline
 #
 # Each kernel's intensity is **estimated** from its operands (each read or written once); its
-# performance is **measured**. A kernel above the DRAM roof is being fed from a cache; one far below
-# both roofs is losing time to something the roofline does not model.
+# performance is **measured**. A kernel above the DRAM roof is being fed from a cache, or the roof
+# drawn is lower than what the memory can deliver (*What the DRAM roof counts*, below); one far
+# below both roofs is losing time to something the roofline does not model.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -225,37 +233,63 @@ md(f"- **Cache against DRAM.** The {small_n}×{small_n} matrix–vector product 
    f"{big_n}×{big_n} one ({binary(big_n * big_n * 8)}) cannot hide in the cache: {si(big_rate, 'B/s')}, "
    f"{percent(big_rate / dram, 0)} of the DRAM roof. Batch-1 decode on a GPU is the second case: its weights "
    "never fit in any cache.")
-gemms = [k for k in mine.kernels if k.name.startswith("gemm")]
+gemms = sorted((k for k in mine.kernels if k.name.startswith("gemm")), key=lambda k: k.intensity)
+assert all(a.intensity < b.intensity for a, b in zip(gemms, gemms[1:]))  # more rows, more reuse per byte
 peak64 = mine.peak_flops_per_s("float64")
-rising = gemms[-1].flops_per_s > gemms[0].flops_per_s
 rows_of = {k.name: k.name.split('×')[0].removeprefix('gemm ') for k in gemms}
+labels = [f"{rows_of[k.name]} rows" for k in gemms]
+rates = [k.flops_per_s for k in gemms]
+# what the measured roofline allows at each intensity: it never falls as the intensity grows
+attainable = [min(peak64, dram * k.intensity) for k in gemms]
+assert all(a <= b for a, b in zip(attainable, attainable[1:]))
+shape, predicted = trend(rates), trend(attainable)
+rate_fmt = lambda r: si(r, "FLOP/s")  # noqa: E731
 # the small batches: estimated intensity below the measured float64 ridge, so their roof is the bandwidth one
 small = [k for k in gemms if k.intensity < ridge] or gemms[:1]
 small_fracs = [roof_fraction(k.flops_per_s, k.intensity, peak64, dram) for k in small]
 on_roof = all(f >= NEAR_ROOF for f in small_fracs)
 listing = ", ".join(f"{rows_of[k.name]} rows {percent(f, 0)}" for k, f in zip(small, small_fracs))
 text = (f"- **Matrix–matrix with more rows.** Rows are the batch: each weight is reused once per row, so the "
-        f"intensity goes from {num(gemms[0].intensity)} to {num(gemms[-1].intensity)} FLOP/byte over "
-        f"{', '.join(rows_of.values())} rows, and the achieved rate {'rises' if rising else 'falls'} from "
-        f"{si(gemms[0].flops_per_s, 'FLOP/s')} to {si(gemms[-1].flops_per_s, 'FLOP/s')} "
-        f"({percent(gemms[-1].flops_per_s / peak64, 0)} of the float64 matmul roof). The small batches, those "
-        f"below the ridge ({ridge:,.1f} FLOP/byte), ran at this fraction of their DRAM-roof rate "
-        f"(DRAM bandwidth × intensity): {listing}. ")
+        f"intensity grows from {num(gemms[0].intensity)} to {num(gemms[-1].intensity)} FLOP/byte over "
+        f"{', '.join(rows_of.values())} rows, and the achieved rate {trend_words(labels, rates, rate_fmt)} "
+        f"({percent(rates[-1] / peak64, 0)} of the float64 matmul roof at {labels[-1]}"
+        + (f", {percent(rates[shape.peak] / peak64, 0)} at the peak" if shape.shape == "peaks" else "")
+        + f"). The small batches, those below the ridge ({ridge:,.1f} FLOP/byte), ran at this fraction of their "
+        f"DRAM-roof rate (DRAM bandwidth × intensity): {listing}. ")
 if on_roof:
     text += (f"All at least {percent(NEAR_ROOF, 0)}: the small batches sit near the bandwidth roof"
              + (" (above 100 %, the weight matrix is being served from a cache — a higher roof)"
-                if max(small_fracs) > 1 else "")
-             + (" and the larger batches climb towards the compute roof — lesson 4 on a CPU." if rising else
-                ", but on this run the rate does not rise with the rows, against lesson 4; with the spreads above, "
-                "measure again before reading it."))
+                if max(small_fracs) > 1 else "") + ". ")
 else:
-    text += (f"Below {percent(NEAR_ROOF, 0)}, a point is not on the bandwidth roof, so this run does **not** show "
-             "lesson 4's slope: those products are overhead-bound. Each reads the same "
+    text += (f"Below {percent(NEAR_ROOF, 0)}, a point is not on the bandwidth roof: those products are "
+             "overhead-bound. Each reads the same "
              f"{binary(8 * MODES[MODE]['gemm_k'] ** 2)} weight matrix, so their byte counts differ little and similar "
              "times for them would be what the byte count predicts; what is off is the rate, far under the roof. A "
              "hypothesis to test: a fixed cost per call — BLAS's dispatch and waking its threads — or another "
-             "program on the cores sets their time, not bytes. Time them again on an idle machine, or with more "
-             "rows per call.")
+             "program on the cores sets their time, not bytes. ")
+text += (f"\n\n  The measured roofline's attainable rate at these intensities — min(float64 matmul roof, DRAM roof × "
+         f"intensity) — {trend_words(labels, attainable, rate_fmt)}: it never falls as the intensity grows. ")
+noisy = largest_spread(k.timing for k in gemms) > NOISY_SPREAD
+again = ("These timings were noisy (a spread above " + percent(NOISY_SPREAD, 0) + " in the table), so measure "
+         "again on an idle machine before reading a mechanism into them." if noisy else
+         "The runs of each agreed, so a hypothesis to test: BLAS runs different code for short and tall "
+         "matrices (its blocking and threading change with the shape), which no roofline models.")
+if shape.shape == predicted.shape:
+    text += ("The measured rate has the same shape" + (": it climbs towards the compute roof as the reuse grows — "
+             "lesson 4 on a CPU." if shape.shape == "rises" else "."))
+elif shape.shape in ("falls", "peaks", "dips", "up and down"):
+    text += ("The measured rate does not: it " + {"falls": "falls as the intensity grows",
+                                                  "peaks": f"falls after its peak at {labels[shape.peak]}",
+                                                  "dips": f"falls to a low at {labels[shape.low]} first",
+                                                  "up and down": "goes up and down"}[shape.shape]
+             + ", which the roofline cannot produce, so something it does not model set those times. " + again)
+elif shape.shape == "flat":
+    text += ("The measured rate stays level where the roofline's rises: more reuse per byte did not make these "
+             "products faster, so something other than bytes — a fixed cost per call, say — sets their time. "
+             + again)
+else:  # the rate rises while the roofline's is already flat: every product at or above the ridge
+    text += ("The measured rate still rises where the roofline's is flat: the smaller products run further under "
+             "the compute roof than the larger ones. " + again)
 md(text)
 dot_rate, _ = vs_dram(kern["dot"])
 axpy_rate, _ = vs_dram(kern["axpy"])
@@ -263,6 +297,89 @@ md(f"- **Large vectors.** dot moved {si(dot_rate, 'B/s')} ({percent(dot_rate / d
    f"axpy {si(axpy_rate, 'B/s')} ({percent(axpy_rate / dram, 0)}). On tiny vectors, timed one call at a time, "
    "numpy's fixed cost per call would dominate — the reason the bandwidth probe amortises it. (axpy is two numpy "
    "passes per block, and its estimate counts one.)")
+
+# %% [markdown]
+# ### What the DRAM roof counts
+#
+# The triad's bytes are counted STREAM's way: each array read or written once per pass — read b,
+# read c, write a. A CPU core, though, writes into a cache line only after reading that line in
+# (**write-allocate**), unless the code uses non-temporal stores that bypass the caches, and numpy
+# does not promise those. Then a is read as well as written, and the bus carries one more array per
+# element than the count credits. dot is the clean witness: it reads two vectors and stores nothing,
+# so its byte count is its traffic. Here it is against the DRAM roof counted both ways, for the
+# course's shipped example measurement and for yours:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+example = results.example()
+factor = write_allocate_factor("triad")
+counted, on_bus = STREAM_ARRAYS["triad"], STREAM_ARRAYS["triad"] + STREAM_WRITES["triad"]
+assert factor == Fraction(on_bus, counted) and factor > 1
+checks = {"shipped example": dram_roof_check(example), "this machine": dram_roof_check(mine)}
+show_table(["dot (reads two vectors, stores nothing)", *checks],
+           [["bytes read per call", *[binary(c.working_set_bytes) for c in checks.values()]],
+            ["largest cache reported", *[binary(c.last_level_cache_bytes) if c.last_level_cache_bytes else "unknown"
+                                         for c in checks.values()]],
+            [f"DRAM roof, STREAM count ({counted} × 8 B per element)",
+             *[si(c.stream_roof_bytes_per_s, "B/s") for c in checks.values()]],
+            [f"DRAM roof, write-allocate count ({on_bus} × 8 B per element: × {factor})",
+             *[si(c.write_allocate_roof_bytes_per_s, "B/s") for c in checks.values()]],
+            ["dot, best run", *[si(c.best_bytes_per_s, "B/s") for c in checks.values()]],
+            ["best run ÷ STREAM-counted roof",
+             *[percent(c.best_bytes_per_s / c.stream_roof_bytes_per_s, 0) for c in checks.values()]],
+            ["best run ÷ write-allocate roof",
+             *[percent(c.best_bytes_per_s / c.write_allocate_roof_bytes_per_s, 0) for c in checks.values()]],
+            ["median run ÷ write-allocate roof",
+             *[percent(c.median_bytes_per_s / c.write_allocate_roof_bytes_per_s, 0) for c in checks.values()]]])
+
+
+def dram_words(who, c):
+    """What one dot-against-the-roof check says, every word chosen from its numbers."""
+    head = (f"**{who}**: dot read {binary(c.working_set_bytes)} per call"
+            + (f" ({num(c.working_set_bytes / c.last_level_cache_bytes, 2)}× the largest cache reported)"
+               if c.last_level_cache_bytes else "")
+            + f" at {si(c.best_bytes_per_s, 'B/s')} in its best run: "
+            f"{percent(c.best_bytes_per_s / c.stream_roof_bytes_per_s, 0)} of the STREAM-counted roof, "
+            f"{percent(c.best_bytes_per_s / c.write_allocate_roof_bytes_per_s, 0)} of the write-allocate count. ")
+    body = {
+        "under the roof": "Under both counts: this run gives no sign that the roof is low.",
+        "a cache may feed it": "Its vectors fit in the reported cache, so a cache may feed it: this run does not test "
+                               "the DRAM roof.",
+        "within the write-allocate gap": f"Above the STREAM count, within the write-allocate one: the convention alone "
+                                         f"explains it — the triad moved up to {factor}× the bytes it was credited "
+                                         "with.",
+        "the measured roof is too low": f"The write-allocate read explains at most a factor {factor}. The rest means "
+                                        f"DRAM delivered at least {si(c.best_bytes_per_s, 'B/s')} in that run — "
+                                        f"{num(c.best_bytes_per_s / c.write_allocate_roof_bytes_per_s, 2)}× the roof "
+                                        "even counted with write-allocate — so the numpy triad's plateau is **too "
+                                        "low** for this memory (unless the caches are larger than the ones "
+                                        "reported).",
+    }[c.verdict]
+    spread = c.best_bytes_per_s / c.median_bytes_per_s - 1
+    tail = (f" Its runs disagreed, though: the median one took {num(1 + spread, 3)}× as long as the best "
+            f"({percent(c.median_bytes_per_s / c.write_allocate_roof_bytes_per_s, 0)} of the write-allocate roof), so "
+            "this rests on the fastest run; measure again before reading how far off the roof is."
+            if spread > NOISY_SPREAD and c.verdict != "under the roof" else "")
+    return head + body + tail
+
+
+md(f"STREAM's count over the count with write-allocate: {counted} arrays against {on_bus}, so a roof counted "
+   f"STREAM's way understates a write-allocating machine's traffic by up to a factor **{factor}** "
+   f"({float(factor):.3f}).\n\n" + "\n\n".join(f"- {dram_words(who, c)}" for who, c in checks.items()))
+llc_reach = max(cache_capacity_bytes(level, caches, threads, shared) for level in caches) if caches else None
+if llc_reach and not any(s.working_set_bytes >= 4 * llc_reach for s in triad):
+    md(f"**Caution:** no triad working set in this sweep reached 4× the {binary(llc_reach)} of cache its threads can "
+       f"fill (the largest was {binary(triad[-1].working_set_bytes)}), so this machine's \"DRAM\" roof is the largest "
+       "sizes' rate, and a cache may serve part of it. Full mode sweeps further.")
+
+# %% [markdown]
+# So read every numpy plateau as a **lower bound** on what that level of memory can deliver. It is
+# what numpy reached — one library pass per call, threads from a Python pool, no tuning for the
+# machine — with its bytes counted STREAM's way; it is not an optimised STREAM run. A kernel plotted
+# above it has two honest explanations: a cache fed it, or the roof drawn is lower than the
+# memory's real one. Anything built on the roof inherits that: the ridge above is an estimate, and a
+# tokens-per-second bound divided out of this bandwidth is a bound only for code that streams no
+# faster than numpy's triad did.
 
 # %% [markdown]
 # - **Threads.** The bandwidth probes and BLAS use every core; a single thread often cannot draw
@@ -432,8 +549,11 @@ md(f"Causal attention, N = {n6:,}, d = {d6}, tiled in {binary(smem6)} of shared 
 #
 # - A measured roofline has one compute roof (your best matmul) and one bandwidth roof per level of
 #   memory; the sweep shows them as plateaus.
-# - Estimated intensity is a model; a kernel above the DRAM roof is being fed by a cache, a kernel
-#   far below both roofs is paying overhead the roofline does not model.
+# - Estimated intensity is a model; a kernel above the DRAM roof is being fed by a cache or the roof
+#   drawn is too low, and a kernel far below both roofs is paying overhead the roofline does not
+#   model.
+# - The bandwidth roofs are what numpy reached, counted STREAM's way (no write-allocate read): lower
+#   bounds on what each level of memory can deliver, not its peak.
 # - Small working sets need amortised timing: one call per pass measures numpy's overhead, not the
 #   cache.
 # - Tiling saves HBM bytes only when M/d² is large; below the break-even M/d² computed above for the

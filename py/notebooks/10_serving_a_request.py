@@ -99,6 +99,8 @@ show_table(["definition", "value (estimate)"],
            [["TPOT = (E2E − TTFT) ÷ (output − 1)", duration(request.tpot_s)],
             ["mean decode-step time", duration(request.mean_step_s)],
             ["E2E ÷ output tokens (prefill folded in)", duration(request.e2e_s / request.output_tokens)]])
+folded_in = request.ttft_s / request.output_tokens  # what the third definition adds to each token
+assert folded_in < 0.1 * request.tpot_s  # "small here"
 
 # %% [markdown]
 # The first two agree here because every step yields one token; section 4 pulls them apart. The
@@ -362,9 +364,20 @@ ALPHAS, KS = (0.5, 0.7, 0.9), (1, 2, 4, 8)
 show_table(["drafted tokens k"] + [f"α = {a}" for a in ALPHAS],
            [[count(k)] + [num(expected_tokens_per_verify(k, a)) for a in ALPHAS] for k in KS])
 
+# %%
+SAT_ALPHA = ALPHAS[1]
+ceiling = 1 / (1 - SAT_ALPHA)  # the sum's limit as k grows without end
+most_k = expected_tokens_per_verify(KS[-1], SAT_ALPHA)
+assert math.isclose(most_k, (1 - SAT_ALPHA ** (KS[-1] + 1)) / (1 - SAT_ALPHA)) and most_k > 0.9 * ceiling
+md(f"The gain saturates. The i-th drafted token counts only if it and every draft before it are accepted, "
+   f"probability α^i: at α = {SAT_ALPHA}, with enough drafts proposed, a run reaches four accepted drafts "
+   f"{percent(SAT_ALPHA ** 4, 0)} of the "
+   f"time and eight {percent(SAT_ALPHA ** 8, 1)}. However many tokens are drafted, a verify step yields fewer "
+   f"than 1 ÷ (1 − α) = {num(ceiling)} tokens on average; k = {count(KS[-1])} already gives {num(most_k)}, "
+   f"{percent(most_k / ceiling, 0)} of that limit.")
+
 # %% [markdown]
-# The gain saturates: at α = 0.7 a run of more than a few accepted drafts is rare, however many you
-# propose. The draft is not free either. Here it is an **MTP-style** head (DeepSeek-V3's
+# The draft is not free either. Here it is an **MTP-style** head (DeepSeek-V3's
 # multi-token prediction: one extra layer on the target). The package **assumes** each draft step
 # costs one layer's share of the target's decode step plus a read of the lm_head (the head needs
 # it to propose a token). That is a modelling assumption, not a measured cost: a real MTP module

@@ -51,9 +51,9 @@ check.ridge_point(ridge_flop_per_byte)
 # %% [markdown]
 # ## Exercise 1.2 — the profiling report
 #
-# Batch-1 decode of Qwen3.8-27B in BF16 does about 2 FLOPs per weight and reads each weight (2 bytes)
-# once. What is the highest fraction of the H100's BF16 peak it can reach? Give a **percentage**
-# (for 0.5 % write `0.5`).
+# Batch-1 decode of Qwen3.8-27B in BF16, from an empty KV cache as in the lesson's table, does
+# about 2 FLOPs per weight and reads each weight (2 bytes) once. What is the highest fraction of
+# the H100's BF16 peak it can reach? Give a **percentage** (for 0.5 % write `0.5`).
 
 # %%
 # BEGIN SOLUTION
@@ -63,8 +63,10 @@ percent_of_peak = 100 * min(989.4e12, 3.35e12 * intensity) / 989.4e12
 check.decode_percent_of_peak(percent_of_peak)
 
 # %% [markdown] tags=["solution"]
-# With I ≈ 1 the bandwidth roof gives 3.35 TFLOP/s, about 0.34 % of 989 TFLOP/s. A kernel there is
-# on its roof; the fix is in the workload (batching, fewer bytes per weight), not the kernel.
+# With I ≈ 1 the bandwidth roof gives 3.35 TFLOP/s, about 0.34 % of 989 TFLOP/s. That is the
+# roof, the best any kernel can do there, so the big fix is in the workload (batching, fewer bytes
+# per weight), not the kernel. A real kernel is near that roof only if its measured bandwidth
+# confirms it.
 
 # %% [markdown]
 # ## Exercise 1.3 — batching to 32

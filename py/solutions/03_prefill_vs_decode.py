@@ -121,19 +121,24 @@ check.memory_bound_op_in_prefill(memory_bound_op)
 # %% [markdown]
 # ## Exercise 3.5 — the two lenses at long context
 #
-# Llama-3.1-8B, batch-1 decode with 131,072 tokens cached. What is the intensity per byte of
-# **all** traffic (FLOP/byte, within 10 %)? Hint: attention over the cache does FLOPs too.
+# Llama-3.1-8B, batch-1 decode at the model's full context: 131,071 tokens cached, so that with
+# the new token the sequence holds 131,072, the most the model was built for. What is the
+# intensity per byte of **all** traffic (FLOP/byte, within 10 %)? Hint: attention over the cache
+# does FLOPs too, and, as in 3.2, the step looks up one row of the embedding table.
 
 # %%
 # BEGIN SOLUTION
-ctx = 131072
-matmul_flops = 2 * llama.parameter_count()
+ctx = 131071
+embedding_bytes = llama.vocab_size * llama.hidden_size * 2
+matmul_flops = 2 * (llama.parameter_count() - llama.vocab_size * llama.hidden_size)
 attention_flops = 4 * llama.head_dim * llama.num_attention_heads * ctx * llama.num_hidden_layers
-all_bytes = llama.parameter_count() * 2 + ctx * llama.kv_bytes_per_token()
+all_bytes = llama.parameter_count() * 2 - embedding_bytes + ctx * llama.kv_bytes_per_token()
 all_traffic_intensity = (matmul_flops + attention_flops) / all_bytes
 # END SOLUTION
 check.long_context_decode_intensity(all_traffic_intensity)
 
 # %% [markdown] tags=["solution"]
 # Attention does about (query heads ÷ KV heads) = 4 FLOPs per byte of KV it reads, so at long
-# context the step's intensity drifts from ~1 towards ~4 — still far left of the ridge.
+# context the step's intensity drifts from ~1 towards ~4 — still far left of the ridge. The
+# embedding lookup does no FLOPs and reads one row: 15.0 GB of weights, not 16.1. Counting the
+# whole table gives an intensity about 3 % low; the checker names that mistake.

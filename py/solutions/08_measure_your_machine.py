@@ -45,9 +45,18 @@ triad_mb = 3 * 10_000_000 * 8 / 1e6
 # END SOLUTION
 check.triad_megabytes(triad_mb)
 
-# %% [markdown] tags=["solution"]
-# Read b, read c, write a: 3 × 80 MB = 240 MB. (A real cache also reads a before writing it —
-# "write-allocate" — which STREAM does not count.)
+# %% tags=["solution"]
+from roofline_lessons.core.units import percent
+from roofline_lessons.measure.probes import (NOISY_SPREAD, STREAM_ARRAYS, STREAM_WRITES, dram_roof_check,
+                                             write_allocate_factor)
+from roofline_lessons.viz.display import md
+
+factor = write_allocate_factor("triad")
+assert STREAM_ARRAYS["triad"] * 10_000_000 * 8 / 1e6 == triad_mb
+md(f"Read b, read c, write a: {STREAM_ARRAYS['triad']} arrays × {10_000_000 * 8 / 1e6:,.0f} MB = {triad_mb:,.0f} MB. "
+   "Without non-temporal stores, a CPU also reads a's lines before writing them (**write-allocate**), which "
+   f"STREAM does not count: {STREAM_ARRAYS['triad'] + STREAM_WRITES['triad']} arrays cross the bus, "
+   f"{float(triad_mb * factor):,.0f} MB — {factor} of the count.")
 
 # %% [markdown]
 # ## Exercise 8.2 — the measured ridge
@@ -85,8 +94,9 @@ check.gemv_intensity(gemv_i)
 # %% [markdown]
 # ## Exercise 8.4 — an LLM on this CPU
 #
-# Llama-2-7B in BF16, batch-1 decode with a short context, on the measured machine. Upper bound on
-# tokens per second? (Decode is memory-bound: the bytes a token must move over DRAM bandwidth.)
+# Llama-2-7B in BF16, batch-1 decode with a short context, on the measured machine. The bound on
+# tokens per second at the measured DRAM roof? (Decode is memory-bound: the bytes a token must move
+# over DRAM bandwidth.)
 
 # %%
 # BEGIN SOLUTION
@@ -97,21 +107,43 @@ check.cpu_decode_tokens_per_s(cpu_tokens_per_s, measurement)
 
 # %% [markdown] tags=["solution"]
 # About 13.3 GB per token (`compulsory_bytes`: the weights once, the KV cache, the token in and
-# the logits out) at a few tens of GB/s: an upper bound of a couple of tokens per second. A GPU's
-# HBM is two orders of magnitude faster, and that — not its FLOPs — is why it decodes faster.
+# the logits out) at a few tens of GB/s: a couple of tokens per second. It is a bound for code that
+# streams no faster than numpy's triad did; the triad's roof is a lower bound on the memory (8.5),
+# so a faster decoder could beat it by as much as that roof is low. A GPU's HBM is two orders of
+# magnitude faster, and that — not its FLOPs — is why it decodes faster.
 
 # %% [markdown]
 # ## Exercise 8.5 — above the roof
 #
-# A kernel's measured point sits above the DRAM bandwidth roof. Which is it:
-# `"the roofline is wrong"`, `"a cache is feeding it"` or `"it is compute-bound"`?
+# A kernel's measured point sits above the DRAM bandwidth roof you measured with numpy. Which
+# explains it: `"the roofline is wrong"`, `"a cache is feeding it"`, `"the measured roof is too
+# low"` or `"it is compute-bound"`? (More than one may be right; give one.)
 
 # %%
 # BEGIN SOLUTION
-why = "a cache is feeding it"
+why = "the measured roof is too low"
 # END SOLUTION
 check.above_the_roof(why)
 
 # %% [markdown] tags=["solution"]
-# The DRAM roof assumes every byte comes from DRAM. A working set that fits in a cache is served
-# faster: the kernel is under a higher, cache-level roof.
+# Two are right. The DRAM roof assumes every byte comes from DRAM, at the rate numpy's triad
+# reached. A working set that fits in a cache is served faster: the kernel is under a higher,
+# cache-level roof. And the triad's rate is a lower bound on the memory — numpy is not an
+# optimised STREAM, and STREAM's count leaves out the write-allocate read — so a kernel that
+# streams better than numpy's triad plots above it from DRAM. The example measurement's `dot`
+# is the second case:
+
+# %% tags=["solution"]
+from roofline_lessons.core.units import binary, num
+
+dot = dram_roof_check(measurement, "dot")
+assert dot.verdict == "the measured roof is too low" and not dot.fits_in_cache
+spread = dot.best_bytes_per_s / dot.median_bytes_per_s - 1
+md(f"It reads {binary(dot.working_set_bytes)} per call, {num(dot.working_set_bytes / dot.last_level_cache_bytes, 2)}× "
+   f"the largest cache reported, so none of the caches reported can hold it; its best run moved {si(dot.best_bytes_per_s, 'B/s')}, "
+   f"{percent(dot.best_bytes_per_s / dot.stream_roof_bytes_per_s, 0)} of the triad roof counted STREAM's way and "
+   f"{percent(dot.best_bytes_per_s / dot.write_allocate_roof_bytes_per_s, 0)} of it counted with write-allocate "
+   f"(× {factor}). A read-only kernel's bytes are its traffic, so the DRAM delivered at least that: the roof drawn "
+   "is too low. "
+   + (f"Its runs disagreed (the median took {num(1 + spread, 3)}× as long as the best), so how far too low rests on "
+      "one fast run." if spread > NOISY_SPREAD else ""))

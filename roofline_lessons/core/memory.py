@@ -3,8 +3,15 @@
 Footprint = weights + KV cache + recurrent state (activations are transient and not counted).
 All sizes in bytes. Capacities are binary: a vendor's "80 GB" of HBM is 80 GiB (80 × 2^30 bytes),
 while a vendor's GB/s of bandwidth is SI. Serving engines do not hand the whole capacity to the
-model: vLLM's ``gpu_memory_utilization`` (0.9 by default) caps what it may use, the rest is left
-for the CUDA context, activations and fragmentation; ``memory_utilization`` models that headroom.
+model: vLLM's ``gpu_memory_utilization`` (0.9 by default) is the fraction of the device's total
+memory that one vLLM instance may use (vLLM's ``CacheConfig`` docstring; a per-instance limit).
+The other 10 % is not the instance's at all: it is left to other processes on the GPU and to what
+vLLM's own profiling does not count, such as the CUDA context. Activations and CUDA graphs are not
+in that 10 %: vLLM's worker (``determine_available_memory``) takes ``total × utilization``, then
+subtracts the weights, the peak activations of a profiling run and its CUDA-graph estimate, and
+gives what is left to the KV cache. ``memory_utilization`` here models the first step only (the
+share the engine may fill, less the weights), so at 0.9 a fit computed here is an upper bound on
+what vLLM finds room for.
 """
 
 from __future__ import annotations
@@ -19,8 +26,9 @@ from .errors import RooflineInputError
 from .hardware import Part, get_part
 from .models import Model, get_model
 
-#: vLLM's default ``gpu_memory_utilization`` (vLLM engine arguments): the share of device memory
-#: the engine may use for weights, KV cache and activations.
+#: vLLM's default ``gpu_memory_utilization`` (vLLM engine arguments, ``CacheConfig``): the fraction of
+#: the device's total memory one vLLM instance may use for weights, activations, CUDA graphs and KV
+#: cache together; the rest is left to other processes and the CUDA context.
 VLLM_DEFAULT_MEMORY_UTILIZATION = 0.9
 
 
@@ -116,8 +124,9 @@ def max_batch_that_fits(model: Model | str, part: Part | str, cached_tokens, *, 
 
     ``cached_tokens`` is the context each sequence holds. ``memory_utilization`` is the share of
     the capacity the engine may use (1.0: all of it, the optimistic bound; vLLM's default is
-    :data:`VLLM_DEFAULT_MEMORY_UTILIZATION`); the rest is headroom for activations, the runtime and
-    fragmentation.
+    :data:`VLLM_DEFAULT_MEMORY_UTILIZATION`, whose remaining 10 % is left to other processes and the
+    CUDA context). Activations and CUDA graphs, which vLLM takes out of its share before the KV
+    cache, are not subtracted here: at 0.9 this is still an upper bound on vLLM's batch.
     """
     for dt in (weights_dtype, kv_dtype, activations_dtype):
         check_dtype(dt)

@@ -43,7 +43,7 @@ Conventions (what a lesson can quote):
   The per-call latency is ONE fixed cost whatever the number of chips (the catalog's figure is an
   assumption, ``latency_basis = "assumed"``: about 10 µs, the order of one NCCL call in an 8-GPU
   node). That is a one-shot, switch-style model: a textbook ring pays 2(n − 1) hop latencies, NCCL's
-  tree algorithm grows roughly with log n (its LL and LL128 protocols make each hop cheaper, not
+  tree algorithm grows roughly with log n (NCCL's LL and LL128 protocols make each hop cheaper, not
   fewer), and custom one-shot kernels take a few µs. Every time that includes it is an estimate at the assumed latency, not a lower bound
   (``collective_latency_s`` sets another figure for the estimate). In the estimate communication is by
   default *not* overlapped with compute: a stage takes max(compute, memory) + communication;

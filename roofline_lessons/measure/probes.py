@@ -11,20 +11,32 @@ read-only or writeable view that repeats it with stride 0), so every timed call 
 ``bytes_per_call`` bytes whatever the working set, and numpy's and the thread pool's fixed cost per
 call is a small share of it. Without this, the smallest working sets measure call overhead, not
 cache bandwidth, and the "L2" plateau comes out below the L3 one.
+
+**What the bandwidth figures count, and what they are.** Bytes are counted STREAM's way: each array
+the kernel touches is read or written once per pass (the triad a = b + c: 3 × 8 bytes per element).
+On a CPU a store to a line that is not in cache first reads that line (write-allocate) unless the
+code uses non-temporal stores, which numpy does not promise; the bus then carries 4 × 8 bytes per
+triad element, so a roof counted STREAM's way understates the traffic by up to
+:func:`write_allocate_factor` (4/3 for the triad). And every plateau is what *numpy* reached — one
+library pass per call, threads from a Python pool, no tuning — not an optimised STREAM: read each one
+as a lower bound on what that level of memory can deliver (:func:`dram_roof_check` compares a
+read-only kernel against both counts).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from fractions import Fraction
 from typing import Callable
 
 import numpy as np
 
-from ..core.units import binary
+from ..core.units import binary, percent
 from ..topics.flash import (flash_block_sizes, flash_hbm_bytes, naive_attention, standard_hbm_bytes, tiled_attention,
                             working_set_elements)
 from . import machine
@@ -97,7 +109,9 @@ def largest_spread(timings) -> float:
 class BandwidthSample:
     kernel: str  #: read (a.sum()), copy (b = a) or triad (a = b + c: two streams in, one out)
     working_set_bytes: int  #: all arrays the kernel touches
-    bytes_moved: int  #: STREAM convention per pass (read N·8, copy 2·N·8, triad 3·N·8) × passes per call
+    #: STREAM convention per pass (read N·8, copy 2·N·8, triad 3·N·8) × passes per call: no write-allocate
+    #: read counted (see :func:`write_allocate_factor`)
+    bytes_moved: int
     timing: Timing
     threads: int = 1  #: threads that shared the working set (each its own contiguous slice)
     passes: int = 1  #: passes over the working set inside one timed call (amortises per-call cost)
@@ -213,6 +227,22 @@ def passes_per_call(bytes_per_pass: int, bytes_per_call: int) -> int:
 
 
 STREAM_ARRAYS = {"read": 1, "copy": 2, "triad": 3}  #: float64 arrays each kernel touches
+
+#: float64 arrays each kernel writes. A store to a line that is not in cache first reads it
+#: (write-allocate) unless the code uses non-temporal stores, so each written array can cross the
+#: bus twice: once read, once written — a read the STREAM count leaves out
+STREAM_WRITES = {"read": 0, "copy": 1, "triad": 1}
+
+
+def write_allocate_factor(kernel: str = "triad") -> Fraction:
+    """Bus bytes over STREAM-counted bytes when every written line is first read (write-allocate):
+    (arrays + arrays written) ÷ arrays — 4/3 for the triad (counted: read b, read c, write a; on the
+    bus: a is read as well), 3/2 for copy, 1 for read. A roof counted STREAM's way on a
+    write-allocating CPU is low by this factor; with non-temporal stores it is exact."""
+    if kernel not in STREAM_ARRAYS:
+        raise ValueError(f"kernel must be one of {', '.join(STREAM_ARRAYS)}, got {kernel!r}")
+    arrays = STREAM_ARRAYS[kernel]
+    return Fraction(arrays + STREAM_WRITES[kernel], arrays)
 
 
 def stream_kernels(n: int, workers: _Workers, passes: int = 1
@@ -482,6 +512,168 @@ def bandwidth_plateaus(samples: list[BandwidthSample], caches: dict[str, int], k
     return roofs
 
 
+@dataclass(frozen=True)
+class DramRoofCheck:
+    """A read-only kernel (no store, so no write-allocate: its byte count is its bus traffic) against
+    the DRAM roof counted both ways. Build it with :func:`dram_roof_check`."""
+
+    kernel: str
+    working_set_bytes: float  #: what the kernel reads per call
+    last_level_cache_bytes: int | None  #: the largest cache the machine reports (None: unknown)
+    best_bytes_per_s: float  #: bytes read over the best run's time
+    median_bytes_per_s: float  #: bytes read over the median run's time
+    stream_roof_bytes_per_s: float  #: the triad's DRAM plateau, counted STREAM's way
+    write_allocate_roof_bytes_per_s: float  #: the same plateau with the write-allocate read counted
+
+    @property
+    def fits_in_cache(self) -> bool:
+        """True when the reported last-level cache could hold the whole working set."""
+        return self.last_level_cache_bytes is not None and self.working_set_bytes <= self.last_level_cache_bytes
+
+    @property
+    def verdict(self) -> str:
+        """What the best run says about the roof, from its numbers:
+
+        - ``"under the roof"``: at or below the STREAM-counted roof — nothing to explain;
+        - ``"a cache may feed it"``: above it, but the reported last-level cache holds the working set;
+        - ``"within the write-allocate gap"``: above the STREAM count, at or below the write-allocate
+          count: the counting convention alone can explain it;
+        - ``"the measured roof is too low"``: above both counts while reading more than the reported
+          caches hold: DRAM delivered more than the numpy triad's plateau says it can."""
+        if self.best_bytes_per_s <= self.stream_roof_bytes_per_s:
+            return "under the roof"
+        if self.fits_in_cache:
+            return "a cache may feed it"
+        if self.best_bytes_per_s <= self.write_allocate_roof_bytes_per_s:
+            return "within the write-allocate gap"
+        return "the measured roof is too low"
+
+
+def dram_roof_check(measurement: "Measurement", kernel: str = "dot") -> DramRoofCheck:
+    """``kernel`` (a read-only one from ``measurement.kernels``; ``dot`` reads two vectors and stores
+    nothing) against the DRAM roof counted STREAM's way and with write-allocate."""
+    sample = next((k for k in measurement.kernels if k.name == kernel), None)
+    if sample is None:
+        raise ValueError(f"no kernel named {kernel!r} in this measurement (has: "
+                         f"{', '.join(k.name for k in measurement.kernels) or 'none'})")
+    caches = {k: int(v) for k, v in measurement.machine.get("caches", {}).items()}
+    return DramRoofCheck(kernel=kernel, working_set_bytes=float(sample.bytes_estimated),
+                         last_level_cache_bytes=max(caches.values()) if caches else None,
+                         best_bytes_per_s=sample.bytes_estimated / sample.timing.best_s,
+                         median_bytes_per_s=sample.bytes_estimated / sample.timing.median_s,
+                         stream_roof_bytes_per_s=measurement.dram_bytes_per_s(),
+                         write_allocate_roof_bytes_per_s=measurement.dram_bytes_per_s(write_allocate=True))
+
+
+#: a step smaller than this fraction counts as level when :func:`trend` names a sequence's shape
+TREND_TOLERANCE = 0.05
+
+TREND_SHAPES = ("flat", "rises", "falls", "peaks", "dips", "up and down")
+
+
+@dataclass(frozen=True)
+class Trend:
+    """The shape of a measured sequence (see :func:`trend`)."""
+
+    shape: str  #: one of :data:`TREND_SHAPES`
+    peak: int  #: index of the largest value (the first, if tied)
+    low: int  #: index of the smallest value (the first, if tied)
+    strict: bool  #: every step goes the shape's way (for "flat" and "up and down": False)
+    tolerance: float
+
+
+def _positive_values(values) -> list[float]:
+    out = []
+    for v in values:
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            raise ValueError(f"trend needs positive numbers, got {v!r}") from None
+        if not math.isfinite(x) or x <= 0:
+            raise ValueError(f"trend needs positive finite numbers, got {v!r}")
+        out.append(x)
+    if len(out) < 2:
+        raise ValueError(f"trend needs at least two values, got {len(out)}")
+    return out
+
+
+def _never_falls(v: list[float], tol: float) -> bool:
+    """No value is below an earlier one by more than ``tol`` (earlier ÷ later − 1 ≤ tol)."""
+    top = v[0]
+    for x in v:
+        top = max(top, x)
+        if top > x * (1 + tol):
+            return False
+    return True
+
+
+def _never_rises(v: list[float], tol: float) -> bool:
+    return _never_falls([1 / x for x in v], tol)
+
+
+def trend(values, tolerance: float = TREND_TOLERANCE) -> Trend:
+    """Name the shape of a sequence of positive measurements, taken in order. A change counts when
+    the larger value exceeds the smaller by more than ``tolerance`` (a fraction); measured in that
+    way, the shape is
+
+    - ``"flat"``: the largest is within ``tolerance`` of the smallest;
+    - ``"rises"``: no value falls below an earlier one by more than ``tolerance``, and the last is
+      above the first by more than it (``"falls"``: the mirror image);
+    - ``"peaks"``: the largest is inside, the values up to it never fall and those after it never
+      rise (within ``tolerance``), and it stands above both ends by more than ``tolerance``
+      (``"dips"``: the mirror image around the smallest);
+    - ``"up and down"``: anything else — no single word describes it.
+
+    Comparing against every earlier value, not only the previous one, keeps a slow drift of small
+    steps from passing as level."""
+    v = _positive_values(values)
+    tol = float(tolerance)
+    if not math.isfinite(tol) or tol < 0:
+        raise ValueError(f"tolerance must be a fraction ≥ 0, got {tolerance!r}")
+    n = len(v)
+    hi, lo = v.index(max(v)), v.index(min(v))
+    steps_up = [b > a for a, b in zip(v, v[1:])]
+    steps_down = [b < a for a, b in zip(v, v[1:])]
+    if v[hi] <= v[lo] * (1 + tol):
+        return Trend("flat", hi, lo, False, tol)
+    if _never_falls(v, tol) and v[-1] > v[0] * (1 + tol):
+        return Trend("rises", hi, lo, all(steps_up), tol)
+    if _never_rises(v, tol) and v[0] > v[-1] * (1 + tol):
+        return Trend("falls", hi, lo, all(steps_down), tol)
+    if (0 < hi < n - 1 and _never_falls(v[:hi + 1], tol) and _never_rises(v[hi:], tol)
+            and v[hi] > v[0] * (1 + tol) and v[hi] > v[-1] * (1 + tol)):
+        return Trend("peaks", hi, lo, all(steps_up[:hi]) and all(steps_down[hi:]), tol)
+    if (0 < lo < n - 1 and _never_rises(v[:lo + 1], tol) and _never_falls(v[lo:], tol)
+            and v[lo] * (1 + tol) < v[0] and v[lo] * (1 + tol) < v[-1]):
+        return Trend("dips", hi, lo, all(steps_down[:lo]) and all(steps_up[lo:]), tol)
+    return Trend("up and down", hi, lo, False, tol)
+
+
+def trend_words(labels, values, show: Callable[[float], str] = lambda x: f"{x:,.3g}",
+                tolerance: float = TREND_TOLERANCE) -> str:
+    """A phrase (no leading subject) saying how ``values`` change over ``labels`` — "rises from 1 at
+    4 rows to 9 at 64 rows" — every word chosen by :func:`trend` and every number formatted by
+    ``show``. Where a step went against the named shape by less than the tolerance, it says so."""
+    v = _positive_values(values)
+    labels = list(labels)
+    if len(labels) != len(v):
+        raise ValueError(f"need one label per value: {len(labels)} labels for {len(v)} values")
+    t = trend(v, tolerance)
+    at = lambda i: f"{show(v[i])} at {labels[i]}"  # noqa: E731
+    within = "" if t.strict else f" (no step the other way larger than {percent(t.tolerance, 0)})"
+    if t.shape == "flat":
+        return (f"stays within {percent(t.tolerance, 0)}: between {show(v[t.low])} and {show(v[t.peak])}, from "
+                f"{at(0)} to {at(-1)}")
+    if t.shape in ("rises", "falls"):
+        return f"{t.shape} from {at(0)} to {at(-1)}{within}"
+    if t.shape == "peaks":
+        return f"rises from {at(0)} to a peak of {at(t.peak)}, then falls to {at(-1)}{within}"
+    if t.shape == "dips":
+        return f"falls from {at(0)} to a low of {at(t.low)}, then rises to {at(-1)}{within}"
+    inside = [f"{word} {at(i)}" for word, i in (("lowest", t.low), ("highest", t.peak)) if 0 < i < len(v) - 1]
+    return f"goes up and down, with no single direction: from {at(0)} to {at(-1)}" + "".join(f", {x}" for x in inside)
+
+
 def is_monotone(roofs: list[Roof]) -> bool:
     """True when every bandwidth roof is at least the one below it (L1 ≥ L2 ≥ … ≥ DRAM)."""
     rates = [r.bytes_per_s for r in roofs if r.bytes_per_s is not None]
@@ -512,8 +704,13 @@ class Measurement:
         return bandwidth_plateaus(self.bandwidth, {k: int(v) for k, v in self.machine.get("caches", {}).items()},
                                   shared_cpus=self.machine.get("cache_shared_cpus"))
 
-    def dram_bytes_per_s(self) -> float:
-        return next(r.bytes_per_s for r in self.roofs() if r.name == "DRAM")
+    def dram_bytes_per_s(self, write_allocate: bool = False) -> float:
+        """The DRAM roof: the triad's plateau past the last-level cache, its bytes counted STREAM's way
+        (3 × 8 per element) — or, with ``write_allocate``, as a write-allocating CPU moves them (× the
+        triad's :func:`write_allocate_factor`, 4/3). Either way it is what numpy's triad reached: a
+        lower bound on what the memory can deliver, not the memory's peak."""
+        stream = next(r.bytes_per_s for r in self.roofs() if r.name == "DRAM")
+        return float(stream * write_allocate_factor("triad")) if write_allocate else stream
 
     def ridge_point_flop_per_byte(self, dtype: str = "float64") -> float:
         return self.peak_flops_per_s(dtype) / self.dram_bytes_per_s()

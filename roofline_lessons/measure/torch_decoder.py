@@ -59,6 +59,8 @@ class TorchDecoder:
         start = cache["length"]
         positions = torch.arange(start, start + t, device=self.device)
         x = self.embed[tokens]
+        # torch.matmul folds a 3-D (b, t, h) @ 2-D W into one (b·t, h) @ W product (numpy's does not:
+        # the numpy decoder folds the rows itself), so each weight is read once per step here too
         for i, layer in enumerate(self.layers):
             y = self._norm(x, layer["attn_norm"])
             q = (y @ layer["wq"]).view(b, t, nq, d).transpose(1, 2)

@@ -24,6 +24,11 @@ Theorem 2 of the FlashAttention paper: standard attention needs Θ(N·d + N²) H
 FlashAttention Θ(N²·d²/M): tiling removes the N×N matrices from HBM, not the N² growth.
 :func:`compulsory_hbm_bytes` is the floor that the cost model (:mod:`roofline_lessons.core.costs`)
 charges a fused attention kernel: Q, K, V read once and O written once.
+
+Real Hopper kernels differ from this model in two ways that lesson 6 counts: :func:`fa3_forward_tiles`
+gives the tile FlashAttention-3's launch code picks (accumulators in registers, so taller query blocks),
+and :func:`cluster_tile_l2_traffic` what one such tile asks of L2 when a cluster of thread blocks
+shares each K/V tile by TMA multicast.
 """
 
 from __future__ import annotations
@@ -383,6 +388,127 @@ def attention_layer_bytes(n, head_dim: int, q_heads: int, kv_heads: int, sram_by
     fa1 = batch * q_heads * flash_hbm_bytes(n, head_dim, sram_bytes, element_bytes, causal, sizes)
     return LayerAttentionBytes(n, head_dim, q_heads, kv_heads, causal, batch * q_heads * per_head_flops,
                                float(compulsory), fa2, fa1, sizes.rows, sizes.cols)
+
+
+#: Where :func:`fa3_forward_tiles` comes from: FlashAttention-3's Hopper launch code.
+FA3_TILE_SOURCE = ("Dao-AILab/flash-attention: tile_size_fwd_sm90 in hopper/tile_size.h at commit 07602adc, "
+                   "run_mha_fwd_ in hopper/flash_fwd_launch_template.h at commit 000090d0; an early 2024 version "
+                   "of the launch template already ran head dim 256 at 128 × 80 with a 2-CTA cluster when not "
+                   "causal")
+
+
+@dataclass(frozen=True)
+class FA3Tiles:
+    """The forward tile FlashAttention-3 launches on an H100 for 16-bit inputs (see :data:`FA3_TILE_SOURCE`)."""
+
+    block_rows: int  #: kBlockM: query rows per thread block (CTA)
+    block_cols: int  #: kBlockN: key/value rows per pipeline step
+    cluster_ctas: int  #: ClusterM: thread blocks of a cluster that share each K/V tile by TMA multicast
+    stages: int  #: K/V tiles in flight in shared memory (kStages)
+
+
+def _positive_int(value, what: str) -> int:
+    from ..core.errors import RooflineInputError
+
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise RooflineInputError(f"{what} must be a whole number >= 1, got {value!r}")
+    return int(value)
+
+
+def fa3_forward_tiles(head_dim: int, causal: bool, seqlen_q: int, element_bytes: int = 2) -> FA3Tiles:
+    """FlashAttention-3's forward tile on an H100 (SM90) for 16-bit Q, K, V with equal head dims, no
+    sliding window, no paged KV, no softcap, no split, fixed lengths, one query head per KV head (no GQA
+    packing) — the paper's benchmark setting.
+
+    ``tile_size_fwd_sm90``: head dim ≤ 64 → 192 × (128 causal, else 192); ≤ 96 → 192 × 144;
+    ≤ 128 → 128 × (128 causal, else 176); ≤ 192 → 128 × 112; ≤ 256 → 128 × 80 ("hits the limit of
+    smem"). ``run_mha_fwd_`` launches a 2-CTA cluster (ClusterM = 2), whose blocks receive each K and V
+    tile by one TMA multicast, when the inputs are 16-bit, head dim ≥ 128, not causal, and the number of
+    query blocks ⌈seqlen_q / kBlockM⌉ is even; otherwise one CTA per cluster. Two pipeline stages.
+    """
+    from ..core.errors import RooflineInputError
+
+    head_dim = _positive_int(head_dim, "head_dim")
+    seqlen_q = _positive_int(seqlen_q, "seqlen_q")
+    if element_bytes != 2:
+        raise RooflineInputError(f"fa3_forward_tiles covers 16-bit inputs (element_bytes=2), got {element_bytes!r}")
+    if head_dim > 256:
+        raise RooflineInputError(f"FlashAttention-3's forward kernels go up to head_dim 256, got {head_dim}")
+    if head_dim <= 64:
+        rows, cols = 192, (128 if causal else 192)
+    elif head_dim <= 96:
+        rows, cols = 192, 144
+    elif head_dim <= 128:
+        rows, cols = 128, (128 if causal else 176)
+    elif head_dim <= 192:
+        rows, cols = 128, 112
+    else:
+        rows, cols = 128, 80
+    cluster = 2 if (head_dim >= 128 and not causal and math.ceil(seqlen_q / rows) % 2 == 0) else 1
+    return FA3Tiles(rows, cols, cluster, 2)
+
+
+@dataclass(frozen=True)
+class ClusterTileTraffic:
+    """What one query block (one CTA) of a tiled forward kernel asks of the L2 cache, K/V multicast included.
+
+    The CTA reads its Q tile once, streams the K and V of all ``keys`` keys, and writes its O tile and
+    log-sum-exp once. With a cluster of ``multicast_ctas`` CTAs on neighbouring query blocks of the same
+    head, each K and V tile is read from L2 once and delivered to every CTA of the cluster (TMA
+    multicast), so each CTA's share of the K/V traffic is divided by ``multicast_ctas``. FLOPs are the
+    two matmuls only (4·d per query–key pair), the count attention benchmarks report rates in.
+    """
+
+    block_rows: int
+    block_cols: int
+    head_dim: int
+    keys: int
+    element_bytes: int
+    multicast_ctas: int
+    stages: int
+    flops: float  #: 4 · block_rows · keys · head_dim
+    l2_bytes: float  #: Q read + O and log-sum-exp written + K and V streamed ÷ multicast_ctas
+    kv_l2_bytes: float  #: the K and V part of ``l2_bytes``
+    shared_memory_bytes: int  #: Q tile + stages × (K tile + V tile): the tiles FA3 keeps in shared memory
+
+    @property
+    def intensity_flop_per_byte(self) -> float:
+        """FLOPs per byte moved between L2 and the SM."""
+        return self.flops / self.l2_bytes
+
+    def l2_roof_flop_per_s(self, l2_bytes_per_s: float) -> float:
+        """The L2 slope at this intensity (before any compute peak caps it)."""
+        return float(l2_bytes_per_s) * self.intensity_flop_per_byte
+
+
+def cluster_tile_l2_traffic(block_rows: int, block_cols: int, head_dim: int, keys: int, element_bytes: int = 2,
+                            multicast_ctas: int = 1, stages: int = 2,
+                            lse_bytes_per_row: int = 4) -> ClusterTileTraffic:
+    """L2-side FLOPs and bytes of one query block of ``block_rows`` rows against ``keys`` keys, tiles of
+    ``block_cols`` key rows, K/V shared by ``multicast_ctas`` CTAs of a cluster (1: no multicast).
+
+    Intensity = 4·B_r·N·d ÷ (2·B_r·d·b + B_r·lse + 2·N·d·b / C): about 2·B_r·C/b FLOP per byte for
+    N ≫ B_r, so a 2-CTA multicast doubles it as a taller query block would. ``block_cols`` does not enter
+    the steady-state bytes; it sets the shared memory the tiles need (``shared_memory_bytes``).
+    The log-sum-exp is written in float32 (``lse_bytes_per_row`` = 4), as FlashAttention-3 does.
+    """
+    from ..core.errors import RooflineInputError
+
+    br = _positive_int(block_rows, "block_rows")
+    bc = _positive_int(block_cols, "block_cols")
+    d = _positive_int(head_dim, "head_dim")
+    n = _positive_int(keys, "keys")
+    eb = _positive_int(element_bytes, "element_bytes")
+    c = _positive_int(multicast_ctas, "multicast_ctas")
+    st = _positive_int(stages, "stages")
+    if isinstance(lse_bytes_per_row, bool) or not isinstance(lse_bytes_per_row, (int, np.integer)) \
+            or lse_bytes_per_row < 0:
+        raise RooflineInputError(f"lse_bytes_per_row must be a whole number >= 0, got {lse_bytes_per_row!r}")
+    flops = 4.0 * br * n * d
+    kv = 2.0 * n * d * eb / c
+    l2 = 2.0 * br * d * eb + br * int(lse_bytes_per_row) + kv
+    smem = br * d * eb + st * 2 * bc * d * eb
+    return ClusterTileTraffic(br, bc, d, n, eb, c, st, flops, l2, kv, smem)
 
 
 def comparative(value: float, reference: float, words: tuple[str, str, str] = ("higher than", "lower than",

@@ -99,25 +99,35 @@ def memory_bound_op_in_prefill(answer) -> CheckResult:
                         hint="a norm does a handful of FLOPs per element it reads and writes.")
 
 
+#: 3.5's context: 131,071 tokens cached plus the new one fill Llama-3.1-8B's 131,072-token context
+#: exactly (one more would be past the model's max_position_embeddings: a what-if)
+LONG_CONTEXT = 131071
+
+
 def _long_context_place():
-    return place("llama-3.1-8b", "h100-sxm", phase="decode", context_tokens=131072)
+    return place("llama-3.1-8b", "h100-sxm", phase="decode", context_tokens=LONG_CONTEXT)
 
 
 def _long_context_mistakes() -> tuple[Mistake, ...]:
     p = _long_context_place()
     c = p.cost
+    all_weights = weight_bytes("llama-3.1-8b", "bf16")
     return (
         Mistake("leave out attention's FLOPs (weight matmuls only)", float(c.weight_matmul_flops / c.bytes)),
         Mistake("leave out the KV cache's bytes (the weight lens)", float(c.flops / (c.bytes - c.kv_bytes))),
+        Mistake("read the whole embedding table (a decode step looks up one row)",
+                float(c.flops / (c.bytes - c.weight_bytes + all_weights))),
     )
 
 
 def long_context_decode_intensity(answer) -> CheckResult:
-    """3.5 — FLOP per byte of all traffic, Llama-3.1-8B, batch-1 decode, 131,072 tokens cached."""
+    """3.5 — FLOP per byte of all traffic, Llama-3.1-8B, batch-1 decode, 131,071 tokens cached (the
+    model's whole context with the new token)."""
     expected = float(_long_context_place().intensity)
     return check_number("3.5", answer, expected, rel_tol=0.10, unit="FLOP/byte", mistakes=_long_context_mistakes(),
-                        hint="the KV cache now weighs as much as the weights, and attention does about "
-                             "(query heads ÷ KV heads) FLOPs per byte of it: add both FLOPs and bytes.")
+                        hint="the KV cache now weighs about as much as the weights, and attention does about "
+                             "(query heads ÷ KV heads) FLOPs per byte of it: add both FLOPs and bytes (and read "
+                             "one row of the embedding table, not all of it).")
 
 
 EXERCISES = {

@@ -3,11 +3,27 @@ checked against the measurement you pass in, so they work with yours as well as 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...core.costs import model_cost
 from ...measure.probes import Measurement
 from ..checkers import CheckResult, Mistake, _not_attempted, _wrong, check_choice, check_number, is_unanswered
 
-GAP_CHOICES = ("the roofline is wrong", "a cache is feeding it", "it is compute-bound")
+GAP_CHOICES = ("the roofline is wrong", "a cache is feeding it", "the measured roof is too low", "it is compute-bound")
+
+#: 8.5's right answers: the bytes came faster than DRAM's rate because a cache served them, or the DRAM
+#: roof drawn is below what the memory delivers (numpy's triad is a lower bound, counted STREAM's way
+#: without the write-allocate read)
+ABOVE_ROOF_RIGHT = ("a cache is feeding it", "the measured roof is too low")
+
+#: 8.5's classic wrong answers (the red flags), each with why it is wrong
+ABOVE_ROOF_WRONG = {
+    "the roofline is wrong": "a roofline is only as right as the roofs and byte counts it is given. A point above "
+                             "one says that a roof or a byte count under-counts what the machine did — bytes came "
+                             "from a cache, or the roof was measured too low — not that the model fails.",
+    "it is compute-bound": "a compute-bound kernel sits under the compute roof. Arithmetic that limits a kernel "
+                           "cannot carry it above a bandwidth roof, which caps bytes per second, not FLOPs.",
+}
 
 
 def _need_measurement(exercise: str, measurement, answer=None) -> CheckResult | None:
@@ -84,7 +100,8 @@ def _cpu_decode_mistakes(measurement: Measurement) -> tuple[Mistake, ...]:
 
 
 def cpu_decode_tokens_per_s(answer, measurement=None) -> CheckResult:
-    """8.4 — upper bound on Llama-2-7B (BF16) batch-1 decode tokens/s on the measured machine."""
+    """8.4 — the bound on Llama-2-7B (BF16) batch-1 decode tokens/s at the measured DRAM roof (a bound for
+    code that streams no faster than numpy's triad did: the roof is a lower bound on the memory)."""
     problem = _need_measurement("8.4", measurement, answer)
     if problem is not None:  # (a CheckResult is falsy unless it passed)
         return problem
@@ -95,9 +112,21 @@ def cpu_decode_tokens_per_s(answer, measurement=None) -> CheckResult:
 
 
 def above_the_roof(answer) -> CheckResult:
-    """8.5 — a kernel plots above the DRAM roof. Why?"""
-    return check_choice("8.5", answer, "a cache is feeding it", GAP_CHOICES,
-                        hint="the DRAM roof assumes every byte comes from DRAM.")
+    """8.5 — a kernel plots above the DRAM roof. Why? Two answers are right (:data:`ABOVE_ROOF_RIGHT`);
+    each red flag (:data:`ABOVE_ROOF_WRONG`) is rejected with its reason."""
+    got = answer.strip().lower() if isinstance(answer, str) else None
+    expected = got if got in ABOVE_ROOF_RIGHT else ABOVE_ROOF_RIGHT[0]
+    result = check_choice("8.5", answer, expected, GAP_CHOICES,
+                          hint="the DRAM roof assumes every byte comes from DRAM, at the rate numpy's triad reached.")
+    if result.passed:
+        other = next(a for a in ABOVE_ROOF_RIGHT if a != got)
+        return replace(result, message=f"{got!r} is right — and so is {other!r}: a cache serves bytes faster than "
+                                       "DRAM, and the numpy triad's roof is a lower bound on DRAM (STREAM's count "
+                                       "leaves out the write-allocate read). Grow the working set past the caches "
+                                       "to tell them apart.")
+    if got in ABOVE_ROOF_WRONG:
+        return replace(result, message=f"{answer!r} is not right: {ABOVE_ROOF_WRONG[got]}")
+    return result
 
 
 EXERCISES = {
@@ -129,5 +158,6 @@ MISTAKE_ARGS = {"8.2": lambda: (_example(),), "8.4": lambda: (_example(),)}
 
 #: exercises without a numeric classic mistake, and why
 NO_NUMERIC_MISTAKES = {
-    "8.5": "a choice among three explanations: each wrong one is rejected with the hint",
+    "8.5": "a choice among four explanations, two of them right; each red flag in ABOVE_ROOF_WRONG is rejected "
+           "with its reason",
 }

@@ -356,7 +356,9 @@ def lesson01_view(model_id: str, part_id: str, dtype: str, phase: str, batch: in
         verdict += " " + effect.sentence()
     capacity = usable_capacity_bytes(part_id)
     if not bool(p.fits_in_memory):
-        verdict += (f" Does not fit: weights and KV cache need {binary(float(p.memory_required_bytes))} of the "
+        held = ("weights, KV cache and recurrent state" if float(np.max(p.footprint.state_bytes)) > 0
+                else "weights and KV cache")
+        verdict += (f" Does not fit: {held} need {binary(float(p.memory_required_bytes))} of the "
                     f"{binary(capacity)} on this part; this placement is a what-if.")
     if p.context_beyond_model:
         verdict += (f" Note: {p.model.name} was built for at most {p.model.max_context_tokens:,} tokens "
