@@ -210,3 +210,124 @@ def test_capacity_long_context_red_flags():
     assert no_state == card.answer_value()
     assert state_bytes_per_sequence("qwen3.8-27b") > kv_cache_bytes_per_sequence("qwen3.8-27b", 1024)
     assert "less than a sequence" in card.red_flags[2]
+
+
+# ---- seed parity: memory aids and sources (issue 25) ------------------------------------------------
+
+#: a name in a card's text that means its prose rests on that source → what its sources must then name
+CITED = {
+    r"FlashAttention": "FlashAttention", r"vLLM": "vLLM", r"gpt-fast": "gpt-fast", r"DeepEP": "DeepEP",
+    r"AWQ": "AWQ", r"GPTQ": "GPTQ", r"MXFP4": "MX", r"Megatron": "Megatron", r"\bMTP\b": "multi-token prediction",
+    r"\bSTREAM\b": "STREAM", r"MAMF": "MAMF", r"Nsight": "Nsight", r"(?i)CUDA graph": "CUDA Graphs",
+    r"\bMBU\b": "MBU", r"nccl-tests": "nccl-tests", r"Mistral": "Mistral", r"DeepSeek": "DeepSeek",
+    r"(?i)speculative": "speculative decoding", r"(?i)\bpaged\b": "PagedAttention", r"FlashMLA": "FlashMLA",
+    r"roofline paper": "Roofline: an insightful",
+}
+
+
+def _filled(card):
+    return [card.question, card.short_answer(), card.detailed_answer()] + [
+        f.question + " " + card.follow_up_answer(i) for i, f in enumerate(card.follow_ups)]
+
+
+@pytest.mark.parametrize("card", flashcards.deck(), ids=lambda c: c.id)
+def test_every_card_has_sources_and_its_references_are_real_strings(card):
+    sources = card.sources()
+    assert sources and sources[0] == f"Lesson {card.lesson}"
+    assert all(isinstance(s, str) and s.strip() for s in sources)
+    assert isinstance(card.references, tuple)
+    assert all(isinstance(r, str) and len(r.strip()) > 10 for r in card.references), card.references
+    assert len(set(card.references)) == len(card.references)
+
+
+@pytest.mark.parametrize("card", flashcards.deck(), ids=lambda c: c.id)
+def test_a_card_that_names_a_source_cites_it(card):
+    """Prose that quotes a paper, a repository or a tool's documentation ends with that source (beyond
+    'Lesson N'): in its references, or in the catalog entry its numbers come from."""
+    text = " ".join(_filled(card))
+    sources = " ".join(card.sources()).lower()
+    missing = [need for pattern, need in CITED.items() if re.search(pattern, text) and need.lower() not in sources]
+    assert not missing, (card.id, missing)
+
+
+def test_memory_aids_where_they_help_short_and_filled():
+    deck = flashcards.deck()
+    with_aid = [c for c in deck if c.memory_aid]
+    assert 0 < len(with_aid) < len(deck)  # where one helps, not on every card
+    for c in with_aid:
+        aid = c.memory_aid_text()
+        assert "{" not in aid and "}" not in aid and len(aid) < 400, c.id
+    # the seed card's picture, in the course's own words: workers are compute, trucks are bandwidth
+    concept = flashcards.get_card("concept-plain-language").memory_aid_text()
+    assert "workers" in concept and "(compute)" in concept and "trucks" in concept and "(bandwidth)" in concept
+    # an aid quoting a figure computes it
+    ridge = flashcards.get_card("ridge-h100-bf16")
+    assert f"{ridge.answer_value():,.0f} FLOPs per byte" in ridge.memory_aid_text()
+
+
+def test_sources_include_the_measurements_a_card_quotes():
+    srcs = flashcards.get_card("fp8-measured").sources()
+    assert any(s.startswith("Measured,") and "stas00" in s for s in srcs)
+    assert any("gpt-fast" in s for s in flashcards.get_card("gpt-fast-gap").sources())
+    assert any("arXiv 2605.30571" in s for s in flashcards.get_card("reality-h100-vs-l4-floor").sources())
+
+
+def test_the_deck_file_is_in_lesson_order():
+    """Not only deck() (which sorts): the file itself, so a card added at the end of the file is caught."""
+    import tomllib
+    from importlib import resources
+
+    raw = tomllib.loads(resources.files("roofline_lessons").joinpath("data/flashcards.toml").read_text("utf-8"))
+    lessons = [c["lesson"] for c in raw["cards"]]
+    assert lessons == sorted(lessons)
+    assert [c["id"] for c in raw["cards"]] == [c.id for c in flashcards.deck()]
+
+
+# ---- item 10: int4's critical batch, by the bound and by the estimate ------------------------------
+
+def test_int4_critical_batch_card_gives_the_bound_and_the_estimate():
+    """Lesson 12's setting (Llama-3.1-70B, a B200, 128 tokens cached): the weight lens's knee falls from
+    BF16's to BF16's ÷ the weight-byte ratio by the lower bound (the matmul roof stays), and further by the
+    estimate (the dequantisation in series lowers the roof the step meets)."""
+    from roofline_lessons.topics.shrinking import batch_sweep, format_speedup
+
+    card = flashcards.get_card("shrink-int4-batch1-speedup")
+    bf16 = batch_sweep("llama-3.1-70b", "b200", 128)
+    int4 = batch_sweep("llama-3.1-70b", "b200", 128, weights_dtype="int4")
+    fp4 = batch_sweep("llama-3.1-70b", "b200", 128, weights_dtype="fp4", compute_dtype="fp4")
+    lb, est = int4.weight_lens_critical_batch_lower_bound, int4.weight_lens_critical_batch_estimate
+    ratio = format_speedup("llama-3.1-70b", "b200", 128).weight_bytes_ratio
+    assert _v(card.id, "crit_lb") == lb and _v(card.id, "crit_int4") == est
+    assert _v(card.id, "crit_bf16") == bf16.weight_lens_critical_batch_lower_bound \
+        == bf16.weight_lens_critical_batch_estimate
+    assert _v(card.id, "wratio") == pytest.approx(ratio)
+    # "meets the same ridge at a batch {wratio}× smaller": the bound's ridge is BF16's at that batch
+    assert abs(lb - _v(card.id, "crit_bf16") / ratio) < 1.5
+    assert int4.ridge_point_lower_bound_flop_per_byte[lb - 1] == pytest.approx(bf16.ridge_point_lower_bound_flop_per_byte[0])
+    assert est < lb < _v(card.id, "crit_bf16") / 2  # "sooner" by the estimate
+    assert not int4.dequant_sets_lower_bound.any()  # the bound rests on the matmuls, not the dequant convention
+    # W4A4: "by both figures", "near BF16's"; all traffic "rises" by both figures
+    assert fp4.weight_lens_critical_batch_lower_bound == fp4.weight_lens_critical_batch_estimate == _v(card.id, "crit_fp4")
+    assert _v(card.id, "crit_fp4") == pytest.approx(_v(card.id, "crit_bf16"), rel=0.25)
+    assert (_v(card.id, "all_fp4_lb"), _v(card.id, "all_bf16_lb")) == (fp4.critical_batch_lower_bound,
+                                                                      bf16.critical_batch_lower_bound)
+    assert (_v(card.id, "all_fp4"), _v(card.id, "all_bf16")) == (fp4.critical_batch_estimate, bf16.critical_batch_estimate)
+    assert _v(card.id, "all_fp4_lb") > _v(card.id, "all_bf16_lb") and _v(card.id, "all_fp4") > _v(card.id, "all_bf16")
+    text = card.detailed_answer()
+    assert f"to {lb:,.0f} by the lower bound" in text and f"The estimate says {est:,.0f}" in text
+    assert "intercept" not in text and "roof stayed" not in text
+
+
+def test_words_of_the_follow_ups_issue_25_rewrote():
+    # decode-tokens-h200: throughput rises less than the batch, and the step grows faster as users are added
+    assert _v("decode-tokens-h200", "t16") < 16 and _v("decode-tokens-h200", "t32") < 32
+    assert 0 < _v("decode-tokens-h200", "g16") < _v("decode-tokens-h200", "g32")
+    assert _v("decode-tokens-h200", "t32") / 32 < _v("decode-tokens-h200", "t16") / 16
+    # capacity-70b-h100: 8-bit weights fit an H100 within vLLM's 90 % and leave some room ("leaves N GiB")
+    assert 0 < _v("capacity-70b-h100", "fp8free") < 0.1 * _v("capacity-70b-h100", "h100")
+    # the int4 card: "W4A4 raises the compute roof about as much as it cuts the weight bytes"
+    from roofline_lessons.core.hardware import get_part
+
+    b200 = get_part("b200")
+    roof = b200.peak_flops_per_s("fp4") / b200.peak_flops_per_s("bf16")
+    assert roof == pytest.approx(NUMERIC_FUNCTIONS["weight_read_ratio"]("llama-3.1-70b", "fp4"), rel=0.15)

@@ -11,7 +11,7 @@ from roofline_lessons.cli import main
 from roofline_lessons.core.hardware import get_part
 from roofline_lessons.core.parallel import Parallelism
 from roofline_lessons.course import cheatsheet, flashcards
-from roofline_lessons.course.drill import (BOX_INTERVALS_S, MAX_BOX, CardState, DrillSession, ProgressStore,
+from roofline_lessons.course.drill import (BOX_INTERVALS_S, MAX_BOX, CardState, DrillSession, ProgressStore, _html,
                                            flashcard_drill, next_card, schedule)
 
 # ---- the deck -----------------------------------------------------------------------------------
@@ -470,8 +470,9 @@ def test_lesson12_card_claims_hold_in_the_package():
     assert int4.bound == "memory" and float(int4.compute_time_s) < float(int4.memory_time_s)
     assert float(int4.dequant_time_s) > 0.5 * float(int4.compute_time_s)  # "most of the compute time"
     assert int4.vector_peak_flops_per_s == int4.part.dense_flops_per_s["fp32"] < int4.part.peak_flops_per_s("bf16")
-    # weight-only lowers the critical batch (weights lens); W4A4 keeps it near BF16's
-    crit = {k: critical_batch("llama-3.1-70b", "b200", 4096, lens="weights only", **w) for k, w in
+    # weight-only lowers the critical batch (weights lens); W4A4 keeps it near BF16's (lesson 12's setting:
+    # a B200, 128 tokens cached)
+    crit = {k: critical_batch("llama-3.1-70b", "b200", 128, lens="weights only", **w) for k, w in
             {"bf16": {}, "int4": {"weights_dtype": "int4"},
              "fp4": {"weights_dtype": "fp4", "compute_dtype": "fp4"}}.items()}
     assert crit["int4"] < crit["bf16"] / 2 and crit["fp4"] == pytest.approx(crit["bf16"], rel=0.25)
@@ -536,7 +537,7 @@ def test_cheat_sheet_has_the_shrinking_numbers():
     from roofline_lessons.core.models import get_model
 
     md = cheatsheet.markdown()
-    assert "move the memory roof's intercept, not the compute roof (weight-only)" in md
+    assert "leave both roofs where they were" in md and "intercept" not in md
     for label, dtype, group in (("| BF16 |", "bf16", None), ("| FP8 |", "fp8", None),
                                 ("| int4, groups of 128", "int4", 128), ("| MXFP4, blocks of 32", "fp4", None)):
         row = next(line for line in md.splitlines() if line.startswith(label))
@@ -588,3 +589,113 @@ def test_cheat_sheet_gives_both_figures():
     assert f"lower bound {float(pl.time_lower_bound_s) * 1e3:,.1f} ms; estimate {float(pl.time_estimate_s) * 1e3:,.1f}" \
         in md
     assert "**Time lower bound**" in md and "**Time estimate**" in md
+
+
+# ---- issue 25: seed parity (memory aids, sources), drill follow-ups, the cheat sheet's choices ------
+
+def test_drill_mode_offers_follow_ups_after_reveal(tmp_path):
+    session = DrillSession(ProgressStore(tmp_path / "p.json"), lesson=1)
+    card = session.card
+    assert card.follow_ups and session.view()["more_follow_ups"]
+    assert not session.next_follow_up()  # not before the answer is revealed
+    session.reveal()
+    view = session.view()
+    assert view["more_follow_ups"] and view["can_rate"]  # drill mode: optional, the card can be rated now
+    assert view["answer_label"] == "30-second answer"
+    assert session.next_follow_up()
+    view = session.view()
+    assert view["question"] == f"Follow-up 1: {card.follow_ups[0].question}" and view["answer"] is None
+    session.reveal()
+    view = session.view()
+    assert view["answer"] == card.follow_up_answer(0) and view["answer_label"] == "Answer"
+    html = _html(view)
+    assert "<b>Answer.</b>" in html and "30-second answer" not in html
+
+
+def test_mock_mode_rates_only_after_the_last_follow_up(tmp_path):
+    session = DrillSession(ProgressStore(tmp_path / "p.json"), lesson=11, mode="mock")
+    session.reveal()
+    assert session.view()["more_follow_ups"] and not session.view()["can_rate"]
+    while session.next_follow_up():
+        session.reveal()
+    assert session.view()["can_rate"]
+
+
+def test_revealed_cards_show_their_memory_aid_and_sources(tmp_path):
+    session = DrillSession(ProgressStore(tmp_path / "p.json"))
+    card = session.card
+    assert card.id == "concept-plain-language" and card.memory_aid  # the seed card's factory picture
+    hidden = session.view()
+    assert hidden["memory_aid"] == "" and hidden["sources"] == []
+    assert "Memory aid" not in _html(hidden) and "Sources" not in _html(hidden)
+    session.reveal()
+    view = session.view()
+    assert view["memory_aid"] == card.memory_aid_text() and "workers" in view["memory_aid"]
+    assert view["sources"] == list(card.sources()) and view["sources"][0] == "Lesson 1"
+    html = _html(view)
+    assert "<b>Memory aid.</b>" in html and "Sources</b> (" in html and "Roofline: an insightful" in html
+    # a follow-up shows the card's sources too, but not the main answer's memory aid
+    session.next_follow_up()
+    session.reveal()
+    assert session.view()["sources"] and session.view()["memory_aid"] == ""
+
+
+def test_drill_widget_follow_up_button_in_drill_mode(tmp_path):
+    import ipywidgets as widgets
+
+    ui = flashcard_drill(path=tmp_path / "p.json")
+    buttons = {w.description: w for box in ui.children if isinstance(box, widgets.HBox) for w in box.children
+               if isinstance(w, widgets.Button)}
+    html = ui.children[1]
+    follow = buttons["ask a follow-up"]
+    assert follow.layout.display == "none"
+    buttons["reveal"].click()
+    assert follow.layout.display is None and "Memory aid" in html.value and "Sources" in html.value
+    assert not buttons["good"].disabled
+    follow.click()
+    buttons["reveal"].click()
+    assert "Follow-up 1" in html.value and "<b>Answer.</b>" in html.value and "30-second answer" not in html.value
+
+
+def test_printed_deck_has_every_card_with_its_aid_and_sources():
+    from roofline_lessons.course.drill import card_html, deck_html
+
+    page = deck_html()
+    deck = flashcards.deck()
+    assert page.count("<section class='rl-card'>") == len(deck)
+    assert f"<p>{len(deck)} cards, in lesson order" in page
+    one = card_html(flashcards.get_card("shrink-int4-batch1-speedup"))
+    assert "Memory aid." in one and "Sources:" in one and "Follow-up 1:" in one and "{" not in one
+
+
+def test_cheat_sheet_questions_and_red_flags_cover_every_lesson():
+    lessons = {c.lesson for c in flashcards.deck()}
+    q_cards = [flashcards.get_card(cid) for cid in cheatsheet.QUESTION_CARDS]
+    assert sorted(c.lesson for c in q_cards) == sorted(lessons)  # one per lesson
+    flags = [(flashcards.get_card(cid), i) for cid, i in cheatsheet.RED_FLAG_CARDS]
+    assert sorted(c.lesson for c, _ in flags) == sorted(lessons)
+    md, page = cheatsheet.markdown(), cheatsheet.html_page()
+    for card, i in flags:
+        flag = card.red_flags[i]
+        assert f"- {flag} *(lesson {card.lesson}, card {card.id})*" in md
+        import html as html_mod
+
+        assert html_mod.escape(flag) in page and f"card {card.id}" in page
+    assert "Red flags (one per lesson)" in page  # the HTML sheet has them too
+    for card in q_cards:
+        assert card.question in md
+        if card.memory_aid:
+            assert f"Memory aid: {card.memory_aid_text()}" in md
+    assert md.count("Memory aid:") == sum(bool(c.memory_aid) for c in q_cards)
+
+
+def test_cheat_sheet_tp_formula_keeps_the_mla_latent_whole():
+    from roofline_lessons.core.models import get_model
+    from roofline_lessons.core.parallel import kv_split
+
+    formula = dict(cheatsheet.FORMULAS)["Tensor parallel n, per chip"]
+    assert "MLA" in formula and "KV / 1" in formula and "min(n, KV heads)" in formula
+    # the package's rule, which the formula states
+    assert kv_split(get_model("deepseek-v3"), 8) == 1
+    assert kv_split(get_model("qwen3-235b-a22b"), 8) == get_model("qwen3-235b-a22b").num_key_value_heads == 4
+    assert kv_split(get_model("llama-3.1-70b"), 4) == 4

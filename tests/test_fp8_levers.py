@@ -130,9 +130,11 @@ def test_w8a8_int8_is_the_a100_prefill_lever_and_missing_rates_are_not_available
     a100 = lever_speedup(MODEL, "a100-80gb", "prefill", "W8A8 INT8")
     h100 = lever_speedup(MODEL, "h100-sxm", "prefill", "W8A8 FP8")
     assert a100.speedup_estimate == pytest.approx(h100.speedup_estimate, rel=1e-3) and a100.bound == "compute"
-    for part in ("h200", "b200"):  # no sourced INT8 rate in the catalog
-        r = lever_speedup(MODEL, part, "prefill", "W8A8 INT8")
-        assert r.speedup_estimate is None and r.label == "not available" and "no int8 rate in the catalog" in r.unavailable
+    # a format the part has no rate for: the A100 has no FP8 units, the TPU v5e's FP8 rate is not published
+    for part, why in (("a100-80gb", "no units"), ("tpu-v5e", "not published")):
+        r = lever_speedup(MODEL, part, "prefill", "W8A8 FP8")
+        assert r.speedup_estimate is None and r.label == "not available" and "no fp8 rate in the catalog" in r.unavailable
+        assert why in r.unavailable
 
 
 def test_weight_only_plus_fp8_kv_reads_the_bytes_of_w8a8_plus_fp8_kv():

@@ -162,6 +162,40 @@ def test_remote_references_and_strip_remote():
     assert 'src="mathjax/MathJax.js"' in stripped and 'href="https://example.org"' in stripped
 
 
+def _widget_notebook(value: str):
+    """A notebook whose one output is a widget view (an HBox holding an HTML widget of ``value``), with the
+    widget state a run records."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    view = nbformat.v4.new_output("display_data", data={handouts.WIDGET_VIEW: {"model_id": "box"},
+                                                        "text/plain": "VBox(...)"})
+    nb.cells.append(nbformat.v4.new_code_cell("flashcard_drill()", outputs=[view]))
+    nb.metadata["widgets"] = {handouts.WIDGET_STATE: {"state": {
+        "box": {"state": {"children": ["IPY_MODEL_html"]}}, "html": {"state": {"value": value}}}}}
+    return nb
+
+
+def test_the_drill_is_printed_as_the_deck_in_a_handout(tmp_path):
+    """Issue 25: offline readers get the deck on paper, with every card's memory aid and sources."""
+    from roofline_lessons.course import flashcards
+    from roofline_lessons.course.drill import DrillSession, ProgressStore, _html
+
+    session_view = DrillSession(ProgressStore(tmp_path / "p.json")).view()
+    nb = _widget_notebook(_html(session_view))
+    assert handouts.replace_dashboards(nb, "notebooks/13_interview_drill.ipynb") == 1
+    out = nb.cells[0].outputs[0]["data"]["text/html"]
+    deck = flashcards.deck()
+    assert out.count("<section class='rl-card'>") == len(deck)
+    assert out.count("Memory aid.") == sum(bool(c.memory_aid) for c in deck)
+    assert out.count("<b>Sources:</b>") == len(deck)
+    assert "notebooks/13_interview_drill.ipynb" in out and "widgets" not in nb.metadata
+    # any other widget without a dashboard panel still gets the plain pointer
+    other = _widget_notebook("<p>some other widget</p>")
+    handouts.replace_dashboards(other, "notebooks/xx.ipynb")
+    assert "An interactive widget is here" in other.cells[0].outputs[0]["data"]["text/html"]
+
+
 # ---- in a browser, offline -------------------------------------------------------------------------
 
 

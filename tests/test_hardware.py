@@ -48,6 +48,15 @@ def test_on_chip_sizes_are_binary():
     assert get_part("h100-sxm").shared_memory_per_sm_bytes == 228 * 2**10
 
 
+@pytest.mark.parametrize("pid", ["l4", "l40s", "rtx-4090"])
+def test_compute_capability_89_shared_memory_is_the_100_kib_carveout(pid):
+    """CUDA's compute-capability table (and the Ada tuning guide): at most 100 KiB of shared memory per SM on
+    8.9, carved from a 128 KiB L1/shared array; the catalog holds the shared memory, not the array."""
+    p = get_part(pid)
+    assert p.shared_memory_per_sm_bytes == 100 * 2**10
+    assert "100 KiB" in p.notes and "128 KiB" in p.notes
+
+
 def test_unknown_part_names_close_matches():
     with pytest.raises(RooflineInputError) as err:
         get_part("h100")
@@ -89,7 +98,9 @@ def test_device_memory_is_binary():
 
 def test_board_power_is_sourced_or_absent():
     with_power = [pid for pid in list_parts() if get_part(pid).board_power_w is not None]
-    assert {"b200", "gb200", "h100-pcie"} <= set(with_power)
+    assert {"b200", "gb200", "h100-pcie", "h100-sxm"} <= set(with_power)
+    h100 = get_part("h100-sxm")  # the datasheet's "Up to 700W (configurable)": a maximum, said so
+    assert h100.board_power_w == 700 and "Up to 700W (configurable)" in h100.board_power_source
     for pid in list_parts():
         p = get_part(pid)
         if p.board_power_w is None:

@@ -49,7 +49,11 @@ def test_lesson2_nits_are_gone():
     text = _markdown(LESSON)
     assert "powers of two" not in text.replace("need not be a power of two", "")
     assert "bytes per FLOP" not in text and "halving the bytes per value" in text
-    assert "not that the part lacks" in text  # a dash is the catalog's gap, not a missing unit
+    # a cell without a ridge says why (no units / not published / not in catalog), never a bare dash
+    assert "*no units*" in text and "*not published*" in text and "*not in catalog*" in text
+    assert "never a claim that" in text and "lacks the units" in text
+    src = LESSON.read_text(encoding="utf-8")
+    assert 'return "—"' not in src and ".rate_status(dt)" in src
     assert "non-tensor" in text and "CUDA cores" in text and "matrix" in text
 
 

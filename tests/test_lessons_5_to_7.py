@@ -177,7 +177,7 @@ def test_lesson07_view_and_chart():
 
     v = lesson07_view("b200", "decode", "W4A4 FP4", "FP8 KV cache")
     assert v.speedup > 3 and v.speedup_lower_bound > 3 and v.fits
-    assert len(v.roofs) == 3 and v.chosen[0] > v.baseline[0]
+    assert len(v.roofs) == 4 and v.chosen[0] > v.baseline[0]  # BF16, FP8, FP4 and INT8: the B200 has all four
     bad = lesson07_view("a100-80gb", "decode", "W8A8 FP8", "BF16 KV cache")
     assert bad.error and "no fp8" in bad.text and "not available on a100-80gb" in bad.text
     chart = Lesson07Chart()

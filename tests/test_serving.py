@@ -192,8 +192,9 @@ def test_cost_and_energy():
     assert s.cost_per_million_output_tokens(3.6, 1000) == pytest.approx(1.0)
     assert s.energy_per_token_upper_bound_j(700, 350) == pytest.approx(2.0)
     assert s.energy_per_token_upper_bound_j("b200", 1000) == pytest.approx(get_part("b200").board_power_w / 1000)
-    with pytest.raises(RooflineInputError, match="h100-sxm has no sourced board power"):
-        s.energy_per_token_upper_bound_j("h100-sxm", 100)
+    assert s.energy_per_token_upper_bound_j("h100-sxm", 700) == pytest.approx(1.0)  # "up to 700 W (configurable)"
+    with pytest.raises(RooflineInputError, match="h200 has no sourced board power"):
+        s.energy_per_token_upper_bound_j("h200", 100)
 
 
 @pytest.mark.parametrize("kw, named", [

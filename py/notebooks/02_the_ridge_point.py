@@ -28,6 +28,7 @@
 # %%
 # %matplotlib inline
 from roofline_lessons import get_model, get_part, list_parts
+from roofline_lessons.core.hardware import RATE_NO_UNITS, RATE_NOT_IN_CATALOG, RATE_NOT_PUBLISHED
 from roofline_lessons.viz.charts import roofline_chart, roofs_for
 from roofline_lessons.topics.datasheets import (best_measurement, capacity_side_by_side, headline_kind, measured_roof,
                                          ridge_table)
@@ -40,11 +41,14 @@ from roofline_lessons.core.units import percent, si
 #
 # Lesson 1 found the H100's ridge from two datasheet figures. The same division works for every
 # part and every number format the part supports. Reading the table: a kernel whose intensity is
-# below a part's ridge is memory-bound on that part; above it, compute-bound. A dash means the
-# catalog holds no sourced dense rate for that format on that part — not that the part lacks the
-# units (though some do: the A100 has no FP8 units at all). The fp32 column is the **non-tensor**
-# FP32 rate (NVIDIA's CUDA cores, not TF32 on the tensor cores); AMD's datasheets give an FP32
-# *matrix* rate, marked so in the table.
+# below a part's ridge is memory-bound on that part; above it, compute-bound. Where a part has no
+# ridge for a format, the cell says why, from the catalog: *no units* — the chip has no arithmetic
+# in that format (its datasheet lists none, and the format came with a later generation: the A100
+# has no FP8); *not published* — the vendor gives no figure for it; *not in catalog* — a figure may
+# exist, but this catalog has not taken one in from a source. An empty cell is never a claim that
+# the part lacks the units. The fp32 column is the **non-tensor** FP32 rate (NVIDIA's CUDA cores,
+# not TF32 on the tensor cores); AMD's datasheets give an FP32 *matrix* rate, marked so in the
+# table. The int8 column is in integer operations per byte (the datasheets' TOPS).
 
 # %%
 DTYPES_SHOWN = ("fp32", "bf16", "fp8", "fp4", "int8")
@@ -56,9 +60,12 @@ assert all(get_part(pid).dense_flops_per_s["fp32"] == get_part("mi300x").dense_f
            for pid in FP32_MATRIX)  # the MI325X: "same compute as the MI300X"
 
 
+GAP_CELL = {RATE_NO_UNITS: "no units", RATE_NOT_PUBLISHED: "not published", RATE_NOT_IN_CATALOG: "not in catalog"}
+
+
 def ridge_cell(r, dt):
-    if not r[dt]:
-        return "—"
+    if r[dt] is None:  # why the part has no rate: from the catalog, never a bare dash
+        return GAP_CELL[get_part(r["part"]).rate_status(dt)]
     return f"{r[dt]:,.0f}" + (" (matrix)" if dt == "fp32" and r["part"] in FP32_MATRIX else "")
 
 
@@ -66,6 +73,16 @@ header = {"fp32": "ridge fp32 (non-tensor)"}
 show_table(["part", "bandwidth"] + [header.get(dt, f"ridge {dt}") for dt in DTYPES_SHOWN],
            [[r["part"], si(r["bandwidth_bytes_per_s"], "B/s")] + [ridge_cell(r, dt) for dt in DTYPES_SHOWN]
             for r in rows])
+
+# %%
+gaps = {}
+for r in rows:
+    for dt in DTYPES_SHOWN:
+        if r[dt] is None:
+            gaps.setdefault(GAP_CELL[get_part(r["part"]).rate_status(dt)], {}).setdefault(dt, []).append(r["part"])
+md("Cells without a ridge, by reason: " + "; ".join(
+    f"**{kind}**: " + ", ".join(f"{dt} ({', '.join(pids)})" for dt, pids in by_dtype.items())
+    for kind, by_dtype in gaps.items()) + ".")
 
 # %% [markdown]
 # A few things worth noticing, each computed below rather than asserted:
@@ -80,6 +97,20 @@ md(f"BF16 ridges run from **{bf16[lo]:,.0f}** FLOP/byte ({lo}) to **{bf16[hi]:,.
    f"BF16 {b200.ridge_point_flop_per_byte('bf16'):,.0f} → FP8 {b200.ridge_point_flop_per_byte('fp8'):,.0f} → "
    f"FP4 {b200.ridge_point_flop_per_byte('fp4'):,.0f}. The faster the arithmetic relative to memory, the more "
    "work a kernel must do per byte before compute becomes the limit.")
+
+# %% [markdown]
+# Even one part's datasheet figures can come in two versions. The catalog keeps the second one
+# beside the figure the course uses, with its source:
+
+# %%
+alt_bw = b200.alternatives("memory_bandwidth_bytes_per_s")[0]
+alt_ridge = b200.peak_flops_per_s("bf16") / alt_bw.value
+assert alt_bw.used_value == b200.memory_bandwidth_bytes_per_s and alt_ridge > b200.ridge_point_flop_per_byte("bf16")
+md(f"The B200's bandwidth is {si(alt_bw.used_value, 'B/s')} in the DGX B200 datasheet (the course's figure) and "
+   f"{si(alt_bw.value, 'B/s')} in NVIDIA's HGX B200 table. With the second, its BF16 ridge would be "
+   f"{alt_ridge:,.0f} instead of {b200.ridge_point_flop_per_byte('bf16'):,.0f} FLOP/byte and every memory-bound "
+   f"B200 time {percent(alt_bw.used_value / alt_bw.value - 1, 0)} longer. The catalog's note on the choice: "
+   f"*{alt_bw.why_not_used}*")
 
 # %% [markdown]
 # Several parts on one chart make the same point visually: each part is a bend at a different
@@ -146,14 +177,36 @@ md(f"Datasheet ridge {datasheet.ridge_point_flop_per_byte:,.0f} FLOP/byte; with 
 # separately so you can check any figure you meet:
 
 # %%
-for part_id, figure in [("h100-sxm", 1979e12), ("h100-sxm", 989.4e12), ("mi300x", 2614.9e12), ("a100-80gb", 624e12)]:
-    print(f"{part_id:9} {si(figure, 'FLOP/s'):>13}  is  {' / '.join(headline_kind(part_id, figure)) or 'not in the catalog'}")
+HEADLINES = [("h100-sxm", 1979e12), ("h100-sxm", 989.4e12), ("h100-pcie", 3026e12), ("l4", 485e12),
+             ("mi300x", 2614.9e12), ("a100-80gb", 624e12), ("b200", 4.5e15), ("b200", 9e15)]
+kinds = {(part_id, figure): headline_kind(part_id, figure) for part_id, figure in HEADLINES}
+for (part_id, figure), what in kinds.items():
+    print(f"{part_id:9} {si(figure, 'FLOP/s'):>13}  is  {' / '.join(what) or 'not in the catalog'}")
 
 # %% [markdown]
-# Read the last two lines slowly. The MI300X's headline figure is its dense FP8 rate **and** its
-# sparse BF16 rate at once; the A100's is its INT8 rate, which some tables print under "FP8" (the
-# A100 has no FP8).
-#
+# Read the list slowly: a figure can be two things at once, and the catalog says every one it is.
+# (INT8 rates are integer operations per second, TOPS, printed beside FLOP/s.)
+
+# %%
+def _and(items):
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+both = {key: k for key, k in kinds.items() if any(x.endswith(" dense") for x in k)
+        and any(x.endswith(" with sparsity") for x in k)}
+sparse_only = [key for key, k in kinds.items() if k and all(x.endswith(" with sparsity") for x in k)]
+a100_kinds = kinds["a100-80gb", 624e12]
+# the A100 sentence below: its 624 is INT8 dense and BF16 with sparsity, and the part has no FP8 units
+assert "int8 dense" in a100_kinds and "bf16 with sparsity" in a100_kinds
+assert get_part("a100-80gb").rate_status("fp8") == RATE_NO_UNITS
+md("Dense and with sparsity at once: " + "; ".join(
+    f"{pid}'s {si(f, 'FLOP/s')} is {_and(k)}" for (pid, f), k in both.items())
+   + ". Only with sparsity: " + _and(f"{pid}'s {si(f, 'FLOP/s')}" for pid, f in sparse_only)
+   + " — halve them for dense inference. The A100's 624 is its dense INT8 rate, which some tables print under "
+   "\"FP8\" (the A100 has no FP8 units), and just as well its BF16 rate with sparsity.")
+
+# %% [markdown]
 # The flashcard this course grew from says the B200 has "around 2.2 PFLOPS FP8". Check it:
 
 # %% jupyter={"source_hidden": true}

@@ -55,13 +55,16 @@ PARTS = ("a100-80gb", "h100-sxm", "h200", "b200")
 rows = []
 for pid in PARTS:
     p, ridges = get_part(pid), ridge_shift(pid, ("bf16", "fp8", "fp4", "int8"))
-    rows.append([pid] + [f"{ridges[dt]:,.0f}" if dt in ridges else "—" for dt in ("bf16", "fp8", "fp4", "int8")]
-                + [f"{p.peak_flops_per_s('fp8') / p.peak_flops_per_s('bf16'):.1f}×" if "fp8" in ridges else "no FP8 rate"])
+    rows.append([pid] + [f"{ridges[dt]:,.0f}" if dt in ridges else p.rate_status(dt)
+                         for dt in ("bf16", "fp8", "fp4", "int8")]
+                + [f"{p.peak_flops_per_s('fp8') / p.peak_flops_per_s('bf16'):.1f}×" if "fp8" in ridges
+                   else f"no FP8 rate ({p.rate_status('fp8')})"])
 show_table(["part", "BF16 ridge (FLOP/byte)", "FP8 ridge", "FP4 ridge", "INT8 ridge", "FP8 peak ÷ BF16 peak"], rows)
-md("A dash means the catalog has no sourced dense rate for that format on that part. For FP8 on the A100 that is "
-   "because the part has no FP8 tensor cores; for INT8 on "
-   + " and ".join(f"the {pid}" for pid in PARTS if "int8" not in get_part(pid).dense_flops_per_s)
-   + " the catalog simply records no figure.")
+gaps = [(pid, dt, get_part(pid).rate_status(dt), get_part(pid).rate_gaps[dt].why if dt in get_part(pid).rate_gaps else "")
+        for pid in PARTS for dt in ("bf16", "fp8", "fp4", "int8") if dt not in get_part(pid).dense_flops_per_s]
+md("A cell without a ridge says why the catalog has no dense rate for that format on that part: "
+   + "; ".join(f"{dt.upper()} on the {pid}, {kind}" + (f" ({why})" if why else "") for pid, dt, kind, why in gaps)
+   + "." if gaps else "Every part here has a dense rate for every format in the table.")
 roofline_chart(roofs_for("b200", ["bf16", "fp8", "fp4"]), title="B200: one compute ceiling per format (dense)",
                intensity_range=(1, 1e5));
 

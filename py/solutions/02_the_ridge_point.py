@@ -64,8 +64,9 @@ h100_headline = "sparse"
 check.h100_headline(h100_headline)
 
 # %% [markdown] tags=["solution"]
-# `headline_kind("h100-sxm", 1979e12)` lists "bf16 with sparsity" (and FP8 dense, which happens to
-# be the same number). The dense BF16 rate is half: 989.4 TFLOPS.
+# `headline_kind("h100-sxm", 1979e12)` lists "bf16 with sparsity" among four things the same
+# number is: FP16 with sparsity, and the dense FP8 and INT8 rates too. The dense BF16 rate is half:
+# 989.4 TFLOPS.
 
 # %% [markdown]
 # ## Exercise 2.3 — the loose flashcard figure

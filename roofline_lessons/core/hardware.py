@@ -38,6 +38,40 @@ class Measurement:
     chips: int | None = None  #: collectives: how many chips took part
 
 
+#: Why a part has no dense rate for a format (``Part.rate_status``): the catalog holds the rate; the chip has no
+#: arithmetic in that format; the vendor publishes no figure for it; or none of these is recorded.
+RATE_IN_CATALOG = "in the catalog"
+RATE_NO_UNITS = "no units"
+RATE_NOT_PUBLISHED = "not published"
+RATE_NOT_IN_CATALOG = "not in the catalog"
+RATE_GAP_KINDS = (RATE_NO_UNITS, RATE_NOT_PUBLISHED)  #: the kinds ``rate_gaps`` in hardware.toml may give
+
+#: figures a catalog entry may carry a second published value for (``alternative_figures``): a top-level
+#: field, or a rate as "dense_flops_per_s.<dtype>" / "sparse_flops_per_s.<dtype>"
+ALTERNATIVE_FIELDS = ("memory_bandwidth_bytes_per_s", "memory_capacity_gib", "dense_flops_per_s", "sparse_flops_per_s")
+
+
+@dataclass(frozen=True)
+class RateGap:
+    """Why a part has no dense rate for ``dtype``: ``kind`` is one of :data:`RATE_GAP_KINDS`."""
+
+    dtype: str
+    kind: str
+    why: str
+
+
+@dataclass(frozen=True)
+class AlternativeFigure:
+    """A second published value for a figure the catalog holds, kept beside the one the course uses."""
+
+    field: str  #: "memory_bandwidth_bytes_per_s", "dense_flops_per_s.fp32", …
+    value: float  #: in the field's unit (bytes/s, FLOP/s, GiB)
+    used_value: float  #: the catalog's own figure for the field, the one every computation uses
+    source: str
+    as_of: str
+    why_not_used: str  #: which figure the course uses and why
+
+
 LINK_KINDS = ("scale-up", "pcie")  #: the links a placement may ask for by name
 LATENCY_BASES = ("assumed", "measured")
 
@@ -86,13 +120,22 @@ class Part:
     notes: str = ""
     last_level_cache_bytes: int | None = None  #: binary: 50 MiB = 52,428,800 bytes
     last_level_cache_name: str | None = None
-    shared_memory_per_sm_bytes: int | None = None  #: binary: 228 KiB = 233,472 bytes
+    #: the most shared memory one SM (compute unit) can hold, binary (228 KiB = 233,472 bytes): the largest
+    #: carveout of its L1/shared array, not the array (compute capability 8.9: 100 KiB of a 128 KiB array)
+    shared_memory_per_sm_bytes: int | None = None
     measured: tuple[Measurement, ...] = field(default=())
     board_power_w: float | None = None  #: rated board power (TDP), watts, of the configuration whose rates these are
     board_power_source: str = ""  #: where ``board_power_w`` comes from
     board_power_as_of: str = ""  #: date of that source (ISO)
     scale_up_link: Link | None = None  #: NVLink / Infinity Fabric / ICI; None for PCIe-only parts
     host_link: Link | None = None  #: PCIe to the host (the only path between PCIe-only parts)
+    #: special-function (multi-function unit) operations per second: exponentials, reciprocals, … (one
+    #: operation per result, no FMA doubling); None where the catalog has no sourced figure
+    special_function_ops_per_s: float | None = None
+    special_function_source: str = ""  #: where ``special_function_ops_per_s`` comes from
+    special_function_as_of: str = ""  #: date of that source (ISO)
+    rate_gaps: Mapping[str, RateGap] = field(default_factory=lambda: MappingProxyType({}))
+    alternative_figures: tuple[AlternativeFigure, ...] = field(default=())
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -105,11 +148,36 @@ class Part:
         try:
             return self.dense_flops_per_s[dtype]
         except KeyError:
-            extra = " (the A100 has no FP8 units at all)" if self.id == "a100-80gb" and dtype == "fp8" else ""
+            gap = self.rate_gaps.get(dtype)
+            extra = f" ({gap.kind}: {gap.why})" if gap else ""
             raise RooflineInputError(
                 f"{self.id} has no {dtype} rate in the catalog{extra}; "
                 f"rates it has: {', '.join(self.dtypes)}"
             ) from None
+
+    def rate_status(self, dtype: str) -> str:
+        """Whether the catalog has a dense ``dtype`` rate for this part, and if not, why: one of
+        :data:`RATE_IN_CATALOG`, :data:`RATE_NO_UNITS` (the chip has no arithmetic in that format),
+        :data:`RATE_NOT_PUBLISHED` (the vendor gives no figure) or :data:`RATE_NOT_IN_CATALOG` (no reason
+        recorded: a figure may exist that the catalog has not taken in)."""
+        check_dtype(dtype)
+        if dtype in self.dense_flops_per_s:
+            return RATE_IN_CATALOG
+        gap = self.rate_gaps.get(dtype)
+        return gap.kind if gap else RATE_NOT_IN_CATALOG
+
+    def special_function_peak_ops_per_s(self) -> float:
+        """Special-function operations per second (the exponentials of a softmax run on these units),
+        from ``special_function_source``; a clear error where the catalog has no figure for the part."""
+        if self.special_function_ops_per_s is None:
+            have = [pid for pid in list_parts() if get_part(pid).special_function_ops_per_s is not None]
+            raise RooflineInputError(f"{self.id} has no special-function rate in the catalog; parts that have one: "
+                                     f"{', '.join(have) or 'none'}")
+        return self.special_function_ops_per_s
+
+    def alternatives(self, field_name: str | None = None) -> tuple[AlternativeFigure, ...]:
+        """Second published values for this part's figures (all, or those of ``field_name``)."""
+        return tuple(a for a in self.alternative_figures if field_name is None or a.field == field_name)
 
     def sparse_headline_flops_per_s(self, dtype: str = "bf16") -> float | None:
         """The vendor's with-sparsity headline for ``dtype``, or None if none is quoted."""
@@ -189,7 +257,60 @@ def _part_from_entry(part_id: str, entry: dict) -> Part:
         board_power_as_of=str(entry.get("board_power_as_of", "")),
         scale_up_link=_link(part_id, "scale-up", entry.get("scale_up_link")),
         host_link=_link(part_id, "pcie", entry.get("host_link")),
+        special_function_ops_per_s=_special_function(part_id, entry),
+        special_function_source=entry.get("special_function_source", ""),
+        special_function_as_of=str(entry.get("special_function_as_of", "")),
+        rate_gaps=MappingProxyType(_rate_gaps(part_id, entry, dense)),
+        alternative_figures=tuple(_alternative(part_id, entry, a) for a in entry.get("alternative_figures", [])),
     )
+
+
+def _special_function(part_id: str, entry: dict) -> float | None:
+    """The special-function rate, or None; a figure without its source and date is refused."""
+    if "special_function_ops_per_s" not in entry:
+        return None
+    if not entry.get("special_function_source") or not entry.get("special_function_as_of"):
+        raise ValueError(f"hardware.toml: part {part_id!r} gives special_function_ops_per_s without "
+                         "special_function_source and special_function_as_of")
+    value = float(entry["special_function_ops_per_s"])
+    if not value > 0:
+        raise ValueError(f"hardware.toml: part {part_id!r}: special_function_ops_per_s must be > 0, got {value:g}")
+    return value
+
+
+def _rate_gaps(part_id: str, entry: dict, dense: Mapping[str, float]) -> dict[str, RateGap]:
+    """``rate_gaps``: for a dtype without a dense rate, why (``no units`` / ``not published``), checked."""
+    gaps = {}
+    for dt, gap in entry.get("rate_gaps", {}).items():
+        where = f"hardware.toml: part {part_id!r} rate_gaps.{dt}"
+        check_dtype(dt)
+        if dt in dense:
+            raise ValueError(f"{where}: the part has a dense {dt} rate, so it has no gap")
+        if not isinstance(gap, dict) or gap.get("kind") not in RATE_GAP_KINDS or not str(gap.get("why", "")).strip():
+            raise ValueError(f"{where} needs kind (one of {', '.join(RATE_GAP_KINDS)}) and why, got {gap!r}")
+        gaps[dt] = RateGap(dt, gap["kind"], gap["why"])
+    return gaps
+
+
+def _alternative(part_id: str, entry: dict, alt: dict) -> AlternativeFigure:
+    """One ``alternative_figures`` entry, checked: a figure the part holds, another value, source, date, why."""
+    where = f"hardware.toml: part {part_id!r} alternative_figures"
+    for key in ("field", "value", "source", "as_of", "why_not_used"):
+        if not str(alt.get(key, "")).strip():
+            raise ValueError(f"{where} needs {key}")
+    name = alt["field"]
+    head, _, dt = name.partition(".")
+    if head not in ALTERNATIVE_FIELDS or (head.endswith("flops_per_s") != bool(dt)):
+        raise ValueError(f"{where}: field {name!r} is not one of {', '.join(ALTERNATIVE_FIELDS)} "
+                         "(a rate as 'dense_flops_per_s.<dtype>')")
+    used = entry.get(head, {}).get(dt) if dt else entry.get(head)
+    if used is None:
+        raise ValueError(f"{where}: field {name!r} has no value of its own in the catalog to stand beside")
+    value = float(alt["value"])
+    if not value > 0 or value == float(used):
+        raise ValueError(f"{where}: value for {name!r} must be > 0 and differ from the catalog's {float(used):g}")
+    return AlternativeFigure(field=name, value=value, used_value=float(used), source=alt["source"],
+                             as_of=str(alt["as_of"]), why_not_used=alt["why_not_used"])
 
 
 def _link(part_id: str, kind: str, entry: dict | None) -> Link | None:

@@ -1,6 +1,7 @@
 """The 60-second cheat sheet, generated from the package and the deck: key formulas, the ridge of
-the common parts and of their links (computed from the catalog), the levers per regime, and the
-questions to expect. Written as Markdown and as HTML."""
+the common parts and of their links (computed from the catalog), the levers per regime, the
+questions to expect (one per lesson, with its memory aid and sources) and the red flags (one per
+lesson, each with the card it comes from). Written as Markdown and as HTML, with the same content."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from ..core.memory import kv_cache_bytes_per_sequence, weight_bytes
 from ..core.models import get_model
 from ..core.parallel import Parallelism, interconnect_ridge_flop_per_byte
 from ..core.placement import place
-from .flashcards import deck
+from .flashcards import Card, get_card
 
 PARTS = ("a100-80gb", "h100-sxm", "h200", "b200", "mi300x", "tpu-v5e")
 #: parts whose links the interconnect table lists (the L4 has PCIe only)
@@ -48,7 +49,8 @@ FORMULAS = (
                                   "not overlapped with compute unless you say so (the bound: least bytes, no "
                                   "latency, overlapped)"),
     ("Interconnect ridge", "I*_link = P_peak / per-direction link bandwidth  (FLOPs per byte a chip sends)"),
-    ("Tensor parallel n, per chip", "weights / n; KV cache / min(n, KV heads) (replicated past the KV heads)"),
+    ("Tensor parallel n, per chip", "weights / n; GQA KV cache / min(n, KV heads) (replicated past the KV heads); an "
+                                    "MLA latent is shared by every head, so every chip keeps all of it (KV / 1)"),
     ("Pipeline p stages, m micro-batches", "one step still crosses all p stages; bubble = (p − 1)/(m + p − 1)"),
 )
 
@@ -68,9 +70,11 @@ LEVERS = (
 
 #: the rules of thumb of lesson 12 (shrinking the bytes)
 SHRINKING_RULES = (
-    "4-bit weights move the memory roof's intercept, not the compute roof (weight-only): the math still "
-    "runs at BF16's rate, so decode turns compute-bound at a smaller batch; W4A4 (FP4 math, where the part "
-    "has it) raises the compute roof too.",
+    "Weight-only 4-bit weights leave both roofs where they were (the matmuls still run at BF16's rate) and "
+    "cut the bytes per weight, so decode's weight lens climbs faster with the batch and meets the same ridge "
+    "at a smaller batch (by the lower bound: BF16's critical batch ÷ the weight-byte ratio; the estimate, "
+    "with the dequantisation in series, sooner still); W4A4 (FP4 math, where the part has it) raises the "
+    "compute roof too.",
     "Weight-only dequantisation runs on the vector units (the course prices it at the FP32 rate), once per "
     "weight read per step; it hides under memory at batch 1.",
     "A 4-bit model is not 4× smaller: group scales, and the embedding, lm_head and norms stay BF16.",
@@ -168,13 +172,54 @@ def _numbers() -> list[tuple[str, str]]:
     ]
 
 
-def _questions(limit: int = 12) -> list[str]:
-    return [c.question for c in deck() if c.numeric is None][:limit]
+INTRO = ("Generated from the Roofline Lessons package: numbers are computed from its catalogs (dense, datasheet "
+         "figures). Each question and red flag names its card; the drill (lesson 13) and the printed deck give every "
+         "card's sources, the catalog's datasheets and configs included.")
+#: the questions to expect: one card per lesson, the question an interviewer is likeliest to open with
+QUESTION_CARDS = (
+    "concept-plain-language", "hedge-sparse-headline", "prefill-vs-decode-why", "batching-decode-more",
+    "hybrid-two-dots", "flash-position", "fp8-knee", "measure-empirical", "reality-batch1-gap",
+    "serving-tpot-definitions", "many-chips-pipeline-latency", "shrink-which-lever-which-byte",
+)
+#: the red flags: one per lesson, the classic mistake of that lesson, as (card id, index of the red flag)
+RED_FLAG_CARDS = (
+    ("concept-red-flag-flops", 0),  # ranking kernels by FLOP/s across intensities
+    ("hedge-sparse-headline", 0),  # a ridge from a with-sparsity headline
+    ("tpot-estimate", 0),  # decode time from FLOPs
+    ("batching-decode-more", 0),  # batching prefill as if it were decode
+    ("kv-per-token-llama70b", 0),  # query heads for KV heads
+    ("flash-position", 0),  # "FlashAttention reduces FLOPs"
+    ("fp8-knee", 0),  # "it doubles, so everything is 2x faster"
+    ("measure-above-roof", 0),  # a point above the DRAM roof "breaks" the model
+    ("reality-mbu-not-bandwidth", 0),  # bytes x tokens/s quoted as a measured bandwidth
+    ("serving-tpot-definitions", 0),  # TPOTs of two tools compared blind
+    ("many-chips-pipeline-latency", 0),  # pipeline parallel to cut one user's latency
+    ("shrink-int4-batch1-speedup", 0),  # "4-bit weights, 4x faster decode"
+)
+
+
+def _further_sources(card: Card) -> list[str]:
+    """The papers and docs the card's prose rests on (its references). The sheet's numbers come from the
+    catalogs, whose sources the drill and the printed deck list with every card."""
+    return list(card.references)
+
+
+def _questions() -> list[tuple[Card, str]]:
+    """(card, question) for each of ``QUESTION_CARDS``."""
+    return [(c, c.question) for c in map(get_card, QUESTION_CARDS)]
+
+
+def _red_flags() -> list[tuple[Card, str]]:
+    """(card, red flag) for each of ``RED_FLAG_CARDS``."""
+    return [(c, c.red_flags[i]) for c, i in ((get_card(cid), i) for cid, i in RED_FLAG_CARDS)]
+
+
+def _from(card: Card) -> str:
+    return f"lesson {card.lesson}, card {card.id}"
 
 
 def markdown() -> str:
-    lines = ["# The roofline in 60 seconds", "", "*Generated from the Roofline Lessons package: numbers are "
-             "computed from its catalogs (dense, datasheet figures).*", "", "## Formulas", ""]
+    lines = ["# The roofline in 60 seconds", "", f"*{INTRO}*", "", "## Formulas", ""]
     lines += [f"- **{name}**: `{f}`" for name, f in FORMULAS]
     lines += ["", "## Ridge points (FLOP/byte, dense)", "", "| part | bandwidth | BF16 | FP8 | FP4 |", "|---|---|---|---|---|"]
     lines += ["| " + " | ".join(r) + " |" for r in _ridge_rows()]
@@ -189,9 +234,26 @@ def markdown() -> str:
     lines += ["| " + " | ".join(r) + " |" for r in _kv_rows()]
     lines += ["", "## Numbers worth knowing", ""] + [f"- {k}: **{v}**" for k, v in _numbers()]
     lines += ["", "## Levers per regime", ""] + [f"- **{k}**: {v}" for k, v in LEVERS]
-    lines += ["", "## Questions to expect", ""] + [f"- {q}" for q in _questions()]
-    lines += ["", "## Red flags", ""] + sorted({f"- {r}" for c in deck() for r in c.red_flags})[:8]
+    lines += ["", "## Questions to expect", ""]
+    for card, q in _questions():
+        lines.append(f"- {q} *({_from(card)})*")
+        if card.memory_aid:
+            lines.append(f"  - Memory aid: {card.memory_aid_text()}")
+        if _further_sources(card):
+            lines.append(f"  - Sources: {'; '.join(_further_sources(card))}")
+    lines += ["", "## Red flags (one per lesson)", ""] + [f"- {r} *({_from(c)})*" for c, r in _red_flags()]
     return "\n".join(lines) + "\n"
+
+
+def _question_html(card: Card, question: str) -> str:
+    e = html.escape
+    extra = []
+    if card.memory_aid:
+        extra.append(f"<li>Memory aid: {e(card.memory_aid_text())}</li>")
+    if _further_sources(card):
+        extra.append(f"<li>Sources: {e('; '.join(_further_sources(card)))}</li>")
+    nested = f"<ul>{''.join(extra)}</ul>" if extra else ""
+    return f"<li>{e(question)} <i>({e(_from(card))})</i>{nested}</li>"
 
 
 def html_page() -> str:
@@ -202,8 +264,7 @@ def html_page() -> str:
     kv = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in _kv_rows())
     body = [
         "<h1>The roofline in 60 seconds</h1>",
-        "<p><i>Generated from the Roofline Lessons package: numbers are computed from its catalogs (dense, "
-        "datasheet figures).</i></p>",
+        f"<p><i>{e(INTRO)}</i></p>",
         "<h2>Formulas</h2><ul>" + "".join(f"<li><b>{e(n)}</b>: <code>{e(f)}</code></li>" for n, f in FORMULAS) + "</ul>",
         "<h2>Ridge points (FLOP/byte, dense)</h2><table><tr><th>part</th><th>bandwidth</th><th>BF16</th><th>FP8</th>"
         f"<th>FP4</th></tr>{ridge}</table>",
@@ -216,7 +277,9 @@ def html_page() -> str:
         f"<th>KV per sequence at {KV_CONTEXT_TOKENS:,} tokens</th></tr>{kv}</table>",
         "<h2>Numbers worth knowing</h2><ul>" + "".join(f"<li>{e(k)}: <b>{e(v)}</b></li>" for k, v in _numbers()) + "</ul>",
         "<h2>Levers per regime</h2><ul>" + "".join(f"<li><b>{e(k)}</b>: {e(v)}</li>" for k, v in LEVERS) + "</ul>",
-        "<h2>Questions to expect</h2><ul>" + "".join(f"<li>{e(q)}</li>" for q in _questions()) + "</ul>",
+        "<h2>Questions to expect</h2><ul>" + "".join(_question_html(c, q) for c, q in _questions()) + "</ul>",
+        "<h2>Red flags (one per lesson)</h2><ul>" + "".join(
+            f"<li>{e(r)} <i>({e(_from(c))})</i></li>" for c, r in _red_flags()) + "</ul>",
     ]
     style = ("body{font-family:system-ui,sans-serif;max-width:52em;margin:2em auto;line-height:1.45;color:#222}"
              "table{border-collapse:collapse}td,th{border:1px solid #bbb;padding:.2em .6em;text-align:right}"

@@ -114,7 +114,10 @@ class ProgressStore:
 class DrillSession:
     """The drill's state machine: show a card, reveal, check a number, rate, move on.
 
-    ``mode="mock"`` chains a card's follow-ups after its main answer, as an interviewer would.
+    In both modes a revealed card offers its follow-ups, one at a time (``next_follow_up``). In
+    ``mode="drill"`` they are optional: the card can be rated as soon as its answer is revealed.
+    ``mode="mock"`` chains them as an interviewer would: the widget offers the ratings only after the
+    last follow-up has been asked and answered (``view()["can_rate"]``).
     Everything here is plain Python; the widget only displays ``view()`` and calls these methods.
     """
 
@@ -125,7 +128,7 @@ class DrillSession:
     clock: object = time.time
     card: Card | None = None
     revealed: bool = False
-    follow_up_index: int = -1  #: -1: the main question; k: follow-up k (mock mode)
+    follow_up_index: int = -1  #: -1: the main question; k: follow-up k
     numeric_feedback: str = ""
     log: list = field(default_factory=list)
 
@@ -150,16 +153,26 @@ class DrillSession:
         self.numeric_feedback = check_numeric(self.card, answer).message
         return self.numeric_feedback
 
+    def more_follow_ups(self) -> bool:
+        """Whether the current card has a follow-up still to ask."""
+        return self.card is not None and self.follow_up_index + 1 < len(self.card.follow_ups)
+
+    def can_rate(self) -> bool:
+        """A card is rated once its answer is revealed; in mock mode, only after its last follow-up."""
+        return self.card is not None and self.revealed and not (self.mode == "mock" and self.more_follow_ups())
+
     def next_follow_up(self) -> bool:
-        """Mock mode: move to the next follow-up question; False when there are none left."""
-        if self.card is None or self.follow_up_index + 1 >= len(self.card.follow_ups):
+        """Move to the next follow-up question (after the current answer is revealed, in either mode);
+        False when there is none left or the current answer is not revealed yet."""
+        if not self.revealed or not self.more_follow_ups():
             return False
         self.follow_up_index += 1
         self.revealed = False
         return True
 
     def rate(self, rating: str) -> None:
-        """Schedule the current card, save progress, and show the next card."""
+        """Schedule the current card, save progress, and show the next card. (The widget offers the
+        ratings only when :meth:`can_rate`; the session itself takes a rating at any time.)"""
         if self.card is None:
             return
         now = self.clock()
@@ -188,41 +201,103 @@ class DrillSession:
                "revealed": self.revealed, "feedback": self.numeric_feedback, "counts": self.counts()}
         if self.follow_up_index < 0:
             out["question"] = c.question
+            out["answer_label"] = "30-second answer"
             out["answer"] = c.short_answer() if self.revealed else None
             out["detail"] = c.detailed_answer() if self.revealed else None
             out["red_flags"] = list(c.red_flags) if self.revealed else []
+            out["memory_aid"] = c.memory_aid_text() if self.revealed else ""
         else:
             f = c.follow_ups[self.follow_up_index]
             out["question"] = f"Follow-up {self.follow_up_index + 1}: {f.question}"
+            out["answer_label"] = "Answer"
             out["answer"] = c.follow_up_answer(self.follow_up_index) if self.revealed else None
-            out["detail"], out["red_flags"] = None, []
-        out["more_follow_ups"] = self.mode == "mock" and self.follow_up_index + 1 < len(c.follow_ups)
+            out["detail"], out["red_flags"], out["memory_aid"] = None, [], ""
+        # where the card comes from: shown with every revealed answer, the follow-ups' included
+        out["sources"] = list(c.sources()) if self.revealed else []
+        out["more_follow_ups"] = self.more_follow_ups()
+        out["can_rate"] = self.can_rate()
         return out
+
+
+#: marks the drill's card panel, so an offline handout can print the deck in its place
+DRILL_MARK = 'class="rl-drill"'
+
+
+def _sources_html(sources) -> str:
+    import html
+
+    items = "".join(f"<li>{html.escape(s)}</li>" for s in sources)
+    return f"<details><summary><b>Sources</b> ({len(sources)})</summary><ul>{items}</ul></details>"
 
 
 def _html(view: dict) -> str:
     import html
 
     if view["done"]:
-        return f"<p><b>{html.escape(view['text'])}</b></p>"
+        return f"<div {DRILL_MARK}><p><b>{html.escape(view['text'])}</b></p></div>"
     counts = view["counts"]
     parts = [f"<p style='color:#555'>Lesson {view['lesson']} · {', '.join(map(html.escape, view['tags']))} · "
              f"{counts['due']} due, {counts['new']} new, {counts['learned']} learned of {counts['cards']}</p>",
              f"<h3>{html.escape(view['question'])}</h3>"]
     if view["answer"]:
-        parts.append(f"<p><b>30-second answer.</b> {html.escape(view['answer'])}</p>")
+        label = html.escape(view.get("answer_label", "Answer"))
+        parts.append(f"<p><b>{label}.</b> {html.escape(view['answer'])}</p>")
     if view.get("detail"):
         parts.append(f"<p><b>In more depth.</b> {html.escape(view['detail'])}</p>")
+    if view.get("memory_aid"):
+        parts.append(f"<p><b>Memory aid.</b> {html.escape(view['memory_aid'])}</p>")
     if view.get("red_flags"):
         parts.append("<p><b>Don't say this:</b></p><ul>" + "".join(f"<li>{html.escape(r)}</li>"
                                                                      for r in view["red_flags"]) + "</ul>")
+    if view.get("sources"):
+        parts.append(_sources_html(view["sources"]))
     if view.get("feedback"):
         parts.append(f"<p>{html.escape(view['feedback'])}</p>")
-    return "\n".join(parts)
+    return f"<div {DRILL_MARK}>" + "\n".join(parts) + "</div>"
+
+
+def card_html(card: Card) -> str:
+    """One card printed whole, for paper and offline pages: the question as a heading, then the
+    30-second answer, the answer in more depth, the memory aid, what not to say, the follow-ups with
+    their answers, and the sources. Figures are computed now by the package."""
+    import html
+
+    e = html.escape
+    parts = [f"<h4>{e(card.question)}</h4>",
+             f"<p style='color:#555'>Lesson {card.lesson} · card {e(card.id)} · {e(', '.join(card.tags))}</p>",
+             f"<p><b>30-second answer.</b> {e(card.short_answer())}</p>",
+             f"<p><b>In more depth.</b> {e(card.detailed_answer())}</p>"]
+    if card.memory_aid:
+        parts.append(f"<p><b>Memory aid.</b> {e(card.memory_aid_text())}</p>")
+    if card.red_flags:
+        parts.append("<p><b>Don't say this:</b></p><ul>" + "".join(f"<li>{e(r)}</li>" for r in card.red_flags)
+                     + "</ul>")
+    for i, f in enumerate(card.follow_ups):
+        parts.append(f"<p><b>Follow-up {i + 1}:</b> {e(f.question)}<br><b>Answer.</b> {e(card.follow_up_answer(i))}</p>")
+    parts.append("<p><b>Sources:</b></p><ul>" + "".join(f"<li>{e(s)}</li>" for s in card.sources()) + "</ul>")
+    return "<section class='rl-card'>" + "".join(parts) + "</section>"
+
+
+def deck_html(cards=None) -> str:
+    """Every card of the deck (or ``cards``), in lesson order, each in a collapsed section under its
+    question: the drill on paper, for the offline handout."""
+    import html
+
+    cards = list(deck() if cards is None else cards)
+    out = [f"<p>{len(cards)} cards, in lesson order: open a question to see its answers, its memory aid (where it "
+           "has one), its red flags, its follow-ups and its sources.</p>"]
+    lesson = None
+    for c in cards:
+        if c.lesson != lesson:
+            lesson = c.lesson
+            out.append(f"<h3>Lesson {lesson}</h3>")
+        out.append(f"<details><summary>{html.escape(c.question)}</summary>{card_html(c)}</details>")
+    return "\n".join(out)
 
 
 def flashcard_drill(mode: str = "drill", path: Path | str | None = None):
-    """The ipywidgets drill: filter, show, reveal, check a number, rate; progress persists."""
+    """The ipywidgets drill: filter, show, reveal (the answer, its memory aid and its sources), check a number,
+    ask the follow-ups, rate; progress persists."""
     import ipywidgets as widgets
     from IPython.display import display
 
@@ -234,11 +309,11 @@ def flashcard_drill(mode: str = "drill", path: Path | str | None = None):
     lesson_w = widgets.Dropdown(options=lessons, value=0, description="lesson")
     tag_w = widgets.Dropdown(options=[("any tag", "")] + [(t, t) for t in all_tags()], value="", description="tag")
     mode_w = widgets.ToggleButtons(options=[("drill", "drill"), ("mock interview", "mock")], value=mode)
-    card_html = widgets.HTML()
+    panel_w = widgets.HTML()
     number_w = widgets.Text(placeholder="your number", description="answer")
     check_w = widgets.Button(description="check")
     reveal_w = widgets.Button(description="reveal", button_style="info")
-    follow_w = widgets.Button(description="next follow-up")
+    follow_w = widgets.Button(description="ask a follow-up")
     rate_ws = [widgets.Button(description=r, button_style={"again": "danger", "hard": "warning", "good": "success",
                                                            "easy": "primary"}[r]) for r in RATINGS]
     notes = widgets.HTML("<br>".join(store.messages))
@@ -246,12 +321,12 @@ def flashcard_drill(mode: str = "drill", path: Path | str | None = None):
 
     def refresh(*_):
         v = state["session"].view()
-        card_html.value = _html(v)
+        panel_w.value = _html(v)
         numeric = not v["done"] and v["numeric"] and state["session"].follow_up_index < 0
         number_w.layout.display = check_w.layout.display = None if numeric else "none"
         follow_w.layout.display = None if (not v["done"] and v["revealed"] and v["more_follow_ups"]) else "none"
         for b in rate_ws:
-            b.disabled = v["done"] or not v["revealed"]
+            b.disabled = v["done"] or not v["can_rate"]
         reveal_w.disabled = v["done"] or v["revealed"]
         notes.value = "<br>".join(store.messages)
 
@@ -286,7 +361,7 @@ def flashcard_drill(mode: str = "drill", path: Path | str | None = None):
     for b in rate_ws:
         b.on_click(on_rate)
     refresh()
-    ui = widgets.VBox([widgets.HBox([lesson_w, tag_w, mode_w]), card_html, widgets.HBox([number_w, check_w]),
+    ui = widgets.VBox([widgets.HBox([lesson_w, tag_w, mode_w]), panel_w, widgets.HBox([number_w, check_w]),
                        widgets.HBox([reveal_w, follow_w]), widgets.HBox(rate_ws), notes])
     ui.session = state  # for tests and the curious
     display(ui)

@@ -78,8 +78,8 @@ class Card:
 
     def sources(self) -> tuple[str, ...]:
         """Where the card comes from: its lesson, its references, then the catalog source (with its
-        date) of every part and model its computed figures use — the same catalogs the numbers are
-        computed from, so the list cannot drift from them."""
+        date) of every part and model its computed figures use, and of every catalog measurement they
+        quote — the same catalogs the numbers are computed from, so the list cannot drift from them."""
         out = [f"Lesson {self.lesson}", *self.references]
         numerics = [self.numeric, *(n for _, n in self.values), *(m.numeric for m in self.mistakes)]
         for n in (n for n in numerics if n is not None):
@@ -91,6 +91,10 @@ class Card:
             if "model" in args:
                 model = get_model(args["model"])
                 out.append(f"{model.name}: {model.source}")
+            measured = _measurement_quoted(n)
+            if measured is not None:
+                dated = f" ({measured.date})" if measured.date else ""
+                out.append(f"Measured, {measured.what}: {measured.source}{dated}")
         return tuple(dict.fromkeys(out))
 
     def answer_value(self) -> float | None:
@@ -115,6 +119,34 @@ class Card:
 
     def follow_up_answer(self, index: int) -> str:
         return self.fill(self.follow_ups[index].answer)
+
+    def memory_aid_text(self) -> str:
+        """The memory aid, its figures computed now by the package ("" for a card without one)."""
+        return self.fill(self.memory_aid) if self.memory_aid else ""
+
+
+def _measurement_quoted(n: Numeric):
+    """The catalog measurement a figure quotes (the same one its function reads), or None for a figure
+    computed from datasheet and config numbers alone."""
+    from ..topics.datasheets import best_measurement
+
+    args = dict(n.args)
+    if n.fn == "measured_percent":
+        matmul = args["quantity"] == "matmul_flops_per_s"
+        return best_measurement(args["part"], args["quantity"], args["dtype"] if matmul else None)
+    if n.fn == "measured_ridge":
+        return best_measurement(args["part"], "matmul_flops_per_s", args["dtype"])
+    if n.fn == "measured_value":
+        return best_measurement(args["part"], args["quantity"])
+    if n.fn == "gpt_fast_percent":
+        from ..topics.published import gpt_fast_7b_measurement
+
+        return gpt_fast_7b_measurement()
+    if n.fn == "gpt_fast_70b_estimate":
+        from ..topics.many_chips import gpt_fast_70b
+
+        return gpt_fast_70b().measurement
+    return None
 
 
 # ---- numeric answers: each a package computation, named in the deck ------------------------
@@ -793,20 +825,53 @@ def _byte_share(model, what="kv", batch=1, context=4096, **fmt):
     return 100 * float(getattr(c, f"{what}_bytes")) / float(c.bytes)
 
 
-def _weight_lens_batch(model, part, context=4096, **fmt):
-    """Smallest decode batch whose weight-matmul FLOPs per weight byte reach the part's ridge at the
-    weight matmuls' rate (the critical batch, weights lens) under a number format."""
-    from ..topics.batching import critical_batch
+def _weight_lens_batch(model, part, context=4096, figure="estimate", **fmt):
+    """Smallest decode batch whose weight-matmul FLOPs per weight byte (the weight lens) reach the ridge
+    under a number format: ``figure="estimate"`` the estimate's ridge, a weight-only dequantisation in
+    series with the matmuls (lesson 4's :func:`~roofline_lessons.topics.batching.critical_batch`);
+    ``figure="bound"`` the lower bound's, the dequantisation overlapped, so the matmuls' own ridge
+    (lesson 12's :attr:`~roofline_lessons.topics.shrinking.BatchSweep.weight_lens_critical_batch_lower_bound`)."""
+    if figure == "estimate":
+        from ..topics.batching import critical_batch
 
-    return critical_batch(model, part, context, lens="weights only", **_format_fields(**fmt))
+        return critical_batch(model, part, context, lens="weights only", **_format_fields(**fmt))
+    if figure != "bound":
+        raise ValueError(f"figure must be 'estimate' or 'bound', got {figure!r}")
+    from ..topics.shrinking import batch_sweep
+
+    return batch_sweep(model, part, context, **_format_fields(**fmt)).weight_lens_critical_batch_lower_bound
 
 
-def _lens_batch(model, part, context=4096, lens="all traffic", **fmt):
+def _lens_batch(model, part, context=4096, lens="all traffic", figure="estimate", **fmt):
     """The critical batch through either lens of lesson 4 (``lens``: "all traffic" or "weights only")
-    under a number format (sequences)."""
-    from ..topics.batching import critical_batch
+    under a number format (sequences): ``figure="estimate"`` the estimate's (unfused bytes, a weight-only
+    dequantisation in series), ``figure="bound"`` the lower bound's (compulsory bytes, the dequantisation
+    overlapped: lesson 12's :class:`~roofline_lessons.topics.shrinking.BatchSweep`)."""
+    if figure == "estimate":
+        from ..topics.batching import critical_batch
 
-    return critical_batch(model, part, context, lens=lens, **_format_fields(**fmt))
+        return critical_batch(model, part, context, lens=lens, **_format_fields(**fmt))
+    if figure != "bound":
+        raise ValueError(f"figure must be 'estimate' or 'bound', got {figure!r}")
+    if lens == "weights only":
+        return _weight_lens_batch(model, part, context, figure="bound", **fmt)
+    if lens != "all traffic":
+        raise ValueError(f"lens must be 'all traffic' or 'weights only', got {lens!r}")
+    from ..topics.shrinking import batch_sweep
+
+    return batch_sweep(model, part, context, **_format_fields(**fmt)).critical_batch_lower_bound
+
+
+def _weight_read_ratio(model, weights="int4", group=None, recipe=""):
+    """The weight bytes a BF16 decode step reads ÷ those it reads in ``weights`` (×): every weight once,
+    the embedding one row, the format's scales and its BF16 layers (by default the embedding, the
+    lm_head and the norms) included. The same at any context and batch."""
+    from ..core.costs import model_cost
+
+    def read(**fmt):
+        return float(model_cost(model, phase="decode", context_tokens=0, **fmt).weight_bytes)
+
+    return read() / read(**_format_fields(weights=weights, group=group, recipe=recipe))
 
 
 def _matmul_time_ms(model, part, tokens=4096, batch=1, **fmt):
@@ -932,6 +997,7 @@ NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
     "matmul_time_ms": _matmul_time_ms, "zero_point_bytes_per_weight": _zero_point_bytes_per_weight,
     "mla_fp8_vllm_bytes": _mla_fp8_vllm_bytes, "special_function_tflops": _special_function_tflops,
     "exp_time_share": _exp_time_share, "stated": _stated, "params_time_ms": _params_time_ms,
+    "weight_read_ratio": _weight_read_ratio,
     "dequant_ms": _dequant_ms, "batch_gain": _batch_gain,
 }
 
@@ -1025,7 +1091,7 @@ def _at_batch(fn):
         b = NUMERIC_FUNCTIONS[fn](model, part, context, **kw)
         if b is None:
             return []
-        fields = {k: v for k, v in kw.items() if k != "lens"}
+        fields = {k: v for k, v in kw.items() if k not in ("lens", "figure")}
         return [_placed(place(model, part, phase="decode", batch=b, context_tokens=context,
                               **_format_fields(**fields)))]
     return setups
@@ -1088,6 +1154,7 @@ NO_SETUP = frozenset({
     "bubble_percent", "steady_idle_percent", "bytes_per_weight", "stored_weights_gib", "kv_token_bytes",
     "mla_expanded_kv_kib", "paged_batch", "model_field", "kv_element_bytes", "zero_point_bytes_per_weight",
     "mla_fp8_vllm_bytes", "special_function_tflops", "exp_time_share", "stated", "params_time_ms",
+    "weight_read_ratio",
 })
 
 

@@ -10,6 +10,9 @@ What makes a page work offline:
   state: the very panel the notebook's own ``lessonNN_dashboard()`` call drew (verdict, chart with
   its alt text, table), taken from the widget state the run recorded, with a caption saying the
   dashboard is interactive in JupyterLab.
+- **The flashcard drill** (lesson 13) needs a live kernel too; in its place the handout prints the
+  whole deck (:func:`roofline_lessons.course.drill.deck_html`): every card's question, answers,
+  memory aid, red flags, follow-ups and sources, its figures computed by the package at export.
 - **Nothing else is fetched**: no require.js, no widget manager, no mermaid loader (the template's
   blocks for them are emptied), and any remote ``<script>``/``<link>`` that remains is removed.
 
@@ -157,11 +160,30 @@ def static_caption(notebook_name: str) -> str:
             f"open {notebook_name} and move its controls to redraw it.")
 
 
+def deck_caption(notebook_name: str) -> str:
+    """The caption under the printed deck that stands in for the flashcard drill."""
+    return (f"The flashcard drill is interactive in JupyterLab (open {notebook_name} to be quizzed, check numbers "
+            "and keep your progress). Here is its deck on paper: open a question for its answers, memory aid, red "
+            "flags, follow-ups and sources.")
+
+
+def _static_deck(notebook_name: str) -> dict:
+    """The printed deck, in place of the drill widget."""
+    import nbformat
+
+    from .drill import deck_html
+
+    caption = html.escape(deck_caption(notebook_name))
+    body = (f'<figure class="rl-static-dashboard rl-static-deck"><figcaption>{caption}</figcaption>'
+            f"{deck_html()}</figure>")
+    return nbformat.v4.new_output("display_data", data={"text/html": body, "text/plain": deck_caption(notebook_name)})
+
+
 def _static_output(panel_html: str | None, notebook_name: str) -> dict:
     import nbformat
 
     caption = html.escape(static_caption(notebook_name))
-    if panel_html is None:  # a widget that is not a dashboard panel (the flashcard drill): say where it lives
+    if panel_html is None:  # a widget that is neither a dashboard panel nor the drill: say where it lives
         where = html.escape(notebook_name)
         body = ('<figure class="rl-static-dashboard"><figcaption>An interactive widget is here in JupyterLab: '
                 f"open {where} and run it there. It only works live, so it has no static picture.</figcaption></figure>")
@@ -177,8 +199,11 @@ _RENDER_MS = re.compile(r'\s+data-render-ms="[^"]*"')
 
 def replace_dashboards(nb, notebook_name: str) -> int:
     """Replace every widget output in ``nb`` (executed, with its widget state recorded) by the static
-    HTML its dashboard panel held when the run ended, with a caption; drop the widget state so the
-    page loads no widget manager. Returns how many outputs were replaced."""
+    HTML its dashboard panel held when the run ended, with a caption (the flashcard drill: the deck
+    printed whole); drop the widget state so the page loads no widget manager. Returns how many
+    outputs were replaced."""
+    from .drill import DRILL_MARK
+
     state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
     replaced = 0
     for cell in nb.cells:
@@ -191,9 +216,12 @@ def replace_dashboards(nb, notebook_name: str) -> int:
             if view is None:
                 outputs.append(out)
                 continue
-            panels = [state[m]["state"].get("value", "") for m in _descendants(state, view.get("model_id", ""))]
-            panels = [_RENDER_MS.sub("", p) for p in panels if isinstance(p, str) and PANEL_MARK in p]
-            outputs.append(_static_output("".join(panels) or None, notebook_name))
+            values = [state[m]["state"].get("value", "") for m in _descendants(state, view.get("model_id", ""))]
+            panels = [_RENDER_MS.sub("", p) for p in values if isinstance(p, str) and PANEL_MARK in p]
+            if not panels and any(isinstance(v, str) and DRILL_MARK in v for v in values):
+                outputs.append(_static_deck(notebook_name))
+            else:
+                outputs.append(_static_output("".join(panels) or None, notebook_name))
             replaced += 1
         cell.outputs = outputs
     nb.metadata.pop("widgets", None)

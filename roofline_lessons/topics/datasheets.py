@@ -60,7 +60,10 @@ def measured_roof(part: Part | str, dtype: str = "bf16") -> MeasuredRoof:
 
 
 def headline_kind(part: Part | str, flops_per_s: float, rel_tol: float = 0.02) -> list[str]:
-    """What a quoted FLOP/s figure for ``part`` really is: e.g. ``["bf16 with sparsity", "fp8 dense"]``.
+    """What a quoted FLOP/s (or INT8 OP/s) figure for ``part`` really is, every match listed, dense ones first:
+    the B200's 9 PFLOPS is ``["fp4 dense", "fp8 with sparsity", "int8 with sparsity"]``, the A100's 624
+    ``["int8 dense", "bf16 with sparsity", "fp16 with sparsity"]``. A figure that is two things at once
+    is both, and the list says so.
 
     Empty when the figure matches nothing in the catalog (then it needs its own source).
     """
