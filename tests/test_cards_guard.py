@@ -172,7 +172,7 @@ def test_mla_fp8_layouts():
 
 
 def test_online_softmax_time_is_not_called_negligible():
-    """FA3 §3.2: 3.9 TFLOPS of special functions against 989 of matmul; at head dim 128, 512× more matmul
+    """FA3 §3.1: 3.9 TFLOPS of special functions against 989 of matmul; at head dim 128, 512× more matmul
     FLOPs than exponentials, so the exponentials take about half the matmuls' time."""
     share = NUMERIC_FUNCTIONS["exp_time_share"](128)
     assert share == pytest.approx(989.4 / 3.9 / 512, rel=0.01) and 0.4 < share < 0.6

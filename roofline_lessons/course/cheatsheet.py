@@ -55,8 +55,9 @@ FORMULAS = (
 )
 
 LEVERS = (
-    ("Memory-bound (decode)", "fewer bytes per token: weight quantization (FP8/INT8/INT4 weights), KV-cache "
-                              "reduction (GQA/MLA, FP8 KV), batching to amortise weights, speculative decoding"),
+    ("Memory-bound (decode)", "fewer bytes per token: weight quantization (FP8/INT8/INT4 weights), a narrower KV "
+                              "cache (FP8 KV; GQA and MLA are architecture, chosen at training), batching to "
+                              "amortise weights, speculative decoding"),
     ("Compute-bound (prefill)", "faster math: FP8/FP4 tensor cores, better tiling and occupancy, fused kernels "
                                 "(FlashAttention), fewer wasted FLOPs"),
     ("Interconnect-bound (many chips)", "fewer bytes over the link per FLOP: less tensor parallel (pipeline or "

@@ -905,26 +905,27 @@ def _mla_fp8_vllm_bytes(model="deepseek-v3", per_layer=False, layout="fp8_ds_mla
     return float(layer if per_layer else layer * m.num_mla_layers)
 
 
-# ---- figures a source states that the catalogs do not hold ------------------------------------
-
-#: FlashAttention-3 (Shah et al., 2024, §3.2): "the H100 SXM5 GPU has 989 TFLOPS of FP16 matmul but only
-#: 3.9 TFLOPS of special functions" (the exponentials of the softmax run on the multi-function units)
-FA3_H100_SPECIAL_FUNCTION_FLOPS_PER_S = 3.9e12
-
+# ---- the special-function rate FlashAttention-3 states (catalog: h100-sxm) ---------------------
 
 def _special_function_tflops():
-    """The H100 SXM's special-function (exponential) rate FlashAttention-3 §3.2 states, TFLOP/s."""
-    return FA3_H100_SPECIAL_FUNCTION_FLOPS_PER_S / 1e12
+    """The H100 SXM's special-function (exponential) rate, TFLOP/s, from the hardware catalog (its
+    source: FlashAttention-3, Shah et al., 2024, §3.1: "989 TFLOPS of FP16 matmul but only 3.9 TFLOPS
+    of special functions")."""
+    return get_part("h100-sxm").special_function_peak_ops_per_s() / 1e12
 
 
 def _exp_time_share(head_dim=128):
     """Time of one softmax exponential per query–key score on the H100 SXM's special-function units ÷
-    time of the score's 4·d matmul FLOPs (QKᵀ and PV) on its BF16 tensor cores (FlashAttention-3 §3.2's
-    argument). H100 SXM only: the exponential rate is FA3's figure for that part."""
-    from ..core.hardware import get_part
+    time of the score's 4·d matmul FLOPs (QKᵀ and PV) on its BF16 tensor cores (FlashAttention-3 §3.1's
+    argument). H100 SXM only: the catalog's exponential rate is FA3's figure for that part."""
+    part = get_part("h100-sxm")
+    matmul = 4 * int(head_dim) / part.peak_flops_per_s("bf16")
+    return (1 / part.special_function_peak_ops_per_s()) / matmul
 
-    matmul = 4 * int(head_dim) / get_part("h100-sxm").peak_flops_per_s("bf16")
-    return (1 / FA3_H100_SPECIAL_FUNCTION_FLOPS_PER_S) / matmul
+
+def _bandwidth_ratio(part, ref_part):
+    """``part``'s memory bandwidth ÷ ``ref_part``'s (a plain ratio)."""
+    return get_part(part).memory_bandwidth_bytes_per_s / get_part(ref_part).memory_bandwidth_bytes_per_s
 
 
 # ---- red flags' numbers: what a classic mistake gives as the answer ---------------------------
@@ -971,7 +972,7 @@ def _dequant_tokens_equivalent(model, part):
 
 
 NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
-    "peak_tflops": _peak_tflops, "bandwidth_tbs": _bandwidth_tbs, "capacity_gib": _capacity_gib,
+    "peak_tflops": _peak_tflops, "bandwidth_tbs": _bandwidth_tbs, "bandwidth_ratio": _bandwidth_ratio, "capacity_gib": _capacity_gib,
     "weights_gib": _weights_gib, "free_gib": _free_gib, "kv_gib": _kv_gib, "state_gib": _state_gib,
     "percent_of_peak": _percent_of_peak, "intensity": _intensity, "step_tflop": _step_tflop,
     "max_context": _max_context, "weight_lens_over_ridge": _weight_lens_over_ridge,
@@ -1147,7 +1148,7 @@ SETUP_FUNCTIONS: dict[str, Callable[..., list[Setup]]] = {
 #: figures that price no step of a model on a part (rates, ridges, sizes per token or per weight, counts,
 #: catalog measurements), or whose setup fits by construction (the largest batch that fits)
 NO_SETUP = frozenset({
-    "peak_tflops", "bandwidth_tbs", "capacity_gib", "weights_gib", "free_gib", "state_gib", "percent_of_peak",
+    "peak_tflops", "bandwidth_tbs", "bandwidth_ratio", "capacity_gib", "weights_gib", "free_gib", "state_gib", "percent_of_peak",
     "max_context", "state_over_kv_tokens", "embedding_params_b", "ridge", "weights_gb", "experts", "max_batch",
     "kv_kib", "state_mib", "decode_attention", "params_b", "measured_percent", "gpt_fast_percent",
     "measured_ridge", "moe_bytes_ratio", "measured_value", "gpt_fast_70b_estimate", "tokens_per_verify", "link_gbs", "interconnect_ridge",
