@@ -1,6 +1,7 @@
 """Lesson 9's reality check: the bookkeeping around the measured decode loop."""
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -242,7 +243,9 @@ def test_a_sized_run_records_its_sizing_and_an_old_file_still_loads(monkeypatch,
     check = reality.run("tiny", roofs=Roofs())
     again = reality.load(reality.save(check, tmp_path / "r.json"))
     assert again.model_sizing() == reality.ModelSizing(2**20, 8, 1000, "memory", 2000)
-    assert reality.example().model_sizing() is None  # the shipped example predates the record
+    assert reality.example().model_sizing().reached  # the shipped example records its sizing
+    old = reality.load(Path(__file__).parent / "data" / "reality_before_sizing.json")  # a file from before
+    assert old.model_sizing() is None and old.skipped == [] and all(s.compulsory_bytes for s in old.samples)
 
 
 def test_latest_saved_skips_gpu_runs(tmp_path):

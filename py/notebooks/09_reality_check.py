@@ -128,7 +128,7 @@ if check.skipped:
 # %%
 # NBVAL_IGNORE_OUTPUT
 def step_rows(samples):
-    return [[s.phase, count(s.batch), count(s.tokens), duration(s.measured_s), num(s.spread, 2),
+    return [[s.phase, count(s.batch), count(s.tokens), duration(s.measured_s), f"{s.spread:.2f}",
              duration(s.bound_s), duration(s.estimate_s), s.binds, percent(s.achieved, 0), num(s.tokens_per_s)]
             for s in samples]
 
