@@ -71,7 +71,10 @@ def _same_but_labels(got: Model, want: Model) -> Model:
     """``got`` with ``want``'s name, source and published reference figures (not in a config.json)."""
     return dataclasses.replace(got, name=want.name, source=want.source,
                                published_total_params=want.published_total_params,
-                               published_active_params=want.published_active_params)
+                               published_active_params=want.published_active_params,
+                               published_active_params_detail=want.published_active_params_detail,
+                               published_embedding_params=want.published_embedding_params,
+                               published_detail_source=want.published_detail_source)
 
 
 @pytest.mark.parametrize("mid", list_models())
