@@ -11,13 +11,41 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from typing import Sequence
 
 ALT_ATTRIBUTE = "roofline_alt"
 
 
+#: a dollar sign Markdown would take for the start of TeX math: not escaped, and money-like (a plain
+#: amount after it, "$3.24 per", or "US$"; TeX such as "$4Nd$" goes on with a letter or an operator) —
+#: JupyterLab would set the rest of the line in italics
+_MONEY_DOLLAR = re.compile(r"(?<!\\)(?:US\$|\$\s?\d[\d,]*(?:\.\d+)?(?=[\s,;:)!?]|\.(?:\s|$)|$))")
+#: a line inside a paragraph that Markdown would start a bullet list with ("+ " is never meant as one here)
+_STRAY_BULLET = re.compile(r"(?<=[^\n])\n[ \t]{0,3}\+[ \t]")
+
+
+def markdown_problems(text: str) -> list[str]:
+    """What would render wrongly in ``text`` as Markdown: a money dollar sign (write "USD", or
+    escape it), an odd number of unescaped dollar signs (an unclosed TeX span), a line inside a
+    paragraph that starts with "+ " (a stray bullet). Empty when the text is clean."""
+    problems = []
+    for m in _MONEY_DOLLAR.finditer(text):
+        problems.append(f"a money dollar sign opens TeX math: …{text[max(0, m.start() - 20):m.end() + 20]}…")
+    if len(re.findall(r"(?<!\\)\$", text)) % 2:
+        problems.append("an odd number of unescaped $: a TeX span is not closed")
+    for m in _STRAY_BULLET.finditer(text):
+        problems.append(f"a line starting with '+ ' inside a paragraph becomes a bullet: "
+                        f"…{text[max(0, m.start() - 30):m.end() + 20]!r}…")
+    return problems
+
+
 def md(text: str):
-    """Show ``text`` as Markdown in a notebook (prints it outside one)."""
+    """Show ``text`` as Markdown in a notebook (prints it outside one). Text that would render wrongly
+    (:func:`markdown_problems`) raises, so a lesson that builds it fails its notebook test."""
+    problems = markdown_problems(text)
+    if problems:
+        raise ValueError("this Markdown would render wrongly: " + "; ".join(problems))
     try:
         from IPython.display import Markdown, display
     except ImportError:  # plain Python
