@@ -29,21 +29,33 @@ $(BIN)/python:
 # current one 54 s; compiling in parallel afterwards instead measured no faster, 93 s against 91 s.)
 PIP_INSTALL := $(BIN)/python -m pip install --quiet
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+# An editable install does not place pyproject's data-files, so the two JupyterLab config files (the
+# server extension that opens lessons unmodified, the settings overrides: no news toast) are copied in.
+JUPYTER_CONFIG_FILES = \
+	mkdir -p $(VENV)/etc/jupyter/jupyter_server_config.d $(VENV)/share/jupyter/lab/settings && \
+	cp jupyter-config/jupyter_server_config.d/roofline_lessons.json $(VENV)/etc/jupyter/jupyter_server_config.d/ && \
+	cp jupyter-config/lab-settings/overrides.json $(VENV)/share/jupyter/lab/settings/
+
+$(VENV)/.installed: pyproject.toml jupyter-config/jupyter_server_config.d/roofline_lessons.json jupyter-config/lab-settings/overrides.json | $(BIN)/python
 	$(PIP_INSTALL) -e .
+	$(JUPYTER_CONFIG_FILES)
 	touch $@
 
 # The tests drive the hub (tests/test_hub.py) with the hub extra's clients (requests, websocket,
 # psutil); the hub itself runs from its own environment (`make hub`, below).
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-test: pyproject.toml jupyter-config/jupyter_server_config.d/roofline_lessons.json jupyter-config/lab-settings/overrides.json | $(BIN)/python
 	$(PIP_INSTALL) -e '.[test,hub]'
+	$(JUPYTER_CONFIG_FILES)
 	touch $(VENV)/.installed $@
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
+# Where there is no display to open a browser on (a server, a container), say so instead of trying.
+NO_BROWSER := $(if $(DISPLAY)$(WAYLAND_DISPLAY)$(filter Darwin,$(shell uname -s)),,--ServerApp.open_browser=False)
+
 lab: $(VENV)/.installed
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG) $(LESSON1)
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG) $(NO_BROWSER) $(LESSON1)
 
 # Two workers, each file whole on one worker (a notebook's cells share one kernel; each browser-test
 # file shares one JupyterLab, and there are two of them so both workers drive a browser).

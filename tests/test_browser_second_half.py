@@ -75,3 +75,27 @@ def test_interview_drill_keeps_progress_across_a_kernel_restart(lab):
     finally:
         page.close()
         shutdown_kernels(base, token)
+
+
+def test_every_lesson_opens_unmodified(lab):
+    """Issue 26, item 4: JupyterLab writes the kernel's language_info into a notebook as its kernel
+    starts; a lesson without it was marked modified (the tab's dirty dot) before any edit, and closing
+    it asked to save. The course's server extension (roofline_lessons/course/lab.py) serves each
+    lesson with it; here every lesson is opened, its kernel started, and its tab must stay clean."""
+    from browser_checks import ROOT
+
+    base, token, browser = lab
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    dirty = []
+    try:
+        for notebook in sorted((ROOT / "notebooks").glob("[0-9]*.ipynb")):
+            page.goto(f"{base}/lab/tree/notebooks/{notebook.name}?reset&token={token}")
+            page.locator(".jp-NotebookPanel .jp-Notebook").first.wait_for(timeout=DEADLINE_S * 1000)
+            wait_idle(page)  # the kernel has answered: its language_info is in the model by now
+            if page.locator(".jp-mod-dirty").count():
+                dirty.append(notebook.name)
+                page.screenshot(path=str(ARTIFACTS / f"dirty-{notebook.stem}.png"))
+            shutdown_kernels(base, token)
+    finally:
+        page.close()
+    assert dirty == [], f"opened already modified: {dirty} (screenshots in {ARTIFACTS})"
