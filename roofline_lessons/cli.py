@@ -252,6 +252,9 @@ def cmd_place(args) -> int:
         written = held - int(p.workload.context_tokens)
         d["warnings"] = [_explain_context(wn, held, f"{count(p.workload.context_tokens)} cached + "
                                           f"{count(written)} this step writes") for wn in d["warnings"]]
+    if not d["fits_in_memory"]:
+        d["warnings"] = [*d["warnings"], _does_not_fit_warning(d["memory_required_bytes"], p.part,
+                                                              "the step", p.per_chip)]
     for warning in d["warnings"]:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     roof = _compute_roof(p, d)
@@ -311,21 +314,21 @@ def cmd_place(args) -> int:
                 if p.parallelism.pipeline > 1 else "")
         latency_s = d["collective_latency_s"]
         basis = p.link.latency_basis if p.parallelism.collective_latency_s is None else "--collective-latency"
-        algo = ("all-reduces reduced in the switch (NVLS), logits gathered by no chip (vocab-parallel sampling)"
-                if p.link.in_switch_reduction and p.parallelism.tensor > 2
-                else "ring all-reduces, logits gathered by no chip (vocab-parallel sampling)")
+        algo = _least_traffic_label(p)
         print(f"  communication        {si(d['comm_bytes'], 'B')} sent{send}; {count(d['collective_calls'])} "
               f"collective calls -> {duration(d['comm_time_s'])} in the estimate, {overlap}; latency "
               f"{duration(latency_s)} per call ({basis})")
+        sends_too = "; sends between pipeline stages overlap too" if p.parallelism.pipeline > 1 else ""
         print(f"                       least collective traffic ({algo}): {si(d['comm_bound_bytes'], 'B')} -> "
-              f"{duration(d['comm_lower_bound_s'])} at the link's bandwidth, no latency, overlapped (the bound; "
-              "sends between pipeline stages overlap too)")
+              f"{duration(d['comm_lower_bound_s'])} at the link's bandwidth, no latency, overlapped (the bound"
+              f"{sends_too})")
         if p.parallelism.pipeline > 1:
-            sends = p.parallelism.pipeline - 1
-            print(f"  pipeline             {count(p.parallelism.pipeline)} stages one after another: the busiest "
+            stages, sends = p.parallelism.pipeline, p.parallelism.pipeline - 1
+            print(f"  pipeline             {count(stages)} stages one after another: the busiest "
                   f"stage (this chip, every figure above) {duration(d['stage_time_s'])} + the other stages "
                   f"{duration(p.other_stages_s)} + {quantity(sends, 'send', whole=True)} between stages of "
                   f"{duration(d['pipeline_send_s'])} = {duration(d['time_estimate_s'])}, the step's estimate")
+            print(f"                       {_pipeline_bound_text(p, d)}")
         link_ridge = (f"{num(d['interconnect_ridge_point'])} FLOP/byte (the part's {roof['part_dtype']} peak ÷ the link)"
                       if not roof["blended"] else
                       f"{num(d['interconnect_ridge_point'])} FLOP/byte (this step's compute roof ÷ the link; the "
@@ -333,11 +336,12 @@ def cmd_place(args) -> int:
                       f"{num(roof['part_peak'] / p.interconnect_bandwidth_bytes_per_s)})")
         print(f"  interconnect         {num(d['interconnect_intensity'])} FLOP per byte sent; ridge {link_ridge}")
     together = " for all chips together" if p.per_chip else ""
-    print(f"  time lower bound     {duration(d['time_lower_bound_s'])} for the whole step: compulsory traffic, "
+    unfit = "" if d["fits_in_memory"] else " (as if it fit: it does not, see memory below)"
+    print(f"  time lower bound     {duration(d['time_lower_bound_s'])} for the whole step{unfit}: compulsory traffic, "
           f"units and communication overlapped, no latency "
           f"(≤ {num(d['tokens_per_s_upper_bound'])} tokens/s{together}); no implementation of this split, "
           f"these formats and these kernels' FLOPs{' and routing' if p.model.is_moe else ''} is faster")
-    print(f"  time estimate        {duration(d['time_estimate_s'])} -> {d['bound']}-bound "
+    print(f"  time estimate        {duration(d['time_estimate_s'])}{unfit} -> {d['bound']}-bound "
           f"({num(d['tokens_per_s_estimate'])} tokens/s{together}); conventions: "
           + "; ".join(d["estimate_conventions"]))
     print(f"                       {duration(d['time_estimate_per_op_sum_s'])} as a kernel per operator, "
@@ -357,6 +361,50 @@ def cmd_place(args) -> int:
           .replace("\n", "\n  "))
     print(f"\n{UNITS_NOTE}")
     return 0
+
+
+def _does_not_fit_warning(required_bytes, part, what: str, per_chip: bool) -> str:
+    """The stderr line of a setup that does not fit its memory: every time printed is then a what-if."""
+    from .core.units import binary
+
+    chip = " per chip" if per_chip else ""
+    return (f"{what} needs {binary(required_bytes)}{chip}, more than the {binary(part.memory_capacity_bytes)} of "
+            f"{part.name}: it does not fit, so every time below is as if it fit (a what-if, not a setup that runs)")
+
+
+def _least_traffic_label(p) -> str:
+    """How the bound's least collective traffic is counted, one clause per kind of collective the split makes."""
+    names = [c.name for c in p.comm.parts]
+    out = []
+    if any(n.startswith("tensor all-reduce") or n.startswith("embedding all-reduce") for n in names):
+        out.append("all-reduces reduced in the switch (NVLS): each byte sent once"
+                   if p.link.in_switch_reduction and p.parallelism.tensor > 2 else "all-reduces by the ring")
+    if any(n.startswith("logits all-gather") for n in names):
+        out.append("logits gathered by no chip (vocab-parallel sampling)")
+    if any(n.startswith("expert all-to-all") for n in names):
+        out.append("all-to-alls sending each token once per other expert group its experts live on, "
+                   "under uniform routing")
+    return ", ".join(out) if out else "no collectives in this split"
+
+
+def _pipeline_bound_text(p, d) -> str:
+    """Which of the pipeline's two lower bounds binds, with both figures (``place``'s text)."""
+    from .core.units import count, duration
+
+    stages, decode = p.parallelism.pipeline, p.workload.phase == "decode"
+    unit = "one sequence" if decode else "a one-token chunk"
+    crossing_s, busiest_s = duration(d["pipeline_crossing_lower_bound_s"]), duration(d["busiest_stage_lower_bound_s"])
+    if d["pipeline_lower_bound_basis"] == "crossing":
+        why = ("each sequence's next token needs this one, so the step waits for one token's trip through every "
+               "stage, each reading its weights" if decode else
+               "the prompt's last chunk crosses every stage in turn, each reading its weights")
+        if decode and int(p.workload.batch) < stages:
+            why += f"; with fewer sequences ({count(p.workload.batch)}) than stages no micro-batch fills the idle ones"
+        return (f"the bound is one token crossing the {count(stages)} stages one after another (their bounds for "
+                f"{unit}, summed) {crossing_s}, above the busiest stage's bound for the whole step {busiest_s}: {why}")
+    return (f"the bound is the busiest stage's for the whole step, {busiest_s}: every stage must do its share however "
+            f"the step is cut into micro-batches ({'sequences' if decode else 'chunks of the prompt'}), enough here to "
+            f"keep every stage busy; one token's crossing of the stages ({unit}) takes at least {crossing_s}")
 
 
 def _explain_context(warning: str, held: int, parts: str) -> str:
@@ -520,6 +568,9 @@ def cmd_serve(args) -> int:
     d["warnings"] = [_explain_context(wn, t.prompt_tokens + t.output_tokens,
                                       f"the {count(t.prompt_tokens)}-token prompt + {count(t.output_tokens)} output "
                                       "tokens") for wn in d["warnings"]]
+    if not t.fits_in_memory:
+        d["warnings"].append(_does_not_fit_warning(t.memory_required_bytes, get_part(t.part_id),
+                                                   "the request at its final context", t.chips > 1))
     for warning in d["warnings"]:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     if args.json:
@@ -542,35 +593,38 @@ def cmd_serve(args) -> int:
         line("speculation", f"{quantity(t.speculative_tokens, 'drafted token', whole=True)} by {draft}, acceptance "
                             f"{num(t.acceptance)} -> {quantity(t.tokens_per_verify_step, 'token')} per verify step")
 
+    unfit = "" if t.fits_in_memory else "  (as if it fit: it does not, see memory below)"
+
     def pair(est, lb):
         return f"{duration(est):>10} estimate, {duration(lb):>10} lower bound"
 
-    line("time to first token", pair(t.ttft_s, t.ttft_lower_bound_s))
+    line("time to first token", pair(t.ttft_s, t.ttft_lower_bound_s) + unfit)
     if d["tpot_s"] is None:
         line("time per output token", "—  (one output token: no decode step)")
     else:
         line("time per output token", f"{pair(t.tpot_s, t.tpot_lower_bound_s)}  over "
                                       f"{quantity(t.decode_steps, 'decode step', whole=True)} "
-                                      f"(mean step {duration(t.mean_step_s)}, estimate)")
-    line("end to end", pair(t.e2e_s, t.e2e_lower_bound_s))
+                                      f"(mean step {duration(t.mean_step_s)}, estimate){unfit}")
+    line("end to end", pair(t.e2e_s, t.e2e_lower_bound_s) + unfit)
     if t.chips > 1:
         line("output tokens/s", f"{num(t.output_tokens_per_s_per_chip)} per chip, static batch (estimate; "
                                 f"{num(t.output_tokens_per_s)} for the batch over {count(t.chips)} chips), "
-                                f"{num(t.output_tokens_per_s_per_sequence)} per sequence")
+                                f"{num(t.output_tokens_per_s_per_sequence)} per sequence{unfit}")
         if d["output_tokens_per_s_upper_bound"] is not None:
             print(f"{more}{num(t.output_tokens_per_s_upper_bound_per_chip)} per chip, continuous "
-                  f"batching (upper bound; {num(t.output_tokens_per_s_upper_bound)} over {count(t.chips)} chips)")
+                  f"batching (upper bound; {num(t.output_tokens_per_s_upper_bound)} over {count(t.chips)} chips)"
+                  f"{unfit}")
     else:
         line("output tokens/s", f"{num(t.output_tokens_per_s)} for the batch, static batch (estimate), "
-                                f"{num(t.output_tokens_per_s_per_sequence)} per sequence")
+                                f"{num(t.output_tokens_per_s_per_sequence)} per sequence{unfit}")
         if d["output_tokens_per_s_upper_bound"] is not None:
             print(f"{more}{num(t.output_tokens_per_s_upper_bound)} for the batch, continuous batching "
-                  f"(upper bound)")
+                  f"(upper bound){unfit}")
     if cost is not None:
         low = d["cost_per_million_output_tokens_lower_bound"]
         line("cost", f"{num(cost)} US dollars per million output tokens (static batch, estimate)"
              + ("" if low is None else f", at least {num(low)} (continuous batching's upper bound)")
-             + f", at {num(args.price_per_hour)} US dollars per chip-hour")
+             + f", at {num(args.price_per_hour)} US dollars per chip-hour{unfit}")
     fits = "fits" if t.fits_in_memory else "does NOT fit"
     fits_u = "fits" if d["fits_in_usable_memory"] else "does NOT fit"
     line("memory per chip" if t.chips > 1 else "memory",
@@ -680,7 +734,8 @@ def _model_flags(sp, names) -> None:
 def _place_flags(pl, names) -> None:
     pl.add_argument("--hardware", required=True, help=f"part id ({', '.join(names.parts)})")
     _model_flags(pl, names)
-    pl.add_argument("--phase", required=True, choices=names.PHASES)
+    pl.add_argument("--phase", required=True, choices=names.PHASES,
+                    help="prefill (a whole prompt in one step) or decode (one new token per sequence)")
     pl.add_argument("--batch", type=_count("batch", 1), default=1, help="sequences in the step (default 1)")
     pl.add_argument("--prompt", type=_count("prompt", 1), default=None,
                     help=f"prefill: prompt length in tokens (default {names.count(DEFAULT_PROMPT_TOKENS)})")
@@ -693,7 +748,10 @@ def _place_flags(pl, names) -> None:
                     help="rate for attention, softmax and norms (default: --compute, but bf16 when --compute is "
                          "fp8/fp4/int8)")
     _memory_utilization_flag(pl, names)
-    pl.add_argument("--no-flash-attention", action="store_true")
+    pl.add_argument("--no-flash-attention", action="store_true",
+                    help="price attention as an eager kernel: the score matrix written to HBM and read back, and "
+                         "in prefill the whole score square computed, masked half included (default: FlashAttention, "
+                         "fused, the causal half only)")
     _format_flags(pl, names)
     _parallel_flags(pl, names)
     pl.add_argument("--json", action="store_true", help="print one JSON object")
@@ -727,7 +785,9 @@ def _serve_flags(sv, names) -> None:
     sv.add_argument("--attention-compute", type=_dtype, default=None,
                     help="rate for attention, softmax and norms (default: as place)")
     _memory_utilization_flag(sv, names)
-    sv.add_argument("--no-flash-attention", action="store_true")
+    sv.add_argument("--no-flash-attention", action="store_true",
+                    help="price attention as an eager kernel, as `place --no-flash-attention` does (default: "
+                         "FlashAttention)")
     _format_flags(sv, names)
     _parallel_flags(sv, names)
     sv.add_argument("--json", action="store_true", help="print one JSON object")
@@ -771,7 +831,8 @@ def build_parser() -> argparse.ArgumentParser:
     exp.set_defaults(func=cmd_export)
     doc = sub.add_parser("doctor", help="check this set-up before a workshop (works even with dependencies "
                                         "missing); exit status 1 if something is wrong")
-    doc.add_argument("--json", action="store_true")
+    doc.add_argument("--json", action="store_true",
+                     help="print the findings as a JSON list, one object per check (ok, what, fix, check)")
     doc.set_defaults(func=cmd_doctor)
     cs = sub.add_parser("cheatsheet", help="write the 60-second cheat sheet (Markdown and HTML)")
     cs.add_argument("--out", default=".", help="folder (default: .)")

@@ -55,11 +55,11 @@ def test_only_numeric_cards_carry_red_flag_numbers():
 
 
 def test_the_two_checkers_issue_25_found_accepting_their_red_flags_now_reject_them():
-    """many-chips-tp-batch1-decode accepted half the one-chip time; tpot-estimate accepted 2·P ÷ β."""
+    """many-chips-tp-batch1-decode accepted half the one-chip time; tpot-lower-bound (then named tpot-estimate) accepted 2·P ÷ β."""
     tp = flashcards.get_card("many-chips-tp-batch1-decode")
     half = NUMERIC_FUNCTIONS["parallel"]("llama-3.1-70b", "h100-sxm", "time_estimate_s", scale=1000) / 2
     assert not flashcards.check_numeric(tp, half).correct
-    tpot = flashcards.get_card("tpot-estimate")
+    tpot = flashcards.get_card("tpot-lower-bound")
     two_p = NUMERIC_FUNCTIONS["params_time_ms"]("llama-3.1-8b", "h100-sxm")
     verdict = flashcards.check_numeric(tpot, two_p)
     assert not verdict.correct and "Forgetting the KV cache" in verdict.message
@@ -126,12 +126,12 @@ def test_batching_cards_words_follow_their_numbers():
     assert grow == pytest.approx(100 * (_v("batching-decode-more", "step32") / _v("batching-decode-more", "step1") - 1))
     text = flashcards.get_card("batching-decode-more").detailed_answer()
     assert "barely" not in text and "only from" not in text and f"grows {grow:.0f} %" in text
-    # tpot-estimate's follow-up at batch 8, 32K: "more than a quarter of the weights", "only ... -fold"
-    kv, w = _v("tpot-estimate", "kvgb"), _v("tpot-estimate", "wgb")
+    # tpot-lower-bound's follow-up at batch 8, 32K: "more than a quarter of the weights", "only ... -fold"
+    kv, w = _v("tpot-lower-bound", "kvgb"), _v("tpot-lower-bound", "wgb")
     assert kv > w / 4
-    assert _v("tpot-estimate", "tps8") < 8 / 2 < 0.85 * 8 < _v("tpot-estimate", "tps2k")
-    assert _v("tpot-estimate", "step8") == pytest.approx(_v("tpot-estimate", "ms8") / _v("tpot-estimate", "value"))
-    answer = flashcards.get_card("tpot-estimate").follow_up_answer(0)
+    assert _v("tpot-lower-bound", "tps8") < 8 / 2 < 0.85 * 8 < _v("tpot-lower-bound", "tps2k")
+    assert _v("tpot-lower-bound", "step8") == pytest.approx(_v("tpot-lower-bound", "ms8") / _v("tpot-lower-bound", "value"))
+    answer = flashcards.get_card("tpot-lower-bound").follow_up_answer(0)
     assert "almost 32-fold" not in answer and "only a little" not in answer
 
 
@@ -205,11 +205,164 @@ def test_capacity_long_context_red_flags():
                                               usable_capacity_bytes, weight_bytes)
 
     card = flashcards.get_card("capacity-long-context")
-    free = usable_capacity_bytes("h200") - weight_bytes("qwen3.8-27b", "bf16")
+    assert "utilisation of 0.9" in card.question  # the question states the share of memory it allows
+    free = usable_capacity_bytes("h200", 0.9) - weight_bytes("qwen3.8-27b", "bf16")
     no_state = math.floor(free / kv_cache_bytes_per_sequence("qwen3.8-27b", 131072))
     assert no_state == card.answer_value()
     assert state_bytes_per_sequence("qwen3.8-27b") > kv_cache_bytes_per_sequence("qwen3.8-27b", 1024)
     assert "less than a sequence" in card.red_flags[2]
+    # the 10⁹-byte reading gives one sequence fewer, which a whole-number tolerance rejects
+    si = dict((flag, v) for flag, v in flashcards.mistake_values(card))[card.red_flags[1]]
+    assert si == card.answer_value() - 1 and card.numeric.tolerance < 1 / card.answer_value()
+
+
+# ---- M1 (second strict reader): a red flag's number must not be another right answer the card gives ----
+
+def _readings(card):
+    """The card's own right answers to its question under other stated assumptions: the figures it quotes
+    that the same function computes as its answer (the same quantity, other settings: utilisation, bound or
+    estimate, …), leaving out a figure that IS one of its red flags' numbers (the card quoting the mistake)."""
+    def key(n):
+        return n.fn, n.args, n.times
+
+    mistakes = {key(m.numeric) for m in card.mistakes if m.numeric is not None}
+    quantity = dict(card.numeric.args).get("quantity")
+    return [(name, n.value()) for name, n in card.values
+            if n.fn == card.numeric.fn and dict(n.args).get("quantity") == quantity and key(n) not in mistakes]
+
+
+@pytest.mark.parametrize("card", NUMERIC_CARDS, ids=lambda c: c.id)
+def test_no_red_flag_number_is_another_reading_the_card_gives(card):
+    """capacity-long-context named its 90 % answer (9) as the 10⁹-byte mistake (also 9): a learner who typed
+    a right answer to a variant the card itself gives was told it was a classic mistake. A red flag's number
+    must differ from every such reading, by more than the checker's hint tolerance."""
+    tol = max(card.numeric.tolerance, 0.01)
+    for flag, wrong in flashcards.mistake_values(card):
+        for name, right in _readings(card):
+            assert not math.isclose(wrong, right, rel_tol=tol), (card.id, flag, wrong, name, right)
+
+
+def test_the_guard_catches_the_collision_it_was_written_for():
+    """The old card: the answer at utilisation 1.0, the 90 % figure quoted beside it, the 10⁹-byte mistake."""
+    import dataclasses
+
+    card = flashcards.get_card("capacity-long-context")
+    args = dict(model="qwen3.8-27b", part="h200", context=131072)
+    old_numeric = flashcards.Numeric("max_batch", tuple(sorted(args.items())), "sequences", 0.12)
+    b90 = flashcards.Numeric("max_batch", tuple(sorted({**args, "memory_utilization": 0.9}.items())), "", 0.0)
+    si = flashcards.Numeric("max_batch", tuple(sorted({**args, "capacity": "si"}.items())), "", 0.0)
+    old = dataclasses.replace(card, numeric=old_numeric, values=(("b90", b90),),
+                              mistakes=(flashcards.Mistake(1, numeric=si),))
+    collisions = [(flag, w, r) for flag, w in flashcards.mistake_values(old) for _, r in _readings(old)
+                  if math.isclose(w, r, rel_tol=max(old.numeric.tolerance, 0.01))]
+    assert collisions  # 9 = 9: what the test above now refuses
+
+
+# ---- the second strict reader's findings on the deck -------------------------------------------------
+
+def test_ttft_red_flag_is_the_compulsory_bytes_over_bandwidth_and_the_two_estimates_are_told_apart():
+    from roofline_lessons.core.placement import place
+
+    card = flashcards.get_card("ttft-lower-bound")
+    p = place("llama-3.1-8b", "h100-sxm", phase="prefill", prompt_tokens=8192)
+    wrong = dict(flashcards.mistake_values(card))[card.red_flags[0]]
+    assert wrong == pytest.approx(float(p.memory_lower_bound_s) * 1e3)  # what a learner divides: 16 GB ÷ β
+    verdict = flashcards.check_numeric(card, wrong)
+    assert not verdict.correct and "too low" in verdict.message and card.red_flags[0] in verdict.message
+    text = card.detailed_answer()
+    assert f"{float(p.time_estimate_s) * 1e3:,.0f} ms" in text and "totals" in text
+    assert f"{float(p.time_estimate_per_op_sum_s) * 1e3:,.0f} ms" in text and "kernel per operator" in text
+    assert not any(c.id.endswith("-estimate") and "lower bound" in c.question for c in flashcards.deck())
+
+
+def test_fp8_decode_speedup_accepts_1_9_and_names_the_halving_and_all_weights_mistakes():
+    card = flashcards.get_card("fp8-decode-speedup")
+    assert flashcards.check_numeric(card, "1.9").correct
+    for typed, flag in (("2", 1), ("1.97", 2)):
+        verdict = flashcards.check_numeric(card, typed)
+        assert not verdict.correct and card.red_flags[flag] in verdict.message, verdict.message
+    text = " ".join(_texts(card))
+    assert "old" not in text.split() and "{halved" in text and "{allw" in text
+
+
+def test_gpt_fast_gap_prices_the_bound_at_the_runs_context_and_does_not_recommend_what_the_run_has():
+    from roofline_lessons.topics.many_chips import gpt_fast_empirical_bandwidth_bytes_per_s
+    from roofline_lessons.topics.published import GPT_FAST_CONTEXT_TOKENS, gpt_fast_7b_bound, gpt_fast_7b_measurement
+
+    card = flashcards.get_card("gpt-fast-gap")
+    bound = float(gpt_fast_7b_bound().tokens_per_s_upper_bound)
+    assert _v(card.id, "bound") == pytest.approx(bound) and _v(card.id, "ctx") == GPT_FAST_CONTEXT_TOKENS
+    assert _v(card.id, "pct") == pytest.approx(100 * gpt_fast_7b_measurement().tokens_per_s / bound)
+    # batch-1 decode is memory-bound: at the empirical bandwidth the fraction rises by the bandwidth ratio
+    from roofline_lessons.core.hardware import get_part
+
+    ratio = get_part("a100-80gb").memory_bandwidth_bytes_per_s / gpt_fast_empirical_bandwidth_bytes_per_s()
+    assert _v(card.id, "pct_emp") == pytest.approx(_v(card.id, "pct") * ratio, rel=1e-3)
+    m = gpt_fast_7b_measurement()
+    assert "CUDA graphs" in m.conditions and "reduce-overhead" in m.conditions and m.date
+    answer = card.follow_up_answer(0)
+    assert "already" in answer and "reduce-overhead" in answer and "hypothesis" in answer
+    assert "Launch gaps: CUDA graphs" not in answer
+
+
+def test_h100_vs_l4_card_quotes_both_graph_speedups_and_computes_what_graphs_leave():
+    from roofline_lessons.topics.datasheets import best_measurement
+
+    card = flashcards.get_card("reality-h100-vs-l4-floor")
+    f = best_measurement("h100-sxm", "decode_fraction_of_memory_floor").value
+    g = best_measurement("h100-sxm", "cuda_graphs_decode_speedup").value
+    assert _v(card.id, "h100_graphs") == pytest.approx(100 * f * g)
+    assert _v(card.id, "gap_left") == pytest.approx(100 * (1 / (f * g) - 1) / (1 / f - 1))
+    assert 50 < _v(card.id, "gap_left") < 90  # graphs explain part of the gap, not most of it
+    assert _v(card.id, "graphs_l4") == best_measurement("l4", "cuda_graphs_decode_speedup").value
+    text = card.detailed_answer()
+    assert "hypothesis" in text and f"{_v(card.id, 'graphs_l4'):.3f}×" in text
+    assert "without CUDA Graphs" in card.short_answer() and "SDPA" in card.short_answer()
+
+
+def test_capacity_cards_state_which_capacity_they_count():
+    from roofline_lessons.core.memory import usable_capacity_bytes, weight_bytes
+
+    driver_gib = 143771 / 1024
+    assert usable_capacity_bytes("h200") / 2**30 == 141 > driver_gib  # the catalog: the vendor's figure
+    assert 0.9 * driver_gib < weight_bytes("llama-3.1-70b") / 2**30 < driver_gib  # the conclusions hold either way
+    for cid in ("capacity-third-number", "capacity-70b-h100", "many-chips-70b-two-h100-vs-h200"):
+        text = flashcards.get_card(cid).detailed_answer()
+        assert "vendor's capacity" in text and f"{driver_gib:.1f} GiB" in text, cid
+    assert f"{0.9 * driver_gib:.1f} GiB" in flashcards.get_card("capacity-70b-h100").detailed_answer()
+
+
+def test_qualitative_words_of_the_hybrid_and_serving_cards_come_with_their_numbers():
+    text = flashcards.get_card("deltanet-state").detailed_answer()
+    assert "negligible" not in text and "visible share" not in text
+    assert _v("deltanet-state", "share1") < 1 < 10 < _v("deltanet-state", "share32")
+    lever = flashcards.get_card("state-dtype-lever")
+    words = lever.short_answer() + lever.detailed_answer()
+    assert "noticeable" not in words and "modest but real" not in words
+    assert 0 < _v(lever.id, "gain1") < 1 < _v(lever.id, "gain32") < 20
+    answer = flashcards.get_card("serving-ttft-tpot").follow_up_answer(0)
+    assert "barely" not in answer and "roughly doubles" not in answer
+    assert _v("serving-ttft-tpot", "ttft_x") > 2 and 0 < _v("serving-ttft-tpot", "tpot_pct") < 5
+    assert _v("serving-ttft-tpot", "ttft4k") == pytest.approx(_v("serving-ttft-tpot", "ttft_x")
+                                                             * _v("serving-ttft-tpot", "value"))
+
+
+def test_speculative_cards_say_estimate_and_that_the_mtp_draft_cost_is_assumed():
+    for cid in ("serving-tokens-per-verify", "serving-draft-cost"):
+        text = flashcards.get_card(cid).short_answer()
+        assert "by the estimate" in text and "assum" in text, cid
+
+
+def test_cpu_decode_card_does_not_overstate():
+    card = flashcards.get_card("measure-cpu-decode")
+    text = card.detailed_answer() + card.follow_up_answer(0)
+    assert "memory-bound everywhere" not in text and "Batch-1 decode" in text
+    assert "would not help" not in card.follow_up_answer(0) and "saturates" in card.follow_up_answer(0)
+    assert _v(card.id, "tps") == pytest.approx(30e9 / (_v(card.id, "gb") * 1e9))
+
+
+def test_fp8_measured_says_how_its_ridge_is_made():
+    assert "÷ the datasheet bandwidth" in flashcards.get_card("fp8-measured").detailed_answer()
 
 
 # ---- seed parity: memory aids and sources (issue 25) ------------------------------------------------
@@ -331,3 +484,13 @@ def test_words_of_the_follow_ups_issue_25_rewrote():
     b200 = get_part("b200")
     roof = b200.peak_flops_per_s("fp4") / b200.peak_flops_per_s("bf16")
     assert roof == pytest.approx(NUMERIC_FUNCTIONS["weight_read_ratio"]("llama-3.1-70b", "fp4"), rel=0.15)
+
+
+def test_pipeline_card_and_the_packages_bound_agree_that_one_token_crosses_the_stages_in_turn():
+    """M6: the package's pipeline bound for batch-1 decode is the stages' bounds added (about one chip's), the
+    same thing card many-chips-pipeline-latency teaches; not the busiest stage's (about half of it)."""
+    card = flashcards.get_card("many-chips-pipeline-latency")
+    one_lb = NUMERIC_FUNCTIONS["parallel"]("llama-3.1-70b", "h100-sxm", "time_lower_bound_s", scale=1000)
+    assert _v(card.id, "pplb") == pytest.approx(one_lb, rel=1e-3)
+    assert _v(card.id, "pplb") > 1.9 * _v(card.id, "tplb")
+    assert f"{_v(card.id, 'pplb'):.1f} ms" in card.detailed_answer()

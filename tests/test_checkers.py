@@ -1,4 +1,5 @@
 import math
+import re
 
 import numpy as np
 import pytest
@@ -133,3 +134,25 @@ def test_lesson08_checks_use_the_measurement_given():
     assert not r.passed and "second argument" in r.message
     assert lesson08.gemv_intensity(0.25).passed and not lesson08.gemv_intensity(1).passed
     assert lesson08.above_the_roof("a cache is feeding it").passed and not lesson08.above_the_roof("it is compute-bound").passed
+
+
+@pytest.mark.parametrize("checker,expected,mistakes,rel_tol", [
+    (lesson03.long_context_decode_intensity, lambda: float(lesson03._long_context_place().intensity),
+     lesson03._long_context_mistakes, lesson03._LONG_CONTEXT_REL_TOL),
+    (lesson04.llama8b_batch64_throughput, lambda: float(lesson04._batch64().tokens_per_s[0]),
+     lesson04._throughput_mistakes, lesson04._THROUGHPUT_REL_TOL),
+])
+def test_checkers_3_5_and_4_2_state_the_band_they_accept(checker, expected, mistakes, rel_tol):
+    """Issue 25 (N5): a named mistake a few percent below the answer narrows the stated ± band; the message
+    states the band really accepted, and its ends are exact (just inside accepted, just outside rejected)."""
+    e, ms = expected(), mistakes()
+    lo, hi = lesson03.accepted_band(e, ms, rel_tol)
+    assert e * (1 - rel_tol) < lo < e < hi  # narrower than the stated tolerance below the answer
+    assert checker(lo * (1 + 1e-9)).passed and checker(hi * (1 - 1e-9)).passed
+    assert not checker(lo * (1 - 1e-6)).passed and not checker(hi * (1 + 1e-6)).passed
+    low = checker(e * (1 - 2 * rel_tol))
+    assert not low.passed and "accepted:" in low.message and f"±{100 * rel_tol:.0f}" not in low.message
+    shown = re.search(r"accepted: ([\d,.]+) to ([\d,.]+)", low.message)
+    a, b = (float(x.replace(",", "")) for x in shown.groups())
+    assert checker(a).passed and checker(b).passed  # the ends it prints are accepted answers
+    assert lo <= a and b <= hi

@@ -98,7 +98,8 @@ def test_context_beyond_the_model_is_a_warning_not_an_error(capsys):
                          "--context", "10000000", "--json")
     d = json.loads(out)
     assert code == 0 and d["context_beyond_model"] is True and d["max_context_tokens"] == 131072
-    assert "max_context_tokens" in err and "what-if" in err and len(d["warnings"]) == 1
+    assert "max_context_tokens" in err and "what-if" in err
+    assert sum("max_context_tokens" in w for w in d["warnings"]) == 1  # (its 10M-token cache does not fit either)
     code, out, err = run(capsys, "place", "--hardware", "h100-sxm", "--model", "llama-3.1-8b", "--phase", "decode",
                          "--context", "4096", "--json")
     assert json.loads(out)["context_beyond_model"] is False and err == ""
@@ -385,3 +386,58 @@ def test_place_states_its_units_and_never_writes_KB(capsys):
         if args[0] == "place":
             assert " kB" in text  # SI bytes moved …
             assert "1 kB = 1,000 bytes" in text and "1 GiB = 2^30 bytes" in text  # … and said so
+
+
+# ---- the second strict reader: setups that do not fit, collectives by kind, help for every flag --------
+
+def test_place_on_a_setup_that_does_not_fit_says_so_on_every_time_and_on_stderr(capsys):
+    args = ("place", "--hardware", "h100-sxm", "--model", "llama-3.1-70b", "--phase", "decode", "--context", "4096")
+    code, out, err = run(capsys, *args)
+    assert code == 0 and "does NOT fit" in out
+    times = [x for x in out.splitlines() if x.startswith(("  time lower bound", "  time estimate"))]
+    assert len(times) == 2 and all("(as if it fit: it does not, see memory below)" in x for x in times)
+    assert "warning:" in err and "does not fit" in err and "133 GiB" in err and "80 GiB" in err
+    code, out, err = run(capsys, *args, "--json")
+    assert any("does not fit" in w for w in json.loads(out)["warnings"]) and "does not fit" in err
+    code, out, err = run(capsys, *args, "--tensor-parallel", "2")  # it fits two: no mark, no warning
+    assert "as if it fit" not in out and err == ""
+
+
+def test_serve_on_a_setup_that_does_not_fit_says_so_on_every_time_and_on_stderr(capsys):
+    args = ("serve", "--hardware", "h100-sxm", "--model", "qwen3-235b-a22b", "--prompt", "1024", "--output", "128",
+            "--tensor-parallel", "2", "--price-per-hour", "3")
+    code, out, err = run(capsys, *args)
+    assert code == 0 and "does NOT fit" in out and "does not fit" in err and "per chip" in err
+    for label in ("time to first token", "time per output token", "end to end", "output tokens/s", "cost"):
+        line = next(x for x in out.splitlines() if x[2:].startswith(label))
+        assert line.endswith("(as if it fit: it does not, see memory below)"), line
+    code, out, err = run(capsys, *SERVE)
+    assert "as if it fit" not in out and "does not fit" not in err
+
+
+@pytest.mark.parametrize("split,kinds,absent", [
+    (("--expert-parallel", "8"), ["all-to-alls sending each token once per other expert group"], ["all-reduces"]),
+    (("--tensor-parallel", "2"), ["all-reduces by the ring", "logits gathered by no chip"], ["all-to-all"]),
+    (("--tensor-parallel", "8"), ["all-reduces reduced in the switch (NVLS)"], ["all-to-all"]),
+    (("--pipeline-parallel", "2"), ["no collectives in this split"], ["all-reduces", "all-to-all"]),
+])
+def test_least_collective_traffic_is_labelled_by_the_collectives_the_split_makes(capsys, split, kinds, absent):
+    code, out, _ = run(capsys, "place", "--hardware", "h200", "--model", "qwen3-235b-a22b", "--phase", "decode",
+                       "--batch", "64", "--context", "4096", *split)
+    line = next(x for x in out.splitlines() if "least collective traffic" in x)
+    label = line.split("least collective traffic (", 1)[1].rsplit("): ", 1)[0]
+    assert code == 0 and all(k in label for k in kinds) and not any(a in label for a in absent), label
+
+
+def test_every_flag_has_help(capsys):
+    """place, serve and doctor: no flag without a help text (--no-flash-attention and doctor --json had none)."""
+    import argparse
+
+    from roofline_lessons.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name in ("place", "serve", "doctor", "hardware", "models", "cheatsheet", "export", "exercises"):
+        for action in sub.choices[name]._actions:
+            if action.option_strings and action.dest != "help":
+                assert action.help, (name, action.option_strings)

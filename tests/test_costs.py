@@ -206,3 +206,24 @@ def test_bad_phase_and_dtype():
         Workload(phase="generate")
     with pytest.raises(RooflineInputError, match="unknown dtype 'int3'"):
         Workload(kv_dtype="int3")
+
+
+def test_softmax_norms_and_elementwise_flops_are_the_small_share_the_docstring_gives():
+    """Issue 25 (N1): the module docstring says softmax, norms and elementwise work, priced at the tensor-core
+    peak by convention, are about 0.05 % of an 8,192-token Qwen3.8-27B prefill's FLOPs."""
+    import roofline_lessons.core.costs as costs
+
+    m = get_model("qwen3.8-27b")
+    c = model_cost(m, phase="prefill", prompt_tokens=8192)
+    elementwise = softmax = 0.0
+    for op in c.ops:
+        if float(op.weight_matmul_flops):
+            continue
+        total = float(op.flops) * op.layers
+        if op.name.startswith("attention"):  # fused: 2 matmuls of 2·hd FLOPs per pair, softmax 5 per pair
+            softmax += total * 5 / (4 * m.head_dim + 5)
+        elif not op.name.startswith("state_update"):
+            elementwise += total
+    share = (elementwise + softmax) / float(c.flops)
+    assert 0.0004 < share < 0.0006
+    assert "about 0.05 % of the FLOPs" in costs.__doc__ and "convention" in costs.__doc__

@@ -44,11 +44,16 @@ def test_every_card_text_is_filled_from_the_package(card):
 
 
 def test_quoted_figures_follow_the_package():
+    """gpt-fast's bound is priced at the context every lesson prices the run at (GPT_FAST_CONTEXT_TOKENS),
+    the same one its percentage uses (the second strict reader found 256 beside 104)."""
     gpt = flashcards.get_card("gpt-fast-gap")
     from roofline_lessons import place
+    from roofline_lessons.topics.published import GPT_FAST_CONTEXT_TOKENS
 
-    bound = float(place("llama-2-7b", "a100-80gb", phase="decode", context_tokens=256).tokens_per_s_upper_bound)
-    assert f"{bound:,.0f} tokens/s" in gpt.short_answer()
+    bound = float(place("llama-2-7b", "a100-80gb", phase="decode",
+                        context_tokens=GPT_FAST_CONTEXT_TOKENS).tokens_per_s_upper_bound)
+    assert f"{bound:,.0f} tokens/s" in gpt.short_answer() and f"about {GPT_FAST_CONTEXT_TOKENS:,} tokens cached" \
+        in gpt.short_answer()
 
 
 def test_numeric_answers_follow_the_catalog(monkeypatch):
@@ -108,6 +113,30 @@ def test_progress_survives_a_restart(tmp_path):
     assert again.states[first].box == 1 and again.states[first].reviews == 1
     clock[0] += BOX_INTERVALS_S[1] + 1
     assert DrillSession(again, clock=lambda: clock[0]).card.id == first  # due again after its interval
+
+
+def test_progress_under_renamed_or_removed_card_ids_loads_and_carries_over(tmp_path):
+    """ttft-estimate and tpot-estimate were renamed (they quote lower bounds): a progress file written before
+    loads without a crash, the old state moves to the new id, and an id no card has is kept and ignored."""
+    from roofline_lessons.course.drill import RENAMED_CARDS
+
+    path = tmp_path / "p.json"
+    old = {"box": 3, "due": 5.0, "reviews": 4, "lapses": 1, "last_rating": "good"}
+    path.write_text(json.dumps({"schema": "roofline-lessons/drill-progress", "version": 1,
+                                "cards": {"ttft-estimate": old, "tpot-estimate": old, "no-such-card": old}}))
+    store = ProgressStore(path)
+    assert not store.messages  # nothing set aside
+    for was, now in RENAMED_CARDS.items():
+        assert was not in store.states and store.states[now].box == 3 and store.states[now].reviews == 4
+        flashcards.get_card(now)  # the new ids are the deck's
+    assert "no-such-card" in store.states
+    session = DrillSession(store, clock=lambda: 10.0)
+    assert session.card is not None and session.card.id != "no-such-card"
+    assert session.card.id in ("ttft-lower-bound", "tpot-lower-bound")  # due first (due 5 <= now 10)
+    session.reveal()
+    session.rate("good")
+    saved = json.loads(path.read_text())["cards"]
+    assert "ttft-estimate" not in saved and "tpot-estimate" not in saved and "no-such-card" in saved
 
 
 @pytest.mark.parametrize("content", ["{ not json", '{"schema": "something-else"}', "[]",
@@ -554,7 +583,7 @@ def test_cheat_sheet_has_the_shrinking_numbers():
 def test_time_cards_quote_the_bound_and_name_the_estimate():
     from roofline_lessons.course.flashcards import NUMERIC_FUNCTIONS
 
-    ttft, tpot = flashcards.get_card("ttft-estimate"), flashcards.get_card("tpot-estimate")
+    ttft, tpot = flashcards.get_card("ttft-lower-bound"), flashcards.get_card("tpot-lower-bound")
     bound = place("llama-3.1-8b", "h100-sxm", phase="prefill", prompt_tokens=8192)
     assert ttft.answer_value() == pytest.approx(float(bound.time_lower_bound_s) * 1e3)
     # "those bytes take less time than the FLOPs": the estimate's memory term hides under its compute
@@ -699,3 +728,24 @@ def test_cheat_sheet_tp_formula_keeps_the_mla_latent_whole():
     assert kv_split(get_model("deepseek-v3"), 8) == 1
     assert kv_split(get_model("qwen3-235b-a22b"), 8) == get_model("qwen3-235b-a22b").num_key_value_heads == 4
     assert kv_split(get_model("llama-3.1-70b"), 4) == 4
+
+
+def test_cheat_sheet_kv_of_a_windowed_model_is_not_per_token_times_context():
+    """M7: Gemma-3-27B's per-token KV beside its per-sequence cache says it holds before the window caps it
+    (and what a token adds past it), as `roofline-lessons models` does, and the fit formula uses KV per
+    sequence; N13: the link table's last column is the part's memory ridge (the L4's is GDDR6)."""
+    from roofline_lessons.core.models import get_model
+
+    md = cheatsheet.markdown()
+    g = get_model("gemma-3-27b")
+    row = next(line for line in md.splitlines() if line.startswith(f"| {g.name} |"))
+    past = float(g.kv_cache_bytes_per_sequence(g.sliding_window + 1)) - float(g.kv_cache_bytes_per_sequence(g.sliding_window))
+    assert (f"{g.kv_bytes_per_token() / 1024:,.1f} KiB before the window caps it (past {g.sliding_window:,} tokens: "
+            f"{past / 1024:,.1f} KiB)") in row
+    per_seq = float(g.kv_cache_bytes_per_sequence(cheatsheet.KV_CONTEXT_TOKENS))
+    assert per_seq < 0.5 * g.kv_bytes_per_token() * cheatsheet.KV_CONTEXT_TOKENS  # per token × context overstates it
+    assert "before the window" not in next(line for line in md.splitlines() if line.startswith("| Llama-3.1-70B |"))
+    fits = dict(cheatsheet.FORMULAS)["Fits?"]
+    assert "KV per sequence" in fits and "KV per token · context)" not in fits
+    assert "memory ridge" in md and "HBM ridge" not in md and "memory ridge" in cheatsheet.html_page()
+    assert any(r[0] == "l4" for r in cheatsheet._link_rows())

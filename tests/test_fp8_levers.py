@@ -261,3 +261,44 @@ def test_lesson_7_does_not_say_dequantisation_or_weight_scales_are_free():
     text = (Path(__file__).resolve().parents[1] / "py" / "notebooks" / "07_fp8_knee_shift.py").read_text()
     assert "charges nothing for dequantis" not in text and "rounding error" not in text
     assert "per_channel_scale_share(MODEL)" in text and "What the cost model *does* charge" in text
+
+
+# ---- the second reader's findings on lesson 7 ---------------------------------------------------
+
+def _lesson7_prose():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "py" / "notebooks" / "07_fp8_knee_shift.py").read_text()
+    return re.sub(r'"\s*\n\s*(?:\+\s*)?f?"', "", text)
+
+
+def test_m6_a_slower_short_prefill_is_for_measurement_not_the_estimates_convention():
+    text = _lesson7_prose()
+    assert "is the estimate's convention, not a property of the lever" not in text
+    assert "whether weight-only makes a short prefill slower is for measurement" in text
+    assert "dequantises each weight tile again for every block of token rows" in text
+    for lev in list(LEVER_SPECS) + list(WEIGHT_RECIPES.values()):
+        if "weights_dtype" in lev.changes and "compute_dtype" not in lev.changes:  # weight-only
+            assert "once per weight per step" in lev.what, lev.name
+            assert "block of token rows" in lev.not_counted or lev.not_counted == "as for each of the two", lev.name
+
+
+def test_n6_fp4_is_named_as_mxfp4_and_nvfp4_costs_more():
+    from roofline_lessons.core.dtypes import weight_bytes_per_element
+
+    assert weight_bytes_per_element("fp4") == 0.53125 and weight_bytes_per_element("fp4", group_size=16) == 0.5625
+    text = _lesson7_prose()
+    assert "modelled as MXFP4" in text and "NVFP4 (one FP8 scale per 16)" in text
+
+
+def test_n7_the_h200_has_no_pair_and_the_lesson_says_why():
+    from roofline_lessons.topics.levers import SOURCE_NOTES_ONLY
+
+    assert best_measurement("h200", "matmul_flops_per_s", "bf16") is None  # no H200 BF16 run is filed
+    assert SOURCE_NOTES_ONLY[("h200", "bf16")] == ("h100-sxm", "H200 is the same")
+    theirs, ours = (best_measurement(p, "matmul_flops_per_s", d) for p, d in (("h100-sxm", "bf16"), ("h200", "fp8")))
+    assert theirs.software != ours.software  # two builds: the reason the note is not paired
+    text = _lesson7_prose()
+    assert "def no_pair(pid)" in text and "SOURCE_NOTES_ONLY" in text
+    assert "(a format without a measurement or without a rate)" not in text

@@ -251,3 +251,32 @@ def test_draft_speedup_setup_fits_and_names_every_mistake():
     assert len(mistakes) == 4  # forget the draft, MTP pricing, E2E, inverted: none equals the answer
     values = sorted(m.value for m in mistakes)
     assert all(b / a - 1 > 2 * lesson10._REL_TOL for a, b in zip(values, values[1:]))  # and distinct from each other
+    # an MTP head (about one layer and the lm_head) is a cheaper draft than eight billion parameters: its
+    # speed-up lies above the 8B draft's (it once lay below, from pricing the whole model's dequantisation)
+    mtp = next(m.value for m in mistakes if "MTP" in m.label)
+    assert mtp > _solution()["10.4"] * (1 + 2 * lesson10._REL_TOL)
+
+
+def test_lesson_10_qualifies_the_bound_and_marks_what_does_not_fit():
+    """Continuous batching's upper bound assumes one token per sequence per step: speculation beats it (the
+    lesson's own MTP request at batch 1), so every place that states it says "without speculative decoding";
+    the goodput answer credits continuous batching, not chunking, with moving the TTFT wall; the 70B + 8B
+    pair on an H200 is marked as not fitting; the chunked answer prices each chunk over the ones before it."""
+    from pathlib import Path
+
+    from roofline_lessons.topics import serving
+
+    plain = request_timeline("llama-3.1-8b", "h100-sxm", prompt_tokens=2048, output_tokens=256)
+    spec = request_timeline("llama-3.1-8b", "h100-sxm", prompt_tokens=2048, output_tokens=256,
+                            speculative_tokens=4, acceptance=0.7)
+    assert spec.output_tokens_per_s > plain.output_tokens_per_s_upper_bound  # why the qualification is needed
+    assert math.isnan(spec.output_tokens_per_s_upper_bound)
+    raw = (Path(__file__).resolve().parents[1] / "py" / "notebooks" / "10_serving_a_request.py").read_text("utf-8")
+    text = re.sub(r'"\s*\n\s*f?"', "", raw)  # adjacent string literals joined
+    text = " ".join(re.sub(r"\n#\s*", " ", text).split())  # markdown comment lines joined, spaces collapsed
+    assert text.count("without speculative decoding") >= 3 and "no speculation (upper bound)" in text
+    assert "lower bound on the cost of any engine that does not speculate" in text
+    assert "chunked prefill (next section) is how servers move that wall" not in text
+    assert "continuous batching (with chunked prefill, next section) is how servers move that wall" in text
+    assert "unless_too_big(draft70" in text and "prefill_cached_tokens=start" in text
+    assert "without speculative decoding" in serving.__doc__

@@ -293,6 +293,9 @@ def _by_hand_mistakes():
                  weights_dtype="fp4", compute_dtype="fp4")
     return [
         ("12.1", "per-head K and V", d.num_hidden_layers * 2 * d.num_attention_heads * d.head_dim * 2),
+        # the DeepSeek-V2 paper's MHA baseline: 2 × heads × d_h per token and layer, d_h = 128
+        ("12.1", "DeepSeek-V2 paper's multi-head-attention baseline", d.num_hidden_layers * 2 * d.num_attention_heads
+         * 128 * 2),
         ("12.2", "forget the scales: exactly 0.5 byte", ((llama.parameter_count() - kept) * 0.5 + kept * 2) / GiB),
         ("12.2", "quantise the embedding, the lm_head", llama.parameter_count() * (0.5 + 2 / 128) / GiB),
         ("12.2", "GB (10^9 bytes) where GiB", s["12.2"] * GiB / 1e9),
@@ -307,7 +310,31 @@ def _by_hand_mistakes():
         ("12.5", "uniform allocator's capacity per layer kind", 0.0),
         ("12.6", "weight-only int4 raises the compute roof",
          int(np.arange(1, 4097)[np.asarray(b200.bound) == "compute"][0])),
+        ("12.6", "weight lens by the lower bound", _weight_lens_lower_bound_int4()),
     ]
+
+
+def _weight_lens_lower_bound_int4():
+    """Lesson 12 section 6's bolded weight-lens batch for int4, by the lower bound: the first batch whose
+    weight-matmul FLOPs per weight byte reach the bound's ridge (FLOPs ÷ compute lower bound ÷ bandwidth)."""
+    b = np.arange(1, 4097)
+    p = place("llama-3.1-70b", "b200", phase="decode", batch=b, context_tokens=128, weights_dtype="int4")
+    ridge = np.asarray(p.cost.flops, dtype=float) / np.asarray(p.compute_lower_bound_s, dtype=float) \
+        / get_part("b200").memory_bandwidth_bytes_per_s
+    return int(b[np.asarray(p.intensity_per_weight_byte) >= ridge][0])
+
+
+def test_the_papers_mha_baseline_and_the_weight_lens_bound_are_distinct_named_answers():
+    """N3/N4: the DeepSeek-V2 paper's MHA count (2 × 128 heads × 128 × 61 layers × 2 bytes) and the
+    bolded weight-lens lower-bound batch are named, while the solutions still pass."""
+    d = get_model("deepseek-v3")
+    assert d.num_hidden_layers * 2 * d.num_attention_heads * 128 * 2 == 3_997_696
+    assert not lesson12.mla_kv_bytes_per_token(3_997_696).passed
+    assert lesson12.mla_kv_bytes_per_token(_solution()["12.1"]).passed
+    wl = _weight_lens_lower_bound_int4()
+    assert wl != _solution()["12.6"] and not lesson12.int4_critical_batch(wl).passed
+    assert "weight lens by the lower bound" in lesson12.int4_critical_batch(wl).message
+    assert lesson12.int4_critical_batch(_solution()["12.6"]).passed
 
 
 @pytest.mark.parametrize("ex,label,value", _by_hand_mistakes(), ids=lambda v: v if isinstance(v, str) else "")
@@ -577,3 +604,32 @@ def test_counting_rules_do_not_put_a_real_kernel_between_the_two_figures():
     for text in (doc, solution):
         assert "lies between the two" not in text and "lie between the two" not in text
     assert "not a ceiling" in doc and "at least the bound" in doc
+
+
+# ---- issue 25 strict reader, lessons 11–12 ---------------------------------------------------------
+
+
+def test_deepseek_node_capacity_uses_the_packages_per_chip_footprints(lesson_text):
+    """N6 (and the lead's data-parallel figure): TP 8 replicates q_a_proj and kv_a_proj, so its per-chip
+    weights exceed an even eighth; both capacities come from max_batch_that_fits_on_chips, not a hand split."""
+    from roofline_lessons.core.parallel import Parallelism, max_batch_that_fits_on_chips
+
+    d, h200 = get_model("deepseek-v3"), get_part("h200")
+    tp = place(d, h200, phase="decode", context_tokens=32768, weights_dtype="int4",
+               parallelism=Parallelism(tensor=8)).footprint.weight_bytes
+    assert tp > sh.stored_weights("deepseek-v3", "int4").bytes / 8  # the replicated down-projections
+    tp_n = max_batch_that_fits_on_chips(d, h200, 32768, Parallelism(tensor=8), weights_dtype="int4")
+    dp_n = max_batch_that_fits_on_chips(d, h200, 32768, Parallelism(expert=8), weights_dtype="int4")
+    assert 7 < dp_n / tp_n < 8
+    assert f"**{tp_n:,} sequences** of 32,768 tokens" in lesson_text and f"**{dp_n:,} sequences**" in lesson_text
+    text = LESSON.read_text("utf-8")
+    assert "(node_bytes - dsv3_stored.bytes) / NODE" not in text and "mla_layer_parameters" not in text
+
+
+def test_summary_says_int4_is_slower_only_at_short_context():
+    """N7: the estimate's int4 crossover exists at 128 tokens cached, not at 8,192 (section 7 asserts both)."""
+    assert sh.weight_only_crossover("llama-3.1-70b", "b200", 128) is not None
+    assert sh.weight_only_crossover("llama-3.1-70b", "b200", 8192) is None
+    summary = " ".join(LESSON.read_text("utf-8").split("## Summary")[1].replace("#", " ").split())
+    assert "at short context, becomes slower than BF16 at a large enough batch" in summary
+    assert "at long context the KV cache keeps both memory-bound and it never does" in summary

@@ -209,7 +209,8 @@ def test_gpt_fast_context_is_one_assumption_within_the_run():
     for entry in (m, gpt_fast_measurement()):
         assert published.stated_prompt_tokens(entry) == published.GPT_FAST_PROMPT_TOKENS
     fewest, most = published.gpt_fast_context_range()
-    assert (fewest, most) == (5, 203) and published.GPT_FAST_CONTEXT_TOKENS == 104  # prompt 5, 200 new tokens
+    # 5 prompt tokens and generate.py's BOS prefilled, then 200 new tokens
+    assert (fewest, most) == (6, 204) and published.GPT_FAST_CONTEXT_TOKENS == 105
     assert most - fewest + 1 == published.GPT_FAST_DECODE_STEPS == published.GPT_FAST_NEW_TOKENS - 1
     assert published.GPT_FAST_CONTEXT_TOKENS == (fewest + most) // 2 and (fewest + most) % 2 == 0
     bounds = [float(published.gpt_fast_7b_bound(c).tokens_per_s_upper_bound) for c in (fewest, most)]
@@ -232,7 +233,7 @@ def test_gpt_fast_model_size_is_generate_py_s_count():
     assert size == 2 * (6_738_415_616 - 32_000 * 4_096)
     cost = published.gpt_fast_7b_bound().cost
     kv = float(cost.kv_bytes - cost.kv_scratch_bytes)
-    assert kv == (published.GPT_FAST_CONTEXT_TOKENS + 1) * 524_288  # read 104 tokens, write one
+    assert kv == (published.GPT_FAST_CONTEXT_TOKENS + 1) * 524_288  # read 105 tokens, write one
     assert float(cost.compulsory_bytes) - size - kv == pytest.approx(0, abs=1e5)
     m = published.gpt_fast_7b_measurement()
     assert m.value == 1397.31e9 and m.software  # the README's figure, with the software it names
@@ -343,3 +344,77 @@ def test_lessons_1_and_3_do_not_put_the_kernel_on_its_roof_from_the_bound_alone(
         assert "near its roof only if its measured bandwidth confirms it" in text, name
         assert '"decode_fraction_of_memory_floor"' in text, name  # the catalog's batch-1 study, not a typed 27 %
     assert "single-digit percentages" not in (root / "01_the_concept.py").read_text("utf-8")
+
+
+# ---- the strict reader's second pass on lessons 1, 3 and 4 (M1, M2, M8) ----
+
+def test_the_27_percent_study_is_quoted_with_its_cuda_graphs_ab():
+    """M1: the 27 % was measured without CUDA Graphs; graphs alone give 1.259× on the same stack (27 % → ~34 %),
+    so the lessons call the gap runtime overhead more than a slow kernel, from the catalog's two entries."""
+    from pathlib import Path
+
+    from roofline_lessons.topics.datasheets import best_measurement
+
+    study = best_measurement("h100-sxm", "decode_fraction_of_memory_floor")
+    graphs = best_measurement("h100-sxm", "cuda_graphs_decode_speedup")
+    assert graphs.source == study.source and study.conditions in graphs.conditions
+    assert round(100 * study.value * graphs.value) == 34
+    root = Path(__file__).resolve().parents[1] / "py" / "notebooks"
+    for name in ("01_the_concept.py", "03_prefill_vs_decode.py"):
+        text = (root / name).read_text("utf-8")
+        assert '"cuda_graphs_decode_speedup"' in text and "no CUDA Graphs" in text, name
+        assert "study.value * graphs.value" in text, name
+        assert "A better kernel can close that gap" not in text, name
+    assert "more than" in (root / "01_the_concept.py").read_text("utf-8")
+
+
+def test_throughput_limit_is_what_the_bound_approaches():
+    from roofline_lessons.topics.batching import throughput_limit_tokens_per_s
+
+    limit = throughput_limit_tokens_per_s("qwen3.8-27b", "h100-sxm", 8192)
+    tps = decode_sweep("qwen3.8-27b", "h100-sxm", [46, 10_000, 1_000_000], 8192).tokens_per_s
+    assert np.all(np.diff(tps) > 0) and np.all(tps < limit * (1 + 1e-9))
+    assert tps[-1] == pytest.approx(limit, rel=1e-3)
+
+
+def test_qwen_never_reaches_the_ridge_by_either_count_and_capacity_caps_it():
+    """M2: lesson 4 said the capacity limit 'arrives long before any compute limit'; for Qwen3.8-27B there is no
+    compute limit at any context (ceilings 12–167 FLOP/byte against a ridge of 295)."""
+    from pathlib import Path
+
+    ridge = place("qwen3.8-27b", "h100-sxm").ridge_point_flop_per_byte
+    for ctx in (0, 1024, 8192, 32768, 131072):
+        assert intensity_ceiling("qwen3.8-27b", ctx) < ridge
+        assert intensity_ceiling("qwen3.8-27b", ctx, compulsory=True) < ridge
+        assert intensity_ceiling("qwen3.8-27b", ctx, compulsory=True) >= intensity_ceiling("qwen3.8-27b", ctx)
+    text = (Path(__file__).resolve().parents[1] / "py" / "notebooks" / "04_batching.py").read_text("utf-8")
+    assert "long before any compute limit" not in text and "Capacity usually caps the batch first" not in text
+    assert "throughput_limit_tokens_per_s" in text and "No batch makes this decode compute-bound" in text
+
+
+def test_intensity_chart_marks_where_the_batch_stops_fitting():
+    """M8: curves ran to batch 2,048 at 32K and 128K without saying those batches do not fit. Each curve is solid
+    up to max_batch_that_fits's batch, dotted there, faint beyond, and the alt text states the batch."""
+    import re
+
+    from roofline_lessons.core.units import count
+    from roofline_lessons.viz import plots
+
+    contexts = (1024, 8192, 32768, 131072)
+    fig = plots.intensity_vs_batch("qwen3.8-27b", "h100-sxm", contexts=contexts)
+    alt = _alt_of(fig)
+    caps = [plots._largest_fitting_batch("qwen3.8-27b", "h100-sxm", c) for c in contexts]
+    assert caps[-1] == 3 and caps[1] == 46
+    assert re.findall(r"at most ([\d,]+) sequences fit", alt) == [count(c) for c in caps]
+    lines = fig.axes[0].get_lines()
+    for cap in caps:
+        solid = [ln for ln in lines if ln.get_alpha() in (None, 1.0) and len(ln.get_xdata()) > 1
+                 and ln.get_xdata()[-1] == cap]
+        faint = [ln for ln in lines if ln.get_alpha() is not None and ln.get_alpha() < 1 and len(ln.get_xdata()) > 1
+                 and ln.get_xdata()[0] == cap]
+        dot = [ln for ln in lines if ln.get_marker() == "o" and list(ln.get_xdata()) == [cap]]
+        assert solid and faint and dot, cap
+    # where every batch shown fits, nothing is faint
+    small = plots.intensity_vs_batch("llama-3.1-8b", "h100-sxm", contexts=(0,), batches=np.array([1.0, 8, 64]))
+    assert all(ln.get_alpha() in (None, 1.0) for ln in small.axes[0].get_lines() if len(ln.get_xdata()) > 1)
+    assert "every batch shown fits" in _alt_of(small)

@@ -200,3 +200,48 @@ def test_lesson05_marks_the_batch_16_steps_that_do_not_fit_and_names_the_memory_
     assert "does not fit" in text and "fits_in_memory" in text
     assert text.count("resident(") >= 3  # defined, and used in both batch-16 tables
     assert "memory_utilization=vllm_share" in text and "100 % of memory" in text
+
+
+# ---- the second reader's findings on lessons 5 and 6 --------------------------------------------
+
+def _prose(name):
+    """A lesson script's prose as it prints: adjacent string pieces joined across line breaks."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "py" / "notebooks" / name).read_text("utf-8")
+    return re.sub(r'"\s*\n\s*(?:\+\s*)?f?"', "", text)
+
+
+def test_lesson05_marks_a_model_priced_past_its_own_context():
+    """M5: Qwen3-32B's config gives 40,960 positions; the counterfactual prices it at 131,072 (YaRN territory)."""
+    step = place("qwen3-32b", "h200", phase="decode", batch=1, context_tokens=131072)
+    assert step.context_beyond_model and get_model("qwen3-32b").max_context_tokens == 40960
+    assert not place("qwen3.8-27b", "h200", phase="decode", batch=1, context_tokens=131072).context_beyond_model
+    text = _prose("05_hybrid_kv_growth.py")
+    assert "step.context_beyond_model" in text and "what-if: past its {m.max_context_tokens:,}-token context" in text
+    assert "YaRN" in text and "QwenLM/Qwen3" in text
+
+
+def test_lesson05_labels_the_estimate_and_says_which_capacity_it_fills():
+    """N4: the two-dots columns are the estimate's unfused bytes; N5: the state bytes (not share) grow only with
+    batch; N10: the 141 GiB is the datasheet's, the driver's 143,771 MiB is named and checked."""
+    text = _prose("05_hybrid_kv_growth.py")
+    assert "FLOP/byte (estimate, unfused)" in text
+    assert "the state share only with batch" not in text and "the state bytes only with batch" in text
+    assert "143_771" in text and "same_at_driver" in text and "the datasheet gives" in text
+    from roofline_lessons import get_part
+
+    share = 143_771 * MiB / get_part("h200").memory_capacity_bytes
+    for m in ("qwen3.8-27b", all_full_attention("qwen3.8-27b")):  # the lesson's "the same batches here"
+        assert max_batch_that_fits(m, "h200", 131072, memory_utilization=share) == max_batch_that_fits(m, "h200", 131072)
+
+
+def test_checker_65_hint_names_every_query_head_of_the_group():
+    """N11: each cached key and value is used by every query head of its group, not by one query per group."""
+    from roofline_lessons.course.checks import lesson06
+
+    message = lesson06.decode_fix("yes").message
+    assert "one query per head group" not in message
+    assert f"every query head of its group — {lesson06.DECODE_GROUP} here" in message
+    assert lesson06.decode_fix("no").passed

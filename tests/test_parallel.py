@@ -77,7 +77,8 @@ def test_link_errors_name_what_exists():
 
 
 def test_link_figures_match_the_reference_sheet():
-    # shared/reference/figures.md, interconnect table: vendors' bidirectional totals per GPU
+    # the vendors' datasheets, bidirectional totals per GPU: NVIDIA H100 and H200 datasheets (NVLink 900 GB/s),
+    # A100 datasheet (NVLink 600 GB/s), DGX B200 datasheet (NVLink 1.8 TB/s per GPU); PCIe x16 per direction
     h100 = get_part("h100-sxm").scale_up_link
     assert h100.bidirectional_bytes_per_s == 900 * GB and h100.per_direction_bytes_per_s == 450 * GB
     assert get_part("h200").scale_up_link.bidirectional_bytes_per_s == 900 * GB
@@ -391,6 +392,90 @@ def test_more_stages_than_layers_is_refused():
     layers = get_model(L8).num_hidden_layers
     with pytest.raises(RooflineInputError, match=f"{layers + 1} .*{layers} layers"):
         place(L8, "h100-sxm", phase="decode", parallelism=Parallelism(pipeline=layers + 1))
+
+
+def _stage_bounds(model, part, par, **kw):
+    """Each pipeline stage's own lower bound (its chip's compute, memory and least communication,
+    overlapped), with how many stages it stands for."""
+    return [(s.stage_repeats, float(np.asarray(s.stage_lower_bound_s))) for s in
+            stage_placements(model, part, parallelism=par, **kw)]
+
+
+@pytest.mark.parametrize("model,pp", [(L70, 2), (L70, 4), (MOE_BIG, 4), (L8, 4), (L70, 3)])
+def test_pipeline_decode_bound_at_batch_1_is_the_stages_in_turn(model, pp):
+    """One sequence's token crosses every stage one after another (its next token needs it), each stage
+    reading its weights: at batch 1 the bound is the SUM of the stages' bounds, about one chip's bound —
+    not the busiest stage's (card many-chips-pipeline-latency teaches the busiest stage as a red flag)."""
+    kw = dict(phase="decode", batch=1, context_tokens=4096)
+    par = Parallelism(pipeline=pp)
+    p = place(model, "h200", parallelism=par, **kw)
+    one = place(model, "h200", **kw)
+    crossing = sum(n * lb for n, lb in _stage_bounds(model, "h200", par, **kw))
+    busiest = max(lb for _, lb in _stage_bounds(model, "h200", par, **kw))
+    assert float(p.time_lower_bound_s) == pytest.approx(crossing, rel=1e-12)
+    assert float(p.pipeline_crossing_lower_bound_s) == pytest.approx(crossing, rel=1e-12)
+    assert float(p.busiest_stage_lower_bound_s) == pytest.approx(busiest, rel=1e-12)
+    assert p.pipeline_lower_bound_basis == "crossing" and busiest < crossing
+    assert float(p.time_lower_bound_s) == pytest.approx(float(one.time_lower_bound_s), rel=1e-3)  # one chip's
+    assert float(p.time_lower_bound_s) <= float(p.time_estimate_s)
+    d = json.loads(json.dumps(p.to_dict()))
+    assert d["pipeline_lower_bound_basis"] == "crossing" and d["time_lower_bound_s"] == pytest.approx(crossing)
+
+
+def test_pipeline_decode_bound_is_below_every_micro_batch_schedule_and_the_busiest_stage_binds_when_full():
+    """The bound holds for any schedule: m micro-batches of b/m sequences (m ≤ b) take at least the larger
+    of one micro-batch crossing every stage and the busiest stage doing m of them. With enough sequences
+    to keep every stage busy the busiest stage's bound for the whole step can bind."""
+    model, pp, part, ctx = L70, 4, "h200", 4096
+    par = Parallelism(pipeline=pp)
+    for b in (1, 2, 3, 4, 8, 64, 512):
+        bound = float(place(model, part, phase="decode", batch=b, context_tokens=ctx, parallelism=par).time_lower_bound_s)
+        for m in [d for d in (1, 2, 4, 8, 16, 64, 512) if d <= b and b % d == 0]:
+            stages = _stage_bounds(model, part, par, phase="decode", batch=b // m, context_tokens=ctx)
+            schedule = max(sum(n * lb for n, lb in stages), m * max(lb for _, lb in stages))
+            assert bound <= schedule * (1 + 1e-12), (b, m)
+    full = place(model, part, phase="decode", batch=512, context_tokens=ctx, parallelism=par)
+    assert full.pipeline_lower_bound_basis == "busiest stage"
+    assert float(full.time_lower_bound_s) == pytest.approx(float(full.busiest_stage_lower_bound_s), rel=1e-12)
+    assert float(full.pipeline_crossing_lower_bound_s) < float(full.time_lower_bound_s)
+
+
+def test_pipeline_prefill_bound_is_the_busiest_stage_for_a_long_prompt_and_the_crossing_for_a_short_one():
+    """A long prompt flows through the stages in chunks (the busiest stage binds); a short one cannot keep
+    the stages busy: its last chunk crosses them in turn, each reading its weights."""
+    par = Parallelism(pipeline=2)
+    long = place(L70, "h100-sxm", phase="prefill", prompt_tokens=4096, parallelism=par)
+    short = place(L70, "h100-sxm", phase="prefill", prompt_tokens=8, parallelism=par)
+    assert long.pipeline_lower_bound_basis == "busiest stage" and short.pipeline_lower_bound_basis == "crossing"
+    one_token = stage_placements(L70, "h100-sxm", phase="prefill", prompt_tokens=1, parallelism=par)
+    crossing = sum(s.stage_repeats * float(s.stage_lower_bound_s) for s in one_token)
+    assert float(short.time_lower_bound_s) == pytest.approx(crossing, rel=1e-12)
+    assert float(short.time_lower_bound_s) > float(short.busiest_stage_lower_bound_s)
+    assert place(L70, "h100-sxm", phase="decode").pipeline_lower_bound_basis is None  # no pipeline
+
+
+def test_arrays_of_batch_take_each_elements_pipeline_bound():
+    par = Parallelism(tensor=2, pipeline=4)
+    batches = np.array([1, 8, 512])
+    p = place(L70, "h200", phase="decode", batch=batches, context_tokens=4096, parallelism=par)
+    for i, b in enumerate(batches):
+        s = place(L70, "h200", phase="decode", batch=int(b), context_tokens=4096, parallelism=par)
+        assert p.time_lower_bound_s[i] == pytest.approx(float(s.time_lower_bound_s), rel=1e-12)
+        assert p.pipeline_lower_bound_basis[i] == s.pipeline_lower_bound_basis
+
+
+def test_cli_place_says_which_pipeline_bound_binds(capsys):
+    code, out, _ = run(capsys, *PLACE, "--pipeline-parallel", "2")
+    p = place(L70, "h100-sxm", phase="decode", context_tokens=4096, parallelism=Parallelism(pipeline=2))
+    from roofline_lessons.core.units import duration
+
+    assert code == 0 and "the bound is one token crossing the 2 stages one after another" in out
+    assert f"time lower bound     {duration(p.time_lower_bound_s)} for the whole step" in out
+    assert duration(p.busiest_stage_lower_bound_s) in out
+    assert "no collectives in this split" in out and "ring" not in out.split("least collective traffic")[1][:40]
+    # a batch that fits (78 GiB of 80 per chip) and keeps both stages busy: compute-bound, the busiest stage binds
+    code, out, err = run(capsys, *PLACE, "--pipeline-parallel", "2", "--batch", "640", "--context", "128")
+    assert code == 0 and "the bound is the busiest stage's for the whole step" in out and "does not fit" not in err
 
 
 # ---- expert parallel -----------------------------------------------------------------------------

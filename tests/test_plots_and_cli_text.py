@@ -375,3 +375,20 @@ def test_quantity_puts_the_unit_in_the_numbers_grammatical_number():
     assert quantity(1, "decode step", whole=True) == "1 decode step"
     assert quantity(131072, "token", whole=True) == "131,072 tokens"
     assert quantity(3, "child", "children") == "3 children"
+
+
+def test_lesson_9_chart_bound_is_the_max_of_the_lines_it_draws():
+    """The memory line is the bound's own memory term (compulsory bytes), not the unfused bytes: the
+    lower bound drawn is the larger of the two lines drawn, and its legend says compulsory bytes."""
+    from dataclasses import replace
+
+    check = _reality()
+    check.decode_by_batch[:] = [replace(s, compulsory_bytes=0.6 * s.bytes) for s in check.decode_by_batch]
+    fig = plots.decode_vs_bound_chart(check)
+    lines = {line.get_label(): np.asarray(line.get_ydata(), dtype=float) for line in fig.axes[0].get_lines()}
+    bound = next(v for k, v in lines.items() if k.startswith("lower bound"))
+    memory = next(v for k, v in lines.items() if k.startswith("memory time"))
+    compute = next(v for k, v in lines.items() if k.startswith("compute time"))
+    np.testing.assert_allclose(bound, np.maximum(memory, compute))
+    np.testing.assert_allclose(memory, [s.memory_lower_bound_s * 1e3 for s in check.decode_by_batch])
+    assert any("compulsory bytes" in k for k in lines if k.startswith("memory time"))

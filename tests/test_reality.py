@@ -332,3 +332,16 @@ def test_the_batch_sweep_caches_hold_only_its_context():
     assert reality.step_buffer_bytes(TINY, "decode", 64, 2048) > 7 * small
     kv = 2 * TINY.num_hidden_layers * 64 * TINY.num_key_value_heads * 257 * TINY.head_dim * 4
     assert kv <= small < 2 * kv
+
+
+def test_a_decode_step_s_predicted_time_includes_the_prefill_that_builds_its_cache():
+    """The run's time budget once priced only the timed decode runs; the first step at a context also
+    runs an untimed prefill of that context (2,048 tokens in full mode) to build its cache."""
+    bw, peak, share = 20e9, 100e9, 0.5
+    price = lambda phase, b, t: reality._sample(TINY, phase, b, t, (1.0, 1.0), bw, peak).bound_s  # noqa: E731
+    built = reality.predicted_step_s(TINY, "decode", 4, 512, 3, share, bw, peak, cache_built=True)
+    fresh = reality.predicted_step_s(TINY, "decode", 4, 512, 3, share, bw, peak, cache_built=False)
+    assert built == pytest.approx(4 * price("decode", 4, 512) / share)
+    assert fresh == pytest.approx(built + price("prefill", 1, 512) / share)
+    prefill = reality.predicted_step_s(TINY, "prefill", 1, 512, 3, share, bw, peak, cache_built=False)
+    assert prefill == pytest.approx(4 * price("prefill", 1, 512) / share)  # a prefill builds no other cache

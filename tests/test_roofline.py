@@ -55,3 +55,9 @@ def test_h100_numbers_from_the_lesson():
     assert ridge_point_flop_per_byte(989.4e12, 3.35e12) == pytest.approx(295.3, rel=1e-3)
     assert fraction_of_peak(1.0, 989.4e12, 3.35e12) == pytest.approx(0.00339, rel=0.01)
     assert attainable_flops_per_s(32, 989.4e12, 3.35e12) == pytest.approx(107.2e12)
+
+
+def test_time_lower_bound_says_it_is_a_bound_only_for_compulsory_bytes():
+    """Issue 25 (N10): max(FLOPs/peak, bytes/bandwidth) bounds a kernel only when the bytes are compulsory."""
+    doc = time_lower_bound_s.__doc__
+    assert "compulsory" in doc and "estimate" in doc and "No kernel finishes faster" not in doc

@@ -106,6 +106,29 @@ def test_an_mtp_draft_step_pays_for_the_lm_head():
     assert draft_s > 3 * k * float(base.time_estimate_s) / 32  # ~3× the old price
 
 
+def test_an_mtp_draft_step_dequantises_only_the_lm_head():
+    """With weight-only FP8 the draft step once paid the whole target's dequantisation every step
+    (Llama-3.1-70B on an H200: 2.23 ms against a 0.62 ms lower bound, 2.04 ms of it dequant). It
+    pays one layer's share of it and the lm_head's own: zero for the BF16 lm_head FP8 recipes keep."""
+    base = place("llama-3.1-70b", "h200", phase="decode", context_tokens=2048, weights_dtype="fp8")
+    lm = next(op for op in base.cost.ops if op.name == "lm_head")
+    assert float(base.dequant_time_s) > 1e-3 and float(lm.dequant_flops) == 0.0
+    est, lb = s._mtp_draft_step(base, 80)
+    assert float(est) == pytest.approx(float(base.time_estimate_s) / 80 + _lm_head_s(base))
+    assert float(est) < 1.05 * float(lb)  # both ~ one layer + one lm_head read, no whole-model dequant
+    # a quantised lm_head pays its own dequantisation, and only that
+    q = place(M, P, phase="decode", context_tokens=1024, weights_dtype="int4", quantized_weights="all")
+    qlm = next(op for op in q.cost.ops if op.name == "lm_head")
+    own = float(qlm.dequant_flops) * qlm.layers / q.vector_peak_flops_per_s
+    assert own > 0
+    tensor = float(q.tensor_seconds(qlm.weight_matmul_flops, qlm.flops - qlm.weight_matmul_flops,
+                                    qlm.unquantized_matmul_flops)) * qlm.layers
+    head = max(tensor + own, float(qlm.bytes) * qlm.layers / q.bandwidth_bytes_per_s)
+    est_q, _ = s._mtp_draft_step(q, 32)
+    assert float(est_q) == pytest.approx(float(q.time_estimate_s) / 32 + head)
+    assert float(est_q) < float(q.time_estimate_s) / 32 + float(q.dequant_time_s)  # not the whole model's
+
+
 def test_a_draft_model_prefills_the_prompt_too():
     kw = dict(prompt_tokens=2048, output_tokens=16, batch=2, speculative_tokens=3, acceptance=0.6)
     drafted = s.request_timeline("llama-3.1-70b", "h200", draft_model="llama-3.1-8b", **kw)
@@ -151,6 +174,22 @@ def test_each_chunk_attends_over_the_chunks_before_it():
     chunks = s._extend(get_model(M), get_part(P), 1, np.full(8, 512.0), 512.0 * np.arange(8), {})
     assert float(np.sum(chunks.flops)) == pytest.approx(float(whole.cost.flops) + 7 * float(lm.flops))
     assert t.ttft_s == pytest.approx(float(np.sum(chunks.time_s)))
+
+
+def test_a_later_chunk_in_a_mixed_step_attends_over_the_earlier_ones():
+    """Chunk i of a prompt rides with the decode tokens over the i chunks before it: its FLOPs and bytes
+    are :func:`_extend`'s (the chunk over its history), so later chunks cost more than the first."""
+    kw = dict(decode_batch=16, decode_context_tokens=2048, prefill_chunk_tokens=512)
+    first = s.mixed_step(M, P, **kw)
+    assert s.mixed_step(M, P, prefill_cached_tokens=0, **kw) == first  # the default: a fresh prompt
+    later = s.mixed_step(M, P, prefill_cached_tokens=1536, **kw)
+    chunk = s._extend(get_model(M), get_part(P), 1, 512.0, 1536.0, {})
+    d = place(M, P, phase="decode", batch=16, context_tokens=2048)
+    assert later.flops == pytest.approx(float(d.cost.flops) + float(chunk.flops))
+    assert later.flops > first.flops and later.bytes > first.bytes
+    assert later.time_s >= first.time_s and later.lower_bound_s > first.lower_bound_s
+    with pytest.raises(RooflineInputError, match="prefill_cached_tokens"):
+        s.mixed_step(M, P, prefill_cached_tokens=-1, **kw)
 
 
 def test_mixed_step_is_more_intense_than_decode_alone():

@@ -76,7 +76,8 @@ check.b200_fp8_ridge(b200_fp8_ridge)
 
 # %%
 mamf = best_measurement("h100-sxm", "matmul_flops_per_s", "bf16")
-print(f"best measured BF16 matmul: {si(mamf.value, 'FLOP/s')} ({mamf.source})")
+print(f"best measured BF16 matmul: {si(mamf.value, 'FLOP/s')} at M×N×K = {mamf.shape}, {mamf.software}\n"
+      f"  conditions: {mamf.conditions}\n  source: {mamf.source}")
 
 # %%
 measured_ridge = ...  # your answer here

@@ -33,7 +33,7 @@ from roofline_lessons.viz.charts import roofline_chart, roofs_for
 from roofline_lessons.topics.datasheets import (best_measurement, capacity_side_by_side, headline_kind, measured_roof,
                                          ridge_table)
 from roofline_lessons.viz.display import md, show_table
-from roofline_lessons.core.memory import weight_bytes
+from roofline_lessons.core.memory import max_batch_that_fits, weight_bytes
 from roofline_lessons.core.units import percent, si
 
 # %% [markdown]
@@ -47,18 +47,38 @@ from roofline_lessons.core.units import percent, si
 # has no FP8); *not published* — the vendor gives no figure for it; *not in catalog* — a figure may
 # exist, but this catalog has not taken one in from a source. An empty cell is never a claim that
 # the part lacks the units. The fp32 column is the **non-tensor** FP32 rate (NVIDIA's CUDA cores,
-# not TF32 on the tensor cores); AMD's datasheets give an FP32 *matrix* rate, marked so in the
-# table. The int8 column is in integer operations per byte (the datasheets' TOPS).
+# not TF32 on the tensor cores) unless the catalog's note on the part says its FP32 figure is a
+# *matrix* rate; the cell then says so. A tensor-core rate also depends on the format the products
+# are summed in: where a part's note says its rate is the one with FP32 accumulation (a GeForce
+# card's tensor cores sum in FP16 at twice that rate), the cell says that too. The notes behind
+# every marked cell are printed under the table. The int8 column is in integer operations per byte
+# (the datasheets' TOPS).
 
 # %%
+import re
+
 DTYPES_SHOWN = ("fp32", "bf16", "fp8", "fp4", "int8")
 rows = ridge_table(DTYPES_SHOWN)
-# the catalog's fp32 is the non-tensor rate "unless the note says otherwise": AMD's is its matrix rate
-FP32_MATRIX = {r["part"] for r in rows if get_part(r["part"]).vendor == "AMD"}
-assert "FP32" in get_part("mi300x").notes and "matrix" in get_part("mi300x").notes
-assert all(get_part(pid).dense_flops_per_s["fp32"] == get_part("mi300x").dense_flops_per_s["fp32"]
-           for pid in FP32_MATRIX)  # the MI325X: "same compute as the MI300X"
 
+
+def note_sentences(part_id, *words):
+    """The sentences of a part's catalog note that contain every one of ``words``."""
+    return [s for s in re.split(r"(?<=\.)\s+", get_part(part_id).notes) if all(w in s for w in words)]
+
+
+# the catalog's fp32 is the non-tensor (vector) rate "unless the note says otherwise"
+FP32_MARK = {}
+for r in rows:
+    said = note_sentences(r["part"], "FP32", "matrix")
+    # a matrix rate; where the note also gives the vector rate as the same figure, the cell says both
+    if said and r["fp32"] is not None:
+        FP32_MARK[r["part"]] = " (vector = matrix)" if any("vector" in s for s in said) else " (matrix)"
+# rates the note gives with FP32 accumulation (float tensor formats only: integers accumulate in INT32)
+ACCUMULATE = {(r["part"], dt) for r in rows for dt in ("bf16", "fp8", "fp4")
+              if r[dt] is not None and note_sentences(r["part"], dt.upper(), "FP32 accumulate")}
+# the RTX 4090's whitepaper rates in the catalog are its FP32-accumulate ones
+assert ("rtx-4090", "bf16") in ACCUMULATE and ("rtx-4090", "fp8") in ACCUMULATE
+assert "mi300x" in FP32_MARK
 
 GAP_CELL = {RATE_NO_UNITS: "no units", RATE_NOT_PUBLISHED: "not published", RATE_NOT_IN_CATALOG: "not in catalog"}
 
@@ -66,7 +86,8 @@ GAP_CELL = {RATE_NO_UNITS: "no units", RATE_NOT_PUBLISHED: "not published", RATE
 def ridge_cell(r, dt):
     if r[dt] is None:  # why the part has no rate: from the catalog, never a bare dash
         return GAP_CELL[get_part(r["part"]).rate_status(dt)]
-    return f"{r[dt]:,.0f}" + (" (matrix)" if dt == "fp32" and r["part"] in FP32_MATRIX else "")
+    mark = FP32_MARK.get(r["part"], "") if dt == "fp32" else ""
+    return f"{r[dt]:,.0f}" + mark + (" (FP32 accumulate)" if (r["part"], dt) in ACCUMULATE else "")
 
 
 header = {"fp32": "ridge fp32 (non-tensor)"}
@@ -83,6 +104,12 @@ for r in rows:
 md("Cells without a ridge, by reason: " + "; ".join(
     f"**{kind}**: " + ", ".join(f"{dt} ({', '.join(pids)})" for dt, pids in by_dtype.items())
     for kind, by_dtype in gaps.items()) + ".")
+marked = {pid: note_sentences(pid, "FP32", "matrix") for pid in FP32_MARK}
+for pid in sorted({pid for pid, _ in ACCUMULATE}):
+    marked[pid] = marked.get(pid, []) + note_sentences(pid, "is with FP32 accumulate")
+assert all(marked.values())
+md("The catalog's notes behind the marked cells: " + "; ".join(
+    f"**{pid}**: “{' '.join(said)}”" for pid, said in marked.items()) + ".")
 
 # %% [markdown]
 # A few things worth noticing, each computed below rather than asserted:
@@ -135,25 +162,51 @@ roofline_chart(roofs, title="Five parts, dense BF16 (datasheet figures)", intens
 # %% [markdown]
 # ## Hedge 1: the datasheet roof is not the roof kernels reach
 #
-# Vendor peaks assume every unit busy every cycle; vendor bandwidth is the pin rate. Real kernels
-# fall short of both. The catalog keeps measured figures next to the datasheet ones, each with its
-# source. On the H100 SXM, the best measured BF16 matmul:
+# Vendor peaks assume every unit busy every cycle; vendor bandwidth is the pin rate, printed
+# rounded. How close real kernels come is a measurement, made under conditions that belong beside
+# it. The catalog keeps measured figures next to the datasheet ones, each with its source and
+# conditions. On the H100 SXM, the best measured BF16 matmul:
 
-# %% jupyter={"source_hidden": true}
+# %%
+from roofline_lessons.topics.published import provenance
+
 h100 = get_part("h100-sxm")
 mamf = best_measurement(h100, "matmul_flops_per_s", "bf16")
 md(f"Best measured BF16 matmul on the H100 SXM: **{si(mamf.value, 'FLOP/s')}**, "
    f"{percent(mamf.value / h100.peak_flops_per_s('bf16'), 0)} of the {si(h100.peak_flops_per_s('bf16'), 'FLOP/s')} "
-   f"datasheet peak (source: {mamf.source}).")
+   f"datasheet peak, at its best shape (M×N×K = {mamf.shape}). Conditions: {mamf.conditions}. "
+   f"Source: {provenance(mamf)}.")
 
 # %% [markdown]
 # And on the H100 PCIe, where a stream benchmark has been published, the bandwidth side:
 
 # %%
 pcie = get_part("h100-pcie")
-for m in pcie.measurements("bandwidth_bytes_per_s"):
-    print(f"{m.kernel:14}: {si(m.value, 'B/s')} = {percent(m.value / pcie.memory_bandwidth_bytes_per_s, 0)} "
+# every streaming row: reads and read-write kernels, and any store-only one (kept under its own quantity)
+STREAM_QUANTITIES = ("bandwidth_bytes_per_s", "store_bandwidth_bytes_per_s")
+streams = [m for q in STREAM_QUANTITIES for m in pcie.measurements(q)]
+for m in streams:
+    print(f"{m.kernel:26}: {si(m.value, 'B/s')} = {percent(m.value / pcie.memory_bandwidth_bytes_per_s, 0)} "
           f"of the {si(pcie.memory_bandwidth_bytes_per_s, 'B/s')} datasheet figure ({m.source})")
+
+# %%
+def _and_words(items):
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+low, high = min(streams, key=lambda m: m.value), max(streams, key=lambda m: m.value)
+share = {m.kernel: m.value / pcie.memory_bandwidth_bytes_per_s for m in (low, high)}
+above = [m for m in streams if m.value > pcie.memory_bandwidth_bytes_per_s]
+stores_only = all(m.quantity == "store_bandwidth_bytes_per_s" for m in above)
+md(f"The {len(streams)} streaming kernels the catalog records on the {pcie.name} reach from "
+   f"{percent(share[low.kernel], 0)} ({low.kernel}) to {percent(share[high.kernel], 0)} ({high.kernel}) of "
+   f"{si(pcie.memory_bandwidth_bytes_per_s, 'B/s')}, the datasheet's rounded figure. "
+   + (f"The {_and_words([m.kernel for m in above])} {'runs' if len(above) == 1 else 'run'} above it: the datasheet "
+      "figure is a rounded rate, not a ceiling no kernel passes"
+      + (" (though a kernel that only writes is not what a decode step does: it reads)" if stores_only else "")
+      + ". " if above else "None reaches it. ")
+   + "How close a kernel comes depends on its access pattern (reads, writes, how many streams), so a measured roof "
+   "is the one to hold kernels against.")
 
 # %% [markdown]
 # Put the measured figures in place of the datasheet ones and the roof drops and the ridge moves.
@@ -165,15 +218,19 @@ measured = measured_roof("h100-sxm", "bf16")
 datasheet = roofs_for("h100-sxm", ["bf16"])[0]
 roofline_chart([datasheet, measured.roof], title="H100 SXM, BF16: datasheet vs measured", intensity_range=(1, 1e4));
 md(f"Datasheet ridge {datasheet.ridge_point_flop_per_byte:,.0f} FLOP/byte; with the measured matmul rate "
-   f"{measured.roof.ridge_point_flop_per_byte:,.0f}. (No measured HBM bandwidth for the SXM part is in the catalog, "
-   "so the bandwidth stays the datasheet's — the label says which figures are measured.)")
+   f"{measured.roof.ridge_point_flop_per_byte:,.0f} — a ridge for that measurement's conditions (its best shape, "
+   f"{mamf.shape}, with {mamf.software}; the rest above), not for every matmul. (No measured HBM "
+   "bandwidth for the SXM part is in the catalog, so the bandwidth stays the datasheet's — the label says which "
+   "figures are measured.)")
 
 # %% [markdown]
 # ## Hedge 2: dense or with sparsity?
 #
 # NVIDIA and AMD headline their tensor-core rates **with 2:4 structured sparsity**: two of every
-# four weights zero, in a pattern the hardware can skip. Dense inference gets half. Spec sheets
-# print both, and the bigger one gets the large font. The catalog keeps the sparse headlines
+# four weights zero, in a pattern the hardware can skip. Dense inference gets half. Some sheets
+# print the two side by side (the A100's, AMD's MI300X: dense, then with sparsity). NVIDIA's H100,
+# H200 and B200 tables print only the sparse figure, with a footnote saying so: the dense rate is
+# on none of them, and you halve the printed one yourself. The catalog keeps the sparse headlines
 # separately so you can check any figure you meet:
 
 # %%
@@ -184,14 +241,22 @@ for (part_id, figure), what in kinds.items():
     print(f"{part_id:9} {si(figure, 'FLOP/s'):>13}  is  {' / '.join(what) or 'not in the catalog'}")
 
 # %% [markdown]
-# Read the list slowly: a figure can be two things at once, and the catalog says every one it is.
-# (INT8 rates are integer operations per second, TOPS, printed beside FLOP/s.)
+# Read the list slowly: a figure can be two things at once. (INT8 rates are integer operations per
+# second, TOPS, printed beside FLOP/s.)
 
 # %%
 def _and(items):
     items = list(items)
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
+
+formats_held = sorted({dt for pid in list_parts() for table in (get_part(pid).dense_flops_per_s,
+                                                                get_part(pid).sparse_flops_per_s) for dt in table})
+assert "tf32" not in formats_held
+md(f"The catalog lists every kind a figure is **among the formats it holds**: {_and(formats_held)}. It holds no "
+   f"TF32 rates, so a TF32 match goes unlisted: the H100 SXM's {si(h100.peak_flops_per_s('bf16'), 'FLOP/s')} is also "
+   "its TF32 tensor-core rate with sparsity (NVIDIA's H100 datasheet, whose tensor-core rows are all shown with "
+   "sparsity), and NVIDIA's HGX B200 table prints the B200's TF32 rate with sparsity as \"2.2 PFLOPS\".")
 
 both = {key: k for key, k in kinds.items() if any(x.endswith(" dense") for x in k)
         and any(x.endswith(" with sparsity") for x in k)}
@@ -212,7 +277,8 @@ md("Dense and with sparsity at once: " + "; ".join(
 # %% jupyter={"source_hidden": true}
 md(f"2.25 PFLOPS on the B200 is: **{', '.join(headline_kind('b200', 2.25e15))}**. The dense FP8 rate is "
    f"{si(b200.peak_flops_per_s('fp8'), 'FLOP/s')}, so the card's FP8 ridge would be off by a factor of "
-   f"{b200.peak_flops_per_s('fp8') / 2.25e15:.0f}.")
+   f"{b200.peak_flops_per_s('fp8') / 2.25e15:.0f}. A \"2.2 PFLOPS\" may also have come from the TF32 row of NVIDIA's "
+   "HGX B200 table, a rate with sparsity, which this catalog does not hold.")
 
 # %% [markdown]
 # ## The third number: memory capacity
@@ -225,8 +291,8 @@ md(f"2.25 PFLOPS on the B200 is: **{', '.join(headline_kind('b200', 2.25e15))}**
 # "G"s are not the same. Bandwidth is SI: 3.35 × 10¹² bytes per second. Device memory is binary:
 # DRAM dies and HBM stacks are sized in binary units (an H100 carries five 16 GiB stacks; 24 GiB
 # HBM3E stacks show the count need not be a power of two, but the unit is still GiB), so the
-# "80 GB" is 80 GiB = 80 × 2³⁰ bytes, and `nvidia-smi` shows it in MiB. **GB of bandwidth is SI;
-# GB of capacity is GiB.** Read the capacity as SI and you lose a slice of every chip:
+# "80 GB" is 80 GiB = 80 × 2³⁰ bytes. **GB of bandwidth is SI; GB of capacity is GiB.** Read the
+# capacity as SI and you lose a slice of every chip:
 
 # %%
 from roofline_lessons.core.units import GB, GiB, binary
@@ -238,19 +304,48 @@ md(f"The H200's \"{shown_gb:,.0f} GB\" is {h200.memory_capacity_bytes:,.0f} byte
    f"({percent(1 - GB / GiB, 1)}) short.")
 
 # %% [markdown]
+# That GiB figure is the vendor's **nominal** capacity. What the driver hands out is a little less:
+# `nvidia-smi` shows each card's total in MiB, and part of the nominal memory is reserved on the
+# card and never handed out. The course computes every fit with the nominal figure, so a fit it
+# reports is an upper bound on what fits on the card. The totals `nvidia-smi` prints:
+
+# %%
+from roofline_lessons.core.units import MiB
+
+# nvidia-smi's memory total on an idle card, in MiB, as public nvidia-smi printouts show it (the H200's
+# 143,771 and the B200's 183,359 also sit in comments beside those parts in the catalog, the H100's 81,559 in
+# its header: comments, not data, so the lesson takes them from here)
+NVIDIA_SMI_TOTAL_MIB = {"h100-sxm": 81_559, "h200": 143_771, "b200": 183_359}
+device_bytes = {pid: mib * MiB for pid, mib in NVIDIA_SMI_TOTAL_MIB.items()}
+assert all(device_bytes[pid] < get_part(pid).memory_capacity_bytes for pid in device_bytes)
+
+
+def gib(n_bytes):  # two decimals: the nominal and device figures differ in the first
+    return f"{n_bytes / GiB:,.2f} GiB"
+
+
+show_table(["part", "nominal (datasheet)", "nvidia-smi total", "kept back"],
+           [[pid, gib(get_part(pid).memory_capacity_bytes), f"{mib:,} MiB = {gib(device_bytes[pid])}",
+             binary(get_part(pid).memory_capacity_bytes - device_bytes[pid])]
+            for pid, mib in NVIDIA_SMI_TOTAL_MIB.items()])
+
+# %% [markdown]
 # A serving engine does not get all of that either. vLLM's `gpu_memory_utilization` (0.9 by
-# default) is the engine's *budget*: the share of the device it may use, the rest left for other
-# processes. Out of that budget come the weights, the peak activations it profiles, CUDA graphs and
-# the memory outside PyTorch (the CUDA context among it); the KV cache gets what is left. So every
-# "does it fit?" has two answers — with the whole capacity (the optimistic bound) and with the
-# engine's share (still an upper bound here, since activations and graphs are not subtracted).
-# Compare three generations on a 70B model in BF16, with an 8,192-token context, both ways:
+# default) is the engine's *budget*: the share of the device's total (as the driver reports it) it
+# may use, the rest left for other processes. Out of that budget come the weights, the peak
+# activations it profiles, CUDA graphs and the memory outside PyTorch that the instance adds once
+# it has started (NCCL's buffers, for one); the KV cache gets what is left. The CUDA context is
+# not in the budget: it exists before vLLM takes its baseline snapshot of the device, so it sits in
+# the other share, with other processes' memory. So every "does it fit?" has two answers — with the
+# whole capacity (the optimistic bound) and with the engine's share (still an upper bound here,
+# since activations and graphs are not subtracted). Compare three generations on a 70B model in
+# BF16, with an 8,192-token context, both ways, on the nominal capacities:
 
 # %%
 llama70 = get_model("llama-3.1-70b")
 side = capacity_side_by_side("llama-3.1-70b", ["h100-sxm", "h200", "b200"], context_tokens=8192)
 util = side[0].memory_utilization
-show_table(["part", "BF16 peak", "bandwidth", "ridge", "capacity", "BF16 weights", "weights fit?",
+show_table(["part", "BF16 peak", "bandwidth", "ridge", "capacity (nominal)", "BF16 weights", "weights fit?",
             "largest batch at 8K", f"fit at {util:.0%}?", f"largest batch at {util:.0%}", "batch-1 decode step: lower bound", "… estimate"],
            [[r.part, si(r.peak_flops_per_s, "FLOP/s"), si(r.bandwidth_bytes_per_s, "B/s"),
              f"{r.peak_flops_per_s / r.bandwidth_bytes_per_s:,.0f}", binary(r.capacity_bytes), binary(r.weight_bytes),
@@ -269,18 +364,41 @@ rows = {r.part: r for r in side}
 h100_free = h100.memory_capacity_bytes - w70
 h200_free = h200.memory_capacity_bytes - w70
 h200_free_90 = h200.memory_capacity_bytes * util - w70
+h200_device_free = device_bytes["h200"] - w70
+# the same fits on the device's own total: a memory_utilization of (device ÷ nominal) scales the nominal capacity to it
+on_device = {pid: device_bytes[pid] / get_part(pid).memory_capacity_bytes for pid in device_bytes}
+h200_device_batch = max_batch_that_fits(llama70, "h200", 8192, memory_utilization=on_device["h200"])
+
+
 def _fits(free):  # a sentence fragment from the sign of the free bytes, never typed by hand
-    return f"fits with {binary(free)} to spare" if free >= 0 else f"misses by {binary(-free)}"
-md(f"The BF16 weights are {si(w70, 'B')} = {binary(w70)}. On the H100 ({binary(h100.memory_capacity_bytes)}) the model "
-   f"{_fits(h100_free)}. On the H200 ({binary(h200.memory_capacity_bytes)}) it {_fits(h200_free)} — room for "
-   f"{rows['h200'].max_batch} sequences of 8K tokens — but at vLLM's default {util:.0%} it {_fits(h200_free_90)}. "
-   f"The B200 {'holds it either way' if rows['b200'].weights_fit_with_headroom else 'holds it only with all its memory'}, "
-   f"with a batch of {rows['b200'].max_batch} (or {rows['b200'].max_batch_with_headroom} at {util:.0%}).")
+    return f"fits with {gib(free)} to spare" if free >= 0 else f"misses by {gib(-free)}"
+
+
+b200_device = {u: max_batch_that_fits(llama70, "b200", 8192, memory_utilization=u * on_device["b200"])
+               for u in (1.0, util)}
+md(f"The BF16 weights are {si(w70, 'B')} = {gib(w70)}. On the H100 ({gib(h100.memory_capacity_bytes)} nominal) "
+   f"the model {_fits(h100_free)}. On the H200's {gib(h200.memory_capacity_bytes)} nominal it {_fits(h200_free)} — "
+   f"room for {rows['h200'].max_batch} sequences of 8K tokens — and on the {gib(device_bytes['h200'])} "
+   f"`nvidia-smi` reports it {_fits(h200_device_free)}, room for {h200_device_batch}. In vLLM's default {util:.0%} "
+   f"share it {_fits(h200_free_90)} (of the nominal figure); on the device's figure it "
+   f"{_fits(device_bytes['h200'] * util - w70)}. The B200 "
+   f"{'holds it either way' if rows['b200'].weights_fit_with_headroom else 'holds it only with all its memory'}: "
+   f"a batch of {rows['b200'].max_batch} (or {rows['b200'].max_batch_with_headroom} at {util:.0%}) on its nominal "
+   f"{gib(b200.memory_capacity_bytes)}, {b200_device[1.0]} (or {b200_device[util]}) on the "
+   f"{gib(device_bytes['b200'])} `nvidia-smi` reports.")
 w70_fp8 = weight_bytes(llama70, "fp8")
+w70_all_fp8 = weight_bytes(llama70, "fp8", quantized_weights="all")
+kept_bf16_params = w70_fp8 - w70_all_fp8  # each parameter the recipe keeps in BF16 costs one byte more than in FP8
 fp8_fits = [p for p in ("h100-sxm", "h200") if w70_fp8 <= get_part(p).memory_capacity_bytes * util]
-md(f"In FP8 the weights halve to {binary(w70_fp8)}, which fits within {util:.0%} of: "
-   f"{', '.join(fp8_fits) or 'neither the H100 nor the H200'} (an exercise below asks how large a batch then fits on "
-   "the H200).")
+fp8_fits_device = [p for p in ("h100-sxm", "h200") if w70_fp8 <= device_bytes[p] * util]
+assert w70_fp8 / w70 > 0.5
+md(f"In FP8 the weights fall to {gib(w70_fp8)}, {percent(w70_fp8 / w70, 1)} of the BF16 {gib(w70)} rather "
+   f"than half: published FP8 checkpoints keep the embedding, the lm_head and the norms "
+   f"({kept_bf16_params / 1e9:.1f} × 10⁹ parameters) in BF16. That fits within {util:.0%} of: "
+   f"{', '.join(fp8_fits) or 'neither the H100 nor the H200'} "
+   + ("(nominal and `nvidia-smi` totals alike)" if fp8_fits == fp8_fits_device else
+      f"(nominal), {', '.join(fp8_fits_device) or 'neither the H100 nor the H200'} (the `nvidia-smi` totals)")
+   + ". An exercise below asks how large a batch then fits on the H200.")
 
 # %% [markdown]
 # ## Explore
@@ -303,8 +421,9 @@ dashboard = lesson02_dashboard()
 # - Check every headline: with-sparsity rates are twice the dense rate; some tables mix up
 #   formats (A100 "FP8", B200 "2.2 PFLOPS FP8").
 # - Capacity is the third number: it decides whether a model runs on one chip and how large a
-#   batch fits. GB of bandwidth is SI; GB of capacity is GiB. Ask both "does it fit?" questions:
-#   in the whole device, and in the share a serving engine uses (vLLM: 0.9 by default).
+#   batch fits. GB of bandwidth is SI; GB of capacity is GiB, and the datasheet's GiB is nominal:
+#   the driver hands out a little less. Ask both "does it fit?" questions: in the whole device,
+#   and in the share a serving engine uses (vLLM: 0.9 by default).
 #
 # **A question to leave with.** The H200 has the H100's compute with more bandwidth and more
 # memory. For which workloads is it a better buy than a second H100, and for which is it not?

@@ -327,8 +327,9 @@ md(f"{count(len(one_gpu))} whole-step decode measurements on one GPU; only gpt-f
    "tokens-per-second bound can be held against.")
 
 # %%
-from roofline_lessons.topics.published import (GPT_FAST_CONTEXT_TOKENS, GPT_FAST_DECODE_STEPS, GPT_FAST_NEW_TOKENS,
-                                               GPT_FAST_PROMPT_TOKENS, gpt_fast_7b_bound, gpt_fast_7b_measurement,
+from roofline_lessons.topics.published import (GPT_FAST_BOS_TOKENS, GPT_FAST_CONTEXT_TOKENS, GPT_FAST_DECODE_STEPS,
+                                               GPT_FAST_NEW_TOKENS, GPT_FAST_PREFILL_TOKENS, GPT_FAST_PROMPT_TOKENS,
+                                               gpt_fast_7b_bound, gpt_fast_7b_measurement,
                                                gpt_fast_context_range, gpt_fast_run_rate_bound)
 
 a100 = get_part("a100-80gb")
@@ -344,7 +345,9 @@ moves = float(ends[0].tokens_per_s_upper_bound / ends[1].tokens_per_s_upper_boun
 run_bound = gpt_fast_run_rate_bound()
 run_vs_middle = run_bound / float(bound.tokens_per_s_upper_bound) - 1
 assert abs(run_vs_middle) < 1e-4, "the run's bound and the middle step's agree to under 0.01 %"
-md(f"**Assumption:** after its {count(GPT_FAST_PROMPT_TOKENS)}-token prompt the run generated "
+assert GPT_FAST_PREFILL_TOKENS == GPT_FAST_PROMPT_TOKENS + GPT_FAST_BOS_TOKENS
+md(f"**Assumption:** after its {count(GPT_FAST_PROMPT_TOKENS)}-token prompt ({count(GPT_FAST_PREFILL_TOKENS)} tokens "
+   f"prefilled: generate.py encodes the prompt with a beginning-of-sequence token in front) the run generated "
    f"{count(GPT_FAST_NEW_TOKENS)} tokens (generate.py's default; the README does not say). generate.py times the "
    f"prompt's prefill, which yields the first of them, and then {count(GPT_FAST_DECODE_STEPS)} decode steps, which "
    f"saw from {count(fewest)} to {count(most)} tokens cached; the rate it prints is {count(GPT_FAST_NEW_TOKENS)} "
@@ -373,7 +376,7 @@ md(f"Lower bound on time, so upper bound on rate: **≤ {float(bound.tokens_per_
 # multiplied by nearly the same constant, not a second instrument confirming it.
 
 # %%
-from roofline_lessons.topics.published import gpt_fast_model_size_bytes
+from roofline_lessons.topics.published import gpt_fast_model_size_bytes, gpt_fast_readme_model_size_bytes
 
 readme_bytes = gpt_fast.value / gpt_fast.tokens_per_s
 script_bytes = gpt_fast_model_size_bytes()  # generate.py's _get_model_size, from the package's weights
@@ -382,6 +385,9 @@ kv_counted = float(bound.cost.kv_bytes - bound.cost.kv_scratch_bytes)
 constants_differ = readme_bytes / compulsory - 1
 script_differs = script_bytes / compulsory - 1
 readme_vs_script = readme_bytes / script_bytes - 1
+era_bytes = gpt_fast_readme_model_size_bytes()  # the README era's generate.py: every weight, embedding included
+readme_vs_era = readme_bytes / era_bytes - 1
+assert readme_vs_era < 0 < readme_vs_script  # the README's row lies between the two counts
 assert abs(constants_differ) < 0.01 and abs(script_differs) < 0.01, "nearly the same constant"
 assert abs(compulsory - script_bytes - kv_counted) / compulsory < 1e-4, "the KV cache is (nearly) all the difference"
 readme_rounding = 0.05 / gpt_fast.tokens_per_s + 0.005e9 / gpt_fast.value  # its last digits: 104.9 and 1,397.31
@@ -396,8 +402,12 @@ md(f"generate.py's model size (its `_get_model_size`) sums the parameters and bu
    f"{gpt_fast.tokens_per_s} tokens/s = {si(readme_bytes, 'B', 4)}, is {percent(abs(readme_vs_script), 1)} "
    f"{'above' if readme_vs_script > 0 else 'below'} generate.py's count and {percent(abs(constants_differ), 1)} "
    f"{'above' if constants_differ > 0 else 'below'} the bound's, more than the rounding of its figures allows "
-   f"({percent(readme_rounding, 2)}): its two columns do not reproduce one printout of generate.py as it reads now, and the README does not say which version or which runs made each — so that "
-   f"{percent(abs(readme_vs_script), 1)} is unexplained here. As fractions of "
+   f"({percent(readme_rounding, 2)}). The generate.py of the README's time (commit 0055c42) counted every weight, "
+   f"the embedding table included: {si(era_bytes, 'B', 4)}, and the README's int8 row reproduces that count to "
+   f"0.01 % (the lesson-9 tests check it). Its BF16 row lies {percent(abs(readme_vs_era), 1)} "
+   f"{'below' if readme_vs_era < 0 else 'above'} that count — between the two versions' counts, and explained by "
+   "neither: the README does not say which runs made each column, so that difference is unexplained here. As "
+   "fractions of "
    f"{si(a100.memory_bandwidth_bytes_per_s, 'B/s')}: {percent(gpt_fast.value / a100.memory_bandwidth_bytes_per_s, 1)} "
    f"from the README's figure, {percent(fraction_of_bound, 1)} of the package's bound — the same tokens/s times "
    "nearly the same constant.")
@@ -407,8 +417,8 @@ md(f"generate.py's model size (its `_get_model_size`) sums the parameters and bu
 # comparable across parts and models. **What it cannot tell you**: *why* the rest is missing.
 # Each of these lowers tokens/s, and so MBU, in exactly the same way, so MBU cannot tell them apart:
 #
-# - the memory system delivering less than its datasheet rate (even a pure streaming kernel
-#   does not reach 100 %; the next cells have reference points, and lesson 8 measures your own
+# - the memory system delivering less than its datasheet rate (the streaming reads the catalog
+#   records stay below it; the next cells have reference points, and lesson 8 measures your own
 #   machine);
 # - time with the memory idle: kernel-launch gaps and CPU overhead between the hundreds of small
 #   kernels of a batch-1 step (gpt-fast captures its step in CUDA graphs, which removes most of
@@ -445,6 +455,9 @@ from roofline_lessons.topics.published import provenance
 
 assert not a100.measurements("bandwidth_bytes_per_s"), "the catalog has no streaming figure for the A100"
 pcie = get_part("h100-pcie")
+# "the streaming reads the catalog records stay below it" (a store-only kernel, kept under its own quantity, can
+# pass the rounded datasheet figure: lesson 2)
+assert all(m.value < pcie.memory_bandwidth_bytes_per_s for m in pcie.measurements("bandwidth_bytes_per_s"))
 for m in pcie.measurements("bandwidth_bytes_per_s"):
     print(f"{pcie.name}, {m.kernel} ({m.conditions or 'conditions not recorded'}): {si(m.value, 'B/s')} = "
           f"{percent(m.value / pcie.memory_bandwidth_bytes_per_s, 0)} of {si(pcie.memory_bandwidth_bytes_per_s, 'B/s')} "
@@ -458,12 +471,20 @@ from roofline_lessons.topics.datasheets import best_measurement
 
 study_part = get_part("h100-sxm")
 study = best_measurement(study_part, "decode_fraction_of_memory_floor")
+graphs = best_measurement(study_part, "cuda_graphs_decode_speedup")  # the same study: without ÷ with CUDA Graphs
+assert graphs.source == study.source and study.conditions in graphs.conditions, "one stack, one study"
+study_conditions = (study.conditions if "CUDA Graphs" in study.conditions else
+                    f"{study.conditions}; eager PyTorch, no CUDA Graphs, the baseline of the study's CUDA Graphs A/B")
+with_graphs = study.value * graphs.value
+assert study.value < with_graphs < 1
 md(f"Batch-1 decode of Qwen3.8-27B with {PROMPT:,} tokens cached: I = {float(qd.intensity):.2f} FLOP/byte, attainable "
    f"{si(float(qd.attainable_flops_per_s), 'FLOP/s')} = **{percent(float(qd.fraction_of_peak))} of peak** — and that is "
    "its roof, the best any kernel can do there. A kernel at a fraction of a percent of peak is not broken for that "
    "alone; it is near its roof only if its measured bandwidth confirms it. The catalog's batch-1 study records "
-   f"{percent(study.value, 0)} of the analytic memory floor on an {study_part.name} ({study.conditions}; "
-   f"{provenance(study)}).")
+   f"{percent(study.value, 0)} of the analytic memory floor on an {study_part.name} ({study_conditions}; "
+   f"{provenance(study)}). That gap is the runtime more than the kernels: CUDA Graphs alone, on the same stack, make "
+   f"the step {graphs.value:.3f}× faster, to {percent(study.value, 0)} × {graphs.value:.3f} ≈ "
+   f"{percent(with_graphs, 0)} of the floor — the second cause in the list above, launch gaps, measured.")
 
 # %% [markdown]
 # ## Your own model

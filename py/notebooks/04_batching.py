@@ -32,10 +32,10 @@ import numpy as np
 
 from roofline_lessons import get_model, get_part, place
 from roofline_lessons.topics.batching import (critical_batch, decode_sweep, experts_touched, intensity_ceiling,
-                                       largest_batch, moe_weight_bytes_per_token)
+                                       largest_batch, moe_weight_bytes_per_token, throughput_limit_tokens_per_s)
 from roofline_lessons.viz.display import alt_of, md, show_table
 from roofline_lessons.viz.plots import intensity_vs_batch, throughput_vs_latency
-from roofline_lessons.core.units import si
+from roofline_lessons.core.units import count, percent, si
 
 h100 = get_part("h100-sxm")
 
@@ -63,7 +63,9 @@ show_table(["batch", "FLOP / weight byte", "attainable by that lens", "FLOP / by
 #
 # Per weight byte, intensity is a straight line in batch. Per byte of all traffic, it bends over:
 # each new sequence adds its FLOPs **and** its own KV cache and state, so as B grows the ratio
-# approaches a ceiling set by one sequence's FLOPs per byte of its private data.
+# approaches a ceiling set by one sequence's FLOPs per byte of its private data. The chart runs to
+# batches that do not fit in an H100: each curve is solid up to the largest batch that fits at its
+# context (the dot) and faint beyond it.
 
 # %%
 fig = intensity_vs_batch("qwen3.8-27b", "h100-sxm", contexts=(1024, 8192, 32768, 131072))
@@ -142,8 +144,8 @@ md(f"By the lower bound, batch 1 → 32 multiplies Llama-3.1-8B prefill throughp
 #
 # Every sequence in the batch keeps its KV cache (and, in the hybrid model, its recurrent state)
 # in device memory. The largest batch that fits, Qwen3.8-27B in BF16, with all of each chip's
-# memory (binary: "80 GB" is 80 GiB) and with the share a serving engine such as vLLM uses by
-# default (`gpu_memory_utilization`):
+# nominal memory (binary: "80 GB" is 80 GiB; lesson 2 shows the driver hands out a little less)
+# and with the share a serving engine such as vLLM uses by default (`gpu_memory_utilization`):
 
 # %%
 from roofline_lessons.core.memory import VLLM_DEFAULT_MEMORY_UTILIZATION as UTIL
@@ -154,10 +156,36 @@ fits_90 = largest_batch("qwen3.8-27b", ["h100-sxm", "h200", "b200"], contexts, m
 show_table(["tokens cached"] + [f"{p} (all / {UTIL:.0%})" for p in fits],
            [[f"{c:,}"] + [f"{fits[p][i]:,} / {fits_90[p][i]:,}" for p in fits] for i, c in enumerate(contexts)])
 
+# %%
+ridge = h100.ridge_point_flop_per_byte("bf16")
+ceilings = {c: (intensity_ceiling("qwen3.8-27b", c), intensity_ceiling("qwen3.8-27b", c, compulsory=True))
+            for c in (0, *contexts)}
+# the table's "never" for Qwen3.8-27B, by the unfused count and by compulsory bytes alike
+assert all(max(pair) < ridge for pair in ceilings.values())
+CTX = 8192
+i = list(contexts).index(CTX)
+parts_8k = {}
+for pid in fits:
+    cap = int(fits[pid][i])
+    at_cap = decode_sweep("qwen3.8-27b", pid, [cap], CTX)
+    assert bool(at_cap.fits_in_memory[0])  # the table's batch fits the step (its cache holds one more token after it)
+    parts_8k[pid] = (cap, float(at_cap.tokens_per_s[0]), throughput_limit_tokens_per_s("qwen3.8-27b", pid, CTX))
+h100_cap, h100_tps, h100_limit = parts_8k["h100-sxm"]
+# "more memory buys more of that limit": every larger part's share exceeds the H100's
+assert all(tps / limit > h100_tps / h100_limit and cap > h100_cap for pid, (cap, tps, limit) in parts_8k.items()
+           if pid != "h100-sxm")
+md(f"For Qwen3.8-27B there is no compute limit to reach: at every context in the table its ceiling as B → ∞ stays "
+   f"below the H100's ridge ({ridge:,.0f} FLOP/byte) — from {min(a for a, _ in ceilings.values()):,.0f} to "
+   f"{max(a for a, _ in ceilings.values()):,.0f} FLOP/byte counting every operator's activations, and from "
+   f"{min(b for _, b in ceilings.values()):,.0f} to {max(b for _, b in ceilings.values()):,.0f} counting compulsory "
+   f"bytes only. No batch makes this decode compute-bound. What capacity caps is throughput: on an H100 with "
+   f"{count(CTX)} tokens cached, at most **{h100_cap}** sequences fit, and at that batch the bound allows "
+   f"{h100_tps:,.0f} tokens/s, **{percent(h100_tps / h100_limit, 0)}** of the {h100_limit:,.0f} tokens/s it "
+   "approaches as the batch grows without limit. More memory buys more of that limit: "
+   + "; ".join(f"{pid}: {cap} sequences, {tps:,.0f} tokens/s, {percent(tps / limit, 0)} of {limit:,.0f}"
+               for pid, (cap, tps, limit) in parts_8k.items() if pid != "h100-sxm") + ".")
+
 # %% [markdown]
-# At long contexts the capacity limit arrives long before any compute limit: a batch that would
-# make decode efficient simply does not fit.
-#
 # ## Throughput against latency
 #
 # Each step produces one token per sequence, so the step time is every user's time per output
@@ -221,7 +249,8 @@ dashboard = lesson04_dashboard()
 # - Batching multiplies decode throughput cheaply while the weights dominate the bytes; it gets
 #   dearer as each sequence's KV cache and state rival them. Prefill is already on the flat roof
 #   and barely gains.
-# - Capacity usually caps the batch first at long context.
+# - Where no batch reaches the ridge (Qwen3.8-27B at every context here), there is no compute limit
+#   to meet: capacity caps the batch, and with it how close throughput gets to its limit.
 # - MoE: small-batch decode reads only the routed experts, so batching recovers less.
 #
 # **A question to leave with.** If you halve the KV cache (FP8 KV, or fewer KV heads), which of the

@@ -35,7 +35,7 @@ from roofline_lessons.topics.hybrid import (all_full_attention, kv_overtakes_wei
                                      step_bytes_breakdown)
 from roofline_lessons.core.memory import VLLM_DEFAULT_MEMORY_UTILIZATION, max_batch_that_fits
 from roofline_lessons.core.models import FULL_ATTENTION, GATED_DELTANET
-from roofline_lessons.core.units import KiB, MiB, binary, percent, si
+from roofline_lessons.core.units import GiB, KiB, MiB, binary, percent, si
 
 qwen = get_model("qwen3.8-27b")
 h100, h200 = get_part("h100-sxm"), get_part("h200")
@@ -137,8 +137,12 @@ for ctx in (1024, 8192, 32768, 131072):
     rows.append([f"{ctx:,}", f"{float(pts[FULL_ATTENTION].intensity):.2f}", si(float(pts[FULL_ATTENTION].bytes), "B"),
                  f"{float(pts[GATED_DELTANET].intensity):.2f}", si(float(pts[GATED_DELTANET].bytes), "B"),
                  resident(p)])
-show_table(["tokens cached", "full-attention layers: FLOP/byte", "their bytes", "Gated DeltaNet layers: FLOP/byte",
-            "their bytes", f"resident on the {h100.name}"], rows)
+show_table(["tokens cached", "full-attention layers: FLOP/byte (estimate, unfused)", "their bytes (estimate, unfused)",
+            "Gated DeltaNet layers: FLOP/byte (estimate, unfused)", "their bytes (estimate, unfused)",
+            f"resident on the {h100.name}"], rows)
+md("Both dots use the estimate's bytes (`place(...).cost`): every operator's activations counted through HBM, "
+   "unfused. The lower bound's compulsory bytes leave those out, so its dots sit a little further right; what moves "
+   "and what stays is the same.")
 
 # %% [markdown]
 # The Gated DeltaNet dot **does not move**: same FLOPs, same bytes at every context. The
@@ -154,13 +158,18 @@ show_table(["tokens cached", "full-attention layers: FLOP/byte", "their bytes", 
 
 # %%
 variant = all_full_attention(qwen)
-rows = []
+rows, past_context = [], []
 vllm_share = VLLM_DEFAULT_MEMORY_UTILIZATION
+what_if_context = 131072
 for m in (qwen, variant, get_model("qwen3-32b")):
-    fit = max_batch_that_fits(m, h200, 131072)  # memory_utilization=1.0: every byte of the part
-    fit_vllm = max_batch_that_fits(m, h200, 131072, memory_utilization=vllm_share)
-    step = place(m, h200, phase="decode", batch=max(fit, 1), context_tokens=131072)
-    rows.append([m.name, f"{m.parameter_count() / 1e9:,.1f} B", binary(m.kv_bytes_per_token()),
+    fit = max_batch_that_fits(m, h200, what_if_context)  # memory_utilization=1.0: every byte of the part
+    fit_vllm = max_batch_that_fits(m, h200, what_if_context, memory_utilization=vllm_share)
+    step = place(m, h200, phase="decode", batch=max(fit, 1), context_tokens=what_if_context)
+    if step.context_beyond_model:
+        past_context.append(m)
+    rows.append([m.name + (f" — what-if: past its {m.max_context_tokens:,}-token context" if step.context_beyond_model
+                           else ""),
+                 f"{m.parameter_count() / 1e9:,.1f} B", binary(m.kv_bytes_per_token()),
                  binary(m.deltanet_state_bytes()) if m.is_hybrid else "—", f"{fit:,}", f"{fit_vllm:,}",
                  f"{float(step.time_lower_bound_s) * 1e3:,.1f} ms at batch {max(fit, 1)}",
                  f"{float(step.tokens_per_s_upper_bound):,.0f}", f"{float(step.tokens_per_s_estimate):,.0f}"])
@@ -169,15 +178,32 @@ show_table(["model", "params", "KV per token", "state per sequence", "largest ba
             "decode step ≥ (lower bound), 100 % batch", "tokens/s ≤ (upper bound)", "tokens/s, estimate (unfused)"], rows)
 
 # %% jupyter={"source_hidden": true}
-fit_hybrid, fit_variant = max_batch_that_fits(qwen, h200, 131072), max_batch_that_fits(variant, h200, 131072)
-fit_hybrid_vllm, fit_variant_vllm = (max_batch_that_fits(m, h200, 131072, memory_utilization=vllm_share)
+fit_hybrid, fit_variant = (max_batch_that_fits(m, h200, what_if_context) for m in (qwen, variant))
+fit_hybrid_vllm, fit_variant_vllm = (max_batch_that_fits(m, h200, what_if_context, memory_utilization=vllm_share)
                                      for m in (qwen, variant))
+# the driver exposes a little less than the datasheet's capacity (hardware.toml's note: nvidia-smi shows 143,771 MiB)
+driver_mib = 143_771
+driver_bytes = driver_mib * MiB
+driver_share = driver_bytes / h200.memory_capacity_bytes
+same_at_driver = all(max_batch_that_fits(m, h200, what_if_context, memory_utilization=driver_share)
+                     == max_batch_that_fits(m, h200, what_if_context) for m in (qwen, variant))
+# Qwen's documentation: Qwen3 reaches 131,072 tokens only with YaRN rope scaling
+what_if_notes = "".join(
+    f"**{m.name} at {what_if_context:,} tokens is a what-if.** Its config.json gives {m.max_context_tokens:,} "
+    "positions (`max_position_embeddings`, the catalog's `max_context_tokens`); "
+    + ("Qwen's documentation extends Qwen3 models to 131,072 tokens with YaRN rope scaling (QwenLM/Qwen3, "
+       "docs/source/inference/transformers.md), a configuration change this row assumes. "
+       if m.id.startswith("qwen3-") else "")
+    + "Its KV bytes per token do not depend on that, so the row prices the memory correctly for a model "
+    "configured to reach this context — not the model as it ships.\n\n" for m in past_context)
 fewer = "fewer" if variant.parameter_count() < qwen.parameter_count() else "more"
-md(f"(The all-attention variant has {fewer} parameters — {variant.parameter_count() / 1e9:,.1f} B against "
+md(what_if_notes + f"(The all-attention variant has {fewer} parameters — {variant.parameter_count() / 1e9:,.1f} B against "
    f"{qwen.parameter_count() / 1e9:,.1f} B — because a full-attention layer of this model differs in size from a Gated "
-   f"DeltaNet one.) Quadrupling the KV cache per token is what the hybrid avoids: at 128 K tokens on an H200, "
-   f"filling all {binary(h200.memory_capacity_bytes)} (the optimistic bound), that is "
-   f"{fit_variant} conversations against {fit_hybrid}"
+   f"DeltaNet one.) Quadrupling the KV cache per token is what the hybrid avoids: at {what_if_context:,} tokens on "
+   f"an H200, filling all {binary(h200.memory_capacity_bytes)} the datasheet gives (the catalog's capacity; the driver "
+   f"exposes {driver_mib:,} MiB = {driver_bytes / GiB:,.1f} GiB, which gives "
+   + ("the same batches here" if same_at_driver else "smaller batches: use that figure for a real deployment")
+   + f"), that is {fit_variant} conversations against {fit_hybrid}"
    + (f", {fit_hybrid / fit_variant:,.1f}× the batch" if fit_variant else "")
    + f"; leaving vLLM's default headroom (it fills {percent(vllm_share, 0)}), {fit_variant_vllm} against {fit_hybrid_vllm}"
    + (f", {fit_hybrid_vllm / fit_variant_vllm:,.1f}×." if fit_variant_vllm else "."))
@@ -219,7 +245,8 @@ dashboard = lesson05_dashboard()
 # - Full attention keeps a history that grows with every token; Gated DeltaNet keeps a fixed state
 #   per sequence, whatever the context. Both sizes follow from the config in two lines.
 # - Decode reads the weights once per step, but every sequence's KV cache and state; the KV share
-#   grows with context and batch, the state share only with batch.
+#   grows with context and batch, the state bytes only with batch (their share of the step falls as
+#   the context, and with it the KV read, grows).
 # - On the roofline: one dot that moves with context, one that does not.
 # - The hybrid buys a quarter of the KV cache of the all-attention design, which at long context
 #   multiplies the batch that fits (the counterfactual table above gives the factor).

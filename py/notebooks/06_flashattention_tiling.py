@@ -42,7 +42,8 @@ from roofline_lessons.topics.flash import (FA3_TILE_SOURCE, attention_flops, att
                                     attention_matmul_flops, cluster_tile_l2_traffic, comparative,
                                     compulsory_hbm_bytes, decode_attention_intensity, fa2_block_sizes,
                                     fa3_forward_tiles, flash2_hbm_bytes, flash_block_sizes, flash_hbm_bytes,
-                                    naive_attention, standard_hbm_bytes, tiled_attention, tiled_attention_fa2)
+                                    l2_bandwidth_figures, naive_attention, standard_hbm_bytes, tiled_attention,
+                                    tiled_attention_fa2)
 from roofline_lessons.core.units import binary, si
 
 # %% [markdown]
@@ -370,17 +371,20 @@ md(f"Qwen3.8-27B: head dim {qwen.head_dim}, {qwen.num_attention_heads} query hea
 # catalog entry carries them; compare it with a kernel of the same shape — not with the causal
 # head-dimension-128 tables above.
 #
-# The L2 bandwidth in the catalog is one measured figure, from a chips-and-cheese article cited by
-# the JAX scaling book. It was measured on an H100 **PCIe** card (114 SMs, a 350 W power limit the
-# card ran into during the test), not on the SXM part this lesson prices (132 SMs, 700 W): the SXM
-# may well deliver more, so the L2 roof below is probably low (the cell prints the catalog's
-# conditions).
+# The catalog holds two L2 bandwidth figures for this part, both from one chips-and-cheese article
+# cited by the JAX scaling book: the H100's L2 is split into two partitions, and the article reads
+# faster from the near partition than across the whole cache. Both were measured on an H100 **PCIe**
+# card, not on the SXM part this lesson prices, and the catalog has no SXM figure; so the L2 roofs
+# below are drawn at both figures, and each conclusion says whether it holds at both (the cell
+# prints the catalog's conditions).
 
 # %%
 fa3 = best_measurement(h100, "attention_flops_per_s", "fp16")
-l2 = best_measurement(h100, "l2_bandwidth_bytes_per_s")
-assert "H100 PCIe" in l2.conditions  # the text above says where it was measured
-md(f"L2 figure: {si(l2.value, 'B/s')} — {l2.conditions} ({l2.source}, {l2.date}).")
+l2_figs = l2_bandwidth_figures(h100)  # highest first: the near partition, then the whole L2
+assert len(l2_figs) == 2 and all("H100 PCIe" in m.conditions for m in l2_figs)  # the text above says so
+l2_near, l2_whole = l2_figs
+md("L2 figures in the catalog:\n\n" + "\n".join(f"- **{si(m.value, 'B/s')}**, {m.kernel}: {m.conditions} "
+                                                  f"({m.source}, {m.date})." for m in l2_figs))
 # the conditions of the measurement, from its catalog entry (Measurement.head_dim, .causal, .sequence_length)
 assert fa3.head_dim is not None and fa3.causal is not None and fa3.sequence_length is not None and fa3.conditions
 fa3_d, fa3_causal, fa3_n = fa3.head_dim, fa3.causal, fa3.sequence_length
@@ -390,7 +394,6 @@ bytes_tiled = flash2_hbm_bytes(fa3_n, fa3_d, sram, 2, fa3_causal)
 i_tiled = f_bench / bytes_tiled
 i_comp = f_bench / float(compulsory_hbm_bytes(fa3_n, fa3_d))
 hbm_tiled_roof = min(peak16, h100.memory_bandwidth_bytes_per_s * i_tiled)
-l2_tiled_roof = min(peak16, l2.value * i_tiled)
 hbm_comp_slope = h100.memory_bandwidth_bytes_per_s * i_comp  # the HBM roof before the compute peak caps it
 hbm_comp_roof = min(peak16, hbm_comp_slope)
 # FlashAttention-3's own tile for this shape, from its launch code (tile_size.h, flash_fwd_launch_template.h)
@@ -398,22 +401,31 @@ fa3_tile = fa3_forward_tiles(fa3_d, fa3_causal, fa3_n)
 fa3_mc = cluster_tile_l2_traffic(fa3_tile.block_rows, fa3_tile.block_cols, fa3_d, fa3_n, 2, fa3_tile.cluster_ctas,
                                  fa3_tile.stages)
 fa3_solo = cluster_tile_l2_traffic(fa3_tile.block_rows, fa3_tile.block_cols, fa3_d, fa3_n, 2, 1, fa3_tile.stages)
-l2_mc_roof = min(peak16, fa3_mc.l2_roof_flop_per_s(l2.value))
-l2_solo_roof = min(peak16, fa3_solo.l2_roof_flop_per_s(l2.value))
+# the L2 slopes (before the compute peak caps them), at each of the two L2 figures
+tiled_slope = {m.kernel: m.value * i_tiled for m in l2_figs}
+solo_slope = {m.kernel: fa3_solo.l2_roof_flop_per_s(m.value) for m in l2_figs}
+mc_slope = {m.kernel: fa3_mc.l2_roof_flop_per_s(m.value) for m in l2_figs}
+
+
+def capped(slope):
+    """A roof: the L2 slope, or the compute peak where the slope is above it (said so)."""
+    return si(min(peak16, slope), "FLOP/s") + (f" (the compute peak; the L2 slope is {si(slope, 'FLOP/s')})"
+                                               if slope > peak16 else "")
+
+
 fa3_label = f"FlashAttention-3's tiles, {fa3_tile.block_rows} × {fa3_tile.block_cols}"
-show_table(["one head, FP16", "FLOP/byte", "roof"], [
-    [f"measured: {fa3.what}", "", f"**{si(fa3.value, 'FLOP/s')}** ({fa3.value / peak16:.0%} of the dense FP16 peak)"],
-    ["compulsory bytes, from HBM", f"{i_comp:,.0f}", si(hbm_comp_roof, "FLOP/s")],
-    [f"FA-2 order, {flash_block_sizes(sram, fa3_d, 2).rows}-row query blocks, every tile from HBM", f"{i_tiled:,.0f}",
-     si(hbm_tiled_roof, "FLOP/s")],
-    [f"FA-2 order, every tile from L2 ({si(l2.value, 'B/s')}, measured on an H100 PCIe)", f"{i_tiled:,.0f}",
-     si(l2_tiled_roof, "FLOP/s")],
-    [f"{fa3_label}, no multicast, from L2", f"{fa3_solo.intensity_flop_per_byte:,.0f}", si(l2_solo_roof, "FLOP/s")],
-    [f"{fa3_label}, K/V multicast to a {fa3_tile.cluster_ctas}-block cluster, from L2",
-     f"{fa3_mc.intensity_flop_per_byte:,.0f}", si(l2_mc_roof, "FLOP/s")
-     + (f" (the compute peak; the L2 slope is {si(fa3_mc.l2_roof_flop_per_s(l2.value), 'FLOP/s')})"
-        if fa3_mc.l2_roof_flop_per_s(l2.value) > peak16 else "")],
-])
+rows = [[f"measured: {fa3.what}", "", f"**{si(fa3.value, 'FLOP/s')}** ({fa3.value / peak16:.0%} of the dense FP16 peak)"],
+        ["compulsory bytes, from HBM", f"{i_comp:,.0f}", si(hbm_comp_roof, "FLOP/s")],
+        [f"FA-2 order, {flash_block_sizes(sram, fa3_d, 2).rows}-row query blocks, every tile from HBM", f"{i_tiled:,.0f}",
+         si(hbm_tiled_roof, "FLOP/s")]]
+for what, intensity, slope in (("FA-2 order, every tile from L2", i_tiled, tiled_slope),
+                               (f"{fa3_label}, no multicast, from L2", fa3_solo.intensity_flop_per_byte, solo_slope),
+                               (f"{fa3_label}, K/V multicast to a {fa3_tile.cluster_ctas}-block cluster, from L2",
+                                fa3_mc.intensity_flop_per_byte, mc_slope)):
+    rows += [[f"{what} at {si(m.value, 'B/s')} ({m.kernel.removeprefix('read, ')})", f"{intensity:,.0f}",
+              capped(slope[m.kernel])]
+             for m in l2_figs]
+show_table(["one head, FP16", "FLOP/byte", "roof"], rows)
 
 # %% jupyter={"source_hidden": true}
 above_hbm = fa3.value > hbm_tiled_roof
@@ -438,18 +450,26 @@ block_limit = sram - reserved  # the shared memory one thread block may use (1 K
 assert fa3_mc.shared_memory_bytes <= block_limit  # FA3's Q tile and two stages of K and V fit one block
 wider = cluster_tile_l2_traffic(fa3_tile.block_rows, fa3_tile.block_cols + 16, fa3_d, fa3_n, 2, 1, fa3_tile.stages)
 assert wider.shared_memory_bytes > block_limit  # 16 more key rows would not fit
-# the comparisons the text makes, asserted: the no-multicast roof is below the measurement; multicast lifts
-# the L2 slope above the compute peak, so compute is the lower roof
-assert fa3_solo.l2_roof_flop_per_s(l2.value) < fa3.value < peak16 < fa3_mc.l2_roof_flop_per_s(l2.value)
+# the comparisons the text makes, asserted: at BOTH L2 figures the no-multicast roof is below the measurement and
+# the multicast slope above it; whether the multicast slope also clears the compute peak depends on the figure
+assert all(solo_slope[m.kernel] < fa3.value < mc_slope[m.kernel] for m in l2_figs) and fa3.value < peak16
 assert fa3_tile.cluster_ctas == 2 and (fa3_n // fa3_tile.block_rows) % 2 == 0
+clears = [m for m in l2_figs if mc_slope[m.kernel] > peak16]  # multicast lifts L2 above the compute peak here
+short_of = [m for m in l2_figs if mc_slope[m.kernel] <= peak16]  # ... and not here: L2 still the lower roof
+assert [m.kernel for m in clears] == [l2_near.kernel]  # the summary: above the peak only at the near-partition one
+at = lambda m: f"{si(m.value, 'B/s')} ({m.kernel.removeprefix('read, ')})"  # noqa: E731
+pair = lambda f: " and ".join(f(m) for m in l2_figs)  # noqa: E731 — one figure per L2 figure, near first
+above_tiled = [m for m in l2_figs if fa3.value > min(peak16, tiled_slope[m.kernel])]
 md(f"Taking only the compulsory bytes from HBM puts the HBM roof at {si(hbm_comp_slope, 'FLOP/s')}, "
    f"{hbm_comp_slope / peak16:,.0f}× the compute peak ({si(peak16, 'FLOP/s')}): HBM no longer binds. The L2 roof "
-   f"of this model's tiles still does — at {si(l2_tiled_roof, 'FLOP/s')} it is "
-   f"{comparative(l2_tiled_roof, peak16, ('above', 'below', 'at'))} the compute peak. The measured "
-   f"{si(fa3.value, 'FLOP/s')} is {comparative(fa3.value, l2_tiled_roof, ('above', 'below', 'at'))} that L2 roof"
-   + (f": {br_fa3}-row query blocks would need {si(l2_needed, 'B/s')} from L2 to reach it, "
-      f"{l2_needed / l2.value:.2f}× the catalog's figure. So the real kernel must ask less of L2 than these tiles "
-      "do. " if fa3.value > l2_tiled_roof else ". ")
+   f"of this model's tiles is {pair(lambda m: si(min(peak16, tiled_slope[m.kernel]), 'FLOP/s') + ' at ' + at(m))}"
+   + ("" if any(tiled_slope[m.kernel] >= peak16 for m in l2_figs) else ", below the compute peak at both")
+   + ". "
+   + (f"The measured {si(fa3.value, 'FLOP/s')} is above "
+      + ("both" if len(above_tiled) == len(l2_figs) else "it at " + " and ".join(at(m) for m in above_tiled))
+      + f": {br_fa3}-row query blocks would need {si(l2_needed, 'B/s')} from L2 to reach it, "
+      + pair(lambda m: f"{l2_needed / m.value:.2f}×") + " the two figures. So the real kernel must ask less of L2 "
+      "than these tiles do. " if above_tiled else "")
    + f"It does, in two ways, both read from FlashAttention-3's launch code ({FA3_TILE_SOURCE}). First, its tile: "
    f"head dim {fa3_d}, {'causal' if fa3_causal else 'non-causal'}, runs at {fa3_tile.block_rows} × "
    f"{fa3_tile.block_cols} ({fa3_tile.block_rows} query rows per thread block, {fa3_tile.block_cols} key rows "
@@ -463,21 +483,26 @@ md(f"Taking only the compulsory bytes from HBM puts the HBM roof at {si(hbm_comp
    f"the shared memory of every block in the cluster. Per byte that crosses from L2 to the SMs "
    f"(`cluster_tile_l2_traffic`: Q read, O and the log-sum-exp written, K and V streamed and divided by the "
    f"cluster), that is {fa3_mc.intensity_flop_per_byte:,.0f} FLOP/byte with multicast and "
-   f"{fa3_solo.intensity_flop_per_byte:,.0f} without. "
-   f"At the catalog's L2 figure, the tiles without multicast give an L2 roof of "
-   f"{si(fa3_solo.l2_roof_flop_per_s(l2.value), 'FLOP/s')}, "
-   f"{comparative(fa3_solo.l2_roof_flop_per_s(l2.value), fa3.value, ('above', 'below', 'at'))} the measured "
-   f"{si(fa3.value, 'FLOP/s')}: to reach it they would need {si(l2_needed_solo, 'B/s')} from L2, "
-   f"{l2_needed_solo / l2.value:.2f}× that figure. With the multicast the L2 slope is "
-   f"{si(fa3_mc.l2_roof_flop_per_s(l2.value), 'FLOP/s')}, "
-   f"{comparative(fa3_mc.l2_roof_flop_per_s(l2.value), peak16, ('above', 'below', 'at'))} the compute peak, "
-   f"so L2 no longer binds and the lower roof is the compute peak; the measurement is "
-   f"{fa3.value / peak16:.0%} of it, and what holds it there is not a bandwidth roof of this model. "
-   "In this accounting, multicast is what takes the kernel past the no-multicast L2 roof: it is in the launch "
-   f"code, it divides the K and V traffic by {fa3_tile.cluster_ctas}, and it lifts the L2 roof above the compute "
-   "peak. The L2 figure itself was measured on an H100 PCIe and is likely a lower bound for the SXM, whose own "
-   f"L2 may well deliver the {l2_needed_solo / l2.value - 1:.0%} more that the tiles without multicast would "
-   "need; the rates alone cannot separate that from the multicast. Long-sequence attention reaches the compute "
+   f"{fa3_solo.intensity_flop_per_byte:,.0f} without.\n\n"
+   f"Without multicast the tiles' L2 roof is {pair(lambda m: si(solo_slope[m.kernel], 'FLOP/s') + ' at ' + at(m))}: "
+   f"below the measured {si(fa3.value, 'FLOP/s')} at both — to reach it they would need "
+   f"{si(l2_needed_solo, 'B/s')} from L2, {pair(lambda m: f'{l2_needed_solo / m.value:.2f}×')} the two figures. "
+   f"With the multicast the L2 slope is {pair(lambda m: si(mc_slope[m.kernel], 'FLOP/s') + ' at ' + at(m))}: above "
+   "the measurement at both. So, whichever figure holds, multicast is what takes this kernel's L2 roof past the "
+   "measured rate: it is in the launch code, and it divides the K and V traffic by "
+   f"{fa3_tile.cluster_ctas}. What binds after it depends on the figure. "
+   + "".join(f"At {at(m)} the multicast slope is above the compute peak, so the compute roof is the lower one and "
+             f"the measurement is {fa3.value / peak16:.0%} of it: what holds it there is not a bandwidth roof of this "
+             "model. " for m in clears)
+   + "".join(f"At {at(m)} it is below the compute peak, so L2 is still the lower roof, at "
+             f"{si(mc_slope[m.kernel], 'FLOP/s')}, and the measurement is {fa3.value / mc_slope[m.kernel]:.0%} of it. "
+             for m in short_of)
+   + ("So \"multicast lifts the L2 roof above the compute peak\" holds at "
+      + (" and ".join(at(m) for m in clears) if clears else "neither figure")
+      + (", not at " + " and ".join(at(m) for m in short_of) if short_of else "") + ". " if clears and short_of else "")
+   + "Both figures were measured on an H100 PCIe (fewer SMs, a 350 W limit the card ran into); the catalog has no "
+   "measurement of the SXM's own L2, so whether it would deliver what the tiles without multicast need is open, "
+   "and these rates alone cannot separate that from the multicast. Long-sequence attention reaches the compute "
    "roof only when its re-reads are caught on chip and in L2, and few enough — tall query blocks, shared loads — "
    "for the L2 roof to clear the compute peak.")
 
@@ -547,8 +572,9 @@ dashboard = lesson06_dashboard()
 #   traffic is larger. Real kernels reach a large fraction of peak because L2 catches the re-reads
 #   *and* they ask less of L2 than this model's tiles: taller query blocks (accumulators in
 #   registers) and, on Hopper, K and V tiles multicast to a cluster of thread blocks. For
-#   FlashAttention-3 at head dim 256 the multicast is what lifts the L2 roof (at the catalog's
-#   PCIe-measured L2 figure) above the measured rate. Quote a measured rate with its dtype, head
+#   FlashAttention-3 at head dim 256 the multicast is what lifts the L2 roof above the measured
+#   rate, at both of the catalog's L2 figures (both measured on an H100 PCIe); above the compute
+#   peak only at the near-partition one. Quote a measured rate with its dtype, head
 #   dimension, causality, sequence length — and the version of the paper it comes from.
 # - Decode attention's intensity is about the GQA group size: tiling does not help; fewer bytes do.
 #

@@ -34,10 +34,11 @@ from roofline_lessons.viz.charts import roofline_chart, roofs_for
 from roofline_lessons.topics.datasheets import best_measurement
 from roofline_lessons.viz.display import md, show_table
 from roofline_lessons.core.costs import DEQUANT_FLOPS_PER_WEIGHT
-from roofline_lessons.core.dtypes import bytes_per_element, weight_bytes_per_element
+from roofline_lessons.core.hardware import RATE_IN_CATALOG
+from roofline_lessons.core.dtypes import DEFAULT_WEIGHT_GROUP, bytes_per_element, weight_bytes_per_element
 from roofline_lessons.topics.levers import (AT_RIDGE_TOLERANCE, BASELINE, FP8_GAP_HYPOTHESES, LEVER_SPECS, LEVERS,
                                      MEASUREMENT_PROTOCOL, NOT_IN_THE_MATMUL_MEASUREMENT,
-                                     RESOLVABLE_GAP_PERCENTAGE_POINTS, gap_verdict, lever_speedups,
+                                     RESOLVABLE_GAP_PERCENTAGE_POINTS, SOURCE_NOTES_ONLY, gap_verdict, lever_speedups,
                                      operand_bytes_per_s_ratio, per_channel_scale_share, ridge_shift)
 from roofline_lessons.core.units import binary, duration, percent, si
 
@@ -89,8 +90,11 @@ md("The recipe is the default for 8-bit weights, as published FP8 checkpoints ar
    "llm-compressor: the linear layers of the blocks, lm_head ignored). `quantized_weights=\"all\"` quantises "
    "every weight instead; a matmul whose weights stay BF16 runs at the BF16 rate.\n\n"
    "What the cost model *does* charge: dequantising weight-only weights "
-   f"({DEQUANT_FLOPS_PER_WEIGHT:g} FLOPs a weight on the vector units: convert, multiply by the scale), and a 4-bit "
-   f"format's block scales (FP4 costs {weight_bytes_per_element('fp4'):g} bytes a weight, not 0.5). What it leaves out "
+   f"({DEQUANT_FLOPS_PER_WEIGHT:g} FLOPs a weight on the vector units: convert, multiply by the scale — once per "
+   "weight per step, where a tiled kernel repeats it for each block of token rows), and a 4-bit format's block scales: "
+   f"FP4, modelled as MXFP4 (one 8-bit E8M0 scale per {DEFAULT_WEIGHT_GROUP['fp4']} weights), costs "
+   f"{weight_bytes_per_element('fp4'):g} bytes a weight, not {bytes_per_element('fp4'):g}; NVFP4 (one FP8 scale per "
+   f"16) would cost {weight_bytes_per_element('fp4', group_size=16):g}. What it leaves out "
    "of the 8-bit formats' bytes, the per-channel scales, is under a thousandth of them for Qwen3.8-27B: one BF16 "
    f"scale per output channel adds at most {percent(scale_share, 3)} to a weight matrix's bytes.")
 
@@ -214,11 +218,13 @@ md(f"- **Prefill** is compute-bound: only W8A8 helps, {x(pf[W8A8])} for 8,192 to
    f"{short[W8].speedup_estimate:.2f}× at 512 ({pace(short[W8].speedup_estimate)}): it adds dequantising the "
    f"weights on the vector units ({duration(float(w8_short.dequant_time_s))} at 512 tokens) *in series* with the "
    f"matmuls ({duration(float(w8_short.tensor_time_s))}), where the bound overlaps the two. "
-   + ("So \"weight-only makes a short prefill slower\" is the estimate's convention, not a property of the lever. "
+   + ("So whether weight-only makes a short prefill slower is for measurement: the bound says it need not be, "
+      "and real kernels do more dequantisation than either figure counts — both charge each weight once per step, "
+      "while a tiled GEMM dequantises each weight tile again for every block of token rows it multiplies. "
       if short[W8].speedup_estimate < 0.995 else "")
    + "How much of the dequantisation a well-pipelined weight-only kernel (Marlin-style) hides is a *hypothesis* "
-   "to measure: Marlin's README reports close-to-ideal speed-ups for its 4-bit kernel up to batches of 16-32 "
-   "tokens on Ampere and Ada GPUs, and says it is not yet optimised for Hopper. A real step is never "
+   "to measure: Marlin's README reports close-to-ideal speed-ups for its 4-bit kernel only up to batches of 16-32 "
+   "tokens, on Ampere and Ada GPUs, and says it is not yet optimised for Hopper. A real step is never "
    "faster than the bound, but the estimate is a convention, not a ceiling: kernels below their roofs can be "
    "slower than it, so measure.\n"
    f"- **Batch-1 decode** is memory-bound on weights: weight-only 8-bit gives {x(one[W8])} and W8A8 "
@@ -357,9 +363,34 @@ lines = [f"{pid}: FP8 reaches {percent(frac[pid, 'fp8'], 1)} of its roof, BF16 {
          f"FP8 {'lower' if gaps[pid] > 0 else 'not lower'} by {abs(gaps[pid]):.1f} percentage points "
          f"({verdict[pid]})" for pid in both]
 missing = [pid for pid in PARTS if pid not in both]
+
+
+def no_pair(pid):
+    """Why a part has no BF16/FP8 pair here, format by format, from the catalog (and the source's notes)."""
+    part, why = get_part(pid), []
+    for dt in ("bf16", "fp8"):
+        if (pid, dt) in frac:
+            continue
+        if part.rate_status(dt) != RATE_IN_CATALOG:
+            why.append(f"{dt.upper()} has no rate ({part.rate_status(dt)})")
+            continue
+        why.append(f"{dt.upper()} has no measurement in the catalog")
+        other_dt = "fp8" if dt == "bf16" else "bf16"
+        if (pid, dt) in SOURCE_NOTES_ONLY and (pid, other_dt) in frac:
+            other, note = SOURCE_NOTES_ONLY[pid, dt]
+            theirs, ours = best_measurement(other, "matmul_flops_per_s", dt), best_measurement(part, "matmul_flops_per_s",
+                                                                                               other_dt)
+            read_as = {dt: theirs.value / part.peak_flops_per_s(dt), other_dt: frac[pid, other_dt]}
+            gap = 100 * (read_as["bf16"] - read_as["fp8"])
+            why[-1] += (f": the source's {other} {dt.upper()} row notes \"{note}\", a note rather than a run of its own. "
+                        f"Read as an {pid} figure it would make the gap {gap:.1f} percentage points ({gap_verdict(gap)}), "
+                        f"but the pair would set an {other} run ({theirs.software}) beside an {pid} run "
+                        f"({ours.software}) — two parts and two software builds — so it is not counted here")
+    return f"{pid}: " + "; ".join(why)
+
+
 md("Where both formats are measured:\n\n" + "\n".join(f"- {line}" for line in lines)
-   + (f"\n\nNo pair to compare on {', '.join(missing)} (a format without a measurement or without a rate)."
-      if missing else "")
+   + ("\n\nNo pair to compare on:\n\n" + "\n".join(f"- {no_pair(pid)}." for pid in missing) if missing else "")
    + f"\n\nHow large a gap this source can resolve is an **assumption**, not a measured spread: each figure is one "
    "run per shape (the mean of 100 iterations), neither clocks nor power cap stated, the best of a shape search with a different "
    "best shape per format, and the source gives no run-to-run variation. We treat a gap under "

@@ -29,6 +29,7 @@
 # %%
 # %matplotlib inline
 from roofline_lessons import get_model, get_part, place
+from roofline_lessons.core.costs import model_cost
 from roofline_lessons.core.units import binary, count, duration, num, percent, si
 from roofline_lessons.measure import reality
 from roofline_lessons.measure.decoder import CACHE_MULTIPLE, numpy_calls_per_layer, streamed_weight_bytes
@@ -101,8 +102,9 @@ md(f"**A shared cache.** The {llc_name} this machine reports, {binary(check.last
    "the whole cache of the chip (or chiplet) those cores sit on, and the host's other cores, running other "
    "people's programs, use it too: this slice's share is smaller than reported, and it changes with their load. "
    f"Sizing the weights at {CACHE_MULTIPLE}× the *reported* size therefore errs towards DRAM, which is the side "
-   "the bound assumes; what it cannot promise is that lesson 8's roofs and these steps ran under the same "
-   "neighbours' load (the spread column below shows when a timing was disturbed).")
+   "the bound assumes; what it cannot promise is that the roofs this run measured (lesson 8's probes, run again at "
+   "the start of the same call) and these steps ran under the same neighbours' load (the spread column below shows "
+   "when a timing was disturbed).")
 if check.skipped:
     md(f"**{len(check.skipped)} planned steps were not run**, to stay within this run's budgets "
        f"({percent(reality.BUFFER_SHARE, 0)} of the free memory for the weights and one step's buffers; "
@@ -115,8 +117,11 @@ if check.skipped:
 #
 # For each step the **lower bound** is max(FLOPs ÷ measured matmul rate, compulsory bytes ÷
 # measured DRAM bandwidth), priced by `model_cost` for the very model that ran: float32, eager
-# attention (prefill computes the whole score square and then masks it, as this decoder does). The
-# **achieved fraction** is bound ÷ measured: 1 is on the roof.
+# attention (prefill computes the whole score square and then masks it, as this decoder does). So
+# a prefill's bound is a bound on *this algorithm* — eager attention over the full square — not on
+# every implementation: a causal kernel skips the masked half of the scores (the cell after the
+# tables says how many FLOPs that is here). The **achieved fraction** is bound ÷ measured: 1 is on
+# the roof.
 #
 # Which bytes? The compulsory ones (`cost.compulsory_bytes`, lesson 3): the weights, the KV cache
 # read and written, the tokens in and the logits out. This loop also writes every operator's output
@@ -158,6 +163,14 @@ md(f"The lower bound's compulsory bytes are {percent(compulsory_share(decode1), 
    + (f"{num(activations[longest] / activations[decode1])}× the decode step's share."
       if activations[longest] > activations[decode1] > 0 else
       "no larger a share than the decode step's." if activations[decode1] > 0 else "and none in decode."))
+# the prefill's bound prices the loop's eager attention (the whole score square); a causal kernel skips the masked half
+causal = model_cost(model, phase="prefill", prompt_tokens=longest.tokens,
+                    **{**reality.FP32, **(check.dtypes or {}), "flash_attention": True})
+md(f"The prefill bounds price this loop's eager attention, the whole score square: at {count(longest.tokens)} "
+   f"tokens the step's FLOPs are {si(longest.flops, 'FLOP')}, where a causal kernel that skips the masked half "
+   f"needs {si(float(causal.flops), 'FLOP')}, {percent(1 - float(causal.flops) / longest.flops, 1)} fewer. So "
+   "these bounds hold for this algorithm (eager attention over the full square), not for every implementation "
+   "of a prefill.")
 beaten = [s for s in check.samples if s.measured_s <= s.bound_s]
 if beaten:
     kinds = {s.binds for s in beaten}
@@ -188,7 +201,9 @@ if noisy:
 # datasheet's; MFU here counts every FLOP of the step, attention and norms included, where many
 # reports count only the weight matmuls (about 2 × parameters per token); and MBU's numerator here
 # is the step's compulsory bytes (weights, KV cache, tokens and logits), where others count the
-# weights alone — gpt-fast's, for one, counts the weights less the embedding table and no KV cache.
+# weights alone — gpt-fast's README figures, for one, count every weight (the embedding table
+# included: the generate.py that made them summed all parameters and buffers; today's leaves the
+# table out) and no KV cache.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -249,13 +264,18 @@ if measured:
         text += (f"The bound does not bend there (at most {num(limit)}×), so compute meeting memory does not explain "
                  "the measured bend: something else grows with the batch. ")
 unexplained = measured is not None and (bound_growth <= limit or measured_growth / bound_growth > limit)
-text += ("A **hypothesis** for what the bound does not explain: the matrix library multiplies one row by W with a "
-         "matrix–vector kernel, but two or more rows with a matrix–matrix kernel that is slower at so few rows. "
-         "The cell below tests the kernel switch (not its mechanism) with the same 2-D products a decode step runs, "
-         "on weights too large for the cache."
+# numpy's dispatch, read from its source (numpy/_core/src/umath/matmul.c.src, FLOAT_matmul): a left operand of
+# one row is the `vector_matrix` case, sent to cblas_sgemv; two or more rows go to cblas_sgemm
+dispatch = ("numpy's `matmul` sends a product whose left operand has one row to BLAS's matrix–vector kernel "
+            "(`gemv`) and one of two or more rows to its matrix–matrix kernel (`gemm`) — a fact of numpy's source "
+            "(`numpy/_core/src/umath/matmul.c.src`: the one-row case calls `gemv`), not a guess")
+text += (f"What the bound does not explain meets a kernel switch at two rows: {dispatch}. The **hypothesis** is "
+         "that gemm is slower than gemv at so few rows (packing W into blocks before multiplying is one candidate "
+         "mechanism). The cell below tests whether the switch costs time, with the same 2-D products a decode step "
+         "runs, on weights too large for the cache."
          if unexplained else
-         "Nothing here needs another explanation; the cell below still times the 2-D products a decode step runs at "
-         "1, 2 and 4 rows, for comparison.")
+         f"Nothing here needs another explanation ({dispatch}); the cell below still times the 2-D products a "
+         "decode step runs at 1, 2 and 4 rows, for comparison.")
 md(text)
 
 # %%
@@ -273,13 +293,15 @@ weights = [rng.random((model.hidden_size, model.intermediate_size), dtype=np.flo
 
 
 def per_matrix_s(rows, calls=1, repeats=3):
-    """Best time per weight matrix of ``calls`` products of ``rows`` rows each, W from DRAM."""
+    """Best time per weight matrix of ``calls`` products of ``rows`` rows each. Each call cycles
+    through all the matrices before the next one starts, so no call finds its W left in the cache
+    by the call before: every product reads W from DRAM."""
     x = np.ones((rows, model.hidden_size), dtype=np.float32)
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
-        for w in weights:
-            for _ in range(calls):
+        for _ in range(calls):
+            for w in weights:
                 x @ w
         best = min(best, (time.perf_counter() - t0) / len(weights))
     return best
@@ -298,7 +320,8 @@ md(f"`x @ W`, W {count(model.hidden_size)}×{count(model.intermediate_size)} flo
    + ("so each comes from DRAM" if cycle_multiple >= 2 else
       "— **less than twice the cache, so some of them may come from it**: read the times with that in mind")
    + f": 1 row {duration(one)}, 2 rows {duration(two)}, 4 rows {duration(four)}; two separate 1-row calls "
-   f"{duration(two_calls)}. A second row's FLOPs at the measured peak cost {duration(extra_flops_s)}.\n\n"
+   f"{duration(two_calls)} (all the matrices cycled between the two, so each call reads W afresh). A second row's "
+   f"FLOPs at the measured peak cost {duration(extra_flops_s)}.\n\n"
    + (f"More rows took clearly less time than fewer (two rows {num(two / one)}× one row, four rows "
       f"{num(four_vs_two)}× two): the same work plus more cannot cost less on one kernel, so these timings "
       "contradict each other — most likely noise (another process, a clock change). On this run the hypothesis "
@@ -307,17 +330,16 @@ md(f"`x @ W`, W {count(model.hidden_size)}×{count(model.intermediate_size)} flo
       f"Two rows in one call cost {num(two / one)}× one row — the second row cost {num(extra_over_flops)}× its "
       f"FLOPs at the peak — and {'more' if two > two_calls else 'less'} than two one-row calls; four rows cost "
       f"{num(four_vs_two)}× two. "
-      + ("Four rows cost within 30 % of two, so the price is paid per call by the kernel used for ≥ 2 rows, not "
-         "per row: the hypothesis (a kernel switch) survives this test. "
+      + ("Four rows cost within 30 % of two, so the extra price is paid per call by gemm, not per row: the "
+         "hypothesis (gemm slower than gemv at so few rows) survives this test. "
          if flat else
          "Four rows cost more than 1.3× two, so part of the price grows with the rows: this test does not "
-         "separate a kernel switch from a per-row cost. ")
-      + "Why such a kernel is slower at few rows (packing W into blocks is one candidate) is a further hypothesis, "
-        "not tested here."
+         "separate a slower gemm from a per-row cost. ")
+      + "Why gemm is slower at few rows (packing W into blocks is one candidate) is not tested here."
       if switch else
       f"Two rows cost {num(two / one)}× one row, no more than one row plus the second row's FLOPs at the peak plus "
-      f"30 % of one row (the second row cost {num(extra_over_flops)}× its FLOPs): this test does not support a "
-      "kernel switch — look elsewhere."))
+      f"30 % of one row (the second row cost {num(extra_over_flops)}× its FLOPs): numpy switched from gemv to gemm, "
+      "but this test does not show the switch costing time — look elsewhere."))
 
 # %% [markdown]
 # ## The third regime: overhead
@@ -331,7 +353,7 @@ md(f"The roofline has two terms. A real step adds a third, a fixed cost per step
    "measured, not fitted: the same layers and calls on a tiny model (arrays of a few dozen numbers) take, to a first "
    "approximation, only that fixed cost. What is left of the batch-1 gap after it, if anything, is attributed by "
    "subtraction to the kernels themselves — a hypothesis: that they stream below the triad roof, time ≈ bytes ÷ "
-   "(the bandwidth the kernels reach) + overhead.")
+   "(their effective bandwidth) + the fixed cost.")
 
 # %% [markdown]
 # The split needs the fixed cost to be clearly smaller than the step: where the step's fastest run
@@ -346,7 +368,7 @@ batch1 = next(s for s in check.decode_by_batch if s.batch == 1)
 
 
 def reached(split):
-    """The bandwidth the kernels reached, or why this run cannot say."""
+    """The effective bandwidth (compulsory bytes ÷ (measured − fixed cost)), or why this run cannot say."""
     if split.effective_bandwidth_bytes_per_s is None:
         return ["cannot be separated", "—"]
     if split.binds != "memory":
@@ -354,8 +376,8 @@ def reached(split):
     return [si(split.effective_bandwidth_bytes_per_s, "B/s"), percent(split.fraction_of_roof, 0)]
 
 
-show_table(["batch-1 step, context", "bound", "measured (fastest run)", "fixed cost", "bandwidth the kernels reached",
-            "of the triad roof"],
+show_table(["batch-1 step, context", "bound", "measured (fastest run)", "fixed cost",
+            "effective bandwidth (compulsory bytes ÷ (measured − fixed cost))", "of the triad roof"],
            [[count(s.tokens), duration(s.bound_s), f"{duration(s.measured_s)} ({duration(s.best_s)})",
              duration(overhead), *reached(check.overhead_split(s))] for s in ones])
 split = check.overhead_split(batch1)
@@ -372,7 +394,7 @@ md(text + "\n\n"
 # Others have made the same comparison on GPUs. Each figure comes from the catalog, with its
 # conditions, source, date and software — and "not recorded" where the catalog lacks one. gpt-fast's
 # bound is priced at lesson 3's assumed context (`GPT_FAST_CONTEXT_TOKENS`: its README gives the
-# prompt, not how many tokens each run generated).
+# prompt, to which generate.py adds a BOS token, not how many tokens each run generated).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -386,9 +408,10 @@ gpt = gpt_fast_7b_measurement()
 gpt_bound_tps = float(gpt_fast_7b_bound(GPT_FAST_CONTEXT_TOKENS).tokens_per_s_upper_bound)
 h100, h100_pcie = get_part("h100-sxm"), get_part("h100-pcie")
 fa3 = best_measurement(h100, "attention_flops_per_s", dtype="fp16")
-triad = next(m for m in h100_pcie.measured if m.kernel == "stream triad")
-streams = h100_pcie.measurements("bandwidth_bytes_per_s")
-best_stream = max(streams, key=lambda m: m.value)
+# every streaming kernel the catalog records on the H100 PCIe: reads (and a triad) and a store-only init
+streams = sorted(h100_pcie.measurements("bandwidth_bytes_per_s") + h100_pcie.measurements("store_bandwidth_bytes_per_s"),
+                 key=lambda m: m.value, reverse=True)
+datasheet_bw = h100_pcie.memory_bandwidth_bytes_per_s
 published = [
     [f"gpt-fast, {get_model(gpt.model).name} ({gpt.conditions}; bound at {count(GPT_FAST_CONTEXT_TOKENS)} tokens "
      "cached, an assumption)", f"{num(gpt_bound_tps)} tokens/s",
@@ -396,22 +419,38 @@ published = [
     [f"FlashAttention-3 forward, FP16, H100 SXM ({fa3.conditions}; {count(fa3.sequence_length)} tokens)",
      si(h100.peak_flops_per_s("fp16"), "FLOP/s") + " (compute roof)",
      si(fa3.value, "FLOP/s"), percent(fa3.value / h100.peak_flops_per_s("fp16"), 0), provenance(fa3)],
-    [f"{triad.kernel}, {h100_pcie.name} ({triad.conditions or 'conditions not recorded'})",
-     si(h100_pcie.memory_bandwidth_bytes_per_s, "B/s") + " (datasheet)",
-     si(triad.value, "B/s"), percent(triad.value / h100_pcie.memory_bandwidth_bytes_per_s, 0), provenance(triad)],
-]
+] + [[f"{m.kernel}, {h100_pcie.name} ({m.conditions or 'conditions not recorded'})",
+        si(datasheet_bw, "B/s") + " (datasheet figure, not a bound)", si(m.value, "B/s"),
+        percent(m.value / datasheet_bw, 0), provenance(m)] for m in streams]
 for part_id in ("l4", "h100-sxm"):
     part = get_part(part_id)
     floor = best_measurement(part, "decode_fraction_of_memory_floor")
     published.append([f"batch-1 decode, {part.name} ({floor.conditions})", "the study's own memory floor", "—",
                       percent(floor.value, 0), provenance(floor)])
-show_table(["measurement (conditions)", "bound (upper bound on the rate)", "measured", "achieved",
-            "source; date; software"], published)
+show_table(["measurement (conditions)", "held against (a bound on the rate, or a datasheet figure)", "measured",
+            "measured ÷ that", "source; date; software"], published)
 
 # %%
 from roofline_lessons.topics.many_chips import gpt_fast_empirical_bandwidth_bytes_per_s
 
 graphs = {p: best_measurement(p, "cuda_graphs_decode_speedup") for p in ("l4", "h100-sxm")}
+
+
+def stream_share(m):
+    return f"the {m.kernel}, at {percent(m.value / datasheet_bw, 0)},"
+
+
+at_or_above = [m for m in streams if m.value >= datasheet_bw]
+below_sheet = [m for m in streams if m.value < datasheet_bw]
+one_setup = len({(m.source, m.conditions) for m in streams}) == 1
+stream_sentence = (
+    ("(one source, one configuration), " if one_setup else "")
+    + (f"{' and '.join(stream_share(m) for m in at_or_above)} reached the datasheet's {si(datasheet_bw, 'B/s')} (a "
+       "rounded figure, not a ceiling a kernel cannot pass)" if at_or_above else
+       f"none reached the datasheet's {si(datasheet_bw, 'B/s')}")
+    + (f"; {' and '.join(stream_share(m) for m in below_sheet)} stayed below it" if below_sheet and at_or_above else
+       f": {', '.join(f'{m.kernel} {percent(m.value / datasheet_bw, 0)}' for m in below_sheet)}" if below_sheet else "")
+    + ". ")
 empirical_bw = gpt_fast_empirical_bandwidth_bytes_per_s()
 assert gpt_bound_tps > gpt.tokens_per_s  # the run is below its bound, at either bandwidth (checked in the text)
 h100_floor = best_measurement("h100-sxm", "decode_fraction_of_memory_floor").value
@@ -426,11 +465,8 @@ md(f"What each gap teaches. **gpt-fast** reaches {percent(gpt.tokens_per_s / gpt
    f"{percent(gpt.tokens_per_s / gpt_bound_tps * a100.memory_bandwidth_bytes_per_s / empirical_bw, 0)} of its "
    f"bound: how far from its roof a run looks depends on which roof it is held against. **FlashAttention-3** "
    f"reaches {percent(fa3.value / h100.peak_flops_per_s('fp16'), 0)} of the dense FP16 peak — only at these "
-   f"conditions. A **stream triad** reaches {percent(triad.value / h100_pcie.memory_bandwidth_bytes_per_s, 0)} of "
-   f"the {h100_pcie.name}'s datasheet bandwidth, and the best streaming kernel the catalog records on it, a "
-   f"{best_stream.kernel}, {percent(best_stream.value / h100_pcie.memory_bandwidth_bytes_per_s, 0)}"
-   + (f": {'neither' if len(streams) == 2 else f'none of the {len(streams)}'} reached the datasheet figure. " if best_stream.value < h100_pcie.memory_bandwidth_bytes_per_s
-      else ". ")
+   f"conditions. Of the {count(len(streams))} **streaming kernels** the catalog records on the {h100_pcie.name} "
+   + stream_sentence
    + "The **batch-1 study** (its rows use its own memory "
    "floor — weights and KV cache over the datasheet bandwidth — for a model not in this course's catalog) finds "
    + (f"the GPU with more bandwidth ({get_part('h100-sxm').name}, {si(h100.memory_bandwidth_bytes_per_s, 'B/s')}) "

@@ -254,11 +254,15 @@ md(f"*Algorithm bandwidth* is what nccl-tests prints as algbw: the message ÷ th
 # a measurement of your system. **The estimate's rule: one fixed cost per call, the same whatever
 # the number of chips n** — a one-shot, switch-style model. That is itself an assumption: a
 # textbook ring pays 2(n − 1) hop latencies (NCCL's low-latency protocols, LL and LL128, cut the
-# cost of each hop, not the number of hops), NCCL's tree algorithm grows roughly with log n, and
-# custom one-shot all-reduce kernels take a few µs. So every time that includes it
-# is an **estimate at the assumed latency**. The lower bound counts no latency at all (no physical
-# law fixes one), only the least bytes. The estimate's communication is the calls times the
-# latency, plus the ring's bytes divided by the per-direction bandwidth:
+# cost of each hop, not the number of hops). NCCL's tree is a chain inside a node: its latency is
+# linear in the GPUs per node and logarithmic only in the number of nodes (NCCL's own cost model,
+# `ncclTopoTuneModel` in its `src/graph/tuning.cc`, charges a tree all-reduce
+# 2 × ((GPUs per node − 1) × one intra-node hop + log2(nodes) × one inter-node hop)). NVLS, the
+# reduction in the switch, and custom one-shot all-reduce kernels (a few µs) stay roughly flat in
+# n. So every time that includes it is an **estimate at the assumed latency**. The lower bound
+# counts no latency at all (no physical law fixes one), only the least bytes. The estimate's
+# communication is the calls times the latency, plus the ring's bytes divided by the per-direction
+# bandwidth:
 
 # %%
 steps = [("decode, batch 1, TP 2", place(MODEL, PART, phase="decode", context_tokens=CONTEXT,
@@ -295,9 +299,12 @@ md(f"**Question.** Going from TP 2 to TP 8, each chip's share of every message g
 md("<details><summary>Answer</summary>\n\nBecause at batch 1 the estimate's communication is almost all latency: "
    f"the number of calls, {count(b1.calls)}, does not depend on n, and the estimate charges each call the same "
    f"assumed cost at any n. The bytes grow {num(reduces[-1].ring_factor / reduces[0].ring_factor)}×, but at TP 2 they "
-   f"were only {percent(1 - b1.latency_share, 1)} of the time. A real all-reduce's latency does grow with n (hops "
-   "in a ring, about log n in a tree), so on real hardware the communication would rise with n; the table below "
-   "shows how much the conclusion rests on the per-call figure.\n\n</details>")
+   f"were only {percent(1 - b1.latency_share, 1)} of the time. Whether a real all-reduce's latency grows with n "
+   "depends on the algorithm: a ring pays 2(n − 1) hops (LL and LL128 make each hop cheaper, not fewer), and "
+   "NCCL's tree is a chain inside a node, linear in the GPUs per node; NVLS in the switch and one-shot kernels stay "
+   "roughly flat. With a ring or the tree inside a node the communication would rise with n on real hardware; with "
+   "NVLS or a one-shot kernel it would stay near the estimate's flat line. The table below shows how much the "
+   "conclusion rests on the per-call figure.\n\n</details>")
 
 # %% [markdown]
 # How sensitive is the tensor-parallel sweep to that assumed latency? The same decode step per chip
@@ -500,12 +507,32 @@ md(f"With free calls, the estimate of {top_split.parallelism.label} is memory-bo
 SHORT_CONTEXT = 512
 
 
+def largest_that_fits(c, start=None, stop=None):
+    """The largest value from ``start`` to ``stop`` (default: the crossover's stretch) whose step fits the chips
+    (weights + KV), None if none does."""
+    values = np.arange(c.first if start is None else start, (c.last if stop is None else stop) + 1)
+    fields = ({"phase": "decode", "batch": values, "context_tokens": SHORT_CONTEXT} if c.phase == "decode"
+              else {"phase": "prefill", "prompt_tokens": values})
+    fits = np.asarray(place(MODEL, c.part_id, parallelism=c.parallelism, **fields).fits_in_memory, dtype=bool)
+    n_fit = int(fits.sum())
+    assert fits[:n_fit].all() and not fits[n_fit:].any()  # memory only grows along the stretch
+    return int(values[n_fit - 1]) if n_fit else None
+
+
 def stretch(c):
     if not c.found:
+        top_fit = largest_that_fits(c, 1, c.searched_up_to)
+        if top_fit is not None and top_fit < c.searched_up_to:
+            return (f"none up to {count(c.searched_up_to)}; past {count(top_fit)} the step does not fit the "
+                    "chips: a what-if")
         return f"none up to {count(c.searched_up_to)}"
-    if not c.placement.fits_in_memory:
+    top_fit = largest_that_fits(c)
+    if top_fit is None:
         return f"none that fits (only from {count(c.first)}, which does not fit the chips)"
     end = " (the end of the search)" if c.last == c.searched_up_to else ""
+    if top_fit < c.last:
+        return (f"{count(c.first)} to {count(top_fit)}, the largest that fits the chips; "
+                f"{count(top_fit + 1)} to {count(c.last)}{end} do not fit: a what-if")
     return f"{count(c.first)} to {count(c.last)}{end}"
 
 
@@ -524,6 +551,11 @@ for _, pre, dec in crossings:
         assert not c.found or c.placement.bound == "interconnect"  # at the crossover the link binds
 assert not crossings[0][1].found  # NVLink: the prefill never becomes interconnect-bound
 l4_pre = crossings[-1][1]
+for _, _, dec in crossings + bound_crossings:  # the decode stretches are capped by the package's capacity count
+    if dec.found and largest_that_fits(dec) is not None:
+        assert min(dec.last, largest_that_fits(dec)) == min(dec.last, max_batch_that_fits_on_chips(
+            model, get_part(dec.part_id), SHORT_CONTEXT + 1, dec.parallelism))
+assert largest_that_fits(crossings[1][2]) < crossings[1][2].last  # H100 PCIe: the stretch runs past what fits
 assert l4_pre.found and l4_pre.last < l4_pre.searched_up_to  # on L4s the stretch ends (the question below)
 assert not bound_crossings[0][1].found and all(pre.found for _, pre, _ in bound_crossings[1:])  # prefill: same verdicts
 nvlink_pre = crossings[0][1]
@@ -590,12 +622,27 @@ md("<details><summary>Answer</summary>\n\nThe all-reduces grow linearly with the
 # By default the estimate adds the communication to the step: the next layer needs the all-reduced
 # activations, so a plain implementation waits for them. Overlapping the two needs work that does not
 # depend on the result (the next micro-batch, or a matmul cut into chunks that stream while the
-# previous chunk is reduced). `Parallelism(..., overlap_comm=True)` gives the estimate's **best
-# case**: the step is the longest of compute, memory and communication — still with the ring's
-# bytes, the assumed latency and unfused activations, so still above the lower bound, shown last.
+# previous chunk is reduced). With one sequence the only such work is reading the next weights: a
+# kernel can prefetch them into L2 while the sum is in flight, which is what the lower bound's
+# overlap assumes; whether a given kernel does it is for measurement.
+# `Parallelism(..., overlap_comm=True)` gives the estimate's **best case**: the step is the longest
+# of compute, memory and communication — still with the ring's bytes, the assumed latency and
+# unfused activations, so still above the lower bound, shown last.
 # Per chip, not overlapped against overlapped:
 
 # %%
+def one_sequence_overlap(p):
+    """What overlap needs at batch 1: the next weights read into L2 during each call, computed for ``p``."""
+    s = comm_split(p)
+    per_call_s = s.total_s / s.calls  # one call's time by the estimate (latency + ring bytes)
+    bandwidth, l2 = p.part.memory_bandwidth_bytes_per_s, p.part.last_level_cache_bytes
+    prefetch_bytes = per_call_s * bandwidth
+    room = f"within the {binary(l2)} L2" if prefetch_bytes < l2 else f"more than the {binary(l2)} L2 holds"
+    return (f"hard to reach with one sequence: only the next weights' reads, prefetched into L2, are independent "
+            f"of the sum; one call's {duration(per_call_s)} × {si(bandwidth, 'B/s')} = {si(prefetch_bytes, 'B')}, "
+            f"{room}"), prefetch_bytes < l2
+
+
 prefill_fields = {"phase": "prefill", "prompt_tokens": PREFILL_TOKENS}
 cases = [("decode, batch 1, 2 × H100 SXM", PART, 2, {"phase": "decode", "context_tokens": CONTEXT}),
          (f"prefill of {count(PREFILL_TOKENS)}, 8 × H100 PCIe", "h100-pcie", 8, prefill_fields),
@@ -606,7 +653,9 @@ for name, pid, n, fields in cases:
     best = place(MODEL, pid, parallelism=Parallelism(tensor=n, overlap_comm=True), **fields)
     assert best.time_estimate_s <= plain.time_estimate_s
     if fields["phase"] == "decode" and plain.workload.batch == 1:
-        name += " (unreachable with one sequence: nothing independent to overlap)"
+        note, fits_l2 = one_sequence_overlap(best)
+        assert fits_l2  # the sentence says "within the L2"
+        name += f" ({note})"
     assert best.time_lower_bound_s <= best.time_estimate_s
     overlap_rows.append([name, duration(plain.time_estimate_s), duration(best.time_estimate_s),
                          percent(1 - best.time_estimate_s / plain.time_estimate_s, 0), best.bound,
@@ -635,7 +684,7 @@ show_table(["setup", "chips", "memory per chip", "fits", "estimate, per chip", "
             "lower bound, per chip", "tokens/s (all chips): estimate", "… upper bound",
             "tokens/s per chip: estimate", "largest batch that fits (all chips), all memory",
             f"… at vLLM's {percent(VLLM_UTILIZATION, 0)}"],
-           [[r.label + (" — unreachable with one sequence: nothing independent to overlap"
+           [[r.label + (f" — {one_sequence_overlap(r.placement)[0]}"
                         if r.parallelism.overlap_comm and r.placement.workload.batch == 1 else ""),
              count(r.chips), binary(r.memory_per_chip_bytes), "yes" if r.fits else "**no**",
              duration(r.step_s), duration(r.latency_s) if r.chips > 1 else "none", duration(r.lower_bound_s),
@@ -840,7 +889,7 @@ md(f"At batch 1, **{best_small.row.parallelism.label}** is fastest by the estima
    f"of this model's {count(moe.num_key_value_heads)} KV heads and this context, not a rule that expert "
    "parallelism wins at large batch. "
    "DeepSeek-V3 (671B) needs multi-head latent attention, which arrives with lesson 12; its "
-   "split across a node is priced there.")
+   "capacity across a node is sized there.")
 
 # %% jupyter={"source_hidden": true}
 held = best_large.experts_held_per_chip
@@ -862,15 +911,16 @@ md(f"<details><summary>Answer</summary>\n\nA chip holds {count(held)} of the {co
 # cheap (once per stage, not twice per layer). But one token of one sequence goes through the
 # layers **in order**: layer 41 needs layer 40's output, so while stage 2 works, stage 1 waits. The
 # estimate takes the sum of the stages' times plus the p − 1 sends (each with its assumed latency).
-# The package's lower bound lets the stages overlap — it takes only the largest stage's bound,
-# which holds for work that can be cut into pieces (a long prompt in chunks, many sequences), but
-# is loose for one token: its stages' bounds add up, to at least one chip's lower bound. Two H100
-# SXMs, batch 1:
+# The lower bound is the larger of two: the busiest stage's bound (every stage must do its share of
+# the step, however the work is cut into micro-batches) and **one token's crossing**, the stages'
+# bounds for one sequence added up (its next token needs this one, so it crosses every stage in
+# turn, each reading its weights). With fewer sequences than stages the crossing is the larger.
+# Two H100 SXMs, batch 1:
 
 # %%
 pipe = pipeline_vs_tensor(MODEL, PART, 2, context_tokens=CONTEXT)
 show_table(["setup", "memory per chip", "fits", "estimate", "busiest stage (per chip, estimate)",
-            "sends between stages (estimate)", "lower bound (stages overlapped)"],
+            "sends between stages (estimate)", "lower bound"],
            [[r.label, binary(r.memory_per_chip_bytes), "yes" if r.fits else "**no**", duration(r.step_s),
              duration(r.placement.stage_time_s),
              duration((r.chips - 1) * r.placement.pipeline_send_s) if r.parallelism.pipeline > 1 else "none",
@@ -883,12 +933,20 @@ assert math.isclose(pp_pair.step_s, alone.step_s + pp_sends_s, rel_tol=1e-3)  # 
 assert tp_pair.step_s < pp_pair.step_s
 
 # %%
-assert pp_pair.lower_bound_s < alone.lower_bound_s  # the package's bound overlaps the stages
+pp_place = pp_pair.placement
+assert pp_place.pipeline_lower_bound_basis == "crossing"  # batch 1: one token's crossing binds
+assert pp_place.busiest_stage_lower_bound_s < pp_pair.lower_bound_s
+assert math.isclose(pp_pair.lower_bound_s, alone.lower_bound_s, rel_tol=0.01)  # "one chip's lower bound"
 md(f"By the estimate, the pipeline's step is one chip's time ({duration(alone.step_s)}, a what-if: it does not fit) "
    f"plus {duration(pp_sends_s)} of sending: {percent(pp_pair.step_s / alone.step_s - 1, 2)} slower, where tensor "
-   f"parallel 2 takes {duration(tp_pair.step_s)}. The package's lower bound for the pipeline, "
-   f"{duration(pp_pair.lower_bound_s)}, assumes the stages overlap; one token cannot be cut so, and one chip's "
-   f"lower bound, {duration(alone.lower_bound_s)}, is the floor for it. Tensor parallel 2's lower bound is "
+   f"parallel 2 takes {duration(tp_pair.step_s)}. The pipeline's lower bound is one token's crossing, "
+   f"{duration(pp_pair.lower_bound_s)}: "
+   + (f"the same as one chip's lower bound ({duration(alone.lower_bound_s)}) to the microsecond"
+      if abs(pp_pair.lower_bound_s - alone.lower_bound_s) < 5e-7
+      else f"within {percent(abs(pp_pair.lower_bound_s / alone.lower_bound_s - 1), 1)} of one chip's lower "
+      f"bound, {duration(alone.lower_bound_s)}")
+   + f". The busiest stage alone would allow {duration(pp_place.busiest_stage_lower_bound_s)}, the bound once "
+   "enough independent sequences keep both stages busy. Tensor parallel 2's lower bound is "
    f"{duration(tp_pair.lower_bound_s)}: it splits every layer, so a chip's share of one token really is half.")
 
 # %% [markdown]
@@ -988,10 +1046,21 @@ what_ifs = [(f"datasheet HBM {si(a100_bw, 'B/s')}, {duration(lat)} per call", gp
 what_ifs += [(f"README's empirical HBM {si(empirical_bw, 'B/s')}, {duration(lat)} per call",
               gpt_fast_70b(memory_bandwidth_bytes_per_s=empirical_bw, latency_s=lat))
              for lat in (0.0, gf.comm.latency_per_call_s)]
+
+
+def bound_cell(w):
+    """The lower bound at the datasheet rate; at a measured rate it is only what the bound would be."""
+    if w.placement.part.memory_bandwidth_bytes_per_s == a100_bw:
+        return duration(w.lower_bound_step_s)
+    rate = si(w.placement.part.memory_bandwidth_bytes_per_s, "B/s")
+    return f"{duration(w.lower_bound_step_s)}: bound if {rate} were the roof (what-if)"
+
+
 show_table(["what-if (gpt-fast's layout)", "estimate", "tokens/s, estimate", "measured ÷ it",
             "lower bound (any latency)"],
            [[name, duration(w.estimate_step_s), num(w.estimate_tokens_per_s), percent(w.fraction_of_estimate, 0),
-             duration(w.lower_bound_step_s)] for name, w in what_ifs])
+             bound_cell(w)] for name, w in what_ifs])
+assert [bound_cell(w).endswith("(what-if)") for _, w in what_ifs] == [False, False, True, True]
 assert all(w.measured_tokens_per_s < w.estimate_tokens_per_s for _, w in what_ifs)
 assert math.isclose(what_ifs[0][1].lower_bound_step_s, what_ifs[1][1].lower_bound_step_s)  # latency: no effect
 tightest = what_ifs[-1][1]

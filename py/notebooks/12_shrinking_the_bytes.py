@@ -55,7 +55,7 @@ import math
 
 import numpy as np
 
-from roofline_lessons import get_model, get_part
+from roofline_lessons import get_model, get_part, place
 from roofline_lessons.core.costs import DEQUANT_FLOPS_PER_WEIGHT, model_cost
 from roofline_lessons.core.dtypes import (
     DEFAULT_WEIGHT_GROUP,
@@ -63,6 +63,7 @@ from roofline_lessons.core.dtypes import (
     bytes_per_element,
     weight_bytes_per_element,
 )
+from roofline_lessons.core.parallel import Parallelism, max_batch_that_fits_on_chips
 from roofline_lessons.core.units import binary, count, duration, num, percent, si
 from roofline_lessons.topics.batching import critical_batch
 from roofline_lessons.topics.shrinking import (
@@ -422,13 +423,23 @@ node_bytes = NODE * h200.memory_capacity_bytes
 dsv3_stored = stored[2]
 dsv3_fp8 = stored_weights("deepseek-v3", "fp8")
 assert dsv3_fp8.recipe == "linear"
-free_per_chip = (node_bytes - dsv3_stored.bytes) / NODE  # the weights split evenly over the chips
-tp_sequences = free_per_chip / float(dsv3.kv_cache_bytes_per_sequence(KV_CONTEXT))
-# data-parallel attention: each chip keeps the whole attention (MLA) weights, the rest still split over the node
-attention_int4 = dsv3.mla_layer_parameters * dsv3.num_mla_layers * int4_bytes_per_weight()
-free_dp_per_chip = h200.memory_capacity_bytes - attention_int4 - (dsv3_stored.bytes - attention_int4) / NODE
-dp_gain = NODE * free_dp_per_chip / free_per_chip
-assert NODE - 1 < dp_gain < NODE  # "nearly N× as many": the replicated attention weights take the rest
+# the package's per-chip footprints: TP 8 replicates the query and latent down-projections (every head needs the
+# whole latent); EP 8 is lesson 11's layout, attention data-parallel across the chips, only the routed experts split
+layouts = {label: place("deepseek-v3", h200, phase="decode", context_tokens=KV_CONTEXT, weights_dtype="int4",
+                        parallelism=par) for label, par in (("TP", Parallelism(tensor=NODE)),
+                                                            ("DP", Parallelism(expert=NODE)))}
+tp_weights, dp_weights = (layouts[k].footprint.weight_bytes for k in ("TP", "DP"))
+tp_extra = tp_weights - dsv3_stored.bytes / NODE  # beyond an even eighth: the down-projections, computed whole
+free_per_chip = h200.memory_capacity_bytes - tp_weights
+tp_sequences, dp_sequences = (max_batch_that_fits_on_chips(dsv3, h200, KV_CONTEXT, layouts[k].parallelism,
+                                                           weights_dtype="int4") for k in ("TP", "DP"))
+assert tp_sequences == math.floor(free_per_chip / float(dsv3.kv_cache_bytes_per_sequence(KV_CONTEXT)))
+routed_per_chip = sum(op.weight_params * op.layers * op.bytes_per_weight
+                      for op in layouts["DP"].cost.ops if op.name.startswith("experts_"))
+whole_per_chip = dp_weights - routed_per_chip  # attention, router, shared expert, dense MLPs, embedding, lm_head
+dp_gain = dp_sequences / tp_sequences
+assert tp_extra > 0 and dp_weights > tp_weights
+assert NODE - 1 < dp_gain < NODE  # "not quite N× as many": the weights every chip keeps whole take the rest
 md("<details><summary>Answer</summary>\n\n"
    f"The node holds {binary(node_bytes)}. BF16 needs {binary(dsv3_stored.bf16_bytes)}: "
    + ("it fits" if dsv3_stored.bf16_bytes < node_bytes else "**it does not fit**")
@@ -436,10 +447,14 @@ md("<details><summary>Answer</summary>\n\n"
    + (f"it fits, leaving {binary(node_bytes - dsv3_stored.bytes)} of memory (before the runtime's share). That is "
       "not all KV room: under tensor parallel 8 every chip needs every head's view of the latent, so each sequence's "
       f"latent is **replicated on all {count(NODE)} chips**, and the distinct cache the node holds is one chip's "
-      f"{binary(free_per_chip)} — about {count(math.floor(tp_sequences))} sequences of {count(KV_CONTEXT)} tokens. "
-      "Data-parallel attention (each chip runs attention for its own sequences, the experts still shared) stores "
-      f"each latent once, but each chip must then keep the whole attention weights "
-      f"({binary(attention_int4)} in int4): it holds {num(dp_gain, 2)}× as many, not quite {count(NODE)}×."
+      f"free memory, {binary(free_per_chip)} (each chip holds {binary(tp_weights)} of weights, "
+      f"{binary(tp_extra)} more than an even eighth: the query and latent down-projections run whole on every chip) "
+      f"— **{count(tp_sequences)} sequences** of {count(KV_CONTEXT)} tokens. "
+      "Data-parallel attention (each chip runs attention for its own sequences; lesson 11's expert-parallel layout, "
+      f"EP {count(NODE)}, which splits only the routed experts) stores each latent once, but each chip then keeps "
+      f"{binary(whole_per_chip)} whole — the attention, the router, the shared expert, the dense MLPs, the "
+      f"embedding and the lm_head — and {binary(dp_weights)} in all: **{count(dp_sequences)} sequences**, "
+      f"{num(dp_gain, 2)}× as many, not quite {count(NODE)}×."
       if dsv3_stored.bytes < node_bytes else "it does not fit either.")
    + f" DeepSeek released FP8 weights: under the default 8-bit recipe (`weights_dtype=\"fp8\"`: the linear layers in "
    f"FP8; the embedding, the lm_head, the norms and the router BF16) they take {binary(dsv3_fp8.bytes)}, which "
@@ -896,10 +911,11 @@ dashboard = lesson12_dashboard()
 #   activations that the weight format does not touch.
 # - Weight-only int4 does not raise the matmul roof: it lowers the critical batch. By the lower
 #   bound (weight lens) its critical batch is BF16's ÷ the weight-byte ratio: the same matmul ridge,
-#   fewer bytes. The estimate, adding the dequantisation in series, turns compute-bound sooner and
-#   becomes slower than BF16 at a large enough batch. Overlapped, it never does; a real (Marlin-style)
-#   kernel takes at least the bound's time and can take longer than the estimate, so a real slowdown
-#   is a question of kernel efficiency. W4A4 raises the roof: through the weight lens
+#   fewer bytes. The estimate, adding the dequantisation in series, turns compute-bound sooner and,
+#   at short context, becomes slower than BF16 at a large enough batch; at long context the KV cache
+#   keeps both memory-bound and it never does (section 7). With the dequantisation overlapped int4
+#   is never the slower; a real (Marlin-style) kernel takes at least the bound's time and can take
+#   longer than the estimate, so a real slowdown is a question of kernel efficiency. W4A4 raises the roof: through the weight lens
 #   its critical batch stays near BF16's; through all the traffic it rises — by the bound because
 #   the BF16 KV cache it does not shrink grows with the batch, and much further by the estimate,
 #   whose unfused activations grow too.

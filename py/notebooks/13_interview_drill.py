@@ -108,7 +108,9 @@ h100_ridge = get_part("h100-sxm").ridge_point_flop_per_byte("bf16")
 md("- Lead with the regime: \"batch-1 decode is memory-bound: about one FLOP per byte of weights in BF16, "
    f"against an H100's dense BF16 ridge of about {h100_ridge:,.0f}\".\n"
    "- Put a number in every answer, and say where it came from (dense or sparse, datasheet or measured) and "
-   "which figure it is: the lower bound (compulsory bytes, nothing assumed) or an estimate (name its conventions: "
-   "unfused activations, an assumed latency per call, …). The cards say which they quote.\n"
+   "which figure it is: the lower bound (compulsory bytes only, everything overlapped, no latency: nothing "
+   "pessimistic assumed, though full overlap is itself an assumption in its favour) or an estimate (name its "
+   "conventions: unfused activations, dequantisation in series, an assumed latency per call, …). The cards say "
+   "which they quote.\n"
    "- Name the lever that matches the regime — bytes for decode, FLOPs for prefill — and the one that does not, "
    "and why.")

@@ -81,7 +81,10 @@ b200_figure = "bf16 dense"
 check.b200_loose_figure(b200_figure)
 
 # %% [markdown] tags=["solution"]
-# 2.25 PFLOPS is the B200's dense BF16 (and FP16) rate. Dense FP8 is 4.5 PFLOPS.
+# 2.25 PFLOPS is the B200's dense BF16 (and FP16) rate. Dense FP8 is 4.5 PFLOPS. A headline
+# that reads "2.2 PFLOPS" may also be NVIDIA's TF32 row: the HGX B200 table prints "TF32 Tensor
+# Core 2.2 PFLOPS", a rate with sparsity (dense is half). The catalog holds no TF32 rates, so
+# `headline_kind` cannot name that one; check the table the figure came from.
 
 # %% [markdown]
 # ## Exercise 2.4 — the B200's real FP8 ridge
@@ -106,7 +109,8 @@ check.b200_fp8_ridge(b200_fp8_ridge)
 
 # %%
 mamf = best_measurement("h100-sxm", "matmul_flops_per_s", "bf16")
-print(f"best measured BF16 matmul: {si(mamf.value, 'FLOP/s')} ({mamf.source})")
+print(f"best measured BF16 matmul: {si(mamf.value, 'FLOP/s')} at M×N×K = {mamf.shape}, {mamf.software}\n"
+      f"  conditions: {mamf.conditions}\n  source: {mamf.source}")
 
 # %%
 # BEGIN SOLUTION
@@ -116,9 +120,10 @@ check.h100_measured_ridge(measured_ridge)
 
 # %% [markdown] tags=["solution"]
 # 794.5 ÷ 3.35 ≈ 237 FLOP/byte: a lower compute roof over the same bandwidth puts the ridge further
-# left. That holds only because the bandwidth stayed the datasheet's: measure (derate) the
-# bandwidth too and the ridge is the ratio of two measured figures, which can land on either side
-# of the datasheet ridge.
+# left. It is the ridge of that measurement (its best shape, under the conditions printed above),
+# not of every matmul. That holds only because the bandwidth stayed the datasheet's: measure
+# (derate) the bandwidth too and the ridge is the ratio of two measured figures, which can land on
+# either side of the datasheet ridge.
 
 # %% [markdown]
 # ## Exercise 2.6 — capacity: a 70B model on one H200
@@ -138,10 +143,11 @@ batch_that_fits = int(free_bytes // (8192 * 320 * 1024))
 check.llama70b_fp8_batch_on_h200(batch_that_fits)
 
 # %% [markdown] tags=["solution"]
-# The H200's "141 GB" is 141 GiB ≈ 151.4 × 10⁹ bytes. The FP8 weights take about 72.7 × 10⁹ bytes
-# (67.7 GiB: 68.5 × 10⁹ linear weights at one byte, plus the embedding and lm_head, 2.1 × 10⁹
-# parameters at two bytes), leaving about 73.3 GiB; each sequence's 8,192-token KV cache is
-# 2.5 GiB, so 29 sequences fit. Quantising the embedding and lm_head too
+# The H200's "141 GB" is 141 GiB ≈ 151.4 × 10⁹ bytes, the nominal capacity the course computes
+# with (the 143,771 MiB = 140.40 GiB `nvidia-smi` reports gives 29 too). The FP8 weights take
+# about 72.7 × 10⁹ bytes (67.7 GiB: 68.5 × 10⁹ linear weights at one byte, plus the embedding and
+# lm_head, 2.1 × 10⁹ parameters at two bytes), leaving about 73.3 GiB; each sequence's
+# 8,192-token KV cache is 2.5 GiB, so 29 sequences fit. Quantising the embedding and lm_head too
 # (`quantized_weights="all"`) would free 2.1 × 10⁹ bytes and give 30 — but that is not how the
 # published checkpoints are made. Reading the capacity as 141 × 10⁹ bytes gives 25 — the SI
 # trap. At vLLM's default `gpu_memory_utilization` of 0.9 the same arithmetic gives 23:

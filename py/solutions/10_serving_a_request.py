@@ -132,4 +132,5 @@ grade.usd_per_million_tokens(usd_per_million, PRICE_PER_HOUR_USD)
 # %% [markdown] tags=["solution"]
 # The hour pays for all 32 users' tokens: divide by the total throughput, not one user's. This is an
 # estimate of the static schedule's cost; priced at `batch32.output_tokens_per_s_upper_bound`
-# (continuous batching's steady state) it would be the lower bound on the cost.
+# (continuous batching's steady state) it would be the lower bound on the cost of any engine that
+# does not speculate (the bound assumes one token per sequence per step).

@@ -151,9 +151,10 @@ grade.pipeline_step_s(pipeline_step_s)
 # plus three short sends, not a quarter of it. (The stages are not equal: the last also holds the
 # lm_head, so 4 × the busiest stage overstates it.) Pipelining adds capacity (each chip holds a
 # quarter of the layers), not speed for one sequence; tensor parallelism is what cuts one step's
-# latency. The package's `time_lower_bound_s` for this placement is about one stage: it lets the
-# stages overlap, as a long prompt cut into chunks could; one token cannot be cut, so for it one
-# chip's lower bound is the floor.
+# latency. The package's `time_lower_bound_s` for this placement is one token's crossing of the
+# stages, one after another (`pipeline_lower_bound_basis` says so): about one chip's lower bound.
+# Only with enough independent sequences to keep every stage busy can the busiest stage's bound
+# (`busiest_stage_lower_bound_s`) bind instead.
 
 # %% [markdown]
 # ## Exercise 11.6 — the bubble

@@ -59,7 +59,8 @@ grade.mla_kv_bytes_per_token(mla_bytes_per_token)
 # uses 2 × heads × 128). In decode no per-head K or V is formed at all: W_UK is absorbed into the
 # query and W_UV applied after attention, which runs on the latent. Counting the
 # multi-token-prediction layer too is a named mistake: it caches only when used for speculative
-# decoding.
+# decoding. So is giving the paper's multi-head-attention baseline: it is what MLA is compared
+# against, not what it caches.
 
 # %% [markdown]
 # ## Exercise 12.2 — int4 weights in GiB
@@ -184,7 +185,9 @@ grade.int4_critical_batch(int4_critical)
 # BF16 rate, so the matmul roof did not move and the step reaches it sooner — and the dequantisation
 # added in series lowers the roof the estimate meets, sooner still. The lower bound
 # (`.lower_bound_roof`) overlaps the dequantisation with the matmuls and counts only compulsory
-# bytes: its critical batch is larger (lesson 12, section 6, gives both). A real weight-only kernel
+# bytes: its critical batch is larger (lesson 12, section 6, gives both). The weight lens's batches
+# (by the bound and by the estimate) count only the weight bytes: this exercise asks for all the
+# traffic, so both are named mistakes. A real weight-only kernel
 # (Marlin-style) takes at least the bound's time; the estimate is a convention, not a ceiling, and a
 # real kernel may be slower or faster than it: measure. Only W4A4 (fp4
 # matmuls on a part that has them) raises the roof: by the weight lens its critical batch stays

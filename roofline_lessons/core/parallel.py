@@ -42,9 +42,13 @@ Conventions (what a lesson can quote):
 - **Time.** A collective costs latency_s per call + bytes / the link's per-direction bandwidth.
   The per-call latency is ONE fixed cost whatever the number of chips (the catalog's figure is an
   assumption, ``latency_basis = "assumed"``: about 10 µs, the order of one NCCL call in an 8-GPU
-  node). That is a one-shot, switch-style model: a textbook ring pays 2(n − 1) hop latencies, NCCL's
-  tree algorithm grows roughly with log n (NCCL's LL and LL128 protocols make each hop cheaper, not
-  fewer), and custom one-shot kernels take a few µs. Every time that includes it is an estimate at the assumed latency, not a lower bound
+  node). That is a one-shot, switch-style model: a textbook ring pays 2(n − 1) hop latencies
+  (NCCL's LL and LL128 protocols make each hop cheaper, not fewer); NCCL's tree is a chain inside a
+  node, so its latency is linear in the GPUs per node, logarithmic only in the number of nodes (NCCL's
+  cost model, ``ncclTopoTuneModel`` in src/graph/tuning.cc, charges a tree all-reduce
+  2 × ((GPUs per node − 1) × intra-node hop + log2(nodes) × inter-node hop)); NVLS (the reduction
+  in the switch) and custom one-shot kernels stay roughly flat in n, the latter a few µs. Every
+  time that includes it is an estimate at the assumed latency, not a lower bound
   (``collective_latency_s`` sets another figure for the estimate). In the estimate communication is by
   default *not* overlapped with compute: a stage takes max(compute, memory) + communication;
   ``overlap_comm=True`` makes it max(compute, memory, communication).
@@ -65,9 +69,14 @@ Conventions (what a lesson can quote):
   reached): they price the MEAN step under random uniform routing, not every step — one step's
   draw sends more or less than the mean (a few per cent at batch 1), a routing that keeps tokens
   near their experts sends less, a skewed one loads one chip more. So for expert parallel the
-  bound is a bound *on the mean step under uniform routing*. Pipeline stages overlap in the bound
-  (a prompt can flow through them in chunks): the bound is the largest stage's; the sends between
-  them overlap too.
+  bound is a bound *on the mean step under uniform routing*. With pipeline stages the bound is the
+  larger of two: the busiest stage's bound (every stage does its share of the whole step, however
+  it is cut into micro-batches), and one token's crossing — the sum of the stages' bounds for one
+  sequence (decode: its next token needs this one, so it crosses every stage in turn, each
+  reading its weights) or a one-token chunk (prefill). With fewer micro-batches than stages (batch
+  1 decode) the crossing binds, about one chip's bound; with enough to keep every stage busy (a
+  long prompt in chunks, a large batch) the busiest stage can. The sends between stages overlap in
+  both (no latency).
 - **Which link.** ``link="auto"`` uses the scale-up link (NVLink, Infinity Fabric, ICI) when the
   chips fit its domain, else PCIe (a part with no scale-up link, or the H100 PCIe's bridge past 2
   chips), and says so. More chips than the link's domain is refused: that traffic would cross a

@@ -48,6 +48,10 @@ class Placement:
     parallel_warnings: tuple[str, ...] = ()
     other_stages_s: object = 0.0  #: seconds of every other pipeline stage of the step, summed (the estimate)
     other_stages_lower_bound_s: object = 0.0  #: the largest lower bound of any other pipeline stage
+    #: Σ over every pipeline stage of its lower bound for the least work one token must take through it
+    #: (decode: one sequence; prefill: a one-token chunk): what one token's crossing of the stages, one
+    #: after another, cannot beat (0 without pipeline parallelism; see :attr:`time_lower_bound_s`)
+    pipeline_crossing_lower_bound_s: object = 0.0
     stage_repeats: int = 1  #: how many of the pipeline's stages are this one (same layers, same ends)
 
     @property
@@ -281,9 +285,20 @@ class Placement:
         Compulsory traffic only (:attr:`memory_lower_bound_s`), each FLOP class at its own format's
         peak with the tensor and vector units overlapped (:attr:`compute_lower_bound_s`), the least
         communication overlapped with both (:attr:`comm_lower_bound_s`), no per-call latency. With
-        pipeline stages, the largest stage's bound: the step's tokens can flow through the stages in
-        pieces (a prompt in chunks), so the stages and the sends between them overlap; only the
-        estimate runs them one after another.
+        pipeline stages, the larger of two bounds (:attr:`pipeline_lower_bound_basis` says which binds):
+
+        - **the busiest stage**: every stage must do its share of the whole step's work, however the
+          work is cut into micro-batches (sequences in decode, chunks of a prompt in prefill);
+        - **one token's crossing** (:attr:`pipeline_crossing_lower_bound_s`): the sum of the stages'
+          bounds for the least work a token takes through each (decode: its sequence alone; prefill:
+          a one-token chunk). A decode token needs the token before it, so in every step each
+          sequence's token crosses all the stages one after another, each reading its weights. With
+          fewer sequences than stages this term is the larger (at batch 1, about one chip's bound:
+          pipelining does not cut one sequence's latency); with enough micro-batches to keep every
+          stage busy the busiest stage can bind instead.
+
+        The sends between stages overlap in both (no latency; a send can stream while the stage
+        computes); the estimate runs the stages one after another, each send with its latency.
 
         What it takes as given, so what "no implementation is faster" is relative to: the split,
         the formats, the kernels' FLOP counts (an eager attention's whole score square, the MLA form
@@ -292,7 +307,23 @@ class Placement:
         """
         if self.comm is None:
             return self.stage_lower_bound_s
+        return np.maximum(self.busiest_stage_lower_bound_s, self.pipeline_crossing_lower_bound_s)
+
+    @property
+    def busiest_stage_lower_bound_s(self):
+        """The largest of the stages' lower bounds for the whole step (this chip's with no pipeline)."""
         return np.maximum(self.stage_lower_bound_s, self.other_stages_lower_bound_s)
+
+    @property
+    def pipeline_lower_bound_basis(self):
+        """Which term sets :attr:`time_lower_bound_s` with pipeline stages: ``"crossing"`` (one token
+        through the stages one after another: fewer micro-batches than stages keep them busy) or
+        ``"busiest stage"``; None without pipeline parallelism (arrays: element by element)."""
+        if self.parallelism.pipeline == 1:
+            return None
+        out = np.where(np.asarray(self.pipeline_crossing_lower_bound_s, dtype=float)
+                       > np.asarray(self.busiest_stage_lower_bound_s, dtype=float), "crossing", "busiest stage")
+        return str(out) if out.ndim == 0 else out
 
     @property
     def time_estimate_s(self):
@@ -463,6 +494,10 @@ class Placement:
             "fraction_of_peak": num(self.fraction_of_peak),
             "bound": self.bound if isinstance(self.bound, str) else list(self.bound),
             "time_lower_bound_s": num(self.time_lower_bound_s),
+            "busiest_stage_lower_bound_s": num(self.busiest_stage_lower_bound_s),
+            "pipeline_crossing_lower_bound_s": num(self.pipeline_crossing_lower_bound_s),
+            "pipeline_lower_bound_basis": (None if self.pipeline_lower_bound_basis is None
+                                           else np.asarray(self.pipeline_lower_bound_basis).tolist()),
             "time_estimate_s": num(self.time_estimate_s),
             "estimate_conventions": list(self.estimate_conventions),
             "compute_lower_bound_s": num(self.compute_lower_bound_s),
@@ -551,9 +586,26 @@ def stage_placements(model: Model | str, part: Part | str, workload: Workload | 
                           stage_repeats=s.stages)
                 for s in chip_shares(cost.model, cost.workload, par, link))
     total = sum(s.stage_repeats * np.asarray(s.stage_time_s, dtype=float) for s in out)
+    crossing = _crossing_lower_bound(p, cost.model, cost.workload, par, link) if par.pipeline > 1 else 0.0
     return tuple(replace(s, other_stages_s=_plain(total - np.asarray(s.stage_time_s, dtype=float)),
-                         other_stages_lower_bound_s=_largest_other(out, i))
+                         other_stages_lower_bound_s=_largest_other(out, i), pipeline_crossing_lower_bound_s=crossing)
                  for i, s in enumerate(out))
+
+
+def _crossing_lower_bound(part: Part, model: Model, workload: Workload, par: Parallelism, link):
+    """Σ over the pipeline's stages of each one's lower bound for the least work one token takes
+    through it: a decode step of one sequence at the same context (each sequence's next token needs
+    this one, so it crosses every stage in turn), or in prefill a one-token chunk (the prompt's last
+    chunk crosses every stage in turn). Every stage reads its weights for it, so with fewer
+    micro-batches than stages this is what keeps one token's step near one chip's bound."""
+    unit = (replace(workload, batch=1) if workload.phase == "decode"
+            else replace(workload, batch=1, prompt_tokens=1))
+    cost = model_cost(model, unit)
+    total = 0.0
+    for s in chip_shares(cost.model, cost.workload, par, link):
+        stage = Placement(part=part, cost=s.cost, footprint=s.footprint, parallelism=par, comm=s.comm)
+        total = total + s.stages * np.asarray(stage.stage_lower_bound_s, dtype=float)
+    return _plain(total)
 
 
 def _largest_other(stages: tuple[Placement, ...], i: int):
@@ -586,7 +638,8 @@ def place(model: Model | str, part: Part | str, workload: Workload | None = None
                                                          for s in stages])), axis=0))
     return replace(busiest, footprint=fullest,
                    other_stages_s=_plain(total - np.asarray(busiest.stage_time_s, dtype=float)),
-                   other_stages_lower_bound_s=every)
+                   other_stages_lower_bound_s=every,
+                   pipeline_crossing_lower_bound_s=stages[0].pipeline_crossing_lower_bound_s)
 
 
 #: OpCost fields that differ between pipeline stages (merged element by element)

@@ -58,5 +58,10 @@ def bound(intensity_flop_per_byte, peak_flops_per_s, bandwidth_bytes_per_s):
 
 
 def time_lower_bound_s(flops, bytes_moved, peak_flops_per_s, bandwidth_bytes_per_s):
-    """No kernel finishes faster than max(FLOPs / peak, bytes / bandwidth) seconds."""
+    """max(FLOPs / peak, bytes / bandwidth), seconds: a lower bound on a kernel's time only when
+    ``bytes_moved`` is its **compulsory** traffic (what any implementation must move: each input read
+    once, each output written once) and ``flops`` the arithmetic it must do, at the peak of the format
+    it runs in. Given an implementation's own byte count (unfused operators writing their
+    intermediates to memory, say), the same formula is an estimate of that implementation, not a
+    bound: a fused kernel can move fewer bytes and run faster."""
     return np.maximum(np.divide(flops, peak_flops_per_s), np.divide(bytes_moved, bandwidth_bytes_per_s))

@@ -41,7 +41,9 @@ FORMULAS = (
     ("Experts touched by B tokens", "E · (1 − (1 − k/E)^B)"),
     ("FlashAttention HBM traffic", "Θ(N²·d²/M) vs Θ(N·d + N²) for standard attention (tiling wins when M ≫ d²)"),
     ("Units", "GB/s and FLOP/s are SI (1 TB/s = 10¹² B/s); a vendor's GB of device memory is GiB (80 GB = 80 · 2³⁰ B)"),
-    ("Fits?", "weights + batch · (KV per token · context + state) ≤ capacity · memory utilisation (vLLM default 0.9)"),
+    ("Fits?", "weights + batch · (KV per sequence + state) ≤ capacity · memory utilisation (vLLM default 0.9); KV per "
+              "sequence = Σ over caching layers of KV per token per layer · min(context, the layer's window), not KV "
+              "per token · context where layers slide"),
     ("MBU", "bytes a token must move · tokens/s ÷ peak bandwidth (a tool's 'bandwidth achieved' from tokens/s is MBU again)"),
     ("Link bandwidth", "per direction = the vendor's bidirectional headline / 2; every collective is timed per direction"),
     ("Ring all-reduce", "each chip sends 2(n − 1)/n · message (all-gather: (n − 1)/n); tensor parallel: 2 per layer"),
@@ -104,9 +106,21 @@ def _weight_format_rows() -> list[list[str]]:
     return rows
 
 
+def _kv_per_token_text(m) -> str:
+    """KV KiB one token adds over every caching layer; for a model with sliding-window layers, said to hold
+    before the window caps it, with what a token adds once every window is full (as ``roofline-lessons
+    models`` prints it): per token × context is not a windowed model's cache."""
+    per = f"{m.kv_bytes_per_token() / 1024:,.1f} KiB"
+    if not m.num_sliding_attention_layers:
+        return per
+    w = int(m.sliding_window)
+    past = float(kv_cache_bytes_per_sequence(m, w + 1)) - float(kv_cache_bytes_per_sequence(m, w))
+    return f"{per} before the window caps it (past {w:,} tokens: {past / 1024:,.1f} KiB)"
+
+
 def _kv_rows() -> list[list[str]]:
-    """KV bytes per token (BF16, every caching layer) and per sequence of ``KV_CONTEXT_TOKENS`` tokens
-    (sliding windows applied) for ``KV_MODELS``."""
+    """KV bytes per token (BF16, every caching layer; a windowed model's before the window caps it, and
+    past it) and per sequence of ``KV_CONTEXT_TOKENS`` tokens (sliding windows applied) for ``KV_MODELS``."""
     rows = []
     for mid in KV_MODELS:
         m = get_model(mid)
@@ -117,7 +131,7 @@ def _kv_rows() -> list[list[str]]:
                     f"{m.num_full_attention_layers} global layers")
         else:
             kind = f"GQA, {m.num_key_value_heads} KV heads"
-        rows.append([m.name, kind, f"{m.kv_bytes_per_token() / 1024:,.1f} KiB",
+        rows.append([m.name, kind, _kv_per_token_text(m),
                      f"{kv_cache_bytes_per_sequence(m, KV_CONTEXT_TOKENS) / 2**30:,.2f} GiB"])
     return rows
 
@@ -135,7 +149,8 @@ def _ridge_rows() -> list[list[str]]:
 
 def _link_rows() -> list[list[str]]:
     """One row per link of the parts in ``LINK_PARTS``: its per-direction rate (what the course computes
-    with), the vendor's bidirectional headline beside it, and the interconnect ridge in dense BF16."""
+    with), the vendor's bidirectional headline beside it, the interconnect ridge in dense BF16, and the
+    part's memory ridge (HBM, or the L4's GDDR6)."""
     rows = []
     for pid in LINK_PARTS:
         p = get_part(pid)
@@ -186,7 +201,7 @@ QUESTION_CARDS = (
 RED_FLAG_CARDS = (
     ("concept-red-flag-flops", 0),  # ranking kernels by FLOP/s across intensities
     ("hedge-sparse-headline", 0),  # a ridge from a with-sparsity headline
-    ("tpot-estimate", 0),  # decode time from FLOPs
+    ("tpot-lower-bound", 0),  # decode time from FLOPs
     ("batching-decode-more", 0),  # batching prefill as if it were decode
     ("kv-per-token-llama70b", 0),  # query heads for KV heads
     ("flash-position", 0),  # "FlashAttention reduces FLOPs"
@@ -225,7 +240,7 @@ def markdown() -> str:
     lines += ["", "## Ridge points (FLOP/byte, dense)", "", "| part | bandwidth | BF16 | FP8 | FP4 |", "|---|---|---|---|---|"]
     lines += ["| " + " | ".join(r) + " |" for r in _ridge_rows()]
     lines += ["", "## Interconnect ridges (BF16 FLOPs per byte sent)", "", "| part | link | per direction | "
-              "bidirectional headline | link ridge | HBM ridge |", "|---|---|---|---|---|---|"]
+              "bidirectional headline | link ridge | memory ridge |", "|---|---|---|---|---|---|"]
     lines += ["| " + " | ".join(r) + " |" for r in _link_rows()]
     lines += ["", "## Shrinking the bytes", ""] + [f"- {r}" for r in SHRINKING_RULES]
     lines += ["", "| weight format | bytes per weight | Llama-3.1-70B weights |", "|---|---|---|"]
@@ -270,7 +285,7 @@ def html_page() -> str:
         "<h2>Ridge points (FLOP/byte, dense)</h2><table><tr><th>part</th><th>bandwidth</th><th>BF16</th><th>FP8</th>"
         f"<th>FP4</th></tr>{ridge}</table>",
         "<h2>Interconnect ridges (BF16 FLOPs per byte sent)</h2><table><tr><th>part</th><th>link</th>"
-        "<th>per direction</th><th>bidirectional headline</th><th>link ridge</th><th>HBM ridge</th></tr>"
+        "<th>per direction</th><th>bidirectional headline</th><th>link ridge</th><th>memory ridge</th></tr>"
         f"{links}</table>",
         "<h2>Shrinking the bytes</h2><ul>" + "".join(f"<li>{e(r)}</li>" for r in SHRINKING_RULES) + "</ul>"
         "<table><tr><th>weight format</th><th>bytes per weight</th><th>Llama-3.1-70B weights</th></tr>"

@@ -21,6 +21,10 @@ RATINGS = ("again", "hard", "good", "easy")
 BOX_INTERVALS_S = (0, 10 * 60, 24 * 3600, 3 * 24 * 3600, 7 * 24 * 3600, 21 * 24 * 3600)  # box 0 = new
 MAX_BOX = len(BOX_INTERVALS_S) - 1
 PROGRESS_SCHEMA = "roofline-lessons/drill-progress"
+#: cards renamed since a progress file may have been written: old id → new id. A saved state under an old
+#: id is carried over to the new one (unless the new one has its own); ids of cards no longer in the deck
+#: are kept in the file and ignored by the drill
+RENAMED_CARDS = {"ttft-estimate": "ttft-lower-bound", "tpot-estimate": "tpot-lower-bound"}
 
 
 @dataclass
@@ -96,6 +100,10 @@ class ProgressStore:
             for card_id, s in data["cards"].items():
                 states[str(card_id)] = CardState(box=int(s["box"]), due=float(s["due"]), reviews=int(s["reviews"]),
                                                  lapses=int(s.get("lapses", 0)), last_rating=s.get("last_rating"))
+            for old, new in RENAMED_CARDS.items():
+                if old in states:
+                    state = states.pop(old)
+                    states.setdefault(new, state)
             return states
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             self._set_aside(f"{type(exc).__name__}: {exc}")

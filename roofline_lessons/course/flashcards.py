@@ -138,7 +138,11 @@ def _measurement_quoted(n: Numeric):
         return best_measurement(args["part"], "matmul_flops_per_s", args["dtype"])
     if n.fn == "measured_value":
         return best_measurement(args["part"], args["quantity"])
-    if n.fn == "gpt_fast_percent":
+    if n.fn == "gpt_fast_percent" and args.get("bandwidth", "datasheet") == "empirical":
+        from ..topics.many_chips import gpt_fast_measurement
+
+        return gpt_fast_measurement()  # the entry whose conditions note the empirical bandwidth
+    if n.fn in ("gpt_fast_percent", "gpt_fast_bound"):
         from ..topics.published import gpt_fast_7b_measurement
 
         return gpt_fast_7b_measurement()
@@ -180,11 +184,14 @@ def _figure(figure: str) -> tuple[str, str]:
 
 
 def _time_ms(model, part, phase, tokens, batch=1, figure="bound"):
-    """One step's time in ms: ``figure="bound"`` the lower bound, ``"estimate"`` the estimate."""
+    """One step's time in ms: ``figure="bound"`` the lower bound, ``"estimate"`` the estimate (the step's
+    totals: max(all FLOPs ÷ peak, all unfused bytes ÷ bandwidth)), ``"per operator"`` the estimate with
+    every operator a kernel of its own, one after another (``place``'s second estimate)."""
     from ..core.placement import place
 
     fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
-    return float(getattr(place(model, part, phase=phase, batch=batch, **fields), _figure(figure)[0])) * 1e3
+    attr = "time_estimate_per_op_sum_s" if figure == "per operator" else _figure(figure)[0]
+    return float(getattr(place(model, part, phase=phase, batch=batch, **fields), attr)) * 1e3
 
 
 def _tokens_per_s(model, part, context, batch=1, figure="bound"):
@@ -244,12 +251,61 @@ def _measured_ridge(part, dtype):
     return best_measurement(p, "matmul_flops_per_s", dtype).value / p.memory_bandwidth_bytes_per_s
 
 
-def _gpt_fast_percent():
-    from ..topics.published import gpt_fast_7b_bound, gpt_fast_7b_measurement
+def _gpt_fast_percent(bandwidth="datasheet"):
+    """gpt-fast's single-chip Llama-2-7B tokens/s as a percentage of its bound (the catalog also holds its
+    8-chip 70B figure, lesson 11), at lesson 3's assumed context (``GPT_FAST_CONTEXT_TOKENS``, the middle
+    of the run's contexts): the bound at the A100's datasheet bandwidth (``"datasheet"``), or at the
+    empirical peak bandwidth gpt-fast's README notes for the A100 (``"empirical"``, about 1,700 GB/s:
+    what the run reaches of what its memory system was measured to deliver)."""
+    from dataclasses import replace
 
-    # gpt-fast's single-chip Llama-2-7B figure (the catalog also holds its 8-chip 70B one, lesson 11),
-    # against its bound at lesson 3's assumed context (the middle of the run's contexts)
-    return 100 * gpt_fast_7b_measurement().tokens_per_s / float(gpt_fast_7b_bound().tokens_per_s_upper_bound)
+    from ..core.hardware import get_part
+    from ..core.placement import place
+    from ..topics.many_chips import gpt_fast_empirical_bandwidth_bytes_per_s
+    from ..topics.published import (GPT_FAST_7B, GPT_FAST_CONTEXT_TOKENS, GPT_FAST_PART, gpt_fast_7b_bound,
+                                    gpt_fast_7b_measurement)
+
+    measured = gpt_fast_7b_measurement().tokens_per_s
+    if bandwidth == "datasheet":
+        return 100 * measured / float(gpt_fast_7b_bound().tokens_per_s_upper_bound)
+    if bandwidth != "empirical":
+        raise ValueError(f"bandwidth must be 'datasheet' or 'empirical', got {bandwidth!r}")
+    part = replace(get_part(GPT_FAST_PART), memory_bandwidth_bytes_per_s=gpt_fast_empirical_bandwidth_bytes_per_s())
+    bound = place(GPT_FAST_7B, part, phase="decode", context_tokens=GPT_FAST_CONTEXT_TOKENS)
+    return 100 * measured / float(bound.tokens_per_s_upper_bound)
+
+
+def _gpt_fast_bound(quantity="tokens_per_s"):
+    """gpt-fast's Llama-2-7B batch-1 decode on an A100, at the same assumed context as
+    :func:`_gpt_fast_percent`: its upper bound on tokens/s (``"tokens_per_s"``), the GB a token must move
+    (``"step_gb"``) or that context in tokens (``"context"``)."""
+    from ..topics.published import GPT_FAST_CONTEXT_TOKENS, gpt_fast_7b_bound
+
+    p = gpt_fast_7b_bound()
+    figures = {"tokens_per_s": lambda: float(p.tokens_per_s_upper_bound),
+               "step_gb": lambda: float(p.cost.compulsory_bytes) / 1e9, "context": lambda: float(GPT_FAST_CONTEXT_TOKENS)}
+    if quantity not in figures:
+        raise ValueError(f"quantity must be one of {', '.join(figures)}, got {quantity!r}")
+    return figures[quantity]()
+
+
+def _with_cuda_graphs(part, quantity="percent"):
+    """What the catalog's batch-1 decode study (its fraction of the analytic memory floor, and its CUDA
+    Graphs A/B on the same stack) gives if the graphs' speed-up is applied to that fraction: the fraction
+    with graphs (``"percent"``), the step as a multiple of the floor without and with graphs
+    (``"times floor"``, ``"times floor with graphs"``) or the share of the gap to the floor the graphs
+    leave (``"gap left %"``). An arithmetic combination of two measurements of the same stack, not a
+    measurement with graphs of the fraction itself."""
+    from ..topics.datasheets import best_measurement
+
+    fraction = best_measurement(part, "decode_fraction_of_memory_floor").value
+    graphs = best_measurement(part, "cuda_graphs_decode_speedup").value
+    figures = {"percent": 100 * fraction * graphs, "times floor": 1 / fraction,
+               "times floor with graphs": 1 / (fraction * graphs),
+               "gap left %": 100 * (1 / (fraction * graphs) - 1) / (1 / fraction - 1)}
+    if quantity not in figures:
+        raise ValueError(f"quantity must be one of {', '.join(figures)}, got {quantity!r}")
+    return figures[quantity]
 
 
 def _measured_value(part, quantity, scale=1.0):
@@ -376,10 +432,43 @@ def _bandwidth_tbs(part):
     return get_part(part).memory_bandwidth_bytes_per_s / 1e12
 
 
+def _reported_gib(mib, memory_utilization=1.0, model="", dtype="bf16"):
+    """A driver-reported memory total (``mib``, MiB, as nvidia-smi prints it) in GiB, times
+    ``memory_utilization`` (vLLM's share applies to this total); with ``model``, less its weights in
+    ``dtype`` (what is left for the KV cache)."""
+    out = float(mib) / 1024 * float(memory_utilization)
+    return out - _weights_gib(model, dtype) if model else out
+
+
 def _capacity_gib(part, memory_utilization=1.0):
     from ..core.memory import usable_capacity_bytes
 
     return usable_capacity_bytes(part, memory_utilization) / 2**30
+
+
+def _bandwidth_over(part, bytes_per_s):
+    """``part``'s memory bandwidth ÷ a stated one (``bytes_per_s``: a machine not in the catalog) (×)."""
+    from ..core.hardware import get_part
+
+    return get_part(part).memory_bandwidth_bytes_per_s / float(bytes_per_s)
+
+
+def _tokens_per_s_at(model, context, bytes_per_s):
+    """Batch-1 decode tokens/s no implementation beats on a machine moving ``bytes_per_s`` (a stated
+    bandwidth): ``bytes_per_s`` ÷ the compulsory bytes of one step at ``context`` tokens cached."""
+    return float(bytes_per_s) / (_step_gb(model, context) * 1e9)
+
+
+def _halved_bytes_speedup(model, part, phase="decode", tokens=8192, batch=1):
+    """The speed-up a learner promises who halves EVERY byte of the step (weights, KV cache, recurrent
+    state, activations) at unchanged FLOPs: the lower bound ÷ max(compute, half the compulsory bytes ÷
+    bandwidth) (×; 2 for a memory-bound step). A red flag's number."""
+    from ..core.placement import place
+
+    fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
+    p = place(model, part, phase=phase, batch=batch, **fields)
+    halved = max(float(p.compute_lower_bound_s), float(p.memory_lower_bound_s) / 2)
+    return float(p.time_lower_bound_s) / halved
 
 
 def _weights_gib(model, dtype):
@@ -469,6 +558,17 @@ def _serving(model, part, quantity, prompt, output, batch=1, k=0, alpha=0.0, dra
     t = request_timeline(model, part, prompt_tokens=prompt, output_tokens=output, batch=batch,
                          speculative_tokens=k, acceptance=alpha, draft_model=draft or None)
     return float(scale) * float(getattr(t, quantity))
+
+
+def _serving_change(model, part, quantity, prompt, ref_prompt, output, change="ratio"):
+    """How a request-timeline figure (``quantity``) moves from a ``ref_prompt``-token prompt to a
+    ``prompt``-token one, batch 1: ``change="ratio"`` (×) or ``"percent"`` (%)."""
+    ratio = _serving(model, part, quantity, prompt, output) / _serving(model, part, quantity, ref_prompt, output)
+    if change == "ratio":
+        return ratio
+    if change != "percent":
+        raise ValueError(f"change must be 'ratio' or 'percent', got {change!r}")
+    return 100 * (ratio - 1)
 
 
 def _spec_speedup(model, part, prompt, output, k, alpha, batch=1, draft=""):
@@ -623,9 +723,12 @@ def _split_speedup(model, part, ref_part, tensor=1, pipeline=1, ref_tensor=1, re
 
 # ---- lesson 12: shrinking the bytes (weight and KV formats, MLA, sliding windows) ----------------
 
-def _format_fields(weights="bf16", compute="bf16", kv="bf16", group=None, recipe="", absorbed=None):
-    """Workload fields of a number format (TOML has no None: ``recipe=""`` = the format's default)."""
+def _format_fields(weights="bf16", compute="bf16", kv="bf16", group=None, recipe="", absorbed=None, state=""):
+    """Workload fields of a number format (TOML has no None: ``recipe=""`` = the format's default,
+    ``state=""`` the model's own recurrent-state format)."""
     fields = {"weights_dtype": weights, "compute_dtype": compute, "kv_dtype": kv}
+    if state:
+        fields["state_dtype"] = state
     if group is not None:
         fields["weight_group_size"] = int(group)
     if recipe:
@@ -659,13 +762,19 @@ def _formatted(model, part, quantity, scale=1.0, phase="decode", tokens=4096, ba
     return float(scale) / float(value) if reciprocal else float(scale) * float(value)
 
 
-def _format_speedup(model, part, tokens=4096, batch=1, phase="decode", tensor=1, **fmt):
+def _format_speedup(model, part, tokens=4096, batch=1, phase="decode", tensor=1, change="ratio", **fmt):
     """The estimate's step time in BF16 (weights, compute and KV) ÷ the estimate's step time under ``fmt``
     (×; above 1: faster; the estimate adds weight-only dequantisation in series with the matmuls), on
-    ``tensor`` chips (tensor parallel)."""
+    ``tensor`` chips (tensor parallel); ``change="percent"``: by how many percent the step is faster
+    ((ratio − 1) × 100)."""
     ref = _formatted(model, part, "time_estimate_s", phase=phase, tokens=tokens, batch=batch, tensor=tensor)
-    return ref / _formatted(model, part, "time_estimate_s", phase=phase, tokens=tokens, batch=batch, tensor=tensor,
-                            **fmt)
+    ratio = ref / _formatted(model, part, "time_estimate_s", phase=phase, tokens=tokens, batch=batch, tensor=tensor,
+                             **fmt)
+    if change == "ratio":
+        return ratio
+    if change != "percent":
+        raise ValueError(f"change must be 'ratio' or 'percent', got {change!r}")
+    return 100 * (ratio - 1)
 
 
 def _bytes_per_weight(dtype, group=None):
@@ -999,7 +1108,10 @@ NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
     "mla_fp8_vllm_bytes": _mla_fp8_vllm_bytes, "special_function_tflops": _special_function_tflops,
     "exp_time_share": _exp_time_share, "stated": _stated, "params_time_ms": _params_time_ms,
     "weight_read_ratio": _weight_read_ratio,
-    "dequant_ms": _dequant_ms, "batch_gain": _batch_gain,
+    "dequant_ms": _dequant_ms, "batch_gain": _batch_gain, "gpt_fast_bound": _gpt_fast_bound,
+    "with_cuda_graphs": _with_cuda_graphs, "reported_gib": _reported_gib, "bandwidth_over": _bandwidth_over,
+    "tokens_per_s_at": _tokens_per_s_at, "halved_bytes_speedup": _halved_bytes_speedup,
+    "serving_change": _serving_change,
 }
 
 
@@ -1077,7 +1189,7 @@ def _split_setups(model, part, ref_part=None, ref_tensor=1, ref_weights="bf16", 
 
 
 def _format_setups(model, part, phase="decode", tokens=4096, batch=1, tensor=1, both=False, **fmt):
-    fmt = {k: v for k, v in fmt.items() if k in ("weights", "compute", "kv", "group", "recipe", "absorbed")}
+    fmt = {k: v for k, v in fmt.items() if k in ("weights", "compute", "kv", "group", "recipe", "absorbed", "state")}
     out = [_placed(_format_placement(model, part, phase, tokens, batch, tensor, **fmt))]
     if both:  # a speed-up: the BF16 reference is a setup too
         out.append(_placed(_format_placement(model, part, phase, tokens, batch, tensor)))
@@ -1143,6 +1255,11 @@ SETUP_FUNCTIONS: dict[str, Callable[..., list[Setup]]] = {
     "mla_step": lambda model, context=32768, phase="decode", **_: _tokens_of(model, context, phase=phase),
     "kv_crossing": lambda model, batch: _tokens_of(model, NUMERIC_FUNCTIONS["kv_crossing"](model, batch),
                                                    phase="cache"),
+    "tokens_per_s_at": lambda model, context, bytes_per_s: _tokens_of(model, context),
+    "serving_change": lambda model, part, quantity, prompt, ref_prompt, output, change="ratio": [
+        s for pr in (prompt, ref_prompt) for s in _timeline(model, part, pr, output)],
+    "halved_bytes_speedup": lambda model, part, phase="decode", tokens=8192, batch=1: _step(
+        model, part, phase, tokens, batch),
 }
 
 #: figures that price no step of a model on a part (rates, ridges, sizes per token or per weight, counts,
@@ -1155,7 +1272,7 @@ NO_SETUP = frozenset({
     "bubble_percent", "steady_idle_percent", "bytes_per_weight", "stored_weights_gib", "kv_token_bytes",
     "mla_expanded_kv_kib", "paged_batch", "model_field", "kv_element_bytes", "zero_point_bytes_per_weight",
     "mla_fp8_vllm_bytes", "special_function_tflops", "exp_time_share", "stated", "params_time_ms",
-    "weight_read_ratio",
+    "weight_read_ratio", "gpt_fast_bound", "with_cuda_graphs", "reported_gib", "bandwidth_over",
 })
 
 

@@ -532,6 +532,19 @@ def _plan(plan: dict) -> list[tuple[str, int, int]]:
     return list(dict.fromkeys(steps))  # the batch-1 step at the batch sweep's context runs once
 
 
+def predicted_step_s(model: Model, phase: str, batch: int, tokens: int, runs: int, share: float,
+                     bandwidth: float, peak: float, cache_built: bool = True) -> float:
+    """Seconds a planned step is predicted to take before it runs: ``runs`` timed runs and a warm-up
+    at its lower bound ÷ ``share`` (the achieved share assumed), plus — for a decode step whose
+    context's cache is not built yet (``cache_built`` False) — the untimed batch-1 prefill of
+    ``tokens`` that builds it, priced the same way."""
+    priced = _sample(model, phase, batch, tokens, (1.0, 1.0), bandwidth, peak)
+    seconds = (runs + 1) * priced.bound_s / share
+    if phase == "decode" and not cache_built and tokens > 0:
+        seconds += _sample(model, "prefill", 1, tokens, (1.0, 1.0), bandwidth, peak).bound_s / share
+    return seconds
+
+
 def run(mode: str = "quick", roofs: Measurement | None = None, model: Model | None = None,
         seed: int = 0, available_bytes: int | None = None) -> RealityCheck:
     """Measure the roofs (or take lesson 8's ``roofs``: anything with ``dram_bytes_per_s()``,
@@ -541,8 +554,9 @@ def run(mode: str = "quick", roofs: Measurement | None = None, model: Model | No
 
     Two budgets hold the run: a step whose weights and buffers (:func:`step_buffer_bytes`) would
     take more than :data:`BUFFER_SHARE` of the free memory (``available_bytes``, read from the OS
-    by default) is skipped, and so is a step whose predicted timing (its bound at
-    :data:`PREDICT_FLOOR` of the roof, or the worst share seen so far, times its runs) would end the
+    by default) is skipped, and so is a step whose predicted time (:func:`predicted_step_s`: its bound
+    at :data:`PREDICT_FLOOR` of the roof, or the worst share seen so far, times its runs, plus the
+    prefill that builds a decode context's cache the first time that context runs) would end the
     run past the mode's ``run_budget_s``. Skipped steps are listed in ``check.skipped`` with why."""
     if mode not in MODES:
         raise RooflineInputError(f"mode must be one of {sorted(MODES)}, got {mode!r}")
@@ -573,9 +587,9 @@ def run(mode: str = "quick", roofs: Measurement | None = None, model: Model | No
     worst = PREDICT_FLOOR  # the lowest achieved fraction so far, for predicting the next step's time
     prompts = {}  # tokens → a prefilled batch-1 cache (tiled for the batch sweep)
     for phase, batch, tokens in _plan(plan):
-        priced = _sample(model, phase, batch, tokens, (1.0, 1.0), bandwidth, peak)
         need = dec.weight_bytes() + step_buffer_bytes(model, phase, batch, tokens)
-        predicted_s = (steps + 1) * priced.bound_s / worst
+        predicted_s = predicted_step_s(model, phase, batch, tokens, steps, worst, bandwidth, peak,
+                                       cache_built=tokens in prompts)
         elapsed = time.perf_counter() - started
         why = ""
         if free and need > BUFFER_SHARE * free:

@@ -96,15 +96,32 @@ def critical_batch(model: Model | str, part: Part | str, context_tokens: int = 4
     return int(fine[np.nonzero(values >= sweep.ridge_point_flop_per_byte)[0][0]])
 
 
-def intensity_ceiling(model: Model | str, context_tokens: int = 4096, **workload) -> float:
+def intensity_ceiling(model: Model | str, context_tokens: int = 4096, compulsory: bool = False, **workload) -> float:
     """The all-traffic intensity decode approaches as batch → ∞ (weights amortised away; what
-    remains is each sequence's own FLOPs per byte of its KV cache, state and activations)."""
+    remains is each sequence's own FLOPs per byte of its KV cache, state and activations).
+    ``compulsory=True``: per byte of compulsory traffic only (the lower bound's count: no activations)."""
     big = place(model, "h100-sxm", phase="decode", batch=np.array([1e6, 2e6]), context_tokens=context_tokens,
                 **workload)
     c = big.cost
+    moved = c.compulsory_bytes if compulsory else c.bytes
     per_seq_flops = (c.flops[1] - c.flops[0]) / 1e6
-    per_seq_bytes = (c.bytes[1] - c.bytes[0]) / 1e6
+    per_seq_bytes = (moved[1] - moved[0]) / 1e6
     return float(per_seq_flops / per_seq_bytes)
+
+
+def throughput_limit_tokens_per_s(model: Model | str, part: Part | str, context_tokens: int = 4096,
+                                  **workload) -> float:
+    """The upper bound on decode tokens/s as the batch grows without limit (memory ignored), tokens/s.
+
+    The step's lower bound is weights (shared) plus each sequence's own FLOPs and compulsory bytes; as
+    batch → ∞ the shared part vanishes per token and each token costs its sequence's own time on
+    whichever roof binds, so throughput levels off at 1 ÷ that time. A batch that fits in memory gets
+    at most this (see :func:`largest_batch` for the batch that does fit)."""
+    big = np.array([1e6, 2e6])
+    p = place(model, part, phase="decode", batch=big, context_tokens=context_tokens, **workload)
+    t = np.asarray(p.time_lower_bound_s, dtype=float)
+    per_token_s = (t[1] - t[0]) / (big[1] - big[0])
+    return float(1.0 / per_token_s)
 
 
 def moe_weight_bytes_per_token(model: Model | str, batch, weights_dtype: str = "bf16") -> np.ndarray:

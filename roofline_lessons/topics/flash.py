@@ -392,9 +392,24 @@ def attention_layer_bytes(n, head_dim: int, q_heads: int, kv_heads: int, sram_by
 
 #: Where :func:`fa3_forward_tiles` comes from: FlashAttention-3's Hopper launch code.
 FA3_TILE_SOURCE = ("Dao-AILab/flash-attention: tile_size_fwd_sm90 in hopper/tile_size.h at commit 07602adc, "
-                   "run_mha_fwd_ in hopper/flash_fwd_launch_template.h at commit 000090d0; an early 2024 version "
-                   "of the launch template already ran head dim 256 at 128 × 80 with a 2-CTA cluster when not "
-                   "causal")
+                   "run_mha_fwd_ in hopper/flash_fwd_launch_template.h at commit 000090d0. The 2024 launch template "
+                   "(copyright 2024, a run_mha_fwd_hdimNN function per head dim) already launched head dim 256 as "
+                   "Flash_fwd_kernel_traits<256, 128, 80, 12, 2, false, !Is_causal ? 2 : 1>: 128 × 80 tiles and a "
+                   "2-CTA cluster when not causal. That version is identified by this line of its text; its commit "
+                   "is not recorded here")
+
+
+def l2_bandwidth_figures(part="h100-sxm"):
+    """The part's measured L2 bandwidths in the catalog, highest first (for the H100 SXM: the near-partition
+    and the whole-L2 read figures of one article, both measured on an H100 PCIe). Raises if it has none."""
+    from ..core.errors import RooflineInputError
+    from ..core.hardware import get_part
+
+    p = get_part(part)
+    found = sorted(p.measurements("l2_bandwidth_bytes_per_s"), key=lambda m: m.value, reverse=True)
+    if not found:
+        raise RooflineInputError(f"the catalog has no measured L2 bandwidth for {p.id!r}")
+    return tuple(found)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ Each lever's speed-up is given twice (:class:`LeverResult`), baseline ÷ lever:
 - ``speedup_estimate``: the ratio of the **estimates** (``time_estimate_s``), whose conventions
   include operators unfused (every activation through HBM) and weight-only dequantisation in series
   with the matmuls. A real step is never faster than the bound; the estimate is a convention, not
-  a ceiling (a Marlin-style weight-only kernel hides much of the dequantisation, not all, and a
+  a ceiling (both charge dequantisation once per weight per step, where a tiled kernel repeats it
+  for each block of token rows; a Marlin-style weight-only kernel hides much of it, not all; and a
   kernel below its roofs can be slower than the estimate), so real speed-ups can fall outside both.
 
 What the cost model charges nothing for at all — quantising activations, their scales, the 8-bit
@@ -40,7 +41,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ..core.costs import DEQUANT_FLOPS_PER_WEIGHT, Workload
-from ..core.dtypes import weight_bytes_per_element
+from ..core.dtypes import DEFAULT_WEIGHT_GROUP, weight_bytes_per_element
 from ..core.errors import RooflineInputError
 from ..core.hardware import get_part
 from ..core.placement import Placement, place
@@ -75,11 +76,13 @@ class Lever:
 
 
 _DEQUANT = (f"dequantised to BF16 on the fly by the vector units ({DEQUANT_FLOPS_PER_WEIGHT:g} FLOPs a weight, "
-            "charged: the estimate adds that time to the matmuls', the lower bound overlaps the two)")
+            "charged once per weight per step: the estimate adds that time to the matmuls', the lower bound "
+            "overlaps the two)")
 _W8A16 = Lever(
     "weight-only 8-bit (W8A16)", MappingProxyType({"weights_dtype": "fp8"}),
     f"weights in 8 bits (FP8 or INT8: the same bytes), {_DEQUANT}; every matmul at the BF16 rate",
-    "the per-channel weight scales' bytes")
+    "the per-channel weight scales' bytes; dequantising a weight again for each further block of token rows a "
+    "tiled kernel multiplies it by")
 _W8A8 = Lever(
     "W8A8 FP8", MappingProxyType({"weights_dtype": "fp8", "compute_dtype": "fp8"}),
     "FP8 weights and FP8 activations at each quantised weight matmul's input; those matmuls on FP8 tensor cores "
@@ -106,9 +109,11 @@ _W8A8_KV8 = Lever(
     "W8A8 FP8 and an FP8 KV cache; attention's arithmetic stays BF16", "as for each of the two")
 _W4A16 = Lever(
     "weight-only 4-bit (W4A16)", MappingProxyType({"weights_dtype": "fp4"}),
-    f"weights in 4 bits with their block scales (FP4: {weight_bytes_per_element('fp4'):g} byte a weight; INT4 "
+    f"weights in 4 bits with their block scales (FP4 as MXFP4, one 8-bit scale per {DEFAULT_WEIGHT_GROUP['fp4']}: "
+    f"{weight_bytes_per_element('fp4'):g} byte a weight; INT4 "
     f"with groups of 128 would be {weight_bytes_per_element('int4'):g}), {_DEQUANT}; every matmul at the BF16 rate",
-    "unpacking and scaling work beyond the FLOPs charged for dequantisation")
+    "unpacking and scaling work beyond the FLOPs charged for dequantisation, and its repeat for each further "
+    "block of token rows a tiled kernel multiplies a weight by")
 _W4A4 = Lever(
     "W4A4 FP4", MappingProxyType({"weights_dtype": "fp4", "compute_dtype": "fp4"}),
     "FP4 weights and activations at each quantised weight matmul's input; those matmuls on FP4 tensor cores "
@@ -348,6 +353,11 @@ FP8_GAP_HYPOTHESES: tuple[Hypothesis, ...] = (
 #: clocks nor power cap, a different best shape per format, and no run-to-run variation. A difference between the FP8 and the
 #: BF16 fraction of peak smaller than this many percentage points is treated as one such a source cannot resolve.
 RESOLVABLE_GAP_PERCENTAGE_POINTS = 5.0
+
+#: figures the measured-matmul source (stas00/ml-engineering's MAMF table) gives for a part only as a note on
+#: another part's row, not as a run of its own: (part, dtype) → (the part whose row carries the note, the note).
+#: The catalog files no measurement for them; lesson 7 says so and why it does not pair them.
+SOURCE_NOTES_ONLY = MappingProxyType({("h200", "bf16"): ("h100-sxm", "H200 is the same")})
 
 
 def gap_verdict(gap_pp: float, resolvable: float = RESOLVABLE_GAP_PERCENTAGE_POINTS) -> str:

@@ -828,8 +828,9 @@ def pipeline_vs_tensor(model, part, chips: int = 2, *, batch: int = 1, context_t
     """One decode step three ways: on one chip (whether or not it fits), tensor parallel over
     ``chips`` and pipeline parallel over ``chips`` stages (one batch in flight: no micro-batches).
     The rows' ``step_s`` is the estimate (the stages one after another); ``lower_bound_s`` is the
-    package's bound, which overlaps the stages (the largest stage's): a bound for work that can be
-    cut into pieces, loose for one token of one sequence, whose layers run in order."""
+    package's bound: the larger of the busiest stage's bound and one token's crossing of the stages
+    one after another (:attr:`~roofline_lessons.core.placement.Placement.pipeline_lower_bound_basis`
+    says which binds; at batch 1 the crossing, about one chip's bound)."""
     n = whole_number("chips", chips, 2)
     p = _part(part)
     setups = (Setup(f"1 × {p.name}", p.id), Setup(f"{n} × {p.name}, TP {n}", p.id, Parallelism(tensor=n)),

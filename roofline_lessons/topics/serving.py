@@ -14,7 +14,9 @@ Two figures for every time and rate (:mod:`roofline_lessons.core.placement` defi
   the throughput **upper bound** ``output_tokens_per_s_upper_bound``: continuous batching's steady
   state, where the next requests' prefills ride in the running batch's decode steps
   (:func:`continuous_batching_cycle_lower_bound_s`). No engine serving that batch on that split
-  beats either.
+  **without speculative decoding** (one token per sequence per weight pass) beats either; an engine
+  that speculates yields several tokens per pass and can beat both (the lower bounds are then
+  bounds given the assumed draft, and the throughput upper bound is not computed).
 
 The request model (what a lesson can quote):
 
@@ -41,8 +43,9 @@ The request model (what a lesson can quote):
   weights are read once for all k+1 positions. The k draft steps are decode steps of the draft
   model (a catalog id) at the growing context, or, with no draft model, an MTP-style draft (one
   extra layer on the target, as DeepSeek-V3's multi-token-prediction module): each draft step
-  costs one layer's share of the target's decode step (1 / num_hidden_layers of it) PLUS the
-  target's whole lm_head operator at that step (max of its FLOPs over peak and its bytes over
+  costs one layer's share of the target's decode step (1 / num_hidden_layers of it, with that
+  share of the model's dequantisation) PLUS the target's whole lm_head operator at that step (max
+  of its FLOPs over peak, with the lm_head's own dequantisation only, and its bytes over
   bandwidth): the MTP module produces logits through the shared lm_head, which for a small model
   outweighs a layer (Llama-3.1-8B: ~1.05 GB against ~0.44 GB per layer). The layer share already
   holds 1 / num_hidden_layers of the lm_head, so the estimate counts that sliver twice (a slight
@@ -223,6 +226,33 @@ def _compulsory_kv_state_read(p: Placement):
     return c.kv_read_bytes - c.kv_scratch_bytes + c.state_read_bytes
 
 
+def _extension(full: Placement, pre: Placement, h: Placement, nw: Placement, has) -> dict:
+    """The counts of a prefill of new tokens over cached ones (:func:`_extend`'s rule) from four
+    placements of one stage: ``full`` a prefill of cached + new tokens, ``pre`` a prefill of the
+    cached ones, ``h`` a decode step at the cached context, ``nw`` a prefill of the new tokens
+    alone; ``has`` where anything is cached. FLOPs, bytes (``weight_bytes``: the weights the new
+    tokens touch, included in ``bytes`` and ``compulsory_bytes``), dequantisation seconds."""
+    lm = _op(pre, "lm_head")
+    sub_flops = np.where(has, pre.cost.flops - lm.flops, 0.0)
+    sub_wmf = np.where(has, pre.cost.weight_matmul_flops - lm.weight_matmul_flops, 0.0)
+    sub_unq = np.where(has, pre.cost.unquantized_matmul_flops - lm.unquantized_matmul_flops, 0.0)
+    sub_bytes = np.where(has, pre.cost.activation_bytes - lm.activation_bytes + pre.cost.kv_write_bytes, 0.0)
+    # the weights the new tokens touch (for an MoE, the experts their routing reaches; the embedding rows
+    # they gather), not those a prefill of cached + new tokens would touch
+    weights = np.where(has, nw.cost.weight_bytes - full.cost.weight_bytes, 0.0)
+    ids = pre.cost.io_bytes - lm.io_bytes * lm.layers  # the cached tokens' ids (the logits stay: one set)
+    return {
+        "weight_matmul_flops": full.cost.weight_matmul_flops - sub_wmf,
+        "unquantized_matmul_flops": full.cost.unquantized_matmul_flops - sub_unq,
+        "flops": full.cost.flops - sub_flops,
+        "bytes": full.cost.bytes - sub_bytes + weights,
+        "compulsory_bytes": full.cost.compulsory_bytes + weights + np.where(
+            has, _compulsory_kv_state_read(h) - pre.cost.kv_write_bytes - ids, 0.0),
+        "weight_bytes": full.cost.weight_bytes + weights,
+        "dequant_s": np.where(has, nw.dequant_time_s, full.dequant_time_s),  # dequantising those weights only
+    }
+
+
 def _extend(model, part, batch, new_tokens, cached_tokens, fields) -> _Step:
     """A prefill of ``new_tokens`` per sequence over ``cached_tokens`` already cached (arrays ok).
 
@@ -244,26 +274,13 @@ def _extend(model, part, batch, new_tokens, cached_tokens, fields) -> _Step:
     news = _stages(model, part, phase="prefill", batch=batch, prompt_tokens=new, **fields)
     steps = []
     for full, pre, h, nw in zip(fulls, pres, hist, news):
-        lm = _op(pre, "lm_head")
-        sub_flops = np.where(has, pre.cost.flops - lm.flops, 0.0)
-        sub_wmf = np.where(has, pre.cost.weight_matmul_flops - lm.weight_matmul_flops, 0.0)
-        sub_unq = np.where(has, pre.cost.unquantized_matmul_flops - lm.unquantized_matmul_flops, 0.0)
-        sub_bytes = np.where(has, pre.cost.activation_bytes - lm.activation_bytes + pre.cost.kv_write_bytes, 0.0)
-        wmf = full.cost.weight_matmul_flops - sub_wmf
-        unq = full.cost.unquantized_matmul_flops - sub_unq
-        flops = full.cost.flops - sub_flops
-        # the weights the new tokens touch (for an MoE, the experts their routing reaches; the embedding rows
-        # they gather), not those a prefill of cached + new tokens would touch
-        weights = np.where(has, nw.cost.weight_bytes - full.cost.weight_bytes, 0.0)
-        dequant = np.where(has, nw.dequant_time_s, full.dequant_time_s)  # dequantising those weights only
-        nbytes = full.cost.bytes - sub_bytes + weights
-        ids = pre.cost.io_bytes - lm.io_bytes * lm.layers  # the cached tokens' ids (the logits stay: one set)
-        compulsory = full.cost.compulsory_bytes + weights + np.where(
-            has, _compulsory_kv_state_read(h) - pre.cost.kv_write_bytes - ids, 0.0)
+        x = _extension(full, pre, h, nw, has)
+        wmf, flops, nbytes, unq, dequant = (x["weight_matmul_flops"], x["flops"], x["bytes"],
+                                            x["unquantized_matmul_flops"], x["dequant_s"])
         comm_s = nw.comm_time_s if nw.comm is not None else None  # the collectives carry the new tokens only
         comm_lb = nw.comm_lower_bound_s if nw.comm is not None else None
         steps.append(_Step(wmf, flops, nbytes, _step_s(full, wmf, flops - wmf, nbytes, comm_s, unq, dequant),
-                           _lower_bound_s(full, wmf, flops - wmf, compulsory, comm_lb, unq, dequant)))
+                           _lower_bound_s(full, wmf, flops - wmf, x["compulsory_bytes"], comm_lb, unq, dequant)))
     return _slowest(steps)
 
 
@@ -305,17 +322,20 @@ def _prefill(model, part, batch, uncached, prefix, chunk, fields) -> tuple[float
 
 def _mtp_draft_step(decode: Placement, num_hidden_layers: int, head: Placement | None = None):
     """One MTP-style draft step, (estimate, lower bound) in seconds: the target decode step
-    ``decode`` ÷ num_hidden_layers (one layer's share) + its lm_head operator (the logits go through
-    the shared lm_head), taken from ``head`` (default ``decode``): with pipeline stages, the last
-    stage's placement."""
+    ``decode`` ÷ num_hidden_layers (one layer's share, with that share of the model's
+    dequantisation) + its lm_head operator (the logits go through the shared lm_head) with the
+    lm_head's own dequantisation only, taken from ``head`` (default ``decode``): with pipeline
+    stages, the last stage's placement."""
     head = decode if head is None else head
     lm = _op(head, "lm_head")
     n = lm.layers
     other = (lm.flops - lm.weight_matmul_flops) * n
-    lm_s = _estimate_s(head, lm.weight_matmul_flops * n, other, lm.bytes * n, lm.unquantized_matmul_flops * n)
-    lm_lb = head.lower_bound_for_s(head.tensor_seconds(lm.weight_matmul_flops * n, other,
-                                                       lm.unquantized_matmul_flops * n),
-                                   0.0, lm.compulsory_bytes * n)
+    tensor = head.tensor_seconds(lm.weight_matmul_flops * n, other, lm.unquantized_matmul_flops * n)
+    # only the lm_head's own dequantisation (zero for a BF16 lm_head, the default of 8- and 4-bit recipes):
+    # ``head.dequant_time_s`` is the whole model's, which a draft step does not pay
+    lm_dequant = np.divide(lm.dequant_flops * n, head.vector_peak_flops_per_s)
+    lm_s = np.maximum(tensor + lm_dequant, np.divide(lm.bytes * n, head.bandwidth_bytes_per_s))
+    lm_lb = head.lower_bound_for_s(tensor, lm_dequant, lm.compulsory_bytes * n)
     # the layer share already holds 1/L of the lm_head: the estimate keeps it (a slight overestimate),
     # the bound takes it off (a lower bound may only undercount)
     return (np.asarray(decode.time_estimate_s) / num_hidden_layers + lm_s,
@@ -359,8 +379,9 @@ class RequestTimeline:
     ttft_lower_bound_s: float = float("nan")  #: an idle server's TTFT lower bound, seconds
     step_lower_bound_s: np.ndarray | None = None  #: each decode/verify step's lower bound, seconds
     e2e_lower_bound_s: float = float("nan")  #: TTFT lower bound + Σ step lower bounds, seconds
-    #: output tokens/s of the whole deployment no engine can beat with ``batch`` sequences in flight:
-    #: continuous batching's steady state (:func:`continuous_batching_cycle_lower_bound_s`)
+    #: output tokens/s of the whole deployment no engine can beat with ``batch`` sequences in flight
+    #: without speculative decoding (one token per sequence per step): continuous batching's steady
+    #: state (:func:`continuous_batching_cycle_lower_bound_s`); nan with speculation
     output_tokens_per_s_upper_bound: float = float("nan")
 
     @property
@@ -540,8 +561,9 @@ def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int
 
 def continuous_batching_cycle_lower_bound_s(model: Model, part: Part, *, batch: int, uncached_prompt_tokens: int,
                                             decode_contexts, fields: dict) -> float:
-    """Seconds no engine can beat to carry ``batch`` requests through their whole lives when they
-    are served by continuous batching in steady state: while ``batch`` sequences decode, the next
+    """Seconds no engine without speculative decoding (one token per sequence per step) can beat
+    to carry ``batch`` requests through their whole lives when they are served by continuous
+    batching in steady state: while ``batch`` sequences decode, the next
     requests' prefills ride in the same steps (the weights read once for both), so a request's
     prefill costs only its own work, not a weight pass of its own.
 
@@ -595,24 +617,37 @@ class MixedStep:
 
 
 def mixed_step(model: Model | str, part: Part | str, *, decode_batch: int, decode_context_tokens: int,
-               prefill_chunk_tokens: int, **workload_dtypes) -> MixedStep:
-    """A step carrying ``prefill_chunk_tokens`` of a fresh prompt plus ``decode_batch`` decode tokens
-    at ``decode_context_tokens`` cached each: the weights are read once for both (for an MoE, the
-    experts touched by all of the step's tokens). Its estimate counts the chunk's activations
-    through HBM (operators unfused); its lower bound only compulsory bytes (the chunk's KV written,
-    its ids in, its logits out)."""
+               prefill_chunk_tokens: int, prefill_cached_tokens: int = 0, **workload_dtypes) -> MixedStep:
+    """A step carrying ``prefill_chunk_tokens`` of a prompt plus ``decode_batch`` decode tokens at
+    ``decode_context_tokens`` cached each: the weights are read once for both (for an MoE, the
+    experts touched by all of the step's tokens). ``prefill_cached_tokens``: the prompt's tokens
+    already in the cache before this chunk (its earlier chunks, or a cached prefix): the chunk
+    attends over them and reads their KV (:func:`_extend`'s rule). Its estimate counts the chunk's
+    activations through HBM (operators unfused); its lower bound only compulsory bytes (the chunk's
+    KV written and its history's read, its ids in, its logits out)."""
     fields = _dtypes(workload_dtypes)
     bd = whole_number("decode_batch", decode_batch, 1)
     cd = whole_number("decode_context_tokens", decode_context_tokens, 0)
     ch = whole_number("prefill_chunk_tokens", prefill_chunk_tokens, 1)
+    cc = whole_number("prefill_cached_tokens", prefill_cached_tokens, 0)
     d = place(model, part, phase="decode", batch=bd, context_tokens=cd, **fields)
     pf = place(model, part, phase="prefill", batch=1, prompt_tokens=ch, **fields)
+    if cc:  # the chunk over its cached history
+        x = _extension(place(model, part, phase="prefill", batch=1, prompt_tokens=cc + ch, **fields),
+                       place(model, part, phase="prefill", batch=1, prompt_tokens=cc, **fields),
+                       place(model, part, phase="decode", batch=1, context_tokens=cc, **fields), pf, True)
+        chunk = {k: float(v) for k, v in x.items()}
+    else:
+        c = pf.cost
+        chunk = {"weight_matmul_flops": float(c.weight_matmul_flops), "flops": float(c.flops),
+                 "unquantized_matmul_flops": float(c.unquantized_matmul_flops), "bytes": float(c.bytes),
+                 "compulsory_bytes": float(c.compulsory_bytes), "weight_bytes": float(c.weight_bytes)}
     shared = place(model, part, phase="decode", batch=bd + ch, context_tokens=0, **fields).cost.weight_bytes
-    wmf = d.cost.weight_matmul_flops + pf.cost.weight_matmul_flops
-    unq = d.cost.unquantized_matmul_flops + pf.cost.unquantized_matmul_flops
-    flops = d.cost.flops + pf.cost.flops
-    nbytes = d.cost.bytes - d.cost.weight_bytes + pf.cost.bytes - pf.cost.weight_bytes + shared
-    compulsory = (d.cost.compulsory_bytes - d.cost.weight_bytes + pf.cost.compulsory_bytes - pf.cost.weight_bytes
+    wmf = d.cost.weight_matmul_flops + chunk["weight_matmul_flops"]
+    unq = d.cost.unquantized_matmul_flops + chunk["unquantized_matmul_flops"]
+    flops = d.cost.flops + chunk["flops"]
+    nbytes = d.cost.bytes - d.cost.weight_bytes + chunk["bytes"] - chunk["weight_bytes"] + shared
+    compulsory = (d.cost.compulsory_bytes - d.cost.weight_bytes + chunk["compulsory_bytes"] - chunk["weight_bytes"]
                   + shared)
     lb = d.lower_bound_for_s(d.tensor_seconds(wmf, flops - wmf, unq), d.dequant_time_s, compulsory)
     return MixedStep(lower_bound_s=float(lb), decode_only_lower_bound_s=float(d.time_lower_bound_s),
@@ -747,7 +782,8 @@ def cost_per_million_output_tokens(price_per_hour_usd, output_tokens_per_s):
     """US dollars per 10^6 output tokens: price per hour / 3,600 / tokens per second × 10^6.
 
     The price is the learner's input (a rental or amortised price per chip-hour); the catalog holds
-    none. With the tokens/s upper bound this is a lower bound on cost.
+    none. With the tokens/s upper bound (continuous batching without speculative decoding) this is
+    a lower bound on the cost of any engine that does not speculate.
     """
     price = _number("price_per_hour_usd", price_per_hour_usd, "a price in US dollars per hour >= 0",
                     lambda v: v >= 0)

@@ -49,26 +49,56 @@ def _reach_text(model: str, part, context_tokens: int, shown_max: float) -> str:
 def intensity_vs_batch(model: str, part: str, contexts: Sequence[int], batches=DEFAULT_BATCHES):
     """Decode intensity against batch (BF16 throughout): one all-traffic curve per context, the weight-lens
     line, the BF16 ridge. The alt text's batches that reach the ridge are
-    :func:`~roofline_lessons.topics.batching.critical_batch`'s, the exact figures of lesson 4's table."""
+    :func:`~roofline_lessons.topics.batching.critical_batch`'s, the exact figures of lesson 4's table.
+    Each curve is solid up to the largest batch that fits in the part's whole memory at its context
+    (:func:`_largest_fitting_batch`, one :func:`~roofline_lessons.core.memory.max_batch_that_fits` call:
+    the figure lesson 4's capacity table and its throughput chart give), marked there with a dot, and
+    faint beyond it, where the batch does not fit; the alt text states that batch for every context."""
     p = get_part(part)
-    batches = np.asarray(batches, dtype=float)
+    grid = np.asarray(batches, dtype=float)
     ridge = p.ridge_point_flop_per_byte("bf16")
     fig = bare_figure((10.5, 4.8), dpi=100)
     ax = fig.add_subplot()
     fig.subplots_adjust(left=0.08, right=0.66, bottom=0.11, top=0.91)
     sweep = None
     said = []
+    any_beyond = False
     for i, ctx in enumerate(contexts):
-        sweep = decode_sweep(model, p, batches, context_tokens=ctx)
+        cap = _largest_fitting_batch(model, p.id, ctx)
+        pts = np.union1d(grid, [cap]) if grid[0] <= cap <= grid[-1] else grid
+        sweep = decode_sweep(model, p, pts, context_tokens=ctx)
         assert np.isclose(sweep.ridge_point_flop_per_byte, ridge)  # the ridge critical_batch compares with
-        ax.plot(batches, sweep.intensity, color=LINE_COLOURS[i % len(LINE_COLOURS)],
-                linestyle=LINESTYLES[i % len(LINESTYLES)], linewidth=2, label=f"all traffic, {ctx:,} tokens cached")
+        ok = np.asarray(sweep.fits_in_memory)
+        assert np.array_equal(ok, pts <= cap), (ctx, cap)  # the solid part is exactly the batches that fit
+        colour, style = LINE_COLOURS[i % len(LINE_COLOURS)], LINESTYLES[i % len(LINESTYLES)]
+        label = f"all traffic, {ctx:,} tokens cached"
+        if ok.any():
+            ax.plot(pts[ok], sweep.intensity[ok], color=colour, linestyle=style, linewidth=2, label=label)
+            label = None
+        if not ok.all():  # ok is a prefix (asserted): the faint part starts where the solid one ends
+            any_beyond = True
+            start = max(int(ok.sum()) - 1, 0)
+            ax.plot(pts[start:], sweep.intensity[start:], color=colour, linestyle=style, linewidth=1.2, alpha=0.4,
+                    label=label)
+        if ok.any() and not ok.all():
+            j = int(ok.sum()) - 1
+            ax.plot([pts[j]], [sweep.intensity[j]], marker="o", markersize=7, color=colour, markeredgecolor="black",
+                    linestyle="none")
+        if cap < 1:
+            fit = f"no batch fits in its memory at this context (the whole curve is faint)"
+        elif cap < pts[-1]:
+            fit = f"at most {count(cap)} sequences fit in its memory (the dot; the curve past it is faint)"
+        else:
+            fit = f"every batch shown fits in its memory (up to {count(cap)} do)"
         said.append(f"with {count(ctx)} tokens cached it rises from {num(sweep.intensity[0])} FLOP/byte at batch "
-                    f"{count(batches[0])} to {num(sweep.intensity[-1])} at batch {count(batches[-1])}, "
-                    + _reach_text(model, p, ctx, batches[-1]))
-    ax.plot(batches, sweep.intensity_per_weight_byte, color="black", linestyle=(0, (5, 2)), linewidth=1.5,
-            label="FLOPs per weight byte\n(about the same at any context)")
+                    f"{count(pts[0])} to {num(sweep.intensity[-1])} at batch {count(pts[-1])}, "
+                    + _reach_text(model, p, ctx, pts[-1]) + "; " + fit)
+    ax.plot(grid, decode_sweep(model, p, grid, context_tokens=contexts[-1]).intensity_per_weight_byte, color="black",
+            linestyle=(0, (5, 2)), linewidth=1.5, label="FLOPs per weight byte\n(about the same at any context)")
     ax.axhline(ridge, color="0.4", linestyle=":", linewidth=1.5, label=f"{p.id} bf16 ridge ({ridge:,.0f})")
+    if any_beyond:
+        ax.plot([], [], color="0.3", marker="o", markeredgecolor="black", linewidth=1.2, alpha=0.5,
+                label="dot: largest batch that fits;\nfaint: does not fit in memory")
     title = f"{get_model(model).name} decode on {p.name}: intensity against batch"
     ax.set(xscale="log", yscale="log", xlabel="Batch (sequences)", ylabel="Decode intensity (FLOP/byte)", title=title)
     ax.grid(True, alpha=0.4)
@@ -76,7 +106,8 @@ def intensity_vs_batch(model: str, part: str, contexts: Sequence[int], batches=D
     ax.legend(fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(1.02, 1.0), framealpha=0.9)
     weight_reach = critical_batch(model, p, contexts[-1], lens="weights only")
     set_alt(fig, f"{title}, log-log: decode intensity (FLOP/byte) against batch, one curve per context length, "
-                 f"and the {p.id} bf16 ridge at {num(ridge)} FLOP/byte. "
+                 f"and the {p.id} bf16 ridge at {num(ridge)} FLOP/byte. Each curve is solid up to the largest batch "
+                 f"that fits in the {p.id}'s whole memory at its context and faint beyond. "
                  + "".join(s[0].upper() + s[1:] + ". " for s in said)
                  + "FLOPs per weight byte grow with the batch without levelling off"
                  + (f" and reach the ridge at batch {count(weight_reach)}." if weight_reach else "."))
@@ -479,9 +510,10 @@ def decode_vs_bound_chart(check):
     ax.plot(batches, [s.measured_s * 1e3 for s in steps], color=LINE_COLOURS[1], marker="o", linestyle="-",
             linewidth=2.2, markersize=6, label="measured (median step)")
     ax.plot(batches, [s.bound_s * 1e3 for s in steps], color=LINE_COLOURS[0], marker="s", linestyle="--",
-            linewidth=2, markersize=6, label="roofline bound: max(compute, memory)")
-    ax.plot(batches, [s.memory_s * 1e3 for s in steps], color=LINE_COLOURS[2], linestyle=":", linewidth=1.5,
-            label="memory time\n(bytes ÷ measured DRAM bandwidth)")
+            linewidth=2, markersize=6, label="lower bound: max(compute, memory)")
+    # the bound's own memory term (compulsory bytes), so the bound is the max of the two lines drawn
+    ax.plot(batches, [s.memory_lower_bound_s * 1e3 for s in steps], color=LINE_COLOURS[2], linestyle=":",
+            linewidth=1.5, label="memory time\n(compulsory bytes ÷\nmeasured DRAM bandwidth)")
     ax.plot(batches, [s.compute_s * 1e3 for s in steps], color=LINE_COLOURS[3], linestyle="-.", linewidth=1.5,
             label="compute time\n(FLOPs ÷ measured matmul rate)")
     knee = check.critical_batch()

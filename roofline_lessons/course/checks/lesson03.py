@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import replace
+from typing import Sequence
 
 from ...core.hardware import get_part
 from ...core.memory import weight_bytes
@@ -11,6 +13,58 @@ from ...core.models import get_model
 from ...core.placement import place
 from ...topics.published import GPT_FAST_CONTEXT_TOKENS, gpt_fast_7b_bound, gpt_fast_7b_measurement
 from ..checkers import CheckResult, Mistake, check_choice, check_number
+from ...core.units import num
+
+
+def accepted_band(expected: float, mistakes: Sequence[Mistake], rel_tol: float = 0.0,
+                  abs_tol: float = 0.0) -> tuple[float, float]:
+    """The answers :func:`~roofline_lessons.course.checkers.check_number` really accepts: within the
+    tolerance of ``expected`` (``math.isclose``, as it tests) and not nearer a named mistake within the
+    tolerance of it. A mistake close to the answer cuts the stated ± band at the midpoint between them;
+    this finds both ends (by bisection on that same rule), so a message can state the band it applies."""
+    def accepted(v: float) -> bool:
+        if not math.isclose(v, expected, rel_tol=rel_tol, abs_tol=abs_tol):
+            return False
+        return not any(math.isclose(v, m.value, rel_tol=rel_tol, abs_tol=abs_tol)
+                       and abs(v - m.value) < abs(v - expected) for m in mistakes)
+
+    assert accepted(expected), "the answer itself must be accepted"
+    span = 2 * max(rel_tol * abs(expected), abs_tol) + 1e-12
+
+    def edge(direction: int) -> float:
+        inside, outside = expected, expected + direction * span
+        while accepted(outside):  # never more than a step or two: the tolerance bounds the band
+            outside += direction * span
+        for _ in range(200):
+            mid = (inside + outside) / 2
+            if mid in (inside, outside):
+                break
+            inside, outside = (mid, outside) if accepted(mid) else (inside, mid)
+        return inside
+
+    return edge(-1), edge(+1)
+
+
+def _shown_inward(lo: float, hi: float, digits: int = 4) -> tuple[float, float]:
+    """Round the band's ends inwards to ``digits`` significant figures, so each shown end is accepted."""
+    def round_to(v: float, up: bool) -> float:
+        if v == 0:
+            return 0.0
+        step = 10 ** (math.floor(math.log10(abs(v))) - digits + 1)
+        return (math.ceil if up else math.floor)(v / step) * step
+    return round_to(lo, True), round_to(hi, False)
+
+
+def state_accepted_band(result: CheckResult, expected: float, mistakes: Sequence[Mistake], rel_tol: float = 0.0,
+                        abs_tol: float = 0.0, unit: str = "") -> CheckResult:
+    """Replace a result's stated tolerance, "(allowed ±…)", with the band :func:`accepted_band` computes,
+    where a named mistake narrows it (an answer between the mistake and the midpoint is named as that
+    mistake, so "±10 %" would overstate what is accepted)."""
+    lo, hi = accepted_band(expected, mistakes, rel_tol, abs_tol)
+    lo_shown, hi_shown = _shown_inward(lo, hi)
+    unit_s = f" {unit}" if unit else ""
+    band = f"(accepted: {num(lo_shown, 4)} to {num(hi_shown, 4)}{unit_s}; nearer a named mistake is named as it)"
+    return replace(result, message=re.sub(r"\(allowed ±[^)]*\)", band, result.message, count=1))
 
 CANDIDATES = ("q_proj (+ output gate)", "input_norm", "gate_proj")
 
@@ -120,14 +174,20 @@ def _long_context_mistakes() -> tuple[Mistake, ...]:
     )
 
 
+_LONG_CONTEXT_REL_TOL = 0.10  #: 3.5's tolerance before its named mistakes narrow it (the message states the band)
+
+
 def long_context_decode_intensity(answer) -> CheckResult:
     """3.5 — FLOP per byte of all traffic, Llama-3.1-8B, batch-1 decode, 131,071 tokens cached (the
-    model's whole context with the new token)."""
+    model's whole context with the new token). The embedding-table mistake lies a few percent below the
+    answer, so the band accepted is narrower than ±10 % on that side; a wrong answer's message states it."""
     expected = float(_long_context_place().intensity)
-    return check_number("3.5", answer, expected, rel_tol=0.10, unit="FLOP/byte", mistakes=_long_context_mistakes(),
-                        hint="the KV cache now weighs about as much as the weights, and attention does about "
-                             "(query heads ÷ KV heads) FLOPs per byte of it: add both FLOPs and bytes (and read "
-                             "one row of the embedding table, not all of it).")
+    mistakes = _long_context_mistakes()
+    result = check_number("3.5", answer, expected, rel_tol=_LONG_CONTEXT_REL_TOL, unit="FLOP/byte", mistakes=mistakes,
+                          hint="the KV cache now weighs about as much as the weights, and attention does about "
+                               "(query heads ÷ KV heads) FLOPs per byte of it: add both FLOPs and bytes (and read "
+                               "one row of the embedding table, not all of it).")
+    return state_accepted_band(result, expected, mistakes, rel_tol=_LONG_CONTEXT_REL_TOL, unit="FLOP/byte")
 
 
 EXERCISES = {

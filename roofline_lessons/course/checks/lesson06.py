@@ -117,14 +117,19 @@ def online_softmax(fn) -> CheckResult:
     return _finish(CheckResult(ex, CORRECT, "right on all 4 test cases: both the max and the sum."))
 
 
+#: 6.5's model: query heads per KV head, and the tokens cached
+DECODE_GROUP, DECODE_CONTEXT = 8, 32768
+
+
 def decode_fix(answer) -> CheckResult:
     """6.5 — does FlashAttention tiling lift decode attention off the bandwidth slope? 'yes' or 'no'."""
     from ...topics.flash import decode_attention_intensity
 
-    expected = "no" if float(decode_attention_intensity(8, 32768)) < get_part("h100-sxm").ridge_point_flop_per_byte() \
-        else "yes"
+    expected = "no" if float(decode_attention_intensity(DECODE_GROUP, DECODE_CONTEXT)) \
+        < get_part("h100-sxm").ridge_point_flop_per_byte() else "yes"
     return check_choice("6.5", answer, expected, ("yes", "no"),
-                        hint="in decode each cached key and value is used by one query per head group.")
+                        hint=f"in decode each cached key and value is read once per step and used by every query head "
+                             f"of its group — {DECODE_GROUP} here — and by nothing else: no tiling can reuse it more.")
 
 
 #: classic wrong answers per numeric exercise (the tests prove each is rejected by name)

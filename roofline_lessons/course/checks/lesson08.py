@@ -12,8 +12,8 @@ from ..checkers import CheckResult, Mistake, _not_attempted, _wrong, check_choic
 GAP_CHOICES = ("the roofline is wrong", "a cache is feeding it", "the measured roof is too low", "it is compute-bound")
 
 #: 8.5's right answers: the bytes came faster than DRAM's rate because a cache served them, or the DRAM
-#: roof drawn is below what the memory delivers (numpy's triad is a lower bound, counted STREAM's way
-#: without the write-allocate read)
+#: roof drawn is below what the memory delivers to that kernel's traffic (numpy's triad, counted STREAM's
+#: way without the write-allocate read, and a mix of reads and writes that a read-only stream commonly beats)
 ABOVE_ROOF_RIGHT = ("a cache is feeding it", "the measured roof is too low")
 
 #: 8.5's classic wrong answers (the red flags), each with why it is wrong
@@ -121,9 +121,10 @@ def above_the_roof(answer) -> CheckResult:
     if result.passed:
         other = next(a for a in ABOVE_ROOF_RIGHT if a != got)
         return replace(result, message=f"{got!r} is right — and so is {other!r}: a cache serves bytes faster than "
-                                       "DRAM, and the numpy triad's roof is a lower bound on DRAM (STREAM's count "
-                                       "leaves out the write-allocate read). Grow the working set past the caches "
-                                       "to tell them apart.")
+                                       "DRAM, and the numpy triad's roof can sit below what DRAM delivers to another "
+                                       "kernel (STREAM's count leaves out the write-allocate read, and a read-only "
+                                       "stream commonly beats a mix of reads and writes). Grow the working set past "
+                                       "the caches to tell them apart, and judge on the median run, not the best.")
     if got in ABOVE_ROOF_WRONG:
         return replace(result, message=f"{answer!r} is not right: {ABOVE_ROOF_WRONG[got]}")
     return result

@@ -232,9 +232,9 @@ def _pipe_mistakes() -> tuple[Mistake, ...]:
     one = place(MODEL, PART, phase="decode", context_tokens=CONTEXT)
     return _distinct(_pipe_s(), (
         Mistake(f"take one stage's time for the step: pipeline parallel does not cut a single sequence's latency "
-                f"(the step crosses all {PIPELINE} stages, one after another). The package's time_lower_bound_s is "
-                "about this too: it lets the stages overlap, which one token cannot; the exercise asks for the "
-                "estimate, time_estimate_s", float(p.stage_time_s)),
+                f"(the step crosses all {PIPELINE} stages, one after another, and so does the package's "
+                "time_lower_bound_s here: one token's crossing); the exercise asks for the estimate, "
+                "time_estimate_s", float(p.stage_time_s)),
         Mistake(f"divide one chip's time by {PIPELINE}: pipelining does not cut one sequence's latency (the stages "
                 "run one after another)", float(one.time_estimate_s) / PIPELINE),
         Mistake(f"multiply the busiest stage by {PIPELINE}: the stages differ (the last one also holds the lm_head), "
@@ -253,7 +253,7 @@ def pipeline_step_s(answer) -> CheckResult:
     return check_number("11.5", answer, _pipe_s(), rel_tol=_REL_TOL, unit="s", mistakes=_pipe_mistakes(),
                         hint="place(..., parallelism=Parallelism(pipeline=4)): the stages one after another, "
                              "stage_time_s + other_stages_s, plus (p − 1) × pipeline_send_s — its "
-                             "time_estimate_s (not time_lower_bound_s, which overlaps the stages).")
+                             "time_estimate_s (time_lower_bound_s is the bound: the crossing without latencies).")
 
 
 # ---- 11.6 the bubble ------------------------------------------------------------------------------

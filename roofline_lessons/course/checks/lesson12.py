@@ -68,6 +68,10 @@ def _mla_mistakes() -> tuple[Mistake, ...]:
                 f"{m.head_dim} head_dim per layer): MLA caches ONE latent of kv_lora_rank + qk_rope_head_dim "
                 "elements per token and layer, shared by every head",
                 layers * 2 * m.num_attention_heads * m.head_dim * b),
+        Mistake(f"count the DeepSeek-V2 paper's multi-head-attention baseline (2 × {m.num_attention_heads} heads × "
+                f"d_h per layer, d_h = {m.v_head_dim}): that is what ordinary attention of that size would cache, "
+                "the comparison MLA is measured against, not MLA's cache",
+                layers * 2 * m.num_attention_heads * m.v_head_dim * b),
         Mistake("cache the expanded per-head keys and values (heads × (qk_nope + qk_rope + v_head_dim)): that is "
                 "what kv_b_proj makes from the latent, not what is cached",
                 layers * m.num_attention_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) * b),
@@ -268,6 +272,11 @@ def _crit_mistakes() -> tuple[Mistake, ...]:
         out.append(Mistake("read the lower bound's roof (lower_bound_roof: compulsory bytes, the dequantisation "
                            "overlapped) where the estimate's (.bound: dequantisation in series) was asked",
                            float(q.critical_batch_lower_bound)))
+    if q.weight_lens_critical_batch_lower_bound is not None:
+        out.append(Mistake("use the weight lens by the lower bound (weight bytes only, the dequantisation "
+                           "overlapped): that is BF16's weight-lens batch ÷ the weight-byte ratio, not the "
+                           "estimate's first compute-bound batch over all the traffic",
+                           float(q.weight_lens_critical_batch_lower_bound)))
     if q.weight_lens_critical_batch_estimate is not None:
         out.append(Mistake("use the weight lens (weight bytes only): the step's bound is decided by all its "
                            "traffic, the KV cache and activations included",
