@@ -196,6 +196,9 @@ def test_lesson13_does_not_type_the_card_count():
 
     lesson = (Path(__file__).resolve().parents[1] / "py" / "notebooks" / "13_interview_drill.py").read_text("utf-8")
     assert "Forty-odd" not in lesson and "len(deck)" in lesson
+    # N11: the bound assumes full overlap and no latency, so not "nothing assumed"
+    flat = lesson.replace('"\n   "', "")
+    assert "nothing assumed" not in flat and "nothing pessimistic assumed" in flat
 
 
 def test_capacity_long_context_red_flags():

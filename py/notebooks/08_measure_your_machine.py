@@ -598,8 +598,10 @@ md(f"Causal attention, N = {n6:,}, d = {d6}, tiled in {binary(smem6)} of shared 
 # - A measured roofline has one compute roof (your best matmul) and one bandwidth roof per level of
 #   memory; the sweep shows them as plateaus.
 # - Estimated intensity is a model; a kernel above the DRAM roof is being fed by a cache or the roof
-#   drawn is too low, and a kernel far below both roofs is paying overhead the roofline does not
-#   model.
+#   drawn is below what the memory delivers to its traffic (a read-only stream commonly beats a
+#   triad), and a kernel far below both roofs is paying overhead the roofline does not model.
+# - Judge a kernel against the roof of the memory that feeds it: a working set that fits a cache,
+#   called again and again, is under that cache's roof, not DRAM's.
 # - The bandwidth roofs are what numpy reached, counted STREAM's way (no write-allocate read): lower
 #   bounds on what each level of memory can deliver, not its peak.
 # - Small working sets need amortised timing: one call per pass measures numpy's overhead, not the

@@ -84,6 +84,10 @@ class Card:
         numerics = [self.numeric, *(n for _, n in self.values), *(m.numeric for m in self.mistakes)]
         for n in (n for n in numerics if n is not None):
             args = dict(n.args)
+            if n.fn in ("gpt_fast_percent", "gpt_fast_bound"):  # gpt-fast's run: its part and model, implied
+                from ..topics.published import GPT_FAST_7B, GPT_FAST_PART
+
+                args = {"part": GPT_FAST_PART, "model": GPT_FAST_7B, **args}
             for key in ("part", "ref_part"):
                 if key in args:
                     part = get_part(args[key])
@@ -138,11 +142,7 @@ def _measurement_quoted(n: Numeric):
         return best_measurement(args["part"], "matmul_flops_per_s", args["dtype"])
     if n.fn == "measured_value":
         return best_measurement(args["part"], args["quantity"])
-    if n.fn == "gpt_fast_percent" and args.get("bandwidth", "datasheet") == "empirical":
-        from ..topics.many_chips import gpt_fast_measurement
-
-        return gpt_fast_measurement()  # the entry whose conditions note the empirical bandwidth
-    if n.fn in ("gpt_fast_percent", "gpt_fast_bound"):
+    if n.fn in ("gpt_fast_percent", "gpt_fast_bound"):  # (the empirical bandwidth: the same README, a card reference)
         from ..topics.published import gpt_fast_7b_measurement
 
         return gpt_fast_7b_measurement()

@@ -857,8 +857,8 @@ class Measurement:
         """The bandwidth roof that feeds a kernel called again and again on ``working_set_bytes`` (see
         :func:`feeding_roof`; cache capacities for the threads the bandwidth sweep ran on)."""
         threads = max((s.threads for s in self.bandwidth), default=1)
-        return feeding_roof(working_set_bytes, self.roofs(), {k: int(v) for k, v in self.machine.get("caches", {}).items()},
-                            threads, self.machine.get("cache_shared_cpus"))
+        caches = {k: int(v) for k, v in self.machine.get("caches", {}).items()}
+        return feeding_roof(working_set_bytes, self.roofs(), caches, threads, self.machine.get("cache_shared_cpus"))
 
     def roofs(self) -> list[Roof]:
         """Bandwidth roofs (cache levels, DRAM) from the triad sweep."""
