@@ -640,7 +640,8 @@ def cmd_serve(args) -> int:
         note += (" Continuous batching's upper bound is not computed with speculation or pipeline stages")
     else:
         note += (" Upper bound: continuous batching's steady state with this batch in flight, the next requests' "
-                 "prefills riding in the decode steps; no engine on this split beats it"
+                 "prefills riding in the decode steps; no engine on this split beats it without speculative decoding (one "
+                 "token per sequence per step)"
                  + (" (under uniform expert routing)" if model.is_moe else ""))
     if t.batch > 1 and t.chips == 1:
         note += f". Figures are per chip: all {count(t.batch)} sequences on a single chip"

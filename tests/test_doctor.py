@@ -50,10 +50,11 @@ def bare_venv(tmp_path_factory) -> Path:
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, src / name)
+    shutil.copytree(REPO / "jupyter-config", src / "jupyter-config")  # pyproject's data-files
     built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
                   "-w", root / "wheels", src], cwd=root)
     assert built.returncode == 0, (
-        "building the wheel offline needs setuptools >= 70.1 in this environment (`make install-test`):\n"
+        "building the wheel offline needs setuptools >= 77 in this environment (`make install-test`):\n"
         + built.stderr[-2000:])
     (wheel,) = (root / "wheels").glob("roofline_lessons-*.whl")
     made = _run([sys.executable, "-m", "venv", "--without-pip", root / "venv"], cwd=root)

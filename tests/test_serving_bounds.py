@@ -146,3 +146,16 @@ def test_an_extension_dequantises_only_the_weights_it_reads():
     one = place("gpt-oss-120b", "h100-sxm", phase="prefill", prompt_tokens=1, **kw)
     assert t.ttft_lower_bound_s < float(whole.dequant_time_s)
     assert t.ttft_lower_bound_s >= float(one.time_lower_bound_s)
+
+
+def test_a_pipelined_decode_tpot_bound_counts_one_tokens_crossing():
+    """A token crosses the pipeline's stages one after another: at batch 1 the TPOT lower bound of a
+    two-stage pipeline is no smaller than one chip's decode bound (it once took the larger stage's
+    bound alone, about half — what card many-chips-pipeline-latency names as a red flag)."""
+    pp = request_timeline("llama-3.1-70b", "h100-sxm", prompt_tokens=1000, output_tokens=100,
+                          parallelism=Parallelism(pipeline=2))
+    stage = place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=1050,
+                  parallelism=Parallelism(pipeline=2))
+    assert pp.tpot_lower_bound_s >= 0.95 * float(stage.pipeline_crossing_lower_bound_s)
+    assert pp.tpot_lower_bound_s > 1.8 * float(stage.busiest_stage_lower_bound_s)
+    assert pp.tpot_lower_bound_s <= pp.tpot_s * (1 + 1e-9)  # a bound, under its estimate

@@ -379,7 +379,7 @@ b200_device = {u: max_batch_that_fits(llama70, "b200", 8192, memory_utilization=
 md(f"The BF16 weights are {si(w70, 'B')} = {gib(w70)}. On the H100 ({gib(h100.memory_capacity_bytes)} nominal) "
    f"the model {_fits(h100_free)}. On the H200's {gib(h200.memory_capacity_bytes)} nominal it {_fits(h200_free)} — "
    f"room for {rows['h200'].max_batch} sequences of 8K tokens — and on the {gib(device_bytes['h200'])} "
-   f"`nvidia-smi` reports it {_fits(h200_device_free)}, room for {h200_device_batch}. In vLLM's default {util:.0%} "
+   f"`nvidia-smi` reports it {_fits(h200_device_free)}, room for {h200_device_batch}. In vLLM's long-standing default {util:.0%} "
    f"share it {_fits(h200_free_90)} (of the nominal figure); on the device's figure it "
    f"{_fits(device_bytes['h200'] * util - w70)}. The B200 "
    f"{'holds it either way' if rows['b200'].weights_fit_with_headroom else 'holds it only with all its memory'}: "
@@ -423,7 +423,7 @@ dashboard = lesson02_dashboard()
 # - Capacity is the third number: it decides whether a model runs on one chip and how large a
 #   batch fits. GB of bandwidth is SI; GB of capacity is GiB, and the datasheet's GiB is nominal:
 #   the driver hands out a little less. Ask both "does it fit?" questions: in the whole device,
-#   and in the share a serving engine uses (vLLM: 0.9 by default).
+#   and in the share a serving engine uses (vLLM: 0.9 for most of its history, 0.92 in current releases).
 #
 # **A question to leave with.** The H200 has the H100's compute with more bandwidth and more
 # memory. For which workloads is it a better buy than a second H100, and for which is it not?

@@ -174,7 +174,7 @@ for m in (qwen, variant, get_model("qwen3-32b")):
                  f"{float(step.time_lower_bound_s) * 1e3:,.1f} ms at batch {max(fit, 1)}",
                  f"{float(step.tokens_per_s_upper_bound):,.0f}", f"{float(step.tokens_per_s_estimate):,.0f}"])
 show_table(["model", "params", "KV per token", "state per sequence", "largest batch at 128 K (H200, 100 % of memory)",
-            f"… at {percent(vllm_share, 0)} (vLLM's default)",
+            f"… at {percent(vllm_share, 0)} (vLLM's long-standing default)",
             "decode step ≥ (lower bound), 100 % batch", "tokens/s ≤ (upper bound)", "tokens/s, estimate (unfused)"], rows)
 
 # %% jupyter={"source_hidden": true}
@@ -205,7 +205,7 @@ md(what_if_notes + f"(The all-attention variant has {fewer} parameters — {vari
    + ("the same batches here" if same_at_driver else "smaller batches: use that figure for a real deployment")
    + f"), that is {fit_variant} conversations against {fit_hybrid}"
    + (f", {fit_hybrid / fit_variant:,.1f}× the batch" if fit_variant else "")
-   + f"; leaving vLLM's default headroom (it fills {percent(vllm_share, 0)}), {fit_variant_vllm} against {fit_hybrid_vllm}"
+   + f"; leaving vLLM's long-standing default headroom (it fills {percent(vllm_share, 0)}), {fit_variant_vllm} against {fit_hybrid_vllm}"
    + (f", {fit_hybrid_vllm / fit_variant_vllm:,.1f}×." if fit_variant_vllm else "."))
 
 # %% [markdown]

@@ -72,7 +72,7 @@ from roofline_lessons.viz.plots import interconnect_roofline_chart, time_breakdo
 MODEL, PART = "llama-3.1-70b", "h100-sxm"
 CONTEXT = 4096  # tokens cached before each decode step
 PREFILL_TOKENS = 1024  # a prompt for the prefill examples
-VLLM_UTILIZATION = 0.9  # vLLM's default gpu_memory_utilization: the share of memory it lets itself use
+VLLM_UTILIZATION = 0.9  # vLLM's long-standing default gpu_memory_utilization: the share of memory it lets itself use
 model, part = get_model(MODEL), get_part(PART)
 
 
@@ -674,7 +674,7 @@ show_table(["step", "estimate, not overlapped (default)", "estimate, overlapped 
 # Three ways to serve the 70B model at batch 1 with 4,096 tokens cached (per chip where there are
 # two), plus the pair with overlap (its best case) and the pair with FP8 weights too, so that FP8 is
 # compared like with like. "Largest batch" is given twice: with every byte of the chip usable, and
-# at vLLM's default `gpu_memory_utilization` of 0.9.
+# at vLLM's long-standing default `gpu_memory_utilization` of 0.9.
 
 # %%
 setups = compare_setups(MODEL, seventy_b_setups() + (Setup("2 × H100 SXM, TP 2, FP8 weights", PART,
@@ -742,7 +742,7 @@ md(f"All three are memory-bound, by both figures. Two H100s read half the weight
    "differently from the estimate's speed"
    + (" (in the lower bound's order)" if by_capacity == by_bound else ", and from the lower bound's")
    + f": with every byte usable the pair holds {count(tp2.max_batch)} such sequences, the H200 "
-   f"{count(h200.max_batch)}, the FP8 H100 {count(fp8.max_batch)}; at vLLM's default "
+   f"{count(h200.max_batch)}, the FP8 H100 {count(fp8.max_batch)}; at vLLM's long-standing default "
    f"{percent(VLLM_UTILIZATION, 0)} the H200 holds **{count(fits_at(h200, VLLM_UTILIZATION))}** (its "
    f"{binary(h200.placement.footprint.weight_bytes)} of weights exceed "
    f"{binary(VLLM_UTILIZATION * h200.capacity_per_chip_bytes)}).")

@@ -823,9 +823,9 @@ md("<details><summary>Answer</summary>\n\n"
 # gives each local layer only the pages its window spans (one more when the window starts mid-page).
 
 # %% jupyter={"source_hidden": true}
-UTILIZATION = 0.9  # vLLM's default gpu_memory_utilization
+UTILIZATION = 0.9  # vLLM's long-standing default gpu_memory_utilization
 md(f"Pages of {count(DEFAULT_PAGE_TOKENS)} tokens (vLLM's default block size); sequences that fit beside the "
-   f"weights in {percent(UTILIZATION, 0)} of the memory (vLLM's default). gpt-oss-120b is stored as shipped, "
+   f"weights in {percent(UTILIZATION, 0)} of the memory (vLLM's long-standing default). gpt-oss-120b is stored as shipped, "
    "MXFP4 experts:")
 
 # %%

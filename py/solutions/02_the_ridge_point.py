@@ -150,7 +150,7 @@ check.llama70b_fp8_batch_on_h200(batch_that_fits)
 # 8,192-token KV cache is 2.5 GiB, so 29 sequences fit. Quantising the embedding and lm_head too
 # (`quantized_weights="all"`) would free 2.1 × 10⁹ bytes and give 30 — but that is not how the
 # published checkpoints are made. Reading the capacity as 141 × 10⁹ bytes gives 25 — the SI
-# trap. At vLLM's default `gpu_memory_utilization` of 0.9 the same arithmetic gives 23:
+# trap. At vLLM's long-standing default `gpu_memory_utilization` of 0.9 the same arithmetic gives 23:
 # `max_batch_that_fits("llama-3.1-70b", "h200", 8192, weights_dtype="fp8", memory_utilization=0.9)`.
 # Keeping the weights in BF16 is no way out either: they fit (131.4 GiB of the 141 GiB) but leave
 # room for only 3 sequences.

@@ -86,7 +86,7 @@ check.qwen38_fit_on_h200(fit)
 # %% [markdown] tags=["solution"]
 # Each sequence needs 8 GiB of KV cache plus about 0.14 GiB of state; about 91 GiB are free after
 # the weights (141 GiB is 151.4 × 10⁹ bytes): 11 sequences. Reading "141 GB" as 141 × 10⁹ bytes
-# gives 9 — the SI trap the checker names. (9 is also what fits in vLLM's default 90 % of the
+# gives 9 — the SI trap the checker names. (9 is also what fits in vLLM's long-standing default 90 % of the
 # memory: `max_batch_that_fits("qwen3.8-27b", "h200", 131072, memory_utilization=0.9)`.)
 
 # %% [markdown]

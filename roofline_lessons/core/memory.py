@@ -3,7 +3,7 @@
 Footprint = weights + KV cache + recurrent state (activations are transient and not counted).
 All sizes in bytes. Capacities are binary: a vendor's "80 GB" of HBM is 80 GiB (80 × 2^30 bytes),
 while a vendor's GB/s of bandwidth is SI. Serving engines do not hand the whole capacity to the
-model: vLLM's ``gpu_memory_utilization`` (0.9 by default) is the fraction of the device's total
+model: vLLM's ``gpu_memory_utilization`` (0.9 for most of its history, 0.92 in current releases) is the fraction of the device's total
 memory that one vLLM instance may use (vLLM's ``CacheConfig`` docstring; a per-instance limit).
 The other 10 % is not the instance's at all: it is left to other processes on the GPU and to what
 vLLM's own profiling does not count, such as the CUDA context. Activations and CUDA graphs are not
@@ -26,10 +26,16 @@ from .errors import RooflineInputError
 from .hardware import Part, get_part
 from .models import Model, get_model
 
-#: vLLM's default ``gpu_memory_utilization`` (vLLM engine arguments, ``CacheConfig``): the fraction of
-#: the device's total memory one vLLM instance may use for weights, activations, CUDA graphs and KV
-#: cache together; the rest is left to other processes and the CUDA context.
+#: The memory share the course prices "at a serving engine's utilisation" with: 0.9, vLLM's
+#: long-standing default ``gpu_memory_utilization`` (engine arguments, ``CacheConfig``; 0.9 in the
+#: v0.6.4 docs and for most of vLLM's history) — the fraction of the device's total memory one vLLM
+#: instance may use for weights, activations, CUDA graphs and KV cache together; the rest is left to
+#: other processes and the CUDA context. Current vLLM releases default to 0.92
+#: (:data:`VLLM_CURRENT_DEFAULT_MEMORY_UTILIZATION`, docs.vllm.ai stable, ``vllm serve``): pass it as
+#: ``memory_utilization`` (``--memory-utilization`` on the command line) to price with it.
 VLLM_DEFAULT_MEMORY_UTILIZATION = 0.9
+#: ``gpu_memory_utilization``'s default in current vLLM releases (its ``CacheConfig``: 0.92)
+VLLM_CURRENT_DEFAULT_MEMORY_UTILIZATION = 0.92
 
 
 def check_memory_utilization(value) -> float:
@@ -42,7 +48,8 @@ def check_memory_utilization(value) -> float:
         raise RooflineInputError(f"memory_utilization must be a number in (0, 1], got {value!r}") from None
     if not 0.0 < v <= 1.0:
         raise RooflineInputError(f"memory_utilization must be a number in (0, 1], got {value!r} "
-                                 f"(vLLM's default is {VLLM_DEFAULT_MEMORY_UTILIZATION})")
+                                 f"(vLLM's long-standing default is {VLLM_DEFAULT_MEMORY_UTILIZATION}; current releases use "
+                                 f"{VLLM_CURRENT_DEFAULT_MEMORY_UTILIZATION})")
     return v
 
 

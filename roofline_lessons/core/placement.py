@@ -28,7 +28,8 @@ INTERCONNECT = "interconnect"
 ESTIMATE_CONVENTIONS = {
     "unfused": "operators unfused: each one's activations written to HBM and read back",
     "dequant": "weight-only dequantisation in series with the matmuls (added, not overlapped)",
-    "ring": "collectives by the ring algorithm",
+    "ring": "all-reduces and gathers by the ring algorithm",
+    "all_to_all": "all-to-alls sending one copy of a token per chosen expert",
     "latency": "{us:g} µs per collective call (assumed)",
     "serial": "communication after the compute, not overlapped",
     "stages": "pipeline stages one after another, each send with its latency",
@@ -343,9 +344,14 @@ class Placement:
         if self.comm is not None:
             lat = self.parallelism.collective_latency_s
             lat = self.link.latency_s if lat is None else lat
-            out.append(ESTIMATE_CONVENTIONS["ring"] + (" (the link reduces in the switch; the bound counts that)"
-                                                       if self.link.in_switch_reduction else ""))
-            out.append(ESTIMATE_CONVENTIONS["latency"].format(us=lat * 1e6))
+            names = [part.name for part in self.comm.parts if np.any(np.asarray(part.calls) > 0)]
+            if any("all-to-all" not in n for n in names):
+                out.append(ESTIMATE_CONVENTIONS["ring"] + (" (the link reduces in the switch; the bound counts that)"
+                                                           if self.link.in_switch_reduction else ""))
+            if any("all-to-all" in n for n in names):
+                out.append(ESTIMATE_CONVENTIONS["all_to_all"])
+            if names:
+                out.append(ESTIMATE_CONVENTIONS["latency"].format(us=lat * 1e6))
             if not self.parallelism.overlap_comm:
                 out.append(ESTIMATE_CONVENTIONS["serial"])
             if self.parallelism.pipeline > 1:

@@ -41,7 +41,7 @@ FORMULAS = (
     ("Experts touched by B tokens", "E · (1 − (1 − k/E)^B)"),
     ("FlashAttention HBM traffic", "Θ(N²·d²/M) vs Θ(N·d + N²) for standard attention (tiling wins when M ≫ d²)"),
     ("Units", "GB/s and FLOP/s are SI (1 TB/s = 10¹² B/s); a vendor's GB of device memory is GiB (80 GB = 80 · 2³⁰ B)"),
-    ("Fits?", "weights + batch · (KV per sequence + state) ≤ capacity · memory utilisation (vLLM default 0.9); KV per "
+    ("Fits?", "weights + batch · (KV per sequence + state) ≤ capacity · memory utilisation (vLLM: 0.9 long-standing default, 0.92 in current releases); KV per "
               "sequence = Σ over caching layers of KV per token per layer · min(context, the layer's window), not KV "
               "per token · context where layers slide"),
     ("MBU", "bytes a token must move · tokens/s ÷ peak bandwidth (a tool's 'bandwidth achieved' from tokens/s is MBU again)"),

@@ -87,7 +87,7 @@ class CapacityRow:
     max_batch: int  #: with the whole capacity for weights + KV cache (the optimistic bound)
     decode_step_estimate_s: float | None  #: batch-1 decode step, the estimate; None if the weights do not fit
     decode_step_lower_bound_s: float | None = None  #: batch-1 decode step, the lower bound; None if they do not fit
-    memory_utilization: float = 1.0  #: the share an engine may use (vLLM's default 0.9)
+    memory_utilization: float = 1.0  #: the share an engine may use (vLLM's long-standing default 0.9)
     weights_fit_with_headroom: bool = False  #: the weights fit in capacity × memory_utilization
     max_batch_with_headroom: int = 0  #: largest batch within capacity × memory_utilization
 
@@ -98,7 +98,7 @@ def capacity_side_by_side(model: str, parts: Sequence[str], *, weights_dtype: st
     """Compute roof, bandwidth roof and capacity of several parts for one model and context.
 
     Each row gives the fit and the largest batch twice: with the whole (binary) capacity, and with
-    ``memory_utilization`` of it (vLLM's default 0.9), the headroom a serving engine keeps.
+    ``memory_utilization`` of it (vLLM's long-standing default 0.9), the headroom a serving engine keeps.
     """
     check_dtype(weights_dtype)
     m = get_model(model)

@@ -204,19 +204,23 @@ def _whole(p: Placement) -> _Step:
     return _Step(c.weight_matmul_flops, c.flops, c.bytes, p.time_estimate_s, p.stage_lower_bound_s)
 
 
-def _slowest(steps: list[_Step]) -> _Step:
+def _slowest(steps: list[_Step], stages: list[Placement] | None = None) -> _Step:
     """Element by element, the pipeline stage whose step takes longest by the estimate (each stage is
     timed as if it were the busiest, p × its time + the sends, so the slowest one's time is the
-    step's); the lower bound is the largest stage's bound (stages overlap in it)."""
+    step's); the lower bound is the larger of the busiest stage's bound (stages overlap in it) and
+    one token's crossing of every stage in series (``stages``' ``pipeline_crossing_lower_bound_s``:
+    a step cannot end before its last token has crossed them all)."""
     if len(steps) == 1:
         return steps[0]
+    crossing = 0.0 if not stages else stages[0].pipeline_crossing_lower_bound_s
     pick = np.argmax(np.stack(np.broadcast_arrays(*[np.asarray(s.time_s, dtype=float) for s in steps])), axis=0)
 
     def choose(name):
         return _plain(np.choose(pick, [np.asarray(getattr(s, name), dtype=float) for s in steps]))
 
-    lb = _plain(np.max(np.stack(np.broadcast_arrays(*[np.asarray(s.lower_bound_s, dtype=float) for s in steps])),
-                       axis=0))
+    lb = _plain(np.maximum(np.max(np.stack(np.broadcast_arrays(*[np.asarray(s.lower_bound_s, dtype=float)
+                                                                  for s in steps])), axis=0),
+                           np.asarray(crossing, dtype=float)))
     return _Step(choose("weight_matmul_flops"), choose("flops"), choose("bytes"), choose("time_s"), lb)
 
 
@@ -268,7 +272,7 @@ def _extend(model, part, batch, new_tokens, cached_tokens, fields) -> _Step:
     fulls = _stages(model, part, phase="prefill", batch=batch, prompt_tokens=new + cached, **fields)
     has = cached > 0
     if not np.any(has):
-        return _slowest([_whole(f) for f in fulls])
+        return _slowest([_whole(f) for f in fulls], fulls)
     pres = _stages(model, part, phase="prefill", batch=batch, prompt_tokens=np.maximum(cached, 1.0), **fields)
     hist = _stages(model, part, phase="decode", batch=batch, context_tokens=cached, **fields)
     news = _stages(model, part, phase="prefill", batch=batch, prompt_tokens=new, **fields)
@@ -281,7 +285,7 @@ def _extend(model, part, batch, new_tokens, cached_tokens, fields) -> _Step:
         comm_lb = nw.comm_lower_bound_s if nw.comm is not None else None
         steps.append(_Step(wmf, flops, nbytes, _step_s(full, wmf, flops - wmf, nbytes, comm_s, unq, dequant),
                            _lower_bound_s(full, wmf, flops - wmf, x["compulsory_bytes"], comm_lb, unq, dequant)))
-    return _slowest(steps)
+    return _slowest(steps, news)
 
 
 def _verify(model, part, batch, positions, context, fields) -> _Step:
@@ -292,7 +296,7 @@ def _verify(model, part, batch, positions, context, fields) -> _Step:
     """
     manys = _stages(model, part, phase="decode", batch=batch * positions, context_tokens=context, **fields)
     if positions == 1:
-        return _slowest([_whole(s) for s in manys])
+        return _slowest([_whole(s) for s in manys], manys)
     ones = _stages(model, part, phase="decode", batch=batch, context_tokens=context, **fields)
     steps = []
     for many, one in zip(manys, ones):
@@ -304,7 +308,7 @@ def _verify(model, part, batch, positions, context, fields) -> _Step:
                            _step_s(many, m.weight_matmul_flops, other, nbytes, None, m.unquantized_matmul_flops),
                            _lower_bound_s(many, m.weight_matmul_flops, other, compulsory, None,
                                           m.unquantized_matmul_flops)))
-    return _slowest(steps)
+    return _slowest(steps, ones)
 
 
 def _prefill(model, part, batch, uncached, prefix, chunk, fields) -> tuple[float, float]:

@@ -783,7 +783,7 @@ def paged_capacity(model: Model | str = "gemma-3-27b", part: Part | str = "h100-
                    memory_utilization: float = 0.9, quantized_weights: str | None = None,
                    weight_group_size: int | None = None) -> PagedCapacity:
     """Sequences of ``context_tokens`` tokens whose KV pages fit what the weights leave of the part's
-    usable memory (``memory_utilization``, vLLM's 0.9 by default): a **uniform** allocator gives every
+    usable memory (``memory_utilization``, 0.9 by default, vLLM's long-standing default): a **uniform** allocator gives every
     caching layer ceil(context / page) pages; allocating **per layer kind** gives a sliding-window
     layer only :func:`window_pages`. A page holds ``page_tokens`` tokens of one layer's K and V.
     ``weights_dtype``, ``quantized_weights`` and ``weight_group_size`` set the stored weights (gpt-oss

@@ -221,7 +221,7 @@ def _paged_mistakes() -> tuple[Mistake, ...]:
     full_uniform = math.floor(full_pool / p.uniform_bytes_per_sequence)
     full_kind = math.floor(full_pool / p.per_kind_bytes_per_sequence)
     return _distinct(p.uniform_loss, (
-        Mistake(f"use all the memory: the pool is {PAGED_UTILIZATION:g} × capacity − weights (vLLM's default "
+        Mistake(f"use all the memory: the pool is {PAGED_UTILIZATION:g} × capacity − weights (vLLM's long-standing default "
                 "gpu_memory_utilization)", 1 - full_uniform / full_kind if full_kind else 0.0),
         Mistake("compute the uniform allocator's capacity per layer kind (a uniform allocator gives EVERY layer "
                 "full-context pages: nothing is lost only if you priced it as the per-kind one)", 0.0),

@@ -212,7 +212,8 @@ def lesson10_view(model_id: str, part_id: str, batch: int, prompt_tokens: int, o
             + (f"Each sequence gets {num(per_seq)} tokens/s over its whole request; all {count(b)} together "
                f"{count(total)} tokens/s (estimate). " if b > 1 else
                f"The one sequence gets {num(per_seq)} tokens/s over its whole request (estimate). ")
-            + f"Continuous batching with {count(b)} in flight: at most {count(upper)} tokens/s in all (upper bound). "
+            + f"Continuous batching with {count(b)} in flight: at most {count(upper)} tokens/s in all (upper bound without speculative decoding: one "
+              f"token per sequence per step). "
             + slo_status(meets_ttft, meets_tpot, ttft, tpot, ttft_slo, tpot_slo) + " "
             + fit_text(fits, t.memory_required_bytes, t.memory_capacity_bytes, cap, prompt + output) + " "
             + best_text(best, best_tps) + " " + critical_text(pa.critical_batch))
