@@ -276,3 +276,13 @@ def test_handout_offline_in_chromium(exported):
             context.close()
         finally:
             browser.close()
+
+
+def test_the_cheat_sheet_and_lesson_12_give_one_state_figure():
+    """Issue 26, item 6: one quantity, one name, one function — the cheat sheet once printed the
+    Gated DeltaNet state alone (144 MiB) where lesson 12 printed it with the conv state (147 MiB)."""
+    from roofline_lessons.core.memory import state_bytes_per_sequence
+    from roofline_lessons.course.cheatsheet import _numbers
+
+    (label, value), = [(k, v) for k, v in _numbers() if "Qwen3.8-27B recurrent state" in k]
+    assert value == f"{state_bytes_per_sequence('qwen3.8-27b') / 2**20:,.0f} MiB" and "conv" in label

@@ -187,7 +187,7 @@ md("<details><summary>Answer</summary>\n\n"
 rows = kv_table(context_tokens=KV_CONTEXT)
 show_table(["model", "kind", "layers caching every token", "window layers (window)", "Gated DeltaNet layers",
             "bytes per token per caching layer", "bytes per token, all caching layers",
-            f"KV at {count(KV_CONTEXT)} tokens", "recurrent state"],
+            f"KV at {count(KV_CONTEXT)} tokens", "recurrent state per sequence (DeltaNet + conv)"],
            [[r.label, r.kind, count(r.full_layers),
              f"{count(r.window_layers)} ({count(r.window_tokens)} tokens)" if r.window_layers else "—",
              count(r.deltanet_layers) if r.deltanet_layers else "—", count(r.bytes_per_token_per_layer),
@@ -885,7 +885,7 @@ md("<details><summary>Answer</summary>\n\n"
 # %%
 from roofline_lessons.viz.dashboards import lesson12_dashboard
 
-dashboard = lesson12_dashboard()
+dashboard = lesson12_dashboard(MODEL, PART)  # the settings the prompt above names: Llama-3.1-70B on a B200
 
 # %% [markdown]
 # ## Summary

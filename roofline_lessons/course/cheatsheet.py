@@ -11,7 +11,7 @@ from pathlib import Path
 from ..core.dtypes import DEFAULT_WEIGHT_GROUP, WEIGHT_SCALE_BYTES, weight_bytes_per_element
 from ..core.files import atomic_write_text
 from ..core.hardware import get_part
-from ..core.memory import kv_cache_bytes_per_sequence, weight_bytes
+from ..core.memory import kv_cache_bytes_per_sequence, state_bytes_per_sequence, weight_bytes
 from ..core.models import get_model
 from ..core.parallel import Parallelism, interconnect_ridge_flop_per_byte
 from ..core.placement import place
@@ -178,7 +178,8 @@ def _numbers() -> list[tuple[str, str]]:
     q = get_model("qwen3.8-27b")
     return [
         ("Qwen3.8-27B KV cache per token (BF16)", f"{q.kv_bytes_per_token() / 1024:,.0f} KiB"),
-        ("Qwen3.8-27B Gated DeltaNet state per sequence (fp32)", f"{q.deltanet_state_bytes() / 2**20:,.0f} MiB"),
+        ("Qwen3.8-27B recurrent state per sequence (Gated DeltaNet fp32 + short-conv BF16)",
+         f"{state_bytes_per_sequence(q) / 2**20:,.0f} MiB"),
         ("Llama-3.1-70B KV cache per token (BF16)", f"{get_model('llama-3.1-70b').kv_bytes_per_token() / 1024:,.0f} KiB"),
         ("Llama-3.1-70B weights (BF16)", f"{get_model('llama-3.1-70b').parameter_count() * 2 / 1e9:,.0f} GB = "
                                          f"{get_model('llama-3.1-70b').parameter_count() * 2 / 2**30:,.0f} GiB"),

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..core.units import num
+from ..core.units import duration, num
 
 CORRECT = "correct"
 INCORRECT = "incorrect"
@@ -42,6 +42,19 @@ class CheckResult:
         return f"{mark} Exercise {self.exercise}: {self.message}"
 
     __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        """What Jupyter shows: the same sentence as prose that wraps between words (a repr is shown
+        as monospace text that wraps mid-word), `code` spans as code, the mark in a colour-blind-safe colour."""
+        import html
+        import re
+
+        colour = {CORRECT: "#0072B2", INCORRECT: "#D55E00", NOT_ATTEMPTED: "#555555"}[self.status]
+        mark = {CORRECT: "✓", INCORRECT: "✗", NOT_ATTEMPTED: "…"}[self.status]
+        text = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(self.message))
+        return (f'<div class="rl-check" style="white-space: normal; overflow-wrap: normal; word-break: normal; '
+                f'font-family: var(--jp-content-font-family, sans-serif); max-width: 60em;">'
+                f'<b style="color: {colour}">{mark} Exercise {html.escape(self.exercise)}:</b> {text}</div>')
 
 
 def _finish(result: CheckResult) -> CheckResult:
@@ -124,11 +137,12 @@ def check_number(exercise: str, answer: Any, expected: float, *, rel_tol: float 
              and abs(value - m.value) < abs(value - expected)]
     if named:
         m = min(named, key=lambda m: abs(value - m.value))
-        return _wrong(exercise, f"{num(value, 4)}{unit_s} is what you get when you {m.label}."
+        return _wrong(exercise, f"{_quantity(value, unit)} is what you get when you {m.label}."
                                 + (f" Hint: {hint}" if hint else ""))
     if math.isclose(value, expected, rel_tol=rel_tol, abs_tol=abs_tol):
         return _finish(CheckResult(exercise, CORRECT,
-                                   f"{num(value, 4)}{unit_s} is right (the package computes {num(expected, 4)}{unit_s})."))
+                                   f"{_quantity(value, unit)} is right (the package computes "
+                                   f"{_quantity(expected, unit)})."))
     ratio = value / expected if expected else float("inf")
     scale = ""
     for factor, words in ((1e3, "1,000"), (1e6, "a million"), (1e9, "a billion"), (1e12, "10^12"), (100, "100")):
@@ -137,7 +151,7 @@ def check_number(exercise: str, answer: Any, expected: float, *, rel_tol: float 
                 scale = f" It is off by a factor of {words}: check your units."
     direction = "too high" if value > expected else "too low"
     allowed = f"±{abs_tol:g}" if abs_tol else f"±{_percent_text(rel_tol)}"
-    return _wrong(exercise, f"{num(value, 4)}{unit_s} is {direction} (allowed {allowed}).{scale}"
+    return _wrong(exercise, f"{_quantity(value, unit)} is {direction} (allowed {allowed}).{scale}"
                             + (f" Hint: {hint}" if hint else ""))
 
 
@@ -178,6 +192,14 @@ def check_function(exercise: str, fn: Any, cases: Sequence[tuple[tuple, float]],
             return _wrong(exercise, f"with ({shown}) it returned {num(value, 6)}; expected {num(expected, 6)}."
                                     + (f" Hint: {hint}" if hint else ""))
     return _finish(CheckResult(exercise, CORRECT, f"right on all {len(cases)} test cases."))
+
+
+def _quantity(value: float, unit: str, digits: int = 4) -> str:
+    """``value`` in ``unit`` as a learner reads it: seconds in the unit a person would say (µs, ms),
+    anything else as a number with its unit."""
+    if unit == "s":
+        return duration(value, digits)
+    return f"{num(value, digits)}{' ' + unit if unit else ''}"
 
 
 def _a(type_name: str) -> str:

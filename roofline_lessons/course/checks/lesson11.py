@@ -94,7 +94,7 @@ def _reduce_mistakes() -> tuple[Mistake, ...]:
     a = _reduce()
     bw = a.link.per_direction_bytes_per_s
     return _distinct(a.time_s, (
-        Mistake(f"half the bytes' time: either you divided by the bidirectional headline "
+        Mistake(f"halve the bytes' time: either you divided by the bidirectional headline "
                 f"({a.link.bidirectional_bytes_per_s / 1e9:,.0f} GB/s, both directions added) instead of the "
                 f"per-direction bandwidth ({bw / 1e9:,.0f} GB/s), or each chip sent only (n − 1)/n of the message, "
                 "forgetting the all-gather half (a ring all-reduce is a reduce-scatter, then an all-gather: "
