@@ -159,7 +159,7 @@ md(f"At I ≈ {d1.intensity:.2f} FLOP/byte the bandwidth roof allows "
 # bound alone cannot say the kernel is *on* it. Read the report's figure against the roof, say
 # 0.3 % of peak:
 
-# %%
+# %% jupyter={"source_hidden": true}
 from roofline_lessons.topics.datasheets import best_measurement
 from roofline_lessons.topics.published import provenance
 

@@ -129,7 +129,7 @@ md(f"BF16 ridges run from **{bf16[lo]:,.0f}** FLOP/byte ({lo}) to **{bf16[hi]:,.
 # Even one part's datasheet figures can come in two versions. The catalog keeps the second one
 # beside the figure the course uses, with its source:
 
-# %%
+# %% jupyter={"source_hidden": true}
 alt_bw = b200.alternatives("memory_bandwidth_bytes_per_s")[0]
 alt_ridge = b200.peak_flops_per_s("bf16") / alt_bw.value
 assert alt_bw.used_value == b200.memory_bandwidth_bytes_per_s and alt_ridge > b200.ridge_point_flop_per_byte("bf16")
@@ -167,7 +167,7 @@ roofline_chart(roofs, title="Five parts, dense BF16 (datasheet figures)", intens
 # it. The catalog keeps measured figures next to the datasheet ones, each with its source and
 # conditions. On the H100 SXM, the best measured BF16 matmul:
 
-# %%
+# %% jupyter={"source_hidden": true}
 from roofline_lessons.topics.published import provenance
 
 h100 = get_part("h100-sxm")
@@ -189,7 +189,7 @@ for m in streams:
     print(f"{m.kernel:26}: {si(m.value, 'B/s')} = {percent(m.value / pcie.memory_bandwidth_bytes_per_s, 0)} "
           f"of the {si(pcie.memory_bandwidth_bytes_per_s, 'B/s')} datasheet figure ({m.source})")
 
-# %%
+# %% jupyter={"source_hidden": true}
 def _and_words(items):
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
@@ -244,7 +244,7 @@ for (part_id, figure), what in kinds.items():
 # Read the list slowly: a figure can be two things at once. (INT8 rates are integer operations per
 # second, TOPS, printed beside FLOP/s.)
 
-# %%
+# %% jupyter={"source_hidden": true}
 def _and(items):
     items = list(items)
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
@@ -294,7 +294,7 @@ md(f"2.25 PFLOPS on the B200 is: **{', '.join(headline_kind('b200', 2.25e15))}**
 # "80 GB" is 80 GiB = 80 × 2³⁰ bytes. **GB of bandwidth is SI; GB of capacity is GiB.** Read the
 # capacity as SI and you lose a slice of every chip:
 
-# %%
+# %% jupyter={"source_hidden": true}
 from roofline_lessons.core.units import GB, GiB, binary
 
 h200 = get_part("h200")
@@ -358,7 +358,7 @@ show_table(["part", "BF16 peak", "bandwidth", "ridge", "capacity (nominal)", "BF
 # H100 → H200 keeps the compute roof and raises bandwidth and capacity; H200 → B200 raises all
 # three. For a 70B model in BF16 the capacity columns decide more than either roof:
 
-# %%
+# %% jupyter={"source_hidden": true}
 w70 = weight_bytes(llama70, "bf16")
 rows = {r.part: r for r in side}
 h100_free = h100.memory_capacity_bytes - w70

@@ -194,7 +194,7 @@ show_table(["figure", "time (TTFT)", "bytes", "FLOP / byte", "roof that binds"],
      num(float(pre.intensity)), pre.bound],
 ])
 
-# %%
+# %% jupyter={"source_hidden": true}
 pre_ratio = float(pre.time_estimate_s / pre.time_lower_bound_s)
 same_time = abs(pre_ratio - 1) < 1e-9
 assert min(float(pre.intensity), float(pre.compulsory_intensity)) > pre.ridge_point_flop_per_byte, "both right of the ridge"
@@ -231,7 +231,7 @@ for lat, s in tp2.items():
                  num(float(s.tokens_per_s_estimate)), s.bound])
 show_table(["latency per call asked", "figure", "TPOT", "communication term", "tokens/s", "roof that binds"], rows)
 
-# %%
+# %% jupyter={"source_hidden": true}
 bound_moves = float(tp2[None].time_lower_bound_s) != float(tp2[0.0].time_lower_bound_s)
 assert not bound_moves, "the bound counts no per-call latency"
 latency_added_s = float(tp2[None].time_estimate_s - tp2[0.0].time_estimate_s)
@@ -256,7 +256,7 @@ md(f"The bound **{'moves' if bound_moves else 'does not move'}**: it counts no l
 # For which prompt lengths of the same model and part do the bound and the estimate disagree —
 # one saying compute, the other memory — and which says which? (Think first; the cell below answers.)
 
-# %%
+# %% jupyter={"source_hidden": true}
 import numpy as np
 
 lengths = np.arange(1, 2049)
@@ -296,7 +296,7 @@ show_table(["model", "phase", "lower bound", "estimate (unfused)",
             "tokens/s, upper bound (prompt tokens in prefill, output tokens in decode; batch 1)", "tokens/s, estimate",
             "roof (bound)"], rows)
 
-# %%
+# %% jupyter={"source_hidden": true}
 gaps = [float(s.time_estimate_s / s.time_lower_bound_s) - 1 for s in steps.values()]
 assert all(s.bound == s.lower_bound_roof == "compute" for (m, phase), s in steps.items() if phase == "prefill")
 md(f"Here the two figures are at most {percent(max(gaps), 2)} apart: the prefills are compute-bound (their extra "
@@ -326,7 +326,7 @@ assert len(with_rate) == 1 and with_rate[0].model == "llama-2-7b", "gpt-fast's i
 md(f"{count(len(one_gpu))} whole-step decode measurements on one GPU; only gpt-fast's gives a rate that a "
    "tokens-per-second bound can be held against.")
 
-# %%
+# %% jupyter={"source_hidden": true}
 from roofline_lessons.topics.published import (GPT_FAST_BOS_TOKENS, GPT_FAST_CONTEXT_TOKENS, GPT_FAST_DECODE_STEPS,
                                                GPT_FAST_NEW_TOKENS, GPT_FAST_PREFILL_TOKENS, GPT_FAST_PROMPT_TOKENS,
                                                gpt_fast_7b_bound, gpt_fast_7b_measurement,
@@ -375,7 +375,7 @@ md(f"Lower bound on time, so upper bound on rate: **≤ {float(bound.tokens_per_
 # construction**, up to the ratio of the two byte counts: the same measurement (tokens per second)
 # multiplied by nearly the same constant, not a second instrument confirming it.
 
-# %%
+# %% jupyter={"source_hidden": true}
 from roofline_lessons.topics.published import gpt_fast_model_size_bytes, gpt_fast_readme_model_size_bytes
 
 readme_bytes = gpt_fast.value / gpt_fast.tokens_per_s
@@ -434,7 +434,7 @@ md(f"generate.py's model size (its `_get_model_size`) sums the parameters and bu
 # First, the same README's informal note on its power-capped A100s (a remark, with no method
 # given; the catalog keeps it in the conditions of gpt-fast's 70B entry):
 
-# %%
+# %% jupyter={"source_hidden": true}
 from roofline_lessons.topics.many_chips import gpt_fast_empirical_bandwidth_bytes_per_s
 
 empirical_bw = gpt_fast_empirical_bandwidth_bytes_per_s()
@@ -466,7 +466,7 @@ for m in pcie.measurements("bandwidth_bytes_per_s"):
 # %% [markdown]
 # ### Batch-1 decode of the hybrid, in numbers
 
-# %%
+# %% jupyter={"source_hidden": true}
 from roofline_lessons.topics.datasheets import best_measurement
 
 study_part = get_part("h100-sxm")

@@ -55,7 +55,7 @@ def resident(step) -> str:
 # $S$, updated every token by the delta rule $S_t = S_{t-1}\,\alpha_t (I - \beta_t k_t k_t^\top) +
 # \beta_t v_t k_t^\top$ and read out as $o_t = S_t q_t$. Both sizes follow from the config:
 
-# %%
+# %% jupyter={"source_hidden": true}
 kv_layer = 2 * qwen.num_key_value_heads * qwen.head_dim * 2  # K and V, KV heads, head_dim, 2 bytes (BF16)
 state_layer = qwen.linear_num_value_heads * qwen.linear_value_head_dim * qwen.linear_key_head_dim * 4  # float32
 md(f"- **{qwen.num_full_attention_layers} full-attention layers**: 2 (K, V) × {qwen.num_key_value_heads} KV heads × "

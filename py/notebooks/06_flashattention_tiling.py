@@ -442,7 +442,7 @@ md(f"Conditions, from the catalog entry: FP16, head dim {fa3_d}, {'causal' if fa
    f"{si(hbm_bytes_max, 'B')} per head from HBM, "
    f"{hbm_bytes_max / float(compulsory_hbm_bytes(fa3_n, fa3_d)):,.0f}× the compulsory bytes.")
 
-# %%
+# %% jupyter={"source_hidden": true}
 l2_needed = fa3.value / i_tiled  # L2 bandwidth this model's tiles would need to reach the measured rate
 l2_needed_solo = fa3.value / fa3_solo.intensity_flop_per_byte  # ... and FA3's tiles without multicast
 br_fa3 = flash_block_sizes(sram, fa3_d, 2).rows

@@ -136,7 +136,7 @@ for pid in PARTS:
 # The pattern, as the tables compute it (H100 figures; the others follow). Each speed-up below is
 # the lower bound's, with the estimate's beside it where the two differ:
 
-# %%
+# %% jupyter={"source_hidden": true}
 h = {label: results["h100-sxm", label] for label, *_ in workloads}
 W8, W8A8, I8, KV8 = "weight-only 8-bit (W8A16)", "W8A8 FP8", "W8A8 INT8", "FP8 KV cache"
 W8KV, BOTH = "weight-only 8-bit + FP8 KV cache", "W8A8 FP8 + FP8 KV cache"
@@ -352,7 +352,7 @@ md(f"The source, {best_measurement(get_part('h100-sxm'), 'matmul_flops_per_s', '
    "in place that dates neither its runs nor its table: the last column is when this catalog took each figure "
    "from it.")
 
-# %%
+# %% jupyter={"source_hidden": true}
 both = [pid for pid in PARTS if (pid, "bf16") in frac and (pid, "fp8") in frac]
 gaps = {pid: 100 * (frac[pid, "bf16"] - frac[pid, "fp8"]) for pid in both}
 verdict = {pid: gap_verdict(gaps[pid]) for pid in both}
@@ -396,7 +396,7 @@ md("Where both formats are measured:\n\n" + "\n".join(f"- {line}" for line in li
    "best shape per format, and the source gives no run-to-run variation. We treat a gap under "
    f"{RESOLVABLE_GAP_PERCENTAGE_POINTS:.0f} percentage points as not resolved.")
 
-# %%
+# %% jupyter={"source_hidden": true}
 def parts(ps):
     return " and ".join(f"the {pid}" for pid in ps) or "none"
 
@@ -425,7 +425,7 @@ md(f"The arithmetic behind the second one: operand bytes per second at peak, FP8
 #
 # *"What happens to the knee when you move from FP16 to FP8 on an H100?"*
 
-# %%
+# %% jupyter={"source_hidden": true}
 h100 = get_part("h100-sxm")
 fp8_meas = best_measurement(h100, "matmul_flops_per_s", "fp8")
 lens = {n: float(results["h100-sxm", "decode, batch 32, 8,192 cached"][n].placement.intensity_per_weight_byte)
@@ -476,7 +476,7 @@ dashboard = lesson07_dashboard()
 # %% [markdown]
 # ## Summary
 
-# %%
+# %% jupyter={"source_hidden": true}
 w8a8_extra = {label: h[label][W8A8].speedup_lower_bound / h[label][W8].speedup_lower_bound for label, *_ in workloads}
 assert all(abs(w8a8_extra[w[0]] - 1) < 0.005 for w in workloads if w[1] == "decode")
 assert all(w8a8_extra[w[0]] > 1.5 for w in workloads if w[1] == "prefill")

@@ -155,7 +155,7 @@ noise_warning(mine.matmul, "matrix multiplies")
 # %% [markdown]
 # ## Your ridge, next to the catalog's
 
-# %%
+# %% jupyter={"source_hidden": true}
 # NBVAL_IGNORE_OUTPUT
 ridge = mine.ridge_point_flop_per_byte("float64")
 ridge32 = mine.ridge_point_flop_per_byte("float32")

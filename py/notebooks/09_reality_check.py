@@ -278,7 +278,7 @@ text += (f"What the bound does not explain meets a kernel switch at two rows: {d
          "decode step runs at 1, 2 and 4 rows, for comparison.")
 md(text)
 
-# %%
+# %% jupyter={"source_hidden": true}
 # NBVAL_IGNORE_OUTPUT
 import time
 
@@ -430,7 +430,7 @@ for part_id in ("l4", "h100-sxm"):
 show_table(["measurement (conditions)", "held against (a bound on the rate, or a datasheet figure)", "measured",
             "measured ÷ that", "source; date; software"], published)
 
-# %%
+# %% jupyter={"source_hidden": true}
 from roofline_lessons.topics.many_chips import gpt_fast_empirical_bandwidth_bytes_per_s
 
 graphs = {p: best_measurement(p, "cuda_graphs_decode_speedup") for p in ("l4", "h100-sxm")}

@@ -65,7 +65,7 @@ part = get_part(PART)
 # token longer than the step before. The **end-to-end latency (E2E)** is TTFT plus every decode step.
 # A request of n output tokens has n − 1 decode steps: the first token came from the prefill.
 
-# %%
+# %% jupyter={"source_hidden": true}
 request = request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS)
 prefill = place(MODEL, PART, phase="prefill", prompt_tokens=PROMPT_TOKENS)
 assert prefill.bound == prefill.lower_bound_roof  # both figures agree on the prefill's roof
@@ -183,7 +183,7 @@ show_table(["batch", "static batch (estimate)", "static batch, steps at their lo
              num(t.batch * t.output_tokens / t.e2e_lower_bound_s), num(t.output_tokens_per_s_upper_bound),
              f"{num(t.output_tokens_per_s_upper_bound / t.output_tokens_per_s_static_batch)}×"] for t in steady])
 
-# %%
+# %% jupyter={"source_hidden": true}
 gain = [t.output_tokens_per_s_upper_bound / t.output_tokens_per_s_static_batch for t in steady]
 assert all(g >= 1 for g in gain)  # the static schedule never beats the bound
 big = max(range(len(steady)), key=lambda i: gain[i])
@@ -238,7 +238,7 @@ md(f"Best batch within TTFT ≤ {duration(TTFT_SLO_S)} and TPOT ≤ {duration(TP
 # **Question.** What stops the batch from growing past the best one: TTFT, TPOT or memory? Double
 # the TPOT objective: does goodput rise? Double the TTFT objective instead: does it rise then?
 
-# %%
+# %% jupyter={"source_hidden": true}
 def loosened(ttft_slo_s, tpot_slo_s):
     return goodput_requests_per_s(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
                                   batches=BATCHES, ttft_slo_s=ttft_slo_s,
@@ -285,7 +285,7 @@ for chunk in (128, 256, 512, 1024, 2048):
 show_table(["token budget", "prefill chunk", "FLOP/byte (unfused)", "mixed step (estimate)",
             "slows the running sequences by (estimate)", "… by (lower bound)"], rows)
 
-# %%
+# %% jupyter={"source_hidden": true}
 alone = mixed_step(MODEL, PART, decode_batch=DECODE_BATCH, decode_context_tokens=PROMPT_TOKENS,
                    prefill_chunk_tokens=1)
 at_ridge = next(c for c in range(64, 8193, 64)
@@ -326,7 +326,7 @@ show_table(["prefill chunk", "TTFT, prompt alone (estimate)", "TTFT (lower bound
            [[count(c) if c else "whole prompt", duration(t.ttft_s), duration(t.ttft_lower_bound_s)]
             for c, t in zip(CHUNKS, chunked)])
 
-# %%
+# %% jupyter={"source_hidden": true}
 assert chunked[-1].ttft_lower_bound_s > chunked[0].ttft_lower_bound_s  # small chunks raise TTFT by the bound too
 md(f"Chunks of {count(CHUNKS[-1])} raise the newcomer's TTFT from {duration(chunked[0].ttft_lower_bound_s)} to "
    f"{duration(chunked[-1].ttft_lower_bound_s)} by the lower bound ({num(chunked[-1].ttft_lower_bound_s / chunked[0].ttft_lower_bound_s)}×): "
@@ -372,7 +372,7 @@ ALPHAS, KS = (0.5, 0.7, 0.9), (1, 2, 4, 8)
 show_table(["drafted tokens k"] + [f"α = {a}" for a in ALPHAS],
            [[count(k)] + [num(expected_tokens_per_verify(k, a)) for a in ALPHAS] for k in KS])
 
-# %%
+# %% jupyter={"source_hidden": true}
 SAT_ALPHA = ALPHAS[1]
 ceiling = 1 / (1 - SAT_ALPHA)  # the sum's limit as k grows without end
 most_k = expected_tokens_per_verify(KS[-1], SAT_ALPHA)
@@ -404,7 +404,7 @@ show_table(["(estimates)", "plain decode", f"speculative, k = {K}, α = {ALPHA}"
             ["TPOT = (E2E − TTFT) ÷ (output − 1)", duration(request.tpot_s), duration(spec.tpot_s)],
             ["E2E", duration(request.e2e_s), duration(spec.e2e_s)]])
 
-# %%
+# %% jupyter={"source_hidden": true}
 assert spec.output_tokens_per_s > request.output_tokens_per_s_upper_bound  # "beats", below
 md(f"Speculation also beats section 2's upper bound, which assumes one token per sequence per step: at batch 1 "
    f"this request runs at {num(spec.output_tokens_per_s)} tokens/s (estimate), above the "

@@ -932,7 +932,7 @@ assert pp_pair.step_s >= alone.step_s  # no faster than one chip would be (if it
 assert math.isclose(pp_pair.step_s, alone.step_s + pp_sends_s, rel_tol=1e-3)  # one chip's time + the sends
 assert tp_pair.step_s < pp_pair.step_s
 
-# %%
+# %% jupyter={"source_hidden": true}
 pp_place = pp_pair.placement
 assert pp_place.pipeline_lower_bound_basis == "crossing"  # batch 1: one token's crossing binds
 assert pp_place.busiest_stage_lower_bound_s < pp_pair.lower_bound_s
@@ -999,7 +999,7 @@ md(f"The catalog gives the prompt but not how many tokens were generated, so bot
    f"{binary(model.kv_bytes_per_token('bf16') * 8 * gf.context_tokens)}, against "
    f"{binary(gf.placement.footprint.weight_bytes * gf.placement.chips)} of weights.")
 
-# %%
+# %% jupyter={"source_hidden": true}
 vp = gf.vocab_parallel
 head_calls = int(vp.comm.calls - gf.comm.calls)
 md("**Like for like: priced as gpt-fast lays it out.** gpt-fast's `tp.py` shards only each layer's attention "

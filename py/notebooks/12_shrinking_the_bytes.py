@@ -305,7 +305,7 @@ show_table(["prefill, all MLA layers", "absorbed", "expanded"],
 assert pre_expanded.block_total("mla", "flops") < pre_absorbed.block_total("mla", "flops")
 assert pre_expanded.block_total("mla", "bytes") < pre_absorbed.block_total("mla", "bytes")
 
-# %%
+# %% jupyter={"source_hidden": true}
 active_no_embedding = dsv3.active_parameter_count() - dsv3.vocab_size * dsv3.hidden_size
 # DeepSeek's README_WEIGHTS.md figures, from the model catalog (published_detail_source names the file)
 README_ACTIVE, README_EMBEDDING = dsv3.published_active_params_detail, dsv3.published_embedding_params
@@ -418,7 +418,7 @@ NODE = 8
 md(f"**Question.** Do DeepSeek-V3's weights fit one node of {count(NODE)} H200s ({binary(h200.memory_capacity_bytes)} "
    "each) in BF16? In int4?")
 
-# %%
+# %% jupyter={"source_hidden": true}
 node_bytes = NODE * h200.memory_capacity_bytes
 dsv3_stored = stored[2]
 dsv3_fp8 = stored_weights("deepseek-v3", "fp8")
@@ -517,7 +517,7 @@ LONG_CHAT = 131072
 md(f"**Question.** The same batch-1 step with {count(LONG_CHAT)} tokens cached: does the speed-up of int4 weights "
    "rise or fall?")
 
-# %%
+# %% jupyter={"source_hidden": true}
 sb_long = format_speedup(MODEL, PART, LONG_CHAT)
 assert float(sb_long.quantized.dequant_time_s) < float(sb_long.quantized.memory_lower_bound_s)  # sets no bound
 md("<details><summary>Answer</summary>\n\n"
@@ -726,7 +726,7 @@ SERVICE_BATCH = 256
 md(f"**Question.** A short-prompt service runs {model.name} at batch {count(SERVICE_BATCH)} with about "
    f"{count(SHORT_CONTEXT)} tokens cached on B200s. Should it switch from BF16 to weight-only int4 weights for speed?")
 
-# %%
+# %% jupyter={"source_hidden": true}
 i = SERVICE_BATCH - 1
 gain_est = bf16_sw.step_estimate_s[i] / int4_sw.step_estimate_s[i]
 gain_lb = bf16_sw.step_lower_bound_s[i] / int4_sw.step_lower_bound_s[i]

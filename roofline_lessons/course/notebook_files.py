@@ -108,8 +108,10 @@ HIDDEN_SOURCE = {"jupyter": {"source_hidden": True}}
 
 def is_narration(source: str) -> bool:
     """True for a code cell whose only job is to say something in prose: every top-level statement
-    is an ``md(...)`` call or an assignment feeding it, with at least one ``md`` call. Such a cell
-    is shown collapsed, so a lesson reads as prose with live numbers; its code is one click away."""
+    is an ``md(...)`` call, an assignment, a helper function or an import feeding it, or an
+    ``assert`` that keeps its words honest, with at least one ``md`` call. Such a cell is shown
+    collapsed, so a lesson reads as prose with live numbers (the asserts still run under the notebook
+    tests); its code is one click away."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -120,7 +122,8 @@ def is_narration(source: str) -> bool:
                 and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == "md")
 
     return (any(is_md(s) for s in tree.body)
-            and all(is_md(s) or isinstance(s, (ast.Assign, ast.AnnAssign)) for s in tree.body))
+            and all(is_md(s) or isinstance(s, (ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.Import,
+                                                   ast.ImportFrom, ast.Assert)) for s in tree.body))
 
 
 def is_source_hidden(cell) -> bool:
