@@ -286,3 +286,28 @@ def test_the_cheat_sheet_and_lesson_12_give_one_state_figure():
 
     (label, value), = [(k, v) for k, v in _numbers() if "Qwen3.8-27B recurrent state" in k]
     assert value == f"{state_bytes_per_sequence('qwen3.8-27b') / 2**20:,.0f} MiB" and "conv" in label
+
+
+def test_a_handout_keeps_answers_folded_and_narration_code_hidden():
+    """Issue 26, item 2: the handout showed each answer under an empty <details>, and narration
+    cells' md(f"…") source above its own sentence. Rendered here as the export renders a lesson: the
+    answer text sits only inside its <details>, and a collapsed cell's code is not in the page."""
+    import re
+
+    import nbformat
+
+    from roofline_lessons.course.handouts import fold_answers, hide_collapsed_sources, offline_exporter
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell('md(f"secret_source_marker {x}")', metadata={"jupyter": {"source_hidden": True}})
+    cell.outputs = [nbformat.v4.new_output("display_data", data={
+        "text/markdown": "A question?\n\n<details><summary>Answer</summary>\n\nThe **answer** is 42.\n\n</details>\n\nAfter.",
+        "text/plain": "<Markdown>"})]
+    nb.cells = [cell]
+    assert fold_answers(nb) == 1 and hide_collapsed_sources(nb) == 1
+    body, _ = offline_exporter().from_notebook_node(nb)
+    assert "secret_source_marker" not in body
+    folded = re.findall(r"<details>(.*?)</details>", body, flags=re.S)
+    assert len(folded) == 1 and "answer</strong> is 42" in folded[0]
+    outside = re.sub(r"<details>.*?</details>", "", body, flags=re.S)
+    assert "is 42" not in outside and "A question?" in outside and "After." in outside

@@ -268,6 +268,52 @@ def strip_remote(page: str) -> str:
     return _REMOTE_LINK.sub("", _REMOTE_SCRIPT.sub("", page))
 
 
+_DETAILS = re.compile(r"<details>\s*<summary>(.*?)</summary>(.*?)</details>", re.S)
+
+
+def _markdown_html(text: str) -> str:
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    return markdown2html_mistune(text) if text.strip() else ""
+
+
+def fold_answers(nb) -> int:
+    """Keep each ``<details><summary>…</summary> answer </details>`` of a Markdown output folded in
+    the handout, as JupyterLab shows it. nbconvert's Markdown renderer closes an HTML block at its
+    first blank line, so the answer landed *after* an empty ``<details>``, visible to every reader;
+    here each such output is rendered to HTML piece by piece, the answer inside its ``<details>``.
+    Returns the outputs changed."""
+    changed = 0
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            text = data.get("text/markdown")
+            if not text or "<details>" not in text:
+                continue
+            pieces, last = [], 0
+            for m in _DETAILS.finditer(text):
+                pieces.append(_markdown_html(text[last:m.start()]))
+                pieces.append(f"<details><summary>{m.group(1)}</summary>{_markdown_html(m.group(2))}</details>")
+                last = m.end()
+            pieces.append(_markdown_html(text[last:]))
+            data["text/html"] = "\n".join(p for p in pieces if p)
+            del data["text/markdown"]
+            changed += 1
+    return changed
+
+
+def hide_collapsed_sources(nb) -> int:
+    """Leave out of the handout the code of every cell JupyterLab shows collapsed (the narration
+    cells: their output is the lesson's prose, their ``md(f"…")`` source would repeat it, answers
+    included). Returns the cells hidden."""
+    hidden = 0
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
+            cell.metadata.setdefault("transient", {})["remove_source"] = True
+            hidden += 1
+    return hidden
+
+
 def offline_exporter():
     """nbconvert's lab HTML exporter with the network-fetching blocks emptied and MathJax local."""
     from jinja2 import DictLoader
@@ -332,6 +378,8 @@ def export(root: Path | str = ".", out: Path | str = "handouts", only: list[str]
         with tempfile.TemporaryDirectory(prefix="rl-export-") as scratch:
             execute(nb, nb_path.parent, Path(scratch), timeout_s)
         replace_dashboards(nb, f"notebooks/{nb_path.name}")
+        fold_answers(nb)
+        hide_collapsed_sources(nb)
         body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": nb_path.stem}})
         body = strip_remote(body)
         left = remote_references(body)
