@@ -749,3 +749,19 @@ def test_cheat_sheet_kv_of_a_windowed_model_is_not_per_token_times_context():
     assert "KV per sequence" in fits and "KV per token · context)" not in fits
     assert "memory ridge" in md and "HBM ridge" not in md and "memory ridge" in cheatsheet.html_page()
     assert any(r[0] == "l4" for r in cheatsheet._link_rows())
+
+
+def test_a_first_wrong_number_gets_a_second_try_before_the_value(tmp_path):
+    """Issue 26 (drill): a wrong numeric answer used to reveal the value at once."""
+    from roofline_lessons.course.drill import DrillSession, ProgressStore
+    from roofline_lessons.course.flashcards import deck
+
+    card = next(c for c in deck() if c.numeric is not None)
+    session = DrillSession(ProgressStore(tmp_path / "p.json"))
+    session.card = card
+    value = card.answer_value()
+    first = session.check(value * 10)
+    assert first.startswith("✗") and "Try once more" in first and f"{value:,.0f}" not in first.split("(")[0]
+    second = session.check(value * 10)
+    assert "the package says" in second
+    assert session.check(value).startswith("✓")

@@ -138,6 +138,7 @@ class DrillSession:
     revealed: bool = False
     follow_up_index: int = -1  #: -1: the main question; k: follow-up k
     numeric_feedback: str = ""
+    wrong_tries: int = 0  #: wrong numbers checked for the current card
     log: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -150,15 +151,21 @@ class DrillSession:
 
     def advance(self) -> None:
         self.card = next_card(self.cards(), self.store.states, self.clock())
-        self.revealed, self.follow_up_index, self.numeric_feedback = False, -1, ""
+        self.revealed, self.follow_up_index, self.numeric_feedback, self.wrong_tries = False, -1, "", 0
 
     def reveal(self) -> None:
         self.revealed = True
 
     def check(self, answer) -> str:
+        """Check a number for the current card. A first wrong try is told too high or too low (and the
+        classic mistake it matches) without the value; the second, or any try after the answer is
+        revealed, shows the package's value."""
         if self.card is None:
             return ""
-        self.numeric_feedback = check_numeric(self.card, answer).message
+        verdict = check_numeric(self.card, answer, show_value=self.revealed or self.wrong_tries >= 1)
+        if not verdict.correct and verdict.message.startswith("✗"):
+            self.wrong_tries += 1
+        self.numeric_feedback = verdict.message
         return self.numeric_feedback
 
     def more_follow_ups(self) -> bool:
@@ -245,7 +252,9 @@ def _html(view: dict) -> str:
         return f"<div {DRILL_MARK}><p><b>{html.escape(view['text'])}</b></p></div>"
     counts = view["counts"]
     parts = [f"<p style='color:#555'>Lesson {view['lesson']} · {', '.join(map(html.escape, view['tags']))} · "
-             f"{counts['due']} due, {counts['new']} new, {counts['learned']} learned of {counts['cards']}</p>",
+             f"{counts['due']} due, {counts['new']} new, {counts['learned']} learned of {counts['cards']} "
+             f"<span title='learned: rated good or easy on enough reviews for its interval to reach box 3; "
+             f"a first good only schedules the next review'>(learned: three good reviews, fewer with easy)</span></p>",
              f"<h3>{html.escape(view['question'])}</h3>"]
     if view["answer"]:
         label = html.escape(view.get("answer_label", "Answer"))

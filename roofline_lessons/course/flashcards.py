@@ -1350,8 +1350,10 @@ class NumericVerdict:
     message: str
 
 
-def check_numeric(card: Card, answer: Any) -> NumericVerdict:
-    """Is ``answer`` within the card's tolerance of the package's value? Never raises."""
+def check_numeric(card: Card, answer: Any, *, show_value: bool = True) -> NumericVerdict:
+    """Is ``answer`` within the card's tolerance of the package's value? Never raises.
+    ``show_value=False``: a wrong answer is told too high or too low (and the classic mistake it
+    matches, if any) without the package's value, so the learner can try again first."""
     if card.numeric is None:
         return NumericVerdict(False, "this card has no numeric answer: reveal it and rate yourself.")
     if is_unanswered(answer) or (isinstance(answer, str) and not answer.strip()):
@@ -1377,6 +1379,9 @@ def check_numeric(card: Card, answer: Any) -> NumericVerdict:
     flags = list(dict.fromkeys(flag for flag, wrong in mistake_values(card)
                                if math.isclose(value, wrong, rel_tol=max(tol, 0.01))))
     named = f" That is the number of a classic mistake: {' Or: '.join(flags)}" if flags else ""
+    if not show_value:
+        return NumericVerdict(False, f"✗ {num(value, 4)} {card.numeric.unit} is too {side} (±{100 * tol:g} % is "
+                                     f"accepted).{named} Try once more, or reveal the answer.")
     return NumericVerdict(False, f"✗ {num(value, 4)} {card.numeric.unit} is too {side}; the package says "
                                  f"{num(expected, 4)} (±{100 * tol:g} % accepted).{named}")
 
