@@ -467,3 +467,15 @@ def test_lesson01_does_not_fit_names_the_recurrent_state_when_it_counts():
     plain = lesson01_view("llama-3.1-8b", "l4", "bf16", "decode", 64, 32768).verdict
     assert "Does not fit: weights, KV cache and recurrent state need" in hybrid
     assert "Does not fit: weights and KV cache need" in plain
+
+
+@pytest.mark.parametrize("part, dtype, phase", [("b200", "fp8", "prefill"), ("b200", "fp4", "prefill"),
+                                                ("h100-sxm", "bf16", "decode"), ("h200", "fp8", "prefill")])
+def test_lesson01_legend_never_covers_a_ridge_label(part, dtype, phase):
+    """Issue 26, item 11: on a B200 in FP8 the legend covered 'ridge 562'; it is wrapped when it would."""
+    from roofline_lessons.viz.dashboards.lesson01 import _covers_ridge_label, lesson01_draw, lesson01_view
+
+    fig = lesson01_draw(lesson01_view("qwen3.8-27b", part, dtype, phase, 1, 4096))
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    assert not _covers_ridge_label(ax, ax.get_legend())

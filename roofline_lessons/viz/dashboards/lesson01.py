@@ -205,9 +205,7 @@ class DtypeEffect:
         """Two short lines for the chart (static for one dtype on one part)."""
         d, r = self.dtype.upper(), self.reference.upper()
         if self.is_reference:
-            first = (f"{' and '.join(t.upper() for t in self.twins)} would draw this same chart here "
-                     f"({_values(self.bytes_per_value)} per value, same {num(self.peak_flops_per_s / TERA)} "
-                     f"TFLOP/s peak)." if self.twins else f"{d} is the baseline.")
+            first = f"{d} is the baseline."  # the twins (FP16 on most parts) are named once, in the panel
             return first + f"\nPick another dtype to compare it with {r}: {r}'s point hollow, its roof grey dashed."
         if not self.point_moves:
             first = f"{d} and {r} move the same bytes ({_values(self.bytes_per_value)} per value):"
@@ -424,13 +422,24 @@ def _draw_static(ax, key) -> None:
         labels.append(f"where {REFERENCE_DTYPE.upper()} puts the point")
     # upper left: above the bandwidth slope, which leaves that corner empty; the lower right is where
     # points at low intensity put their labels
-    ax.legend(handles, labels, fontsize=MIN_FONT_PT, loc="upper left", framealpha=0.9)
+    legend = ax.legend(handles, labels, fontsize=MIN_FONT_PT, loc="upper left", framealpha=0.9)
+    if _covers_ridge_label(ax, legend):  # a ridge far right under a long legend (B200 FP8): wrap the legend
+        wrapped = [label.replace(": ", ":\n", 1) if len(label) > 32 else label for label in labels]
+        ax.legend(handles, wrapped, fontsize=MIN_FONT_PT, loc="upper left", framealpha=0.9)
     # The dtype note sits in a band between the axes and the title, where it can cover no roof,
     # ridge label or point; the band is kept for every dtype so the axes never jump.
     ax.set_title(title, pad=NOTE_BAND_PT)
     if note:
         ax.text(0.0, 1.012, note, transform=ax.transAxes, va="bottom", ha="left", fontsize=MIN_FONT_PT,
                 color="0.15", linespacing=1.25)
+
+
+def _covers_ridge_label(ax, legend) -> bool:
+    """Whether ``legend`` covers a ridge label of ``ax``."""
+    renderer = ax.figure.canvas.get_renderer()
+    box = legend.get_window_extent(renderer)
+    return any(text.get_text().startswith("ridge") and text.get_window_extent(renderer).overlaps(box)
+               for text in ax.texts)
 
 
 def _moving_artists(ax) -> dict:
@@ -510,7 +519,7 @@ class Lesson01Chart:
     """The lesson-1 chart, cached: roof, comparison roof, legend and note drawn once per
     (title, roof, dtype note); the point, BF16's hollow point and the arrow between them per update."""
 
-    def __init__(self, figsize: tuple[float, float] = FIGSIZE, dpi: float = 80, max_cached: int = 6) -> None:
+    def __init__(self, figsize: tuple[float, float] = FIGSIZE, dpi: float = 100, max_cached: int = 6) -> None:
         self.figsize, self.dpi = figsize, dpi
         self.figures = CachedFigure(self._build, max_cached)
 
