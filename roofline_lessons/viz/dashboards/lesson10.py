@@ -335,7 +335,7 @@ def _skeleton() -> dict:
         Line2D([], [], marker=MARKERS[0], linestyle="none", color="black", markerfacecolor=POINT_COLOUR,
                markersize=9, label="this batch (hollow: does not fit)"),
         Line2D([], [], marker=MARKERS[3], linestyle="none", color="black", markerfacecolor=CRITICAL_COLOUR,
-               markersize=8, label="critical batch"),
+               markersize=8, label="critical batch (when it lies on the curve)"),
         Patch(facecolor=PREFILL_LOOK[0], hatch=PREFILL_LOOK[1], edgecolor="white", label="prefill (TTFT)"),
         Patch(facecolor=DECODE_LOOK[0], edgecolor="white", label="decode"),
     ]
