@@ -358,6 +358,16 @@ def _draw_context_layer(state: dict, view: Lesson04View) -> None:
         artists.append(line)
         handles.append(line)
     box = ax3.bbox.extents
+    marked = [int(np.argmin(np.abs(BATCH_GRID - b))) for b in MARKED_BATCHES]
+    fits_marked = [i for i in marked if fit[i]]
+    rest = [i for i in marked if not fit[i]]
+    # each label's own point: filled where the batch fits, hollow where it does not
+    for idx, face in ((fits_marked, PALETTE[0]), (rest, "white")):
+        if idx:
+            dots, = ax3.plot(latency_ms[idx], tput[idx], linestyle="none", marker="o", markersize=4,
+                             markerfacecolor=face, markeredgecolor=PALETTE[0] if face != "white" else "0.45",
+                             animated=True)
+            artists.append(dots)
     for b in MARKED_BATCHES:
         i = int(np.argmin(np.abs(BATCH_GRID - b)))
         offset, ha, va = label_placement(ax3.transData.transform((latency_ms[i], tput[i])), box)
