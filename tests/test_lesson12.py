@@ -414,7 +414,9 @@ def test_every_section_is_there():
                     "**Interview questions this lesson prepares you for**"):
         assert heading in text, heading
     assert text.count("**Question.**") >= 9
-    assert "from roofline_lessons.viz.dashboards import lesson12_dashboard\n\ndashboard = lesson12_dashboard()" in text
+    # the dashboard opens on the settings its prompt names (issue 26, item 9): Llama-3.1-70B on a B200
+    assert "from roofline_lessons.viz.dashboards import lesson12_dashboard\n\ndashboard = lesson12_dashboard(MODEL, PART)" in text
+    assert 'MODEL, PART = "llama-3.1-70b", "b200"' in text
 
 
 def test_the_lesson_holds_its_claims_with_asserts():
