@@ -127,3 +127,14 @@ def test_each_part_keeps_one_style_that_survives_colour_blindness():
     shapes = [(s.marker, s.linestyle) for s in styles.values()]
     assert len(set(shapes)) == len(shapes)  # in grey, every part still looks different
     assert part_style("h200") == part_style(get_part("h200"))  # the same part, the same style, everywhere
+
+
+def test_a_verdict_with_a_list_is_shown_as_a_lead_and_items():
+    """Issue 26, item 14: a verdict may lead with a sentence and list the rest."""
+    from roofline_lessons.viz.dashboards._panel import Frame, frame_html
+
+    page = frame_html(Frame(verdict="Lead <sentence>.\n- one & two\n- three", png=None, alt=""))
+    assert "<p class=\"rl-verdict\"" in page and "Lead &lt;sentence&gt;." in page
+    assert "<li>one &amp; two</li><li>three</li>" in page
+    plain = frame_html(Frame(verdict="Just one paragraph.", png=None, alt=""))
+    assert "<ul" not in plain

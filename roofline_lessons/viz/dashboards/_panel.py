@@ -30,7 +30,8 @@ VERDICT_STYLE = ("margin: 0.3em 0 0.5em 0; max-width: 60em; white-space: normal;
 
 @dataclass(frozen=True)
 class Frame:
-    """What one dashboard update shows. ``verdict`` and ``notes`` are plain text (escaped here);
+    """What one dashboard update shows. ``verdict`` and ``notes`` are plain text (escaped here; a
+    verdict's lines starting "\n- " after its lead sentence are shown as a list);
     ``alt`` states the chart's message for a reader who cannot see it; ``table_html`` is trusted
     HTML built by :func:`roofline_lessons.viz.display.html_table`."""
 
@@ -62,7 +63,11 @@ def frame_html(frame: Frame, render_ms: float | None = None) -> str:
     kept as a ``data-render-ms`` attribute, so a browser benchmark can tell kernel time from the
     rest (messaging and the browser's own work)."""
     colour = "color: var(--jp-error-color1, #b00020);" if frame.error else ""
-    parts = [f'<p class="rl-verdict" style="{VERDICT_STYLE}{colour}">{html.escape(frame.verdict)}</p>']
+    lead, *items = frame.verdict.split("\n- ")  # a verdict may lead with a sentence and list the rest
+    parts = [f'<p class="rl-verdict" style="{VERDICT_STYLE}{colour}">{html.escape(lead)}</p>']
+    if items:
+        parts.append(f'<ul class="rl-verdict-list" style="{VERDICT_STYLE}{colour}">'
+                     + "".join(f"<li>{html.escape(item)}</li>" for item in items) + "</ul>")
     parts += [f'<p class="rl-note" style="{VERDICT_STYLE}">{html.escape(n)}</p>' for n in frame.notes]
     if frame.png is not None:
         parts.append(img_tag(frame.png, frame.alt))

@@ -291,19 +291,24 @@ def _with_text(view: Lesson11View) -> Lesson11View:
                       "stages overlap, as a prompt cut into chunks could; one token cannot be cut, so for it one "
                       f"chip's lower bound, {duration(view.single_lower_bound_s)}, is the floor")
         lat = view.assumed_latency_s
+        # one lead sentence, then a short list (issue 26, item 14: the verdict was a nine-line paragraph)
+        items = [
+            f"Per chip, the estimate is {duration(view.step_s)} per step (operators unfused, collectives by the "
+            f"ring at the assumed per-call latency), {view.bound}-bound ({BOUND_ROOF[view.bound]} binds); "
+            f"{duration(lat)} of it, {percent(lat / view.step_s, 1)}, is assumed latency.",
+            f"Per chip: {breakdown_text(view)}.",
+            _comm_sentence(view),
+            f"Per chip, weights, KV cache and state need "
+            f"{_fit_sentence(view.fits, view.memory_required_bytes, view.capacity_bytes)}.",
+            f"The {n} chips together: at most {count(view.tokens_per_s_upper_bound)} {unit} (upper bound), about "
+            f"{count(view.tokens_per_s)} by the estimate ({num(view.tokens_per_s / n)} per chip).",
+            f"One chip alone: lower bound {duration(view.single_lower_bound_s)}, estimate "
+            f"{duration(view.single_step_s)} per step, and it needs "
+            f"{_fit_sentence(view.single_fits, view.single_memory_bytes, view.capacity_bytes)}; {faster}.",
+        ]
         text = (f"{view.title}. Per chip, the lower bound is {duration(view.lower_bound_s)} per step (the least "
                 f"bytes, overlapped, no per-call latency: no implementation of this split is faster), "
-                f"{view.lower_bound_roof}-bound. Per chip, the estimate is {duration(view.step_s)} per step "
-                f"(operators unfused, collectives by the ring at the assumed per-call latency), {view.bound}-bound "
-                f"({BOUND_ROOF[view.bound]} binds); {duration(lat)} of it, {percent(lat / view.step_s, 1)}, is "
-                f"assumed latency. Per chip: {breakdown_text(view)}. {_comm_sentence(view)} "
-                f"Per chip, weights, KV cache and state need "
-                f"{_fit_sentence(view.fits, view.memory_required_bytes, view.capacity_bytes)}. The {n} chips "
-                f"together: at most {count(view.tokens_per_s_upper_bound)} {unit} (upper bound), about "
-                f"{count(view.tokens_per_s)} by the estimate ({num(view.tokens_per_s / n)} per chip). "
-                f"One chip alone: lower bound {duration(view.single_lower_bound_s)}, estimate "
-                f"{duration(view.single_step_s)} per step, and it needs "
-                f"{_fit_sentence(view.single_fits, view.single_memory_bytes, view.capacity_bytes)}; {faster}.")
+                f"{view.lower_bound_roof}-bound." + "".join(f"\n- {item.strip()}" for item in items))
     return replace(view, text=text, table_html=lesson11_table(view))
 
 
