@@ -267,15 +267,7 @@ def _part_from_entry(part_id: str, entry: dict) -> Part:
 
 def _special_function(part_id: str, entry: dict) -> float | None:
     """The special-function rate, or None; a figure without its source and date is refused."""
-    if "special_function_ops_per_s" not in entry:
-        return None
-    if not entry.get("special_function_source") or not entry.get("special_function_as_of"):
-        raise ValueError(f"hardware.toml: part {part_id!r} gives special_function_ops_per_s without "
-                         "special_function_source and special_function_as_of")
-    value = float(entry["special_function_ops_per_s"])
-    if not value > 0:
-        raise ValueError(f"hardware.toml: part {part_id!r}: special_function_ops_per_s must be > 0, got {value:g}")
-    return value
+    return _sourced_figure(part_id, entry, "special_function_ops_per_s", "special_function")
 
 
 def _rate_gaps(part_id: str, entry: dict, dense: Mapping[str, float]) -> dict[str, RateGap]:
@@ -356,12 +348,20 @@ def _in_switch(where: str, entry: dict) -> bool:
 
 def _board_power_w(part_id: str, entry: dict) -> float | None:
     """The rated board power in watts, or None; a figure without its source and date is refused."""
-    if "board_power_w" not in entry:
+    return _sourced_figure(part_id, entry, "board_power_w", "board_power")
+
+
+def _sourced_figure(part_id: str, entry: dict, field: str, prefix: str) -> float | None:
+    """``entry[field]`` as a positive number, or None when absent; refused without
+    ``<prefix>_source`` and ``<prefix>_as_of`` beside it, or when not above 0."""
+    if field not in entry:
         return None
-    if not entry.get("board_power_source") or not entry.get("board_power_as_of"):
-        raise ValueError(f"hardware.toml: part {part_id!r} gives board_power_w without board_power_source "
-                         "and board_power_as_of")
-    return float(entry["board_power_w"])
+    if not entry.get(f"{prefix}_source") or not entry.get(f"{prefix}_as_of"):
+        raise ValueError(f"hardware.toml: part {part_id!r} gives {field} without {prefix}_source and {prefix}_as_of")
+    value = float(entry[field])
+    if not value > 0:
+        raise ValueError(f"hardware.toml: part {part_id!r}: {field} must be > 0, got {value:g}")
+    return value
 
 
 def _parts() -> dict[str, Part]:

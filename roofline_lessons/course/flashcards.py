@@ -158,8 +158,6 @@ def _measurement_quoted(n: Numeric):
 def _ridge(part, dtype, sparse=False):
     """Peak ÷ bandwidth (FLOP/byte); ``sparse=True`` divides the with-sparsity headline instead (a red flag's
     number)."""
-    from ..core.hardware import get_part
-
     p = get_part(part)
     if sparse:
         return p.sparse_flops_per_s[dtype] / p.memory_bandwidth_bytes_per_s
@@ -235,7 +233,6 @@ def _batch_gain(model, part, context, batch, quantity="tokens/s", ref_batch=1):
 
 
 def _measured_percent(part, quantity, dtype):
-    from ..core.hardware import get_part
     from ..topics.datasheets import best_measurement
 
     p = get_part(part)
@@ -244,7 +241,6 @@ def _measured_percent(part, quantity, dtype):
 
 
 def _measured_ridge(part, dtype):
-    from ..core.hardware import get_part
     from ..topics.datasheets import best_measurement
 
     p = get_part(part)
@@ -259,7 +255,6 @@ def _gpt_fast_percent(bandwidth="datasheet"):
     what the run reaches of what its memory system was measured to deliver)."""
     from dataclasses import replace
 
-    from ..core.hardware import get_part
     from ..core.placement import place
     from ..topics.many_chips import gpt_fast_empirical_bandwidth_bytes_per_s
     from ..topics.published import (GPT_FAST_7B, GPT_FAST_CONTEXT_TOKENS, GPT_FAST_PART, gpt_fast_7b_bound,
@@ -340,10 +335,7 @@ def _max_batch(model, part, context, memory_utilization=1.0, capacity="binary", 
     cache (a hybrid model's linear-attention layers included)."""
     from dataclasses import replace
 
-    from ..core.hardware import get_part
     from ..core.memory import max_batch_that_fits, state_bytes_per_sequence, usable_capacity_bytes, weight_bytes
-    from ..core.models import get_model
-
     p = get_part(part)
     if capacity == "si":
         p = replace(p, memory_capacity_bytes=p.memory_capacity_bytes / 2**30 * 1e9)
@@ -364,8 +356,6 @@ def _kv_kib(model, dtype, heads="kv", layers="caching"):
     """KV-cache KiB one token adds. Two red flags' numbers: ``heads="query"`` counts a K and a V per query
     head instead of per KV head; ``layers="all"`` gives every layer a cache (a hybrid's linear-attention
     layers included)."""
-    from ..core.models import get_model
-
     m = get_model(model)
     value = m.kv_bytes_per_token(dtype)
     if heads == "query":
@@ -381,8 +371,6 @@ def _kv_kib(model, dtype, heads="kv", layers="caching"):
 
 
 def _state_mib(model):
-    from ..core.models import get_model
-
     return get_model(model).deltanet_state_bytes() / 2**20
 
 
@@ -409,8 +397,6 @@ def _params_b(model, head_dim="config"):
     flag's number, for a model whose config sets it apart)."""
     from dataclasses import replace
 
-    from ..core.models import get_model
-
     m = get_model(model)
     if head_dim == "hidden/heads":
         m = replace(m, head_dim=m.hidden_size // m.num_attention_heads)
@@ -420,15 +406,11 @@ def _params_b(model, head_dim="config"):
 
 
 def _peak_tflops(part, dtype, sparse=False):
-    from ..core.hardware import get_part
-
     p = get_part(part)
     return (p.sparse_flops_per_s[dtype] if sparse else p.peak_flops_per_s(dtype)) / 1e12
 
 
 def _bandwidth_tbs(part):
-    from ..core.hardware import get_part
-
     return get_part(part).memory_bandwidth_bytes_per_s / 1e12
 
 
@@ -448,8 +430,6 @@ def _capacity_gib(part, memory_utilization=1.0):
 
 def _bandwidth_over(part, bytes_per_s):
     """``part``'s memory bandwidth ÷ a stated one (``bytes_per_s``: a machine not in the catalog) (×)."""
-    from ..core.hardware import get_part
-
     return get_part(part).memory_bandwidth_bytes_per_s / float(bytes_per_s)
 
 
@@ -496,8 +476,6 @@ def _state_gib(model):
 
 
 def _percent_of_peak(part, dtype, intensity):
-    from ..core.hardware import get_part
-
     p = get_part(part)
     return 100 * min(p.peak_flops_per_s(dtype), intensity * p.memory_bandwidth_bytes_per_s) / p.peak_flops_per_s(dtype)
 
@@ -522,27 +500,19 @@ def _weight_lens_over_ridge(model, part, tokens):
 
 
 def _kv_share_of_capacity(model, part, context):
-    from ..core.hardware import get_part
-
     return 100 * _kv_gib(model, context) * 2**30 / get_part(part).memory_capacity_bytes
 
 
 def _max_context(model):
-    from ..core.models import get_model
-
     return get_model(model).max_context_tokens
 
 
 def _state_over_kv_tokens(model):
-    from ..core.models import get_model
-
     m = get_model(model)
     return m.deltanet_state_bytes() / m.kv_bytes_per_token("bf16")
 
 
 def _embedding_params_b(model):
-    from ..core.models import get_model
-
     m = get_model(model)
     tables = 1 if m.tie_word_embeddings else 2
     return tables * m.vocab_size * m.hidden_size / 1e9
@@ -656,8 +626,6 @@ def _all_reduce_multiple(model, part, chips):
 def _link_gbs(part, kind="scale-up", direction="per direction"):
     """A link's bandwidth in GB/s (SI): ``per direction`` (what a collective uses) or ``bidirectional``
     (the vendor's headline)."""
-    from ..core.hardware import get_part
-
     link = get_part(part).link(kind)
     rate = link.per_direction_bytes_per_s if direction == "per direction" else link.bidirectional_bytes_per_s
     return rate / 1e9
@@ -668,7 +636,6 @@ def _interconnect_ridge(part, dtype="bf16", kind="scale-up", headline=False):
     mistake of dividing by the bidirectional total instead."""
     from dataclasses import replace
 
-    from ..core.hardware import get_part
     from ..core.parallel import interconnect_ridge_flop_per_byte
 
     p = get_part(part)
@@ -797,8 +764,6 @@ def _stored_weights_gib(model, dtype="bf16", group=None, recipe="", ratio=False)
 def _kv_token_bytes(model, dtype="bf16", per_layer=False, ref="", scale=1.0):
     """KV-cache bytes one token adds (every caching layer, before window caps; ``per_layer``: one
     layer's); with ``ref``, the reference model's bytes per token ÷ ``model``'s (×)."""
-    from ..core.models import get_model
-
     def per_token(m):
         m = get_model(m)
         return m.kv_bytes_per_token_per_layer(dtype) if per_layer else m.kv_bytes_per_token(dtype)
@@ -810,8 +775,6 @@ def _model_field(model, field, per=""):
     """A catalog model's config field or property (``num_hidden_layers``, ``kv_lora_rank``,
     ``num_sliding_attention_layers``, ``mla_cache_elements_per_token``, ``sliding_window``, …); with
     ``per``, divided by another (``hidden_size`` per ``num_attention_heads``)."""
-    from ..core.models import get_model
-
     m = get_model(model)
     return float(getattr(m, field)) / (float(getattr(m, per)) if per else 1.0)
 
@@ -841,8 +804,6 @@ def _mla_expanded_kv_kib(model, dtype="bf16", ratio=False):
     (v_head_dim wide) for every head of every layer, as multi-head attention does; ``ratio=True``:
     that ÷ the latent it caches (×)."""
     from ..core.dtypes import bytes_per_element
-    from ..core.models import get_model
-
     m = get_model(model)
     per_layer = m.num_attention_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
     expanded = m.num_mla_layers * per_layer * bytes_per_element(dtype)
@@ -877,8 +838,6 @@ def _window_kv_gib(model, context, dtype="bf16", kind="all"):
     (every layer held to the window: a red flag's number)."""
     import numpy as np
 
-    from ..core.models import get_model
-
     m = get_model(model)
     per_layer = m.kv_bytes_per_token_per_layer(dtype)
     t = float(context)
@@ -907,8 +866,6 @@ def _paged_batch(model, part, context, pages="per layer kind", memory_utilizatio
     from dataclasses import replace
 
     from ..core.memory import max_batch_that_fits
-    from ..core.models import get_model
-
     m = get_model(model)
     fmt = dict(weights_dtype=weights, quantized_weights=recipe or None, memory_utilization=memory_utilization)
     right = max_batch_that_fits(m, part, context, **fmt)
@@ -1002,8 +959,6 @@ def _mla_fp8_vllm_bytes(model="deepseek-v3", per_layer=False, layout="fp8_ds_mla
     layer for DeepSeek-V3, one scale per tensor). ``layout="fp8_ds_mla"``: the packed layout of the sparse
     FlashMLA kernels (DeepSeek-V3.2's sparse attention; vLLM's FlashMLASparse backend), the latent in FP8
     with four FP32 scales (one per 128 elements) and the RoPE key kept in BF16 (656 bytes per layer)."""
-    from ..core.models import get_model
-
     m = get_model(model)
     if layout == "fp8":
         layer = m.kv_lora_rank + m.qk_rope_head_dim
@@ -1048,9 +1003,6 @@ def _stated(value):
 def _params_time_ms(model, part, bytes_per_parameter=2):
     """Every parameter × ``bytes_per_parameter`` ÷ bandwidth, ms: 2·P ÷ β, the decode time that forgets
     the KV cache (and reads the whole embedding table)."""
-    from ..core.hardware import get_part
-    from ..core.models import get_model
-
     return 1e3 * get_model(model).parameter_count() * float(bytes_per_parameter) / \
         get_part(part).memory_bandwidth_bytes_per_s
 
@@ -1058,8 +1010,6 @@ def _params_time_ms(model, part, bytes_per_parameter=2):
 def _dequant_ms(model, part, rate="vector", tokens=4096, batch=1, weights="int4"):
     """A step's dequantisation time, ms: at the vector rate the placement prices it at (``rate="vector"``),
     or at the BF16 tensor-core rate (``rate="tensor"``: a red flag's number)."""
-    from ..core.hardware import get_part
-
     deq = _formatted(model, part, "dequant_time_s", tokens=tokens, batch=batch, weights=weights, scale=1e3)
     if rate == "vector":
         return deq
@@ -1074,8 +1024,6 @@ def _dequant_tokens_equivalent(model, part):
     dequantising the weight once (``DEQUANT_FLOPS_PER_WEIGHT`` on the vector units, at the rate the
     placement prices them)."""
     from ..core.costs import DEQUANT_FLOPS_PER_WEIGHT
-    from ..core.hardware import get_part
-
     vector = _formatted(model, part, "vector_peak_flops_per_s", weights="int4")
     return (DEQUANT_FLOPS_PER_WEIGHT / vector) / (2.0 / get_part(part).peak_flops_per_s("bf16"))
 
@@ -1149,8 +1097,6 @@ def _placed(p, what="") -> Setup:
 
 def _context_only(model, tokens) -> Setup:
     """A figure of a model at a context, on no part: only the context can be exceeded."""
-    from ..core.models import get_model
-
     m = get_model(model)
     return Setup(f"{m.id} at {num(float(tokens), 6)} tokens", 0.0, math.inf, float(tokens), float(m.max_context_tokens))
 
@@ -1163,7 +1109,6 @@ def _step(model, part, phase="decode", tokens=4096, batch=1, **_):
 
 
 def _timeline(model, part, prompt, output, batch=1, k=0, alpha=0.0, draft="", **_):
-    from ..core.models import get_model
     from ..topics.serving import request_timeline
 
     out = []

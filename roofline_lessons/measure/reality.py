@@ -591,7 +591,7 @@ def run(mode: str = "quick", roofs: Measurement | None = None, model: Model | No
         predicted_s = predicted_step_s(model, phase, batch, tokens, steps, worst, bandwidth, peak,
                                        cache_built=tokens in prompts)
         elapsed = time.perf_counter() - started
-        why = ""
+        why = None
         if free and need > BUFFER_SHARE * free:
             why = ("memory", f"needs {need / 2**30:.2f} GiB with the weights; the budget is "
                              f"{BUFFER_SHARE:.0%} of {free / 2**30:.2f} GiB free")
