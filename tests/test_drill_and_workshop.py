@@ -554,8 +554,10 @@ def test_lesson12_card_text_follows_the_catalog(monkeypatch):
 
     gemma = models.get_model("gemma-3-27b")
     wider = replace(gemma, sliding_window=4096)
-    monkeypatch.setattr(models, "get_model", lambda m: wider if m in ("gemma-3-27b", wider) else
-                        (m if isinstance(m, models.Model) else models._models()[m]))
+    def fake(m):
+        return wider if m in ("gemma-3-27b", wider) else (m if isinstance(m, models.Model) else models._models()[m])
+    monkeypatch.setattr(models, "get_model", fake)
+    monkeypatch.setattr(flashcards, "get_model", fake)  # the deck's own import of it
     card = flashcards.get_card("shrink-gemma-sliding-window-kv")
     assert "last 4,096 tokens" in card.short_answer()
     assert f"{wider.kv_cache_bytes_per_sequence(32768) / 2**30:,.2f} GiB" in card.short_answer()
