@@ -36,6 +36,56 @@ display(MismatchedSlider(description="broken"))
 '''
 
 
+# A notebook whose Markdown the renderer breaks the two ways issue 26 saw: money "$" opening TeX math
+# across a table, and a continued sentence starting with "+ " becoming a list item.
+BROKEN_MARKDOWN = """# %% [markdown]
+# | item | US$ per million |
+# |---|---|
+# | GPU-hour | $3.24 |
+# | tokens | $0.51 |
+#
+# The time is calls × latency
+# + bytes ÷ per-direction bandwidth.
+
+# %%
+cell_to_run = True  # Run All needs a code cell to run
+"""
+
+# Rendered Markdown in the outputs and in markdown cells, as JupyterLab draws it (MathJax 3 puts each
+# formula in an mjx-container): what a learner would see broken.
+RENDERING_JS = r"""() => {
+  const problems = [];
+  const blocks = document.querySelectorAll('.jp-RenderedMarkdown, .jp-RenderedHTMLCommon');
+  for (const block of blocks) {
+    for (const p of block.querySelectorAll('p')) {
+      const text = p.textContent;
+      if ((text.match(/\|/g) || []).length >= 3)
+        problems.push('a table that did not render: ' + text.slice(0, 80));
+    }
+    for (const m of block.querySelectorAll('mjx-container')) {
+      const text = (m.querySelector('mjx-assistive-mml') || m).textContent.replace(/\s+/g, '');
+      if (/^[0-9][0-9.,]*[A-Za-z]{3,}/.test(text) || text.includes('|'))
+        problems.push('money or a table typeset as math: ' + text.slice(0, 80));
+    }
+    for (const ul of block.querySelectorAll('ul')) {
+      const before = ul.previousElementSibling;
+      const first = ul.querySelector('li');
+      if (before && before.tagName === 'P' && first && !/[.:?!)\u2026]\s*$/.test(before.textContent)
+          && /^[a-z\u00f7\u00d7+]/.test(first.textContent.trim()))
+        problems.push('a sentence broken into a list item: ' + before.textContent.slice(-40) + ' / ' +
+                      first.textContent.slice(0, 40));
+    }
+  }
+  return problems;
+}"""
+
+
+def rendering_problems(page) -> list[str]:
+    """Markdown JupyterLab rendered broken: a table left as pipes, money typeset as math, a continued
+    sentence turned into a list item (see RENDERING_JS)."""
+    return page.evaluate(RENDERING_JS)
+
+
 _missing = browser_missing
 
 
@@ -56,6 +106,9 @@ def lab(tmp_path_factory):
     broken = jupytext.reads(BROKEN, fmt="py:percent")
     broken.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     jupytext.write(broken, str(content / "broken_widget.ipynb"), fmt="ipynb")
+    broken_md = jupytext.reads(BROKEN_MARKDOWN, fmt="py:percent")
+    broken_md.metadata["kernelspec"] = broken.metadata["kernelspec"]
+    jupytext.write(broken_md, str(content / "broken_markdown.ipynb"), fmt="ipynb")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with jupyterlab_server(content, scratch / "server") as (base, token):
         with sync_playwright() as pw:
@@ -115,6 +168,7 @@ def _exercise_dashboard(lab_page: LabPage, rel_path: str, shot: str) -> list[str
     page.screenshot(path=str(ARTIFACTS / f"{shot}-1-ran.png"))
     problems += widget_problems(page)
     problems += images_without_alt(page)
+    problems += rendering_problems(page)
     if problems:
         return problems
     if not controls.first.is_visible():

@@ -13,7 +13,8 @@ Screenshots go to artifacts/browser/ (git-ignored).
 from __future__ import annotations
 
 import pytest
-from browser_checks import ARTIFACTS, DASHBOARDS, IN_CI, ROOT, _missing, check_dashboard, halves, lab, lab_page  # noqa: F401
+from browser_checks import (ARTIFACTS, DASHBOARDS, IN_CI, ROOT, _missing, check_dashboard, halves, lab,  # noqa: F401
+                            lab_page, rendering_problems)
 from lab_driver import jupyterlab_server, port_is_free
 
 pytestmark = pytest.mark.browser
@@ -30,6 +31,22 @@ def test_dashboards_are_found_and_each_is_in_one_half():
 def test_dashboard_works_in_jupyterlab(lab_page, notebook):
     problems = check_dashboard(lab_page, f"notebooks/{notebook.name}", notebook.stem)
     assert problems == [], f"{notebook.name} in JupyterLab: {problems} (screenshots in {ARTIFACTS})"
+
+
+def test_broken_markdown_is_caught(lab_page):
+    """The rendering check every dashboard notebook gets can fail: money "$" across a table and a
+    sentence continued with "+ " are both reported as JupyterLab draws them."""
+    try:
+        assert lab_page.open_and_run_all("broken_markdown.ipynb")
+        lab_page.page.locator(".jp-RenderedMarkdown table, .jp-RenderedMarkdown p").first.wait_for(timeout=30_000)
+        lab_page.page.wait_for_timeout(1500)  # MathJax typesets after the Markdown renders
+        problems = rendering_problems(lab_page.page)
+        lab_page.page.screenshot(path=str(ARTIFACTS / "broken-markdown.png"))
+    finally:
+        if not lab_page.close_notebook():
+            lab_page.reload()
+    assert any("did not render" in p or "typeset as math" in p for p in problems), problems
+    assert any("broken into a list item" in p for p in problems), problems
 
 
 def test_a_broken_widget_is_caught(lab_page):

@@ -18,6 +18,7 @@ from roofline_lessons.core.memory import max_batch_that_fits  # noqa: E402
 from roofline_lessons.core.units import count, duration, num  # noqa: E402
 from roofline_lessons.topics.serving import goodput_requests_per_s, pareto, request_timeline  # noqa: E402
 from roofline_lessons.viz.charts import MIN_FONT_PT  # noqa: E402
+from roofline_lessons.viz.fastfig import CHART_DPI  # noqa: E402
 from roofline_lessons.viz.dashboards import lesson10 as l10  # noqa: E402
 from roofline_lessons.viz.dashboards._panel import frame_html  # noqa: E402
 
@@ -138,6 +139,25 @@ def test_no_text_below_the_minimum_size_and_none_outside_the_figure(setting):
     for t in texts:
         e = t.get_window_extent(renderer)
         assert box.x0 <= e.x0 and e.x1 <= box.x1 and box.y0 <= e.y0 and e.y1 <= box.y1, (setting, t.get_text())
+
+
+@pytest.mark.parametrize("setting", [DEFAULT, CRITICAL_ON_CHART])
+def test_the_png_renders_at_the_course_dpi_so_its_smallest_text_is_legible(setting):
+    """Every chart renders at CHART_DPI (100, was 80): the PNG is FIGSIZE × CHART_DPI pixels, shown at
+    its own size, so a MIN_FONT_PT label is 12.5 px on screen. The layout is in figure
+    fractions and points, so nothing in it assumed 80 dpi; the batch labels' room comes from lesson 4's
+    LABEL_BOX_PX, which scales with CHART_DPI."""
+    import io
+
+    from PIL import Image
+
+    chart = l10.Lesson10Chart()
+    png = chart.png(l10.lesson10_view(*setting))
+    fig = chart.last_figure
+    assert fig.dpi == CHART_DPI
+    assert Image.open(io.BytesIO(png)).size == (round(l10.FIGSIZE[0] * CHART_DPI), round(l10.FIGSIZE[1] * CHART_DPI))
+    smallest_px = min(t.get_fontsize() for t in visible_texts(fig)) * fig.dpi / 72
+    assert smallest_px >= 12.5  # the course's floor on screen: 9 pt at 100 dpi (at 80 dpi it was 10 px)
 
 
 @pytest.mark.parametrize("setting", [DEFAULT, CRITICAL_ON_CHART, EXTREMES[-1]])

@@ -164,27 +164,55 @@ def test_serving_value_functions_follow_the_package():
 # ---- the lesson's text ----------------------------------------------------------------------------
 
 
-def _lesson_output(path):
-    """Everything the lesson's cells display, as text (md and tables printed outside a notebook)."""
+MAIN_PATH = ("## 1. A request's timeline", "## 2. TPOT: one name, three numbers",
+             "## 3. Throughput against latency: the batch", "## 4. Little's law and goodput",
+             "## 5. Continuous batching: what the static batch leaves on the table",
+             "## 6. Chunked prefill: the mixed step", "## 7. Speculative decoding", "## 8. Prefix caching",
+             "## 9. Cost per token")
+GOING_FURTHER = ("## Going further: what chunking costs the newcomer",
+                 "## Going further: where speculation's speed-up goes",
+                 "## Going further: a draft model of its own", "## Going further: energy per token")
+TABLE_RULE = re.compile(r"^\|(---\|)+$")
+
+
+def _run_cells(path):
+    """The lesson run cell by cell as a learner meets it: per cell, the ``##`` section it sits in, its
+    type, its source, whether its source is shown, and what it displays (md and tables, as text)."""
     import contextlib
     import io
 
     import IPython.display
+    import jupytext
 
-    shown = io.StringIO()
+    from roofline_lessons.course.notebook_files import is_source_hidden
+
+    cells, section, scope = [], None, {"__name__": "__main__"}
     real = IPython.display.display
-    IPython.display.display = lambda obj, *a, **k: shown.write(str(getattr(obj, "data", obj)) + "\n")
     try:
-        with contextlib.redirect_stdout(shown):
-            exec(compile(path.read_text("utf-8"), str(path), "exec"), {"__name__": "__main__"})
+        for cell in jupytext.read(str(path)).cells:
+            shown = io.StringIO()
+            if cell.cell_type == "markdown":
+                heading = next((ln for ln in cell.source.splitlines() if ln.startswith("## ")), None)
+                section = heading or section
+            elif cell.cell_type == "code":
+                IPython.display.display = lambda obj, *a, **k: shown.write(str(getattr(obj, "data", obj)) + "\n")
+                with contextlib.redirect_stdout(shown):
+                    exec(compile(cell.source, str(path), "exec"), scope)
+            cells.append({"section": section, "type": cell.cell_type, "source": cell.source,
+                          "hidden": is_source_hidden(cell), "shown": shown.getvalue()})
     finally:
         IPython.display.display = real
-    return shown.getvalue()
+    return cells
 
 
 @pytest.fixture(scope="module")
-def lesson_text():
-    return _lesson_output(LESSON)
+def lesson_cells():
+    return _run_cells(LESSON)
+
+
+@pytest.fixture(scope="module")
+def lesson_text(lesson_cells):
+    return "".join(c["shown"] for c in lesson_cells)
 
 
 def test_lesson_prints_no_scientific_notation(lesson_text):
@@ -214,13 +242,56 @@ def test_lesson_shows_both_tpot_definitions_disagreeing(lesson_text):
     assert "(E2E − TTFT) ÷ (output − 1)" in lesson_text and "mean step time" in lesson_text
 
 
-def test_every_section_is_there():
+def test_every_section_is_there_in_the_chapters_order():
+    """Main path, Explore, Summary, then the Going further sections, each heading once (issue 26)."""
     text = LESSON.read_text("utf-8")
-    for heading in ("## 1. A request's timeline", "## 2. Throughput against latency", "Little's law",
-                    "## 3. Continuous batching and chunked prefill", "## 4. Speculative decoding",
-                    "## 5. Prefix caching", "## 6. Cost and energy", "## Summary"):
-        assert heading in text, heading
-    assert text.count("**Question.**") >= 5
+    order = [*MAIN_PATH, "## Explore: the serving dashboard", "## Summary", *GOING_FURTHER]
+    at = [text.find(h) for h in order]
+    assert all(i >= 0 for i in at), [h for h, i in zip(order, at) if i < 0]
+    assert at == sorted(at) and all(text.count(h) == 1 for h in order)
+    headings = [ln for ln in text.splitlines() if re.match(r"#\s*##\s", ln)]
+    assert len(headings) == len(order)  # no section outside the outline
+    assert text.count("**Question.**") >= len(MAIN_PATH) + len(GOING_FURTHER)
+
+
+def test_the_conventions_are_stated_once_at_the_top(lesson_cells):
+    """One box before section 1 names both figures and every convention of the estimate, so the
+    paragraphs below need not re-hedge."""
+    top = next(c["source"] for c in lesson_cells if c["type"] == "markdown")
+    box = top[top.index("> **Conventions.**"):]
+    assert all(ln.startswith(">") for ln in box.splitlines() if ln.strip())
+    for term in ("**lower bound**", "compulsory traffic only", "overlap", "assumes no latency", "**upper bound**",
+                 "**estimate**", "unfused", "one chip", "per-call latency", "one static batch", "probability α",
+                 "price per GPU-hour", "board power", "does not fit"):
+        assert term in box, term
+    assert sum(c["source"].count("**Conventions.**") for c in lesson_cells) == 1
+
+
+def test_every_main_path_section_ends_in_a_question(lesson_cells):
+    """A section's last markdown cell asks the reader a question, and only its answer follows it."""
+    for heading in (*MAIN_PATH, *GOING_FURTHER):
+        cells = [c for c in lesson_cells if c["section"] == heading]
+        last_md = max(i for i, c in enumerate(cells) if c["type"] == "markdown")
+        assert "**Question.**" in cells[last_md]["source"], heading
+        after = cells[last_md + 1:]
+        assert len(after) == 1 and "<summary>Answer</summary>" in after[0]["shown"], heading
+
+
+def test_main_path_tables_have_at_most_five_columns(lesson_cells):
+    widths = {}
+    for c in lesson_cells:
+        lines = c["shown"].splitlines()
+        for rule in (ln for ln in lines if TABLE_RULE.match(ln)):
+            widths.setdefault(c["section"], []).append(rule.count("---"))
+    main = {s: w for s, w in widths.items() if s in MAIN_PATH}
+    assert len(main) >= 7 and all(n <= 5 for w in main.values() for n in w), main
+
+
+def test_no_assert_in_a_source_the_learner_sees(lesson_cells):
+    """Checks that keep the prose honest run in collapsed narration cells, not in code a learner reads."""
+    visible = [c["source"] for c in lesson_cells if c["type"] == "code" and not c["hidden"]]
+    assert not [ln for src in visible for ln in src.splitlines() if ln.lstrip().startswith("assert ")]
+    assert sum(src.count("assert ") for src in (c["source"] for c in lesson_cells)) >= 15  # the checks stay
 
 
 def test_no_figure_without_alt_text():
@@ -277,6 +348,6 @@ def test_lesson_10_qualifies_the_bound_and_marks_what_does_not_fit():
     assert text.count("without speculative decoding") >= 3 and "no speculation (upper bound)" in text
     assert "lower bound on the cost of any engine that does not speculate" in text
     assert "chunked prefill (next section) is how servers move that wall" not in text
-    assert "continuous batching (with chunked prefill, next section) is how servers move that wall" in text
+    assert "continuous batching (with chunked prefill, sections 5 and 6) is how servers move that wall" in text
     assert "unless_too_big(draft70" in text and "prefill_cached_tokens=start" in text
     assert "without speculative decoding" in serving.__doc__

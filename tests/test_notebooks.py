@@ -182,3 +182,5 @@ def test_the_narration_rule():
     assert not is_narration("x = 1")  # says nothing
     assert not is_narration('for i in range(3):\n    md(str(i))')
     assert not is_narration("md(")  # not Python
+    assert is_narration("x = f(1)\nassert x > 0")  # a check that keeps the prose above honest
+    assert not is_narration("x = f(1)\nassert x > 0\nprint(x)")  # prints: code to read

@@ -74,7 +74,7 @@ print(f"{mine.machine['cpu']}, {mine.machine['cores']} cores; numpy {mine.machin
 # A saved file redraws without measuring again — here we load what was just written, exactly as
 # you would load last week's file to compare machines:
 
-# %%
+# %% jupyter={"source_hidden": true}
 again = results.load(path)
 assert again.peak_flops_per_s() == mine.peak_flops_per_s()
 

@@ -46,7 +46,7 @@ standard_gb = (4 * N * d + 4 * N * N) * 2 / 1e9
 # END SOLUTION
 check.standard_bytes_gb(standard_gb)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 from roofline_lessons.viz.display import md
 from roofline_lessons.topics.flash import attention_flops, decode_attention_intensity, standard_hbm_bytes
 
@@ -83,7 +83,7 @@ growth = flash_hbm_bytes(16384, 128, m, 2) / flash_hbm_bytes(8192, 128, m, 2)
 # END SOLUTION
 check.bytes_ratio_when_n_doubles(growth)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 from roofline_lessons.topics.flash import flash_block_sizes
 
 flops_growth = float(attention_flops(16384, 128) / attention_flops(8192, 128))

@@ -88,7 +88,7 @@ decode_speedup = float(base.time_lower_bound_s / weight_only.time_lower_bound_s)
 # END SOLUTION
 check.decode_fp8_weights_speedup(decode_speedup)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 from roofline_lessons.viz.display import md
 
 every = place("qwen3.8-27b", "h100-sxm", phase="decode", context_tokens=8192, weights_dtype="fp8",
@@ -125,7 +125,7 @@ prefill_speedup = float(base.time_lower_bound_s / w8a8.time_lower_bound_s)
 # END SOLUTION
 check.prefill_w8a8_speedup(prefill_speedup)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 c = w8a8.cost
 fp8_share = float((c.weight_matmul_flops - c.unquantized_matmul_flops) / c.flops)
 ratio = w8a8.matmul_peak_flops_per_s / get_part("h100-sxm").peak_flops_per_s("bf16")  # FP8 ÷ BF16 peak
@@ -158,7 +158,7 @@ fp8_arithmetic_gain = float((base.time_lower_bound_s / w8a8.time_lower_bound_s)
 # END SOLUTION
 check.w8a8_over_weight_only_decode(fp8_arithmetic_gain)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 assert w8a16.lower_bound_roof == w8a8.lower_bound_roof == "memory"
 assert float(w8a16.cost.compulsory_bytes) == float(w8a8.cost.compulsory_bytes)
 md(f"{fp8_arithmetic_gain:.2f}×: both store the same weight bytes ({float(w8a8.cost.weight_bytes) / 1e9:,.1f} GB), "
@@ -179,7 +179,7 @@ measured_ridge = fp8.value / get_part("h100-sxm").memory_bandwidth_bytes_per_s
 # END SOLUTION
 check.measured_fp8_ridge(measured_ridge)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 from roofline_lessons.viz.display import md
 
 h100 = get_part("h100-sxm")

@@ -45,7 +45,7 @@ triad_mb = 3 * 10_000_000 * 8 / 1e6
 # END SOLUTION
 check.triad_megabytes(triad_mb)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 from roofline_lessons.core.units import percent
 from roofline_lessons.measure.probes import (READ_BEATS_TRIAD, STREAM_ARRAYS, STREAM_WRITES, dram_roof_check,
                                              write_allocate_factor)
@@ -134,7 +134,7 @@ check.above_the_roof(why)
 # tuned code — so a kernel that streams better than numpy's triad plots above it from DRAM. The
 # example measurement's `dot`, which only reads, tests the second case:
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 from roofline_lessons.core.units import binary, num
 
 dot = dram_roof_check(measurement, "dot")

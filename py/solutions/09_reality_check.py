@@ -52,7 +52,7 @@ bound_s = max(float(cost.flops) / check.peak_flops_per_s, float(cost.compulsory_
 # END SOLUTION
 grade.batch1_bound_s(bound_s, check)
 
-# %% tags=["solution"] jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true} tags=["solution"]
 from roofline_lessons.core.units import num, percent
 from roofline_lessons.viz.display import md
 

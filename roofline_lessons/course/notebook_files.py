@@ -109,7 +109,8 @@ HIDDEN_SOURCE = {"jupyter": {"source_hidden": True}}
 def is_narration(source: str) -> bool:
     """True for a code cell whose only job is to say something in prose: every top-level statement
     is an ``md(...)`` call, an assignment, a helper function or an import feeding it, or an
-    ``assert`` that keeps its words honest, with at least one ``md`` call. Such a cell is shown
+    ``assert`` that keeps its words honest, with at least one ``md`` call or ``assert``. A cell of
+    asserts alone (the checks that keep the prose above it honest) counts too. Such a cell is shown
     collapsed, so a lesson reads as prose with live numbers (the asserts still run under the notebook
     tests); its code is one click away."""
     try:
@@ -121,9 +122,9 @@ def is_narration(source: str) -> bool:
         return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
                 and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == "md")
 
-    return (any(is_md(s) for s in tree.body)
-            and all(is_md(s) or isinstance(s, (ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.Import,
-                                                   ast.ImportFrom, ast.Assert)) for s in tree.body))
+    quiet = (ast.Assign, ast.AnnAssign, ast.FunctionDef, ast.Import, ast.ImportFrom, ast.Assert)
+    return ((any(is_md(s) for s in tree.body) or any(isinstance(s, ast.Assert) for s in tree.body))
+            and all(is_md(s) or isinstance(s, quiet) for s in tree.body))
 
 
 def is_source_hidden(cell) -> bool:

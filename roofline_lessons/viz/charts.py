@@ -18,14 +18,14 @@ from ..core.hardware import Part, get_part, list_parts
 from ..core.roofline import Roof, attainable_flops_per_s
 from ..core.units import num
 from .display import set_alt
-from .fastfig import CachedFigure, bare_figure
+from .fastfig import CHART_DPI, CachedFigure, bare_figure
 
 #: Okabe–Ito colour-blind-safe palette (black last).
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 LINESTYLES = ("-", "--", "-.", ":")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 TERA = 1e12
-#: the smallest type any chart of the course uses, in points (dashboards render at 80 dpi)
+#: the smallest type any chart of the course uses, in points (every chart renders at CHART_DPI)
 MIN_FONT_PT = 9
 #: colours for lines and markers: the palette without yellow (too faint on white), ordered so the parts
 #: most often drawn together (h100-sxm, h200, b200, mi300x) get far-apart colours
@@ -193,7 +193,7 @@ class RooflineCanvas:
     moves the point costs a few milliseconds instead of a full matplotlib draw.
     """
 
-    def __init__(self, figsize: tuple[float, float] = (7.5, 4.8), dpi: float = 80,
+    def __init__(self, figsize: tuple[float, float] = (7.5, 4.8), dpi: float = CHART_DPI,
                  intensity_range: tuple[float, float] = (0.1, 1e5), max_cached: int = 6) -> None:
         self.figsize, self.dpi, self.intensity_range = figsize, dpi, intensity_range
         self._figures = CachedFigure(self._build, max_cached)

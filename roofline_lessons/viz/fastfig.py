@@ -8,8 +8,12 @@ import io
 from collections import OrderedDict
 from typing import Any, Callable, Hashable, Iterable
 
+#: dots per inch of every dashboard PNG, the same as the lessons' static charts: a PNG is shown at its
+#: own pixel size, so a 9 pt label is 12.5 px on screen in a dashboard as in a static chart
+CHART_DPI = 100
 
-def bare_figure(figsize: tuple[float, float], dpi: float = 80):
+
+def bare_figure(figsize: tuple[float, float], dpi: float = CHART_DPI):
     """A matplotlib Figure on its own Agg canvas (never registered with pyplot)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -19,10 +23,11 @@ def bare_figure(figsize: tuple[float, float], dpi: float = 80):
     return fig
 
 
-def figure_png(fig, dpi: float = 80) -> bytes:
-    """Render ``fig`` to PNG bytes with light compression (fast)."""
+def figure_png(fig, dpi: float | None = None) -> bytes:
+    """Render ``fig`` to PNG bytes with light compression (fast), at the figure's own dpi unless
+    ``dpi`` is given."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
+    fig.savefig(buf, format="png", dpi=fig.dpi if dpi is None else dpi, pil_kwargs={"compress_level": 1})
     return buf.getvalue()
 
 

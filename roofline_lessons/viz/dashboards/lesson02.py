@@ -22,7 +22,7 @@ from ...core.roofline import attainable_flops_per_s, bound
 from ...core.units import num
 from ...topics.levers import AT_RIDGE_TOLERANCE, regime
 from ..charts import MIN_FONT_PT, Roof, part_style, roofline_chart, set_roof_ylim
-from ..fastfig import CachedFigure, bare_figure, message_png
+from ..fastfig import CHART_DPI, CachedFigure, bare_figure, message_png
 from ._panel import Frame, build_dashboard
 from .lesson01 import percent_of, raise_small_text
 
@@ -36,7 +36,7 @@ POINT_SIZE_PT = 10
 #: sizes (points) of the largest and smallest point of a group of overlapping points
 LARGEST_POINT_PT, SMALLEST_POINT_PT = 20.0, 6.0
 RIDGE_SIZE_PT = 9
-DPI = 80
+DPI = CHART_DPI
 #: up to this many parts the legend sits inside the axes (lower right); more go beside them
 INSIDE_LEGEND_MAX = 5
 AXES_WIDTH_IN, LEGEND_WIDTH_IN = 7.5, 4.0

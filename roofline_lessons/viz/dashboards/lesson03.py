@@ -33,7 +33,7 @@ from ..charts import (
     set_roof_ylim,
 )
 from ..display import html_table
-from ..fastfig import CachedFigure, bare_figure, message_png
+from ..fastfig import CHART_DPI, CachedFigure, bare_figure, message_png
 from ._panel import Frame, build_dashboard
 from .lesson01 import leader_end, percent_of, place_labels, raise_small_text, text_size_px
 
@@ -45,7 +45,7 @@ NOT_ON_CHART = "–"
 #: squares closer than this (pixels) share one label
 CLUSTER_PX = 9.0
 SQUARE_PT = 6.0
-DPI = 80
+DPI = CHART_DPI
 #: longest line of a label, in characters (a long list of numbers wraps)
 LABEL_WIDTH_CHARS = 16
 #: labels set this far from their squares or further get a thin leader line back to them

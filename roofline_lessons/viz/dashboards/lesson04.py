@@ -22,7 +22,7 @@ from ...core.units import binary, count, duration, num, percent, si
 from ...topics.batching import decode_sweep
 from ..charts import (MARKERS, MIN_FONT_PT, PALETTE, Roof, padded_log_range, part_style, point_on_roof, roofline_chart,
                       set_log_axis, set_roof_ylim)
-from ..fastfig import Layers, SkeletonChart, bare_figure, message_png
+from ..fastfig import CHART_DPI, Layers, SkeletonChart, bare_figure, message_png
 from ._panel import Frame, build_dashboard, model_and_part
 
 BATCH_GRID = np.unique(np.round(np.logspace(0, 10, 61, base=2)))  # 1 … 1024
@@ -292,8 +292,8 @@ def _draw_part(shared: dict, key) -> dict:
     return {"shared": shared, "fig": shared["fig"], "title": title, "ylim1": ax1.get_ylim(), "layers": Layers()}
 
 
-#: a batch label's size in pixels at the dashboard's 80 dpi, with room to spare ("B=512" at 9 pt)
-LABEL_BOX_PX = (40, 16)
+#: a batch label's size in pixels of the PNG, with room to spare ("B=512" at 9 pt is 33 x 11 px at 80 dpi)
+LABEL_BOX_PX = (40 * CHART_DPI / 80, 16 * CHART_DPI / 80)
 
 
 def label_placement(xy_px, axes_box, gap_pt: float = 5):
@@ -306,7 +306,7 @@ def label_placement(xy_px, axes_box, gap_pt: float = 5):
     x, y = xy_px
     x0, y0, x1, y1 = axes_box
     w, h = LABEL_BOX_PX
-    gap = gap_pt * 80 / 72
+    gap = gap_pt * CHART_DPI / 72
     if y - gap - h >= y0 and x + gap + w <= x1:
         return (gap_pt, -gap_pt), "left", "top"
     if x - gap - w >= x0 and y + gap + h <= y1:

@@ -24,7 +24,7 @@ from ...topics.flash import (SRAMOverflowError, attention_flops, compulsory_hbm_
                              flash_block_sizes, flash_hbm_bytes, standard_hbm_bytes)
 from ...topics.levers import regime
 from ..charts import MARKERS, MIN_FONT_PT, PALETTE, Roof, part_style, roofline_chart, set_roof_ylim
-from ..fastfig import CachedFigure, bare_figure, message_png
+from ..fastfig import CHART_DPI, CachedFigure, bare_figure, message_png
 from ._panel import Frame
 
 N_CHOICES = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
@@ -200,8 +200,9 @@ def _dot_style(i: int, roof_colour: str) -> dict:
 #: marker sizes (points); the hollow triangle is the largest and drawn last, so it frames what it covers
 DOT_SIZES = (13, 16, 10, 10)
 DOT_ZORDER = (3, 5, 4, 4)
-#: two dots whose centres are closer than this (pixels of the 80 dpi PNG) overlap: the alt text says they coincide
-COINCIDE_PX = 8.0
+#: two dots whose centres are closer than this (pixels of the PNG; 8 px at 80 dpi, markers scale with the
+#: dpi) overlap: the alt text says they coincide
+COINCIDE_PX = 8.0 * CHART_DPI / 80
 
 
 def _build(roof):
