@@ -384,6 +384,39 @@ def test_interconnect_roofline_chart_text_is_readable_and_the_legend_is_outside_
             assert fig.bbox.x0 <= e.x0 and e.x1 <= fig.bbox.x1, t.get_text()
 
 
+@pytest.mark.parametrize("case", ["lesson", "sweep"])
+def test_interconnect_roofline_chart_labels_lie_beside_the_roofs_not_across_them(case):
+    # issue 26 item 14: the lesson's "prefill, 1,024 tokens" label lay across the HBM and link roofs by the ridges
+    if case == "lesson":
+        d8 = place("llama-3.1-70b", "h100-sxm", phase="decode", context_tokens=4096,
+                   parallelism=Parallelism(tensor=8))
+        p8 = place("llama-3.1-70b", "h100-sxm", phase="prefill", prompt_tokens=1024,
+                   parallelism=Parallelism(tensor=8))
+        fig = plots.interconnect_roofline_chart([d8, p8], labels=["decode, batch 1", "prefill, 1,024 tokens"])
+    else:
+        fig = plots.interconnect_roofline_chart(_seventy_b(), ["1 chip", "TP 2", "TP 8", "PP 2"])
+    fig.canvas.draw()  # an annotation takes its place (offset from its point) when drawn
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    roofs = []
+    for ln in ax.lines:  # the roofs: the lines with a legend entry that run across the axes
+        if ln.get_label().startswith(("compute roof", "HBM roof", "link roof")):
+            xy = ln.get_transform().transform(np.column_stack([ln.get_xdata(), ln.get_ydata()]))
+            for a, b in zip(xy[:-1], xy[1:]):
+                t = np.linspace(0, 1, int(np.abs(b - a).max()) + 2)[:, None]
+                roofs.append(a + t * (b - a))
+    roofs = np.concatenate(roofs)
+    labels = [t for t in ax.texts if t.get_gid() == "placement-label"]
+    ridges = [t for t in ax.texts if t.get_gid() == "ridge-label"]
+    assert len(labels) == (2 if case == "lesson" else 4) and len(ridges) == 2
+    for t in labels:
+        box = matplotlib.text.Text.get_window_extent(t, renderer)  # the words, not the leader line to the point
+        hit = roofs[(roofs[:, 0] > box.x0) & (roofs[:, 0] < box.x1) & (roofs[:, 1] > box.y0)
+                    & (roofs[:, 1] < box.y1)]
+        assert hit.size == 0, (t.get_text(), box)
+        assert not any(box.overlaps(r.get_window_extent(renderer)) for r in ridges), t.get_text()
+
+
 def test_interconnect_roofline_chart_refuses_a_label_count_that_does_not_match():
     with pytest.raises(ValueError, match="2 labels for 4 placements"):
         plots.interconnect_roofline_chart(_seventy_b(), ["a", "b"])
@@ -409,6 +442,48 @@ def test_time_breakdown_chart_adds_communication_unless_overlapped():
     assert duration(plain.comm_time_s) in alt and "not overlapped" in alt and "overlapped, the best case" in alt
 
 
+@pytest.mark.parametrize("n_bars", [1, 3, 4])
+def test_time_breakdown_chart_draws_its_key_before_it_says_it(n_bars):
+    """Issue 26 item 14: the legend's title "thin bar: runs at the same time as the wide one under it" was
+    words only. Now a drawn key sits under the legend: the first bar's own wide piece with its thin piece over
+    the start (outlined like the real thin bars), then communication where the chart has any, and one short
+    label with an arrow to the thin piece. It stays inside the figure, clear of the legend, at a readable size."""
+    pls = [place("llama-3.1-70b", pid, phase="prefill", prompt_tokens=1024, parallelism=Parallelism(tensor=8))
+           for pid in ("h100-sxm", "h100-pcie", "l4", "l4")][:n_bars]
+    fig = plots.time_breakdown_chart(pls, [f"bar {i}" for i in range(n_bars)])
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax, key = fig.axes
+    assert not ax.get_legend().get_title().get_text()  # the words moved into the key, beside its picture
+    pieces = {p.get_gid(): p for p in key.patches}
+    wide, thin = plots._time_segments(pls[0])[:2]  # compute (wide) and memory (thin) for this prefill
+    assert (wide.kind, thin.kind) == ("compute", "memory") and thin.height < wide.height
+    w, t = pieces[f"bar-key-{wide.kind}"], pieces[f"bar-key-{thin.kind}"]
+    assert t.get_x() == w.get_x() and t.get_width() < w.get_width() and t.get_height() < w.get_height()
+    assert w.get_y() < t.get_y() and t.get_y() + t.get_height() < w.get_y() + w.get_height()  # over it, inside
+    assert t.get_edgecolor()[:3] == (0.0, 0.0, 0.0) and t.get_zorder() > w.get_zorder()
+    comm = pieces["bar-key-communication"]
+    assert comm.get_x() == pytest.approx(w.get_x() + w.get_width())  # after the wide one
+    label = next(x for x in key.texts if x.get_gid() == "bar-key-label")
+    assert "thin bar" in label.get_text() and "same" in label.get_text()
+    assert label.xy[0] < t.get_x() + t.get_width() and t.get_y() <= label.xy[1] <= t.get_y() + t.get_height()
+    legend_box = ax.get_legend().get_window_extent(renderer)
+    for text in key.texts:
+        box = text.get_window_extent(renderer)
+        assert text.get_fontsize() >= MIN_FONT_PT and not box.overlaps(legend_box), text.get_text()
+        assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and fig.bbox.y0 <= box.y0, text.get_text()
+    assert key.get_window_extent(renderer).y1 < legend_box.y0  # under the legend
+    assert "a thin bar drawn over a wide one runs at the same time as it" in alt_of(fig)
+
+
+def test_time_breakdown_key_draws_no_communication_where_the_chart_has_none():
+    one = place("llama-3.1-70b", "h200", phase="decode", context_tokens=4096)  # one chip: nothing sent
+    for pls in ([one], [one, one]):
+        key = plots.time_breakdown_chart(pls, [f"x{i}" for i in range(len(pls))]).axes[1]
+        gids = {p.get_gid() for p in key.patches}
+        assert "bar-key-communication" not in gids and {"bar-key-memory", "bar-key-compute"} <= gids
+
+
 def test_time_segments_nest_the_shorter_of_compute_and_memory():
     pl = _seventy_b()[1]
     segs = plots._time_segments(pl)
@@ -428,10 +503,51 @@ def test_the_triangles_label_sits_next_to_its_triangle(chips):
     mv = chart._shared["moving"]
     box = mv["link_label"].get_window_extent(renderer)
     tx, ty = ax.transData.transform(np.column_stack(mv["link_pt"].get_data())[0])
+    # the limits were set in pixels when the dashboard drew at 80 dpi; every distance on the figure
+    # scales with its dpi (now CHART_DPI), so they scale with it: the same inches, the same intent
+    px = l11.DPI / 80
     gap = max(box.x0 - tx, tx - box.x1, box.y0 - ty, ty - box.y1, 0.0)
-    assert gap <= 20, (box, tx, ty)  # within 20 px of the triangle's centre, on one side or the other
+    assert gap <= 20 * px, (box, tx, ty)  # within 20 px (at 80 dpi) of the triangle's centre, on one side
     # and no part of it far from the triangle: the old one-line label's far end was over 160 px away
-    assert max(abs(box.x0 - tx), abs(box.x1 - tx)) <= 120, (box, tx)
+    assert max(abs(box.x0 - tx), abs(box.x1 - tx)) <= 120 * px, (box, tx)
+
+
+def _roof_points(chart) -> np.ndarray:
+    """Display points along every visible roof the chart draws (not the dotted ridge guides), one
+    per pixel or so."""
+    ax = chart._shared["ax"]
+    pts = []
+    for ln in ax.lines:
+        if not ln.get_visible() or len(ln.get_xdata()) < 2 or ln.get_linestyle() == ":":
+            continue
+        xy = ln.get_transform().transform(np.column_stack([ln.get_xdata(), ln.get_ydata()]))
+        for a, b in zip(xy[:-1], xy[1:]):
+            t = np.linspace(0, 1, int(np.abs(b - a).max()) + 2)[:, None]
+            pts.append(a + t * (b - a))
+    return np.concatenate(pts)
+
+
+@pytest.mark.parametrize("setting", [L4_PREFILL, DEFAULT, MOE_EP, ("llama-3.1-70b", "l4", 8, 256),
+                                     ("llama-3.1-70b", "h100-pcie", 8, 1, "prefill"),
+                                     ("llama-3.1-70b", "h100-sxm", 8, 1, "prefill")])
+def test_the_triangles_label_clears_the_roofs_and_the_ridge_labels(setting):
+    # issue 26 item 14: at 8 × L4 prefill the "△ 3,782 FLOP per byte sent" box sat on the compute roof,
+    # right beside "link ridge 3,781"; its box (text extent plus the rounded pad) must touch no roof
+    view, chart = drawn(setting)
+    renderer = chart.last_figure.canvas.get_renderer()
+    label = chart._shared["moving"]["link_label"]
+    box = label.get_window_extent(renderer)
+    pad = 0.25 * label.get_fontsize() * l11.DPI / 72  # the box's "round,pad=0.25": a quarter of an em
+    half_roof = 2.4 * l11.DPI / 72 / 2  # the roofs are 2.4 pt wide
+    grown = type(box).from_extents(box.x0 - pad - half_roof, box.y0 - pad - half_roof, box.x1 + pad + half_roof,
+                                   box.y1 + pad + half_roof)
+    roofs = _roof_points(chart)
+    touching = roofs[(roofs[:, 0] > grown.x0) & (roofs[:, 0] < grown.x1) & (roofs[:, 1] > grown.y0)
+                     & (roofs[:, 1] < grown.y1)]
+    assert touching.size == 0, (view.label, label.get_text(), grown, touching[:3])
+    ridges = [t for t in visible_texts(chart.last_figure) if t.get_text().startswith(("HBM ridge", "link ridge"))]
+    assert len(ridges) == 2
+    assert not any(grown.overlaps(r.get_window_extent(renderer)) for r in ridges), label.get_text()
 
 
 def test_the_pipeline_verdict_says_by_how_much_it_is_slower_and_why():

@@ -234,6 +234,42 @@ def test_the_longest_heading_wraps_inside_the_figure():
     assert not any(box.overlaps(t) for t in titles)
 
 
+def test_the_roofline_is_tall_enough_for_its_slope_and_holds_every_roof():
+    """Issue 26 item 15: six decades squeezed into about 170 px made the slope-one HBM roof look flat. Now the
+    roofline axes are at least 300 px tall at the chart's dpi, a decade up at least 45 % of a decade across, and
+    the fewer decades still hold every part's ridge and compute roof (FP4 included) and every extreme setting's
+    points; the bar panel keeps the same height."""
+    import math
+
+    from roofline_lessons.core.errors import RooflineInputError
+    from roofline_lessons.core.hardware import get_part, list_parts
+    from roofline_lessons.viz.fastfig import CHART_DPI
+
+    view, chart = drawn(DEFAULT)
+    fig, ax, bar = chart._shared["fig"], chart._shared["ax"], chart._shared["bar"]
+    assert fig.dpi == CHART_DPI
+    renderer = fig.canvas.get_renderer()
+    box, bar_box = ax.get_window_extent(renderer), bar.get_window_extent(renderer)
+    assert box.height >= 300 and bar_box.height >= 300
+    up = box.height / math.log10(l12.Y_RANGE_TFLOPS[1] / l12.Y_RANGE_TFLOPS[0])
+    across = box.width / math.log10(l12.X_RANGE[1] / l12.X_RANGE[0])
+    assert up >= 0.45 * across, (up, across)
+    for part in list_parts():
+        p = get_part(part)
+        for fmt in ("bf16", "fp8", "fp4"):
+            try:
+                peak = p.peak_flops_per_s(fmt)
+            except RooflineInputError:  # the part has no rate in this format
+                continue
+            ridge = peak / p.memory_bandwidth_bytes_per_s
+            assert l12.X_RANGE[0] < ridge < l12.X_RANGE[1], (part, fmt)
+            assert l12.Y_RANGE_TFLOPS[0] < peak / 1e12 < l12.Y_RANGE_TFLOPS[1] / 2, (part, fmt)  # room for its label
+    for setting in EXTREMES:
+        v = l12.lesson12_view(*setting)
+        for x, y in ((v.intensity, v.achieved_flops_per_s), (v.baseline_intensity, v.baseline_achieved_flops_per_s)):
+            assert l12.X_RANGE[0] < x < l12.X_RANGE[1] and l12.Y_RANGE_TFLOPS[0] < y / 1e12 < l12.Y_RANGE_TFLOPS[1]
+
+
 def test_bars_are_shares_of_the_bf16_step():
     view, chart = drawn(("llama-3.1-70b", "h100-sxm", 4096, "int4", "int4", 64))
     rects = [r for r in chart._shared["moving"]["rects"] if r.get_visible()]
@@ -322,10 +358,16 @@ def _curves():
             _curve("qwen3.8-27b", "hybrid linear"))
 
 
+def _curve_lines(fig):
+    """Every drawn curve piece of every panel (not the grey reference repeated for scale, not a state band)."""
+    return [ln for ax in fig.axes for ln in ax.get_lines()
+            if len(ln.get_xdata()) > 1 and ln.get_gid() != "kv-reference" and ln.get_alpha() is None]
+
+
 def test_kv_chart_draws_past_max_context_dotted_and_no_curve_dotted_inside_it():
     curves = _curves()
     fig = plots.kv_bytes_vs_context_chart(curves)
-    lines = [ln for ln in fig.axes[0].get_lines() if len(ln.get_xdata()) > 1]
+    lines = _curve_lines(fig)
     dotted = [ln for ln in lines if ln.get_linestyle() == ":"]
     solid = [ln for ln in lines if ln.get_linestyle() != ":" and ln.get_alpha() is None]
     assert len(dotted) == sum(c.beyond_limit_from is not None for c in curves)
@@ -352,12 +394,61 @@ def test_kv_chart_states_32k_bytes_and_the_smallest():
     assert f"Smallest there: {smallest}" in alt
     state = curves[-1].state_bytes
     assert state > 0 and binary(state) in alt and "state" in alt
-    # the state is its own flat line at its bytes
-    flat = [ln for ln in fig.axes[0].get_lines() if np.allclose(ln.get_ydata(), state)]
-    assert flat
+    # the state is its own flat line at its bytes, in the panel of its model
+    flat = [ax for ax in fig.axes for ln in ax.get_lines() if np.allclose(ln.get_ydata(), state)]
+    assert len(flat) == 1 and flat[0].get_title().startswith("Linear-attention")
     assert not SCIENTIFIC.search(alt)
     ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert any("GiB" in t for t in ticks) and any("MiB" in t for t in ticks)
+
+
+def _legend_names(ax):
+    return [t.get_text().replace("\n", " ") for t in ax.get_legend().get_texts()]
+
+
+def test_kv_chart_has_one_panel_per_idea_on_shared_axes():
+    """Issue 26 item 15: seven curves and a state band on one axes were too many, and DeepSeek-V3's MLA line lay
+    on Qwen3.8-27B's; one panel per idea (fewer KV heads, one latent, windows, linear-attention layers), the same
+    axes in each, the first GQA curve repeated in grey for scale."""
+    from roofline_lessons.topics.shrinking import kv_curves
+
+    curves = kv_curves(contexts=[2 ** k for k in range(8, 21)])
+    fig = plots.kv_bytes_vs_context_chart(curves)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == [t for _, t in plots.KV_PANELS]
+    assert len({ax.get_xlim() for ax in fig.axes}) == 1 and len({ax.get_ylim() for ax in fig.axes}) == 1
+    panel_of = {}
+    for ax in fig.axes:
+        for name in _legend_names(ax):
+            if "for scale" not in name and not name.startswith("recurrent state"):
+                panel_of[name.split(" (")[0]] = ax.get_title()
+    assert panel_of[get_model("deepseek-v3").name] != panel_of[get_model("qwen3.8-27b").name]
+    assert panel_of[get_model("llama-3.1-8b").name] == panel_of[get_model("llama-3.1-70b").name]
+    assert {c.label.split(" (")[0] for c in curves} == set(panel_of)  # every curve drawn, once
+    reference = [ax for ax in fig.axes if any(ln.get_gid() == "kv-reference" for ln in ax.get_lines())]
+    assert len(reference) == len(fig.axes) - 1 and fig.axes[0] not in reference
+    assert all(any(n.endswith("for scale") for n in _legend_names(ax)) for ax in reference)
+    assert "for scale" in alt_of(fig) and "4 panels" in alt_of(fig)
+    # every legend sits in an empty corner: no line passes under it
+    assert not any(plots._legend_covers_a_line(ax, ax.get_legend()) for ax in fig.axes)
+    # each panel's curves keep apart there: none coincides with another of its panel, and the legends say nothing
+    assert "on the line of" not in " ".join(n for ax in fig.axes for n in _legend_names(ax))
+
+
+def test_kv_chart_names_two_coinciding_lines_with_both_sizes():
+    """A learner must never see one line and read two names: two curves of one panel within 25 % of each other
+    everywhere are called out in the legend and the alt text, each with its bytes at 32K tokens."""
+    base = _curve("llama-3.1-8b", "GQA")
+    twin = KvCurve("Twin-8B (what-if)", base.context_tokens, base.kv_bytes * 1.1, 0.0, base.beyond_limit_from, "GQA")
+    far = _curve("llama-3.1-70b", "GQA")
+    fig = plots.kv_bytes_vs_context_chart([far, base, twin])
+    names = _legend_names(fig.axes[0])
+    at = list(base.context_tokens).index(32768)
+    said = next(n for n in names if n.startswith("Twin-8B"))
+    assert f"on the line of {base.label}" in said
+    assert binary(base.kv_bytes[at]) in said and binary(twin.kv_bytes[at]) in said
+    assert not any("on the line of" in n for n in names if not n.startswith("Twin-8B"))  # 70B keeps apart
+    assert f"Twin-8B (what-if) lies on {base.label}" in alt_of(fig)
 
 
 def test_kv_chart_accepts_curves_without_a_limit_and_rejects_bad_ones():

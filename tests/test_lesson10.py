@@ -345,9 +345,103 @@ def test_lesson_10_qualifies_the_bound_and_marks_what_does_not_fit():
     raw = (Path(__file__).resolve().parents[1] / "py" / "notebooks" / "10_serving_a_request.py").read_text("utf-8")
     text = re.sub(r'"\s*\n\s*f?"', "", raw)  # adjacent string literals joined
     text = " ".join(re.sub(r"\n#\s*", " ", text).split())  # markdown comment lines joined, spaces collapsed
-    assert text.count("without speculative decoding") >= 3 and "no speculation (upper bound)" in text
-    assert "lower bound on the cost of any engine that does not speculate" in text
+    assert text.count("without speculative decoding") >= 2 and "no speculation (upper bound)" in text
+    # the bound holds for the workload as priced, not for every engine (issue 26): a prefix cache beats it too
+    assert text.count("every prompt prefilled in full") >= 3  # conventions, section 5, summary (section 9 below)
+    assert "lower bound on the cost of any engine that does not speculate" not in text
+    assert ("batch by batch, a lower bound on the cost of any engine with that batch in flight that prefills every "
+            "prompt in full, in BF16, without speculating") in text
     assert "chunked prefill (next section) is how servers move that wall" not in text
     assert "continuous batching (with chunked prefill, sections 5 and 6) is how servers move that wall" in text
     assert "unless_too_big(draft70" in text and "prefill_cached_tokens=start" in text
     assert "without speculative decoding" in serving.__doc__
+
+
+def _shown_in(cells, heading):
+    return "".join(c["shown"] for c in cells if c["section"] == heading)
+
+
+def test_goodput_is_swept_over_every_batch_and_called_a_best_case(lesson_cells):
+    """Section 4 picks the best batch over every batch that fits, not a coarse list; calls the chip
+    count a best case that assumes arrivals line up with batches; and prices a random arrival's wait,
+    which already misses the TTFT objective at the best batch (issue 26, items 1 and 2)."""
+    from roofline_lessons.core.memory import max_batch_that_fits
+    from roofline_lessons.core.units import duration
+    from roofline_lessons.topics.serving import goodput_requests_per_s
+
+    wall = max_batch_that_fits("llama-3.1-8b", "h100-sxm", 2048 + 256)
+    kw = dict(prompt_tokens=2048, output_tokens=256, batches=range(1, wall + 1), ttft_slo_s=1.0, tpot_slo_s=0.010)
+    est = goodput_requests_per_s("llama-3.1-8b", "h100-sxm", **kw)
+    lb = goodput_requests_per_s("llama-3.1-8b", "h100-sxm", figures="lower_bound", **kw)
+    listed = goodput_requests_per_s("llama-3.1-8b", "h100-sxm", **{**kw, "batches": [1, 4, 16, 32, 64, 128]})
+    assert est.best_batch == lb.best_batch != listed.best_batch  # the list alone would name the wrong batch
+    shown = _shown_in(lesson_cells, "## 4. Little's law and goodput")
+    assert f"is **{est.best_batch}** by both figures" in shown and "**best case**" in shown
+    wait = est.mean_arrival_wait_s[est.best_batch - 1]
+    assert wait > 1.0 and f"**{duration(wait)}**" in shown
+    assert "TPOT: estimate (lower bound)" in shown  # both figures beside each other in the table
+    assert "a batch that misses two objectives gains nothing" not in shown
+
+
+def test_continuous_batching_gap_peaks_where_the_cycle_turns_compute_bound(lesson_cells):
+    """Section 5 does not call the largest of four batches the peak: it finds the peak over every batch
+    and says why the gap shrinks past it, and shows a prefix cache beating the bound (items 3 and 4)."""
+    shown = _shown_in(lesson_cells, "## 5. Continuous batching: what the static batch leaves on the table")
+    assert "Of these four batches" in shown and "compute-bound" in shown and "section 8" in shown
+    assert "uniform expert routing" not in "".join(c["source"] for c in lesson_cells)  # noise for a dense model
+
+
+def test_ratios_of_lower_bounds_are_not_called_bounds(lesson_cells):
+    shown = _shown_in(lesson_cells, "## 6. Chunked prefill: the mixed step")
+    assert "lower bounds' ratio (not itself a bound)" in shown and "ratio of lower bounds (not a bound)" in shown
+    assert "by the lower bound" not in shown
+    further = _shown_in(lesson_cells, "## Going further: what chunking costs the newcomer")
+    assert "a ratio of lower bounds, not itself a bound" in further
+
+
+def test_speculation_text_is_qualified(lesson_cells):
+    """Bursts, not an even gap; the MTP head is hypothetical for Llama; the summary's claim holds on short
+    prompts only; the draft-model paragraph does not contradict itself (items 6, 7, 10)."""
+    spec = request_timeline("llama-3.1-8b", "h100-sxm", prompt_tokens=2048, output_tokens=256,
+                            speculative_tokens=4, acceptance=0.7)
+    shown = _shown_in(lesson_cells, "## 7. Speculative decoding")
+    assert "arrive in bursts" in shown and "**mean** gap" in shown and f"{spec.tokens_per_verify_step:.3g}" in shown
+    text = LESSON.read_text("utf-8")
+    assert text.count("hypothetical") >= 2 and "Llama-3.1 has none" in text
+    assert "On short prompts it buys most at batch 1" in text
+    draft = _shown_in(lesson_cells, "## Going further: a draft model of its own")
+    assert "Put both models on one H200" in draft and "live on one" not in draft
+
+
+def test_units_peaks_and_glosses(lesson_cells):
+    """The dense peak and the sparse headline are both named; capacity is binary and said once; the
+    ridge and the lm_head are glossed; the energy helper's name is explained (items 8, 9, 12)."""
+    part = get_part("h100-sxm")
+    shown = _shown_in(lesson_cells, "## 1. A request's timeline")
+    assert f"dense BF16 peak, {part.peak_flops_per_s('bf16') / 1e12:,.0f} TFLOP/s" in shown
+    assert f"{part.sparse_headline_flops_per_s('bf16') / 1e12:,.0f} is with sparsity" in shown
+    top = next(c["source"] for c in lesson_cells if c["type"] == "markdown")
+    assert "Capacity is binary" in top and "dense BF16 peak" in top
+    assert "the ridge (where compute and memory take equal time" in "".join(c["shown"] for c in lesson_cells)
+    text = LESSON.read_text("utf-8")
+    assert "**lm_head** (the matrix from hidden state to vocabulary" in " ".join(re.sub(r"\n#\s*", " ", text).split())
+    assert "`energy_per_token_upper_bound_j` is named for" in " ".join(re.sub(r"\n#\s*", " ", text).split())
+
+
+def test_summary_and_interview_match_the_lesson():
+    text = " ".join(re.sub(r"\n#\s*", " ", LESSON.read_text("utf-8")).split())
+    assert "continuous batching can do better" in text and "continuous batching does better" not in text
+    assert "under a 1 s TTFT and a 10 ms TPOT objective" in text
+    assert "The **capacity wall** {wall_role}" in text and "comes first in practice" not in text
+
+
+def test_no_visible_cell_calls_a_helper_defined_in_a_collapsed_one(lesson_cells):
+    """A learner reading the visible code can find every function it calls (issue 26, item 12)."""
+    import ast
+
+    hidden_defs = {n.name for c in lesson_cells if c["type"] == "code" and c["hidden"]
+                   for n in ast.parse(c["source"]).body if isinstance(n, ast.FunctionDef)}
+    called = {n.func.id for c in lesson_cells if c["type"] == "code" and not c["hidden"]
+              for n in ast.walk(ast.parse(c["source"])) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    assert not hidden_defs & called, hidden_defs & called
+    assert "SHORT_PROMPT = " in next(c["source"] for c in lesson_cells if c["type"] == "code" and not c["hidden"])

@@ -330,11 +330,13 @@ def _section(text: str, start: str, end: str) -> str:
 
 
 def test_lesson_prices_gpt_fast_like_for_like_and_names_its_all_reduce():
-    sec9 = _section(LESSON.read_text("utf-8"), "## 9. Measured against both figures", "## Explore")
-    assert "gf.vocab_parallel" in sec9 and "whole on every GPU" in sec9 and "gpt-fast's layout" in sec9
-    assert "ENABLE_INTRA_NODE_COMM=1" in sec9 and "instead of NCCL" in sec9
+    text = LESSON.read_text("utf-8")
+    main = _section(text, "## 12. Measured against both figures", "## Explore")
+    further = text[text.index("## Going further: gpt-fast's gap"):]  # the last section: to the end
+    assert "gf.vocab_parallel" in main and "whole on every GPU" in main and "gpt-fast's layout" in main
+    assert "ENABLE_INTRA_NODE_COMM=1" in further and "instead of NCCL" in further
     # nccl-tests is named only as what would time the wrong path
-    for line in sec9.splitlines():
+    for line in (main + further).splitlines():
         if "nccl-tests" in line:
             assert "NCCL's path, which these calls skip" in line, line
 
@@ -565,16 +567,80 @@ def test_lesson_states_its_conventions(lesson_text):
     assert "exercises/11_many_chips.ipynb" in text
 
 
+MAIN_PATH = ("## 1. Why split", "## 2. Tensor parallel", "## 3. One step on n chips", "## 4. What each chip sends",
+             "## 5. Latency against bandwidth", "## 6. The interconnect roof", "## 7. Where tensor parallelism stops",
+             "## 8. Overlap", "## 9. Llama-3.1-70B", "## 10. Expert parallel", "## 11. Pipeline parallel",
+             "## 12. Measured against both figures")
+
+
+def _cells():
+    import jupytext
+
+    return jupytext.read(str(LESSON)).cells
+
+
 def test_every_section_is_there():
     text = LESSON.read_text("utf-8")
-    for heading in ("## 1. Why split", "## 2. Tensor parallel", "## 3. The interconnect roof",
-                    "## 4. Where tensor parallelism helps", "## 5. Overlap", "## 6. Llama-3.1-70B",
-                    "## 7. Expert parallel", "## 8. Pipeline parallel", "## 9. Measured against both figures",
-                    "## Explore: the many-chips dashboard", "## Summary",
-                    "**Interview questions this lesson prepares you for**"):
+    for heading in MAIN_PATH + ("## Explore: the many-chips dashboard", "## Summary",
+                                "**Interview questions this lesson prepares you for**"):
         assert heading in text, heading
-    assert text.count("**Question.**") >= 6
+    assert text.count("**Question.**") >= len(MAIN_PATH)
     assert "from roofline_lessons.viz.dashboards import lesson11_dashboard\n\ndashboard = lesson11_dashboard()" in text
+
+
+def test_the_lesson_reads_as_a_chapter():
+    """Issue 26: numbered main-path sections in order, each ending in a question; then Explore, Summary, and
+    only then the "Going further" sections; the conventions stated once, in a box at the top."""
+    text = LESSON.read_text("utf-8")
+    where = [text.index(h) for h in MAIN_PATH]
+    explore, summary = text.index("## Explore: the many-chips dashboard"), text.index("## Summary")
+    further = [i for i in range(len(text)) if text.startswith("## Going further", i)]
+    assert where == sorted(where) and where[-1] < explore < summary < further[0] and len(further) >= 5
+    assert text.count("> **Conventions.**") == 1 and text.index("> **Conventions.**") < where[0]
+    for start, end in zip(where, where[1:] + [explore]):
+        section = text[start:end]
+        assert section.count("**Question.**") >= 1, section[:60]
+        after = section[section.rindex("**Question.**"):]
+        assert "<details><summary>Answer</summary>" in after, section[:60]  # the question is the section's end
+        assert "\n## " not in after and "\n# ### " not in after, section[:60]
+
+
+def test_main_path_tables_have_at_most_five_columns():
+    """Issue 26: no wide tables above the first "Going further" heading; the full ones live below it."""
+    import ast
+
+    main, further = [], []
+    seen_further = False
+    for cell in _cells():
+        if cell.cell_type == "markdown" and cell.source.startswith("## Going further"):
+            seen_further = True
+        if cell.cell_type == "code" and not cell.source.startswith("%"):
+            (further if seen_further else main).append(cell.source)
+    tables = [n for src in main for n in ast.walk(ast.parse(src))
+              if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "show_table"]
+    assert len(tables) >= 12
+    for call in tables:
+        headers = call.args[0]
+        assert isinstance(headers, ast.List) and len(headers.elts) <= 5, ast.unparse(headers)[:90]
+    wide = [n for src in further for n in ast.walk(ast.parse(src))
+            if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "show_table"
+            and isinstance(n.args[0], ast.List) and len(n.args[0].elts) > 5]
+    assert len(wide) >= 5  # the full tables moved, not dropped
+    implementation = "vLLM's `--enable-expert-parallel`"
+    assert any(implementation in src for src in further) and not any(implementation in src for src in main)
+
+
+def test_main_path_asserts_are_out_of_the_learners_way():
+    """Issue 26: the checks still run (nbval), in collapsed cells; a visible cell holds at most a few."""
+    from roofline_lessons.course.notebook_files import is_narration
+
+    visible = 0
+    for cell in _cells():
+        if cell.cell_type == "markdown" and cell.source.startswith("## Going further"):
+            break
+        if cell.cell_type == "code" and not is_narration(cell.source):
+            visible += sum(1 for line in cell.source.splitlines() if line.lstrip().startswith("assert "))
+    assert visible <= 5
 
 
 def test_the_lesson_holds_its_claims_with_asserts():
@@ -588,7 +654,7 @@ def test_no_interview_question_or_summary_types_a_measured_number():
     """Figures a learner reads come from the package: the summary and the interview questions name
     no bandwidth, time, percentage or speed-up."""
     text = LESSON.read_text("utf-8")
-    block = text.split("## Summary")[1]
+    block = text.split("## Summary")[1].split("## Going further")[0]
     assert not re.search(r"\d[\d,.]*\s*(GB|GiB|TB|ms|µs|%|×|tokens/s|FLOP)", block), block
     assert math.isfinite(_solution()["11.1"])
 

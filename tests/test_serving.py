@@ -281,3 +281,71 @@ def test_goodput_names_what_a_batch_misses():
     assert "memory" in g.misses(1024)
     with pytest.raises(RooflineInputError, match="not in this sweep"):
         g.misses(3)
+
+
+def test_goodput_by_the_lower_bounds():
+    """``figures="lower_bound"`` times every batch by its steps' lower bounds: never slower than the
+    estimate, so never fewer requests/s, and a batch the estimate admits the bounds admit too."""
+    kw = dict(prompt_tokens=2048, output_tokens=256, batches=range(1, 129), ttft_slo_s=2.0, tpot_slo_s=0.010)
+    est = s.goodput_requests_per_s("llama-3.1-8b", "h100-sxm", **kw)
+    lb = s.goodput_requests_per_s("llama-3.1-8b", "h100-sxm", figures="lower_bound", **kw)
+    pa = s.pareto("llama-3.1-8b", "h100-sxm", prompt_tokens=2048, output_tokens=256, batches=range(1, 129))
+    assert est.figures == "estimate" and lb.figures == "lower_bound"
+    assert np.allclose(lb.tpot_s, pa.tpot_lower_bound_s) and np.allclose(lb.e2e_s, pa.e2e_lower_bound_s)
+    assert np.all(lb.requests_per_s >= est.requests_per_s) and np.all(lb.meets_slo >= est.meets_slo)
+    assert lb.best_batch > est.best_batch  # the TPOT objective sits between the two figures here
+    assert lb.misses(lb.best_batch + 1) == ("TPOT",) and est.misses(est.best_batch + 1) == ("TPOT",)
+    with pytest.raises(RooflineInputError, match="figures"):
+        s.goodput_requests_per_s("llama-3.1-8b", "h100-sxm", figures="measured", **kw)
+
+
+def test_a_random_arrival_waits_for_the_running_batch():
+    g = s.goodput_requests_per_s(M, P, prompt_tokens=512, output_tokens=64, batches=[1, 16], ttft_slo_s=1.0,
+                                 tpot_slo_s=1.0)
+    pa = s.pareto(M, P, prompt_tokens=512, output_tokens=64, batches=[1, 16])
+    assert np.allclose(g.e2e_s, pa.e2e_s)
+    assert np.allclose(g.mean_arrival_wait_s, pa.e2e_s / 2) and np.allclose(g.max_arrival_wait_s, pa.e2e_s)
+    assert np.allclose(g.ttft_s, pa.ttft_s)  # TTFT stays timed from the batch's start
+
+
+def test_the_cycle_bound_names_its_unit():
+    """The continuous-batching bound is the largest of its units' terms, and the request says which:
+    memory at batch 1, compute at the capacity wall (where the prompts' FLOPs no longer hide)."""
+    from roofline_lessons.core.memory import max_batch_that_fits
+
+    wall = max_batch_that_fits("llama-3.1-8b", "h100-sxm", 2048 + 256)
+    small, big = (s.request_timeline("llama-3.1-8b", "h100-sxm", prompt_tokens=2048, output_tokens=256, batch=b)
+                  for b in (1, wall))
+    assert (small.upper_bound_unit, big.upper_bound_unit) == ("memory", "compute")
+    terms = s.continuous_batching_cycle_terms_s(get_model("llama-3.1-8b"), get_part("h100-sxm"), batch=wall,
+                                                uncached_prompt_tokens=2048,
+                                                decode_contexts=2048 + np.arange(255.0), fields={})
+    assert tuple(terms) == s.CYCLE_UNITS and max(terms, key=terms.get) == "compute"
+    assert big.output_tokens_per_s_upper_bound == pytest.approx(wall * 256 / max(terms.values()))
+    spec = s.request_timeline("llama-3.1-8b", "h100-sxm", prompt_tokens=2048, output_tokens=256,
+                              speculative_tokens=4, acceptance=0.7)
+    assert spec.upper_bound_unit is None and math.isnan(spec.output_tokens_per_s_upper_bound)
+    one = s.request_timeline("llama-3.1-8b", "h100-sxm", prompt_tokens=2048, output_tokens=1)
+    assert one.upper_bound_unit is None and one.output_tokens_per_s_upper_bound == pytest.approx(1 / one.ttft_lower_bound_s)
+
+
+def test_a_prefix_cache_lifts_the_bound():
+    """The bound is for the workload as priced: caching part of every prompt is a different workload."""
+    plain, cached = (s.request_timeline("llama-3.1-8b", "h100-sxm", prompt_tokens=2048, output_tokens=256, batch=231,
+                                        prefix_cached_tokens=p) for p in (0, 1536))
+    assert cached.output_tokens_per_s_upper_bound > 1.2 * plain.output_tokens_per_s_upper_bound
+    doc = " ".join(s.cost_per_million_output_tokens.__doc__.split())
+    assert "at that batch" in doc and "caches more of the prompt" in doc
+
+
+def test_speculation_speedup_is_the_ratio_of_two_timelines():
+    r = s.speculation_speedup(M, P, prompt_tokens=256, output_tokens=64, batch=4, speculative_tokens=4,
+                              acceptance=0.7)
+    plain = s.request_timeline(M, P, prompt_tokens=256, output_tokens=64, batch=4)
+    spec = s.request_timeline(M, P, prompt_tokens=256, output_tokens=64, batch=4, speculative_tokens=4,
+                              acceptance=0.7)
+    assert r.tpot == pytest.approx(plain.tpot_s / spec.tpot_s) and r.e2e == pytest.approx(plain.e2e_s / spec.e2e_s)
+    assert 1 < r.e2e < r.tpot and r.fits_in_memory == spec.fits_in_memory
+    drafted = s.speculation_speedup("llama-3.1-70b", "h200", prompt_tokens=2048, output_tokens=256,
+                                    speculative_tokens=4, acceptance=0.7, draft_model="llama-3.1-8b")
+    assert not drafted.fits_in_memory and drafted.plain.fits_in_memory  # the draft's memory counts

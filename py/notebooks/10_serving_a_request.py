@@ -33,10 +33,11 @@
 # >
 # > - A **lower bound** counts compulsory traffic only (the weights, the KV cache, the tokens' ids
 # >   and logits), lets compute and memory overlap, and assumes no latency: no implementation of
-# >   that step on that chip is faster. Turned into a rate it is an **upper bound**: continuous
-# >   batching's steady state, one token per sequence per step, which only speculative decoding
-# >   (section 7) can beat.
-# > - An **estimate** follows these conventions: a step takes max(FLOPs ÷ BF16 peak, bytes ÷
+# >   that step on that chip is faster. Turned into a rate it is an **upper bound** for the workload
+# >   as priced (continuous batching with B sequences in flight, every prompt prefilled in full, BF16,
+# >   one token per sequence per step): prefix caching (section 8) and speculation (section 7) can
+# >   beat it.
+# > - An **estimate** follows these conventions: a step takes max(FLOPs ÷ dense BF16 peak, bytes ÷
 # >   bandwidth) with every operator's activations through HBM (unfused); one chip, BF16 weights and
 # >   KV cache; no scheduler, launch overhead or per-call latency (lesson 9 showed what that leaves
 # >   out); a batch is served as **one static batch** (the whole batch prefills, then decodes, and
@@ -45,8 +46,9 @@
 # >   board power is the catalog's sourced rating, assumed drawn all the time. A ratio of estimates
 # >   (a speed-up) is an estimate too.
 # >
-# > Where the two figures disagree about a conclusion, both are shown. A setup that outgrows the
-# > chip's memory is priced anyway and marked "does not fit".
+# > Where the two figures disagree about a conclusion, both are shown. Capacity is binary (a vendor's
+# > "GB" of HBM is read as GiB, lesson 2). A setup that outgrows the chip's memory is priced anyway
+# > and marked "does not fit".
 
 # %%
 import math
@@ -60,11 +62,12 @@ from roofline_lessons.core.memory import VLLM_DEFAULT_MEMORY_UTILIZATION, max_ba
 from roofline_lessons.core.units import binary, count, duration, num, percent, si
 from roofline_lessons.topics.serving import (cost_per_million_output_tokens, energy_per_token_upper_bound_j,
                                              expected_tokens_per_verify, goodput_requests_per_s, littles_law,
-                                             mixed_step, pareto, request_timeline)
+                                             mixed_step, pareto, request_timeline, speculation_speedup)
 from roofline_lessons.viz.display import md, show_table
 
 MODEL, PART = "llama-3.1-8b", "h100-sxm"
 PROMPT_TOKENS, OUTPUT_TOKENS = 2048, 256  # one chat turn: a long system prompt and history, a short answer
+SHORT_PROMPT = 256  # a short chat turn, for speculative decoding (section 7 and Going further)
 part = get_part(PART)
 
 # %% [markdown]
@@ -84,10 +87,14 @@ kv_per_token = get_model(MODEL).kv_bytes_per_token("bf16")
 step_growth = request.step_s[-1] / request.step_s[0] - 1
 assert prefill.bound == prefill.lower_bound_roof  # both figures agree on the prefill's roof
 assert 0 < step_growth < 0.01  # "slowly"
+sparse_peak = part.sparse_headline_flops_per_s("bf16")  # the datasheet's headline, if it quotes one
 md(f"**{get_model(MODEL).name} on the {part.name}, batch 1, {count(PROMPT_TOKENS)} tokens in, "
    f"{count(OUTPUT_TOKENS)} out.** TTFT = **{duration(request.ttft_s)}** (lower bound "
    f"{duration(request.ttft_lower_bound_s)}): the prefill is **{prefill.bound}-bound** — its FLOPs need "
-   f"{duration(float(prefill.compute_time_s))} at the BF16 peak, its bytes {duration(float(prefill.memory_time_s))} "
+   f"{duration(float(prefill.compute_time_s))} at the dense BF16 peak, "
+   f"{num(part.peak_flops_per_s('bf16') / 1e12)} TFLOP/s"  # in tera, as datasheets quote both
+   + (f" (the datasheet's {num(sparse_peak / 1e12)} is with sparsity)" if sparse_peak else "")
+   + f", its bytes {duration(float(prefill.memory_time_s))} "
    f"at {si(part.memory_bandwidth_bytes_per_s, 'B/s')} unfused, {duration(float(prefill.memory_lower_bound_s))} "
    f"compulsory. Then {count(request.decode_steps)} decode steps; E2E = **{duration(request.e2e_s)}** "
    f"(lower bound {duration(request.e2e_lower_bound_s)}).\n\n"
@@ -168,12 +175,16 @@ wall_vllm = max_batch_that_fits(MODEL, PART, PROMPT_TOKENS + OUTPUT_TOKENS,
                                 memory_utilization=VLLM_DEFAULT_MEMORY_UTILIZATION)
 at_wall = request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS, batch=wall)
 mid_context = PROMPT_TOKENS + OUTPUT_TOKENS // 2
-knee = (f"The **critical batch** — where a decode step would reach the ridge — is "
+ridge = part.ridge_point_flop_per_byte("bf16")
+ridge_gloss = f"the ridge (where compute and memory take equal time, {num(ridge)} FLOP/byte)"
+knee = (f"The **critical batch** — where a decode step would reach {ridge_gloss} — is "
         f"**{count(frontier.critical_batch)}**" if frontier.critical_batch else
-        f"There is **no critical batch**: at {count(mid_context)} tokens cached a decode step never reaches the "
-        f"ridge ({num(part.ridge_point_flop_per_byte('bf16'))} FLOP/byte), because every sequence added brings its "
+        f"There is **no critical batch**: at {count(mid_context)} tokens cached a decode step never reaches "
+        f"{ridge_gloss}, because every sequence added brings its "
         "own KV cache to read (lesson 4); throughput saturates gradually, with no sharp knee")
-md(f"{knee}. The **capacity wall** comes first in practice: weights plus {count(PROMPT_TOKENS + OUTPUT_TOKENS)} "
+wall_role = ("is what stops the batch" if frontier.critical_batch is None else
+             "comes first" if wall < frontier.critical_batch else "comes after it")
+md(f"{knee}. The **capacity wall** {wall_role}: weights plus {count(PROMPT_TOKENS + OUTPUT_TOKENS)} "
    f"tokens of KV cache per sequence fit at most **{count(wall)} sequences** in "
    f"{binary(part.memory_capacity_bytes)} at the final context — the static batch's wall, with no headroom for activations, "
    f"workspace or fragmentation; vLLM by default uses {percent(VLLM_DEFAULT_MEMORY_UTILIZATION, 0)} of the memory, "
@@ -214,33 +225,45 @@ md(f"<details><summary>Answer</summary>\n\nThe total rises {percent(b128.output_
 # Users do not want throughput; they want each request fast enough. A **service-level objective
 # (SLO)** bounds TTFT and TPOT, and **goodput** counts only the requests served within it (and in
 # memory). The two limits below are a product decision, not a property of the chip — change them and
-# run again. The batches arrive whole, and the next starts when the last one ends; a request that
-# arrived mid-batch would first wait up to one E2E, so goodput under random arrivals is lower.
+# run again. The sweep assumes each batch's requests arrive together just as it starts, the next
+# batch starting when the last one ends: TTFT is timed from the batch's start.
 
 # %%
 # ASSUMPTION: an interactive chat's objectives (our choice, not a standard); TPOT ≤ 10 ms is 100 tokens/s per user
 TTFT_SLO_S, TPOT_SLO_S = 1.0, 0.010
-good = goodput_requests_per_s(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
-                              batches=BATCHES, ttft_slo_s=TTFT_SLO_S, tpot_slo_s=TPOT_SLO_S)
-show_table(["batch", "TTFT (estimate)", "TPOT (estimate)", "requests/s (B ÷ E2E)",
-            "goodput, requests/s (0: misses the SLO or does not fit)"],
-           [[count(b), duration(t), duration(p), num(r), num(g)]
-            for b, t, p, r, g in zip(good.batch, good.ttft_s, good.tpot_s, good.requests_per_s,
-                                     good.goodput_requests_per_s)])
+slo = dict(prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS, ttft_slo_s=TTFT_SLO_S, tpot_slo_s=TPOT_SLO_S)
+good = goodput_requests_per_s(MODEL, PART, batches=BATCHES, **slo)
+good_lb = goodput_requests_per_s(MODEL, PART, batches=BATCHES, figures="lower_bound", **slo)  # steps at their bounds
+show_table(["batch", "TTFT (estimate)", "TPOT: estimate (lower bound)", "requests/s (B ÷ E2E)",
+            "goodput, requests/s (0: misses the SLO by the estimate, or does not fit)"],
+           [[count(b), duration(t), f"{duration(p)} ({duration(q)})", num(r), num(g)]
+            for b, t, p, q, r, g in zip(good.batch, good.ttft_s, good.tpot_s, good_lb.tpot_s, good.requests_per_s,
+                                        good.goodput_requests_per_s)])
 
 # %% jupyter={"source_hidden": true}
 TARGET_REQUESTS_PER_S = 100  # a traffic level to plan for
-best_e2e = request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
-                            batch=good.best_batch).e2e_s
+every = range(1, wall + 1)  # every batch that fits, not only the listed ones
+fine = goodput_requests_per_s(MODEL, PART, batches=every, **slo)
+fine_lb = goodput_requests_per_s(MODEL, PART, batches=every, figures="lower_bound", **slo)
+assert fine.best_batch == fine_lb.best_batch  # "by both figures"
+at_best = fine.best_batch - every[0]
+best_e2e = fine.e2e_s[at_best]
 in_flight = littles_law(throughput_per_s=TARGET_REQUESTS_PER_S, latency_s=best_e2e)
 assert all((g > 0) == ok for g, ok in zip(good.goodput_requests_per_s, good.meets_slo))  # the header's "0"
-md(f"Best batch within TTFT ≤ {duration(TTFT_SLO_S)} and TPOT ≤ {duration(TPOT_SLO_S)}: **{count(good.best_batch)}**, "
-   f"for a goodput of **{num(good.best_goodput_requests_per_s)} requests/s** per chip. To serve "
-   f"{count(TARGET_REQUESTS_PER_S)} requests/s at that batch's E2E of {duration(best_e2e)}, Little's law puts "
-   f"{num(in_flight)} requests in flight: **{count(math.ceil(in_flight / good.best_batch))} chips** at "
-   f"{count(good.best_batch)} each. That is an **estimate**, not a bound either way: the queueing wait and the "
-   "estimate's per-step conventions push a real deployment towards more chips, a continuous-batching engine "
-   "(next section) towards fewer.")
+assert fine.mean_arrival_wait_s[at_best] > TTFT_SLO_S  # "already past"
+assert fine.max_arrival_wait_s.min() > TTFT_SLO_S  # "at every batch"
+md(f"Over every batch that fits (1 to {count(wall)}), the best within TTFT ≤ {duration(TTFT_SLO_S)} and TPOT ≤ "
+   f"{duration(TPOT_SLO_S)} is **{count(fine.best_batch)}** by both figures: "
+   f"**{num(fine.best_goodput_requests_per_s)} requests/s** per chip (estimate). For "
+   f"{count(TARGET_REQUESTS_PER_S)} requests/s at its E2E of {duration(best_e2e)}, Little's law puts "
+   f"{num(in_flight)} requests in flight: **{count(math.ceil(in_flight / fine.best_batch))} chips** at "
+   f"{count(fine.best_batch)} each — a **best case** that assumes each request arrives just as its batch starts. "
+   f"Arriving at a random moment, a request first waits for the running batch to end: on average E2E ÷ 2 = "
+   f"**{duration(fine.mean_arrival_wait_s[at_best])}** at batch {count(fine.best_batch)}, already past the "
+   f"objective, and up to a whole E2E, over {duration(TTFT_SLO_S)} at every batch "
+   f"({duration(fine.max_arrival_wait_s[0])} at batch 1). So on one chip a static schedule cannot give every "
+   f"randomly arriving request a {duration(TTFT_SLO_S)} TTFT; continuous batching (next section) admits a "
+   "newcomer at the next step.")
 
 # %% [markdown]
 # **Question.** What stops the batch from growing past the best one: TTFT, TPOT or memory? Double
@@ -248,28 +271,47 @@ md(f"Best batch within TTFT ≤ {duration(TTFT_SLO_S)} and TPOT ≤ {duration(TP
 
 # %% jupyter={"source_hidden": true}
 def loosened(ttft_slo_s, tpot_slo_s):
-    return goodput_requests_per_s(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS,
-                                  batches=BATCHES, ttft_slo_s=ttft_slo_s,
-                                  tpot_slo_s=tpot_slo_s).best_goodput_requests_per_s
+    """The best batch over every batch that fits, by the estimate and by the lower bounds."""
+    kw = dict(prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS, batches=every, ttft_slo_s=ttft_slo_s,
+              tpot_slo_s=tpot_slo_s)
+    return goodput_requests_per_s(MODEL, PART, **kw), goodput_requests_per_s(MODEL, PART, figures="lower_bound", **kw)
 
 
-def after_loosening(what, goodput):
-    if math.isclose(goodput, good.best_goodput_requests_per_s):
-        return f"doubling {what} leaves goodput where it was"
-    return f"doubling {what} raises it to {num(goodput)} requests/s"
+def stopper(g):
+    """What the batch after ``g``'s best misses, by ``g``'s figures."""
+    return " and ".join(g.misses(g.best_batch + 1)) if g.best_batch < wall else "memory"
 
 
-later = [b for b in good.batch if b > good.best_batch]
-stop = ("Every batch in the list meets both objectives; the list, not the SLO, stops the batch." if not later
-        else f"The next batch, {count(later[0])}, misses on {' and '.join(good.misses(later[0]))}.")
-md(f"<details><summary>Answer</summary>\n\n{stop} From {num(good.best_goodput_requests_per_s)} requests/s: "
-   f"{after_loosening('the TPOT objective', loosened(TTFT_SLO_S, 2 * TPOT_SLO_S))}; "
-   f"{after_loosening('the TTFT objective', loosened(2 * TTFT_SLO_S, TPOT_SLO_S))}; "
-   f"{after_loosening('both', loosened(2 * TTFT_SLO_S, 2 * TPOT_SLO_S))}. "
-   "An objective only costs goodput where it binds, and a batch that misses two objectives gains nothing from "
-   "loosening one of them. When a whole batch prefills at once TTFT grows with the batch; continuous batching "
-   "(with chunked prefill, sections 5 and 6) is how servers move that wall: a newcomer joins at the next step "
-   "instead of waiting for a batch to form or finish.\n\n</details>")
+def after_loosening(what, pair):
+    est, lb = pair
+    if est.best_batch == fine.best_batch and lb.best_batch == fine.best_batch:
+        return (f"doubling {what} leaves goodput at {num(fine.best_goodput_requests_per_s)} requests/s: "
+                f"{stopper(est)} still stops the batch at {count(est.best_batch)}")
+    by_lb = ("the same batch by the lower bounds" if lb.best_batch == est.best_batch else
+             f"{num(lb.best_goodput_requests_per_s)} at batch {count(lb.best_batch)} by the lower bounds")
+    agree = (f"both stop at {stopper(est)}" if stopper(est) == stopper(lb) else
+             f"the estimate stops at {stopper(est)}, the lower bounds at {stopper(lb)}")
+    return (f"doubling {what} raises it to {num(est.best_goodput_requests_per_s)} requests/s at batch "
+            f"{count(est.best_batch)} by the estimate, {by_lb} ({agree})")
+
+
+nxt = fine.best_batch + 1
+loose_ttft = loosened(2 * TTFT_SLO_S, TPOT_SLO_S)
+edge = loose_ttft[1].best_batch  # the lower bounds' last batch within the looser TTFT objective
+edge_est = request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS, batch=edge)
+md(f"<details><summary>Answer</summary>\n\nThe next batch, {count(nxt)}, misses on "
+   f"{' and '.join(fine.misses(nxt))} ({duration(fine.ttft_s[nxt - every[0]])}; its TPOT is "
+   f"{duration(fine.tpot_s[nxt - every[0]])}). "
+   f"Then {after_loosening('the TPOT objective', loosened(TTFT_SLO_S, 2 * TPOT_SLO_S))}; "
+   f"{after_loosening('the TTFT objective', loose_ttft)}; "
+   f"{after_loosening('both', loosened(2 * TTFT_SLO_S, 2 * TPOT_SLO_S))}."
+   + (f" Where the two figures part, the objective sits between them: batch {count(edge)}'s TPOT is "
+      f"{duration(edge_est.tpot_s)} by the estimate, {duration(edge_est.tpot_lower_bound_s)} by the lower bound, "
+      "so whether it meets the objective depends on how close a real engine comes to the bound."
+      if edge != loose_ttft[0].best_batch else "")
+   + " An objective costs goodput only where it binds. When a whole batch prefills at once TTFT grows with the "
+   "batch; continuous batching (with chunked prefill, sections 5 and 6) is how servers move that wall: a newcomer "
+   "joins at the next step instead of waiting for a batch to form or finish.\n\n</details>")
 
 # %% [markdown]
 # ## 5. Continuous batching: what the static batch leaves on the table
@@ -280,8 +322,8 @@ md(f"<details><summary>Answer</summary>\n\n{stop} From {num(good.best_goodput_re
 # stream stops for it. Over one request's life the engine does the static schedule's work — B
 # prefills and B × (output − 1) decode tokens — minus the prefill's weight read, each unit free to
 # overlap its work across the whole cycle. That cycle's lower bound, turned into a rate, is
-# `output_tokens_per_s_upper_bound`: no engine with B sequences in flight on this chip beats it
-# **without speculative decoding**.
+# `output_tokens_per_s_upper_bound`: no engine on this chip with B sequences in flight, every prompt
+# prefilled in full (no prefix cache), in BF16, beats it **without speculative decoding**.
 
 # %%
 STEADY_BATCHES = [1, 16, 64, wall]
@@ -298,14 +340,29 @@ assert all(g >= 1 for g in gain)  # the static schedule never beats the bound
 big = max(range(len(steady)), key=lambda i: gain[i])
 at_lower_bounds = [t.batch * t.output_tokens / t.e2e_lower_bound_s for t in steady]  # static steps at their bounds
 assert at_lower_bounds[big] < 1.05 * steady[big].output_tokens_per_s_static_batch  # "barely"
-md(f"The static schedule's estimate is always at or under the bound, as it must be; the gap is widest at batch "
-   f"**{count(steady[big].batch)}** ({num(gain[big])}×). It is the schedule, not the step pricing: price every "
-   f"static step at its lower bound and batch {count(steady[big].batch)} barely moves, "
-   f"{num(steady[big].output_tokens_per_s_static_batch)} → {num(at_lower_bounds[big])} tokens/s. So quote the static "
-   "figure as what *that schedule* would do, and the upper bound as what no engine with that batch in flight beats "
-   "without speculative decoding (under uniform expert routing, for an MoE). A real engine lands at or below the "
-   "upper bound; its fixed costs, scheduling and imperfect kernels (lesson 9) can put it below the static "
-   "estimate too.")
+sweep = [request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS, batch=b)
+         for b in range(1, wall + 1)]  # every batch that fits
+sweep_gain = np.array([t.output_tokens_per_s_upper_bound / t.output_tokens_per_s_static_batch for t in sweep])
+peak = int(np.argmax(sweep_gain))
+units = [t.upper_bound_unit for t in sweep]
+turn = units.index("compute")  # the first batch whose cycle bound is set by the FLOPs
+assert set(units[:turn]) == {"memory"} and set(units[turn:]) == {"compute"} and turn == peak + 1  # "where it turns"
+assert np.all(np.diff(sweep_gain[peak:]) < 0)  # "falls" past the peak
+CACHED_PREFIX = 1536  # prompt tokens a prefix cache might already hold (section 8)
+cached = request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS, output_tokens=OUTPUT_TOKENS, batch=wall,
+                          prefix_cached_tokens=CACHED_PREFIX)
+assert cached.output_tokens_per_s_upper_bound > steady[-1].output_tokens_per_s_upper_bound  # "lifts"
+md(f"The static estimate is always at or under the bound, as it must be. Of these four batches the gap is widest "
+   f"at **{count(steady[big].batch)}** ({num(gain[big])}×); over every batch that fits it peaks at "
+   f"**{count(sweep[peak].batch)}** ({num(sweep_gain[peak])}×), the last whose cycle bound is set by memory: past "
+   "it the cycle is compute-bound, the prompts' FLOPs no longer hide under the decode steps' reads, and the gap "
+   f"falls ({num(sweep_gain[-1])}× at {count(wall)}). It is the schedule, not the step pricing: price every static "
+   f"step at its lower bound and batch {count(steady[big].batch)} barely moves, "
+   f"{num(steady[big].output_tokens_per_s_static_batch)} → {num(at_lower_bounds[big])} tokens/s. A real engine "
+   "lands at or below the upper bound (fixed costs, scheduling and imperfect kernels, lesson 9, can put it below "
+   f"the static estimate too) unless it changes the workload: with {count(CACHED_PREFIX)} of each prompt's tokens "
+   f"cached (section 8), batch {count(wall)}'s bound rises from {num(steady[-1].output_tokens_per_s_upper_bound)} "
+   f"to {num(cached.output_tokens_per_s_upper_bound)} tokens/s.")
 
 # %% [markdown]
 # **Question.** Why is the gap small at batch 1 and wide at batch 64?
@@ -317,8 +374,9 @@ md(f"<details><summary>Answer</summary>\n\n{num(gain[0])}× against {num(gain[ST
    f"At batch 1 the prefill is {percent(small.ttft_s / small.e2e_s, 1)} of E2E; at batch 64 the static schedule "
    f"prefills all 64 prompts first, {duration(wide.ttft_s)} or {percent(wide.ttft_s / wide.e2e_s, 0)} of E2E, with "
    "every decode stream stopped. Continuous batching does that prefill work inside decode steps that read the "
-   "weights anyway, with compute and memory overlapped: the larger the batch, the more there is to hide.\n\n"
-   "</details>")
+   "weights anyway, with compute and memory overlapped: the larger the batch, the more prefill there is to hide "
+   f"— until the cycle turns compute-bound (past batch {count(sweep[peak].batch)}) and the prefills' FLOPs no "
+   "longer fit under the reads.\n\n</details>")
 
 # %% [markdown]
 # ## 6. Chunked prefill: the mixed step
@@ -331,7 +389,6 @@ md(f"<details><summary>Answer</summary>\n\n{num(gain[0])}× against {num(gain[ST
 
 # %%
 DECODE_BATCH = 64  # sequences already decoding, each at the prompt length
-ridge = part.ridge_point_flop_per_byte("bf16")
 rows = []
 for chunk in (128, 256, 512, 1024, 2048):
     s = mixed_step(MODEL, PART, decode_batch=DECODE_BATCH, decode_context_tokens=PROMPT_TOKENS,
@@ -340,7 +397,7 @@ for chunk in (128, 256, 512, 1024, 2048):
                  f"+{percent(s.time_s / s.decode_only_time_s - 1, 0)}",
                  f"+{percent(s.lower_bound_s / s.decode_only_lower_bound_s - 1, 1)}"])
 show_table(["prefill chunk (token budget)", "FLOP/byte (unfused)", "mixed step (estimate)",
-            "slows the running sequences by (estimate)", "… by (lower bound)"], rows)
+            "slows the running sequences by (estimate)", "… ratio of lower bounds (not a bound)"], rows)
 
 # %% jupyter={"source_hidden": true}
 alone = mixed_step(MODEL, PART, decode_batch=DECODE_BATCH, decode_context_tokens=PROMPT_TOKENS,
@@ -358,12 +415,14 @@ assert below_lb < below_est / 2 and below_lb < 0.01  # mostly the unfused conven
 md(f"A decode-only step of {count(DECODE_BATCH)} sequences sits at {num(alone.decode_only_intensity)} FLOP/byte, "
    f"far below the ridge ({num(ridge)}), and takes {duration(alone.decode_only_time_s)} (estimate). A chunk of about "
    f"**{count(at_ridge)} prompt tokens** lifts the mixed step's unfused intensity to the ridge; that step takes "
-   f"{duration(ridge_step.time_s)}, so the running sequences' TPOT for it grows by "
+   f"{duration(ridge_step.time_s)}, so the running sequences' TPOT grows by "
    f"**{percent(ridge_step.time_s / ridge_step.decode_only_time_s - 1, 0)}** by the estimate, "
-   f"**{percent(ridge_step.lower_bound_s / ridge_step.decode_only_lower_bound_s - 1, 1)}** by the lower bound.\n\n"
+   f"**{percent(ridge_step.lower_bound_s / ridge_step.decode_only_lower_bound_s - 1, 1)}** by the lower bounds' "
+   "ratio (not itself a bound).\n\n"
    f"Below the ridge the two figures part ways. With a chunk of {count(at_ridge // 2)} tokens the estimate slows "
-   f"the step by {percent(below_est, 1)}, the lower bound by {percent(below_lb, 1)}: the estimate sends the chunk's "
-   "activations through HBM between operators (the unfused convention), and those are most of its extra bytes. "
+   f"the step by {percent(below_est, 1)}, the lower bounds' ratio by {percent(below_lb, 1)}: the estimate sends "
+   "the chunk's activations through HBM between operators (the unfused convention), and those are most of its "
+   "extra bytes. "
    "A fused engine keeps them on chip, so the chunk rides almost free on the weight reads the step makes anyway — "
    "only its KV writes, ids and logits are compulsory. Past the ridge both figures grow with every extra prompt "
    "token (the table's last rows): the FLOPs bind. So the budget trades the newcomer's TTFT "
@@ -422,11 +481,12 @@ md(f"The gain saturates. The i-th drafted token counts only if it and every draf
    f"{percent(most_k / ceiling, 0)} of that limit.")
 
 # %% [markdown]
-# The draft is not free either. Here it is an **MTP-style** head (DeepSeek-V3's
-# multi-token prediction: one extra layer on the target). The package **assumes** each draft step
-# costs one layer's share of the target's decode step plus a read of the lm_head (the head needs
-# it to propose a token). That is a modelling assumption, not a measured cost: a real MTP module
-# also has its own projection and norms, and its kernels' launches. With k = 4 and α = 0.7:
+# The draft is not free either. Here it is a hypothetical **MTP-style** head, run k times
+# (Llama-3.1 has none; DeepSeek-V3's multi-token-prediction module, one extra layer on the target,
+# predicts one extra token). The package **assumes** a draft step costs one layer's share of the
+# target's decode step plus a read of the **lm_head** (the matrix from hidden state to vocabulary
+# scores, which the head needs to propose a token): an assumption, not a measured cost — a real MTP
+# module also has its own projection, norms and kernel launches. With k = 4 and α = 0.7:
 
 # %%
 # ASSUMPTION: acceptance depends on the draft and on the workload (code and templated text accept more than
@@ -445,8 +505,9 @@ show_table(["(estimates)", "plain decode", f"speculative, k = {K}, α = {ALPHA}"
 assert spec.output_tokens_per_s > request.output_tokens_per_s_upper_bound  # "beats", below
 assert request.e2e_s / spec.e2e_s < request.tpot_s / spec.tpot_s  # "E2E improves less than TPOT"
 md(f"Now the two TPOT definitions of section 2 part ways: the mean step time is a verify step, "
-   f"{duration(spec.mean_step_s)}, which yields {num(spec.tokens_per_verify_step)} tokens, while (E2E − TTFT) ÷ "
-   f"(output − 1), the gap a user sees between tokens, is {duration(spec.tpot_s)}. E2E improves less than TPOT "
+   f"{duration(spec.mean_step_s)}. Tokens now arrive in bursts, {num(spec.tokens_per_verify_step)} on average "
+   f"every {duration(spec.mean_step_s)}, and (E2E − TTFT) ÷ (output − 1) is the **mean** gap between tokens, "
+   f"averaged over the bursts: {duration(spec.tpot_s)}. E2E improves less than TPOT "
    f"({num(request.e2e_s / spec.e2e_s)}× against {num(request.tpot_s / spec.tpot_s)}×): speculation does nothing "
    f"for the prefill.\n\n"
    f"Speculation also beats section 5's upper bound, which assumes one token per sequence per step: at batch 1 "
@@ -459,18 +520,11 @@ md(f"Now the two TPOT definitions of section 2 part ways: the mean step time is 
 # prompts?
 
 # %% jupyter={"source_hidden": true}
-def speedup(prompt, batch):
-    plain = request_timeline(MODEL, PART, prompt_tokens=prompt, output_tokens=OUTPUT_TOKENS, batch=batch)
-    fast = request_timeline(MODEL, PART, prompt_tokens=prompt, output_tokens=OUTPUT_TOKENS, batch=batch,
-                            speculative_tokens=K, acceptance=ALPHA)
-    return plain.tpot_s / fast.tpot_s, plain.fits_in_memory
-
-
-SHORT_PROMPT = 256
-one_user, (crowd, crowd_fits) = speedup(SHORT_PROMPT, 1)[0], speedup(SHORT_PROMPT, 512)
-assert 1.8 < one_user < 2.2 and crowd_fits  # "halves"
-md(f"<details><summary>Answer</summary>\n\nNo: {num(one_user)}× at batch 1, **{num(crowd)}× at batch 512**"
-   + (" — below 1, speculation slows the server down" if crowd < 1 else "")
+one_user, crowd = (speculation_speedup(MODEL, PART, prompt_tokens=SHORT_PROMPT, output_tokens=OUTPUT_TOKENS,
+                                       batch=b, speculative_tokens=K, acceptance=ALPHA) for b in (1, 512))
+assert 1.8 < one_user.tpot < 2.2 and crowd.fits_in_memory  # "halves"
+md(f"<details><summary>Answer</summary>\n\nNo: {num(one_user.tpot)}× at batch 1, **{num(crowd.tpot)}× at batch 512**"
+   + (" — below 1, speculation slows the server down" if crowd.tpot < 1 else "")
    + f". The verify step of a batch B carries B × (k + 1) tokens, {count(512 * (K + 1))} here. At batch 1 that "
    "is free — the step was memory-bound. As B grows the verify step's weight matmuls become compute-bound, and "
    "then every rejected draft is FLOPs paid for nothing. Long prompts hold it off (Going further).\n\n</details>")
@@ -507,14 +561,14 @@ md(f"<details><summary>Answer</summary>\n\nWith 8 tokens left the prefill is a s
 # A chip-hour has a price; divide it by the tokens the hour produces. The catalog holds no prices —
 # they change weekly and differ by contract — so the price below is **an assumption you set**, not a
 # fact. Priced at the static batch's estimated rate, the cost is an estimate; priced at continuous
-# batching's upper bound on the rate, it is a lower bound on the cost of any engine that does not
-# speculate (one token per sequence per step).
+# batching's upper bound on the rate, it is, batch by batch, a lower bound on the cost of any engine
+# with that batch in flight that prefills every prompt in full, in BF16, without speculating.
 
 # %%
 PRICE_PER_HOUR_USD = 2.50  # ASSUMPTION: an example rental price for one H100 SXM, US dollars per hour; set your own
-cases = [("batch 1", request), (f"batch {count(good.best_batch)} (best within the SLO)",
+cases = [("batch 1", request), (f"batch {count(fine.best_batch)} (best within the SLO)",
                                 request_timeline(MODEL, PART, prompt_tokens=PROMPT_TOKENS,
-                                                 output_tokens=OUTPUT_TOKENS, batch=good.best_batch)),
+                                                 output_tokens=OUTPUT_TOKENS, batch=fine.best_batch)),
          (f"batch {count(wall)} (the capacity wall)", at_wall)]
 show_table(["batch", "tokens/s, all users: static batch (estimate)",
             "USD per million output tokens (estimate)", "tokens/s: continuous batching, no speculation (upper bound)",
@@ -564,18 +618,19 @@ dashboard = lesson10_dashboard()
 #   and a growing KV cache; E2E is their sum. TPOT = (E2E − TTFT) ÷ (output − 1); the mean step time
 #   and E2E ÷ output are different numbers under the same name.
 # - Batching trades each user's rate for total throughput until the capacity wall; goodput counts
-#   only requests within the SLO, and Little's law turns it into chips (an estimate of a static
-#   schedule: it ignores queueing, and continuous batching does better).
+#   only requests within the SLO, and Little's law turns it into chips (a best case of a static
+#   schedule: it assumes requests arrive as their batch starts, and continuous batching can do
+#   better).
 # - The static batch's tokens/s is an estimate of that schedule; continuous batching's steady state
-#   gives the upper bound no engine beats without speculative decoding (one token per sequence per
-#   step; speculation can beat it).
+#   gives an upper bound for that workload (B in flight, every prompt prefilled in full, BF16) that
+#   no engine beats without speculative decoding.
 # - A mixed step lends the decode tokens' weight reads to a prefill chunk; the token budget trades
 #   the newcomer's TTFT against everyone's TPOT. Below the ridge the slowdown is mostly the
 #   estimate's unfused activations (the lower bound barely moves); past the ridge every extra token
-#   adds compute time by both figures. Chunking raises the newcomer's own TTFT; continuous batching
-#   is what removes its wait.
+#   adds compute time by both figures.
 # - Speculative decoding yields (1 − α^(k+1)) ÷ (1 − α) tokens per verify step, minus the draft's
-#   cost; it buys most at batch 1 and fades once the verify step is compute-bound.
+#   cost. On short prompts it buys most at batch 1 and fades as the verify step turns
+#   compute-bound; long prompts' KV reads keep it (Going further).
 # - Prefix caching skips the cached prompt's prefill; TTFT bottoms out at about one weight read.
 # - Cost per token = price per hour ÷ total tokens per hour (the price is yours to set, batching is
 #   the lever); board power ÷ tokens/s bounds the GPU board's energy per token at a measured rate,
@@ -587,10 +642,21 @@ dashboard = lesson10_dashboard()
 # - "Speculative decoding speeds up batch-1 decode but not batch 512 on short prompts. Why?"
 # - "What does chunked prefill do to the TPOT of the requests already running, and how would you
 #   choose the token budget?"
-# - "How many GPUs do you need for 100 requests/s under a 1 s TTFT objective?"
+# - "How many GPUs do you need for 100 requests/s under a 1 s TTFT and a 10 ms TPOT objective?"
 #
 # The exercises for this lesson are in `exercises/10_serving_a_request.ipynb`. The sections below go
 # further: read them when you want the detail behind a claim above.
+
+# %% jupyter={"source_hidden": true}
+# the Summary's claims: speculation on short and long prompts, and the interview question's figures
+spec_short, spec_long = ({b: speculation_speedup(MODEL, PART, prompt_tokens=prompt, output_tokens=OUTPUT_TOKENS,
+                                                 batch=b, speculative_tokens=K, acceptance=ALPHA).tpot
+                          for b in (1, 64, 512)} for prompt in (SHORT_PROMPT, PROMPT_TOKENS))
+assert spec_short[1] > spec_short[64] > spec_short[512] and spec_short[512] < 1  # "buys most at batch 1", "fades"
+assert spec_long[64] >= spec_long[1]  # long prompts "keep it"
+assert all(place(MODEL, PART, phase="decode", batch=b * (K + 1), context_tokens=1).bound == bound
+           for b, bound in ((1, "memory"), (512, "compute")))  # the verify step's weight matmuls "turn compute-bound"
+assert (TARGET_REQUESTS_PER_S, TTFT_SLO_S, TPOT_SLO_S) == (100, 1.0, 0.010)  # the interview question's figures
 
 # %% [markdown]
 # ## Going further: what chunking costs the newcomer
@@ -608,9 +674,11 @@ show_table(["prefill chunk", "TTFT, prompt alone (estimate)", "TTFT (lower bound
             for c, t in zip(CHUNKS, chunked)])
 
 # %% jupyter={"source_hidden": true}
-assert chunked[-1].ttft_lower_bound_s > chunked[0].ttft_lower_bound_s  # small chunks raise TTFT by the bound too
-md(f"Chunks of {count(CHUNKS[-1])} raise the newcomer's TTFT from {duration(chunked[0].ttft_lower_bound_s)} to "
-   f"{duration(chunked[-1].ttft_lower_bound_s)} by the lower bound ({num(chunked[-1].ttft_lower_bound_s / chunked[0].ttft_lower_bound_s)}×): "
+assert chunked[-1].ttft_lower_bound_s > chunked[0].ttft_lower_bound_s  # "raise" the lower bound too
+chunk_lb_ratio = chunked[-1].ttft_lower_bound_s / chunked[0].ttft_lower_bound_s
+md(f"Chunks of {count(CHUNKS[-1])} raise the newcomer's TTFT lower bound from "
+   f"{duration(chunked[0].ttft_lower_bound_s)} to {duration(chunked[-1].ttft_lower_bound_s)} ({num(chunk_lb_ratio)}× "
+   "— a ratio of lower bounds, not itself a bound): "
    f"{count(math.ceil(PROMPT_TOKENS / CHUNKS[-1]))} weight passes instead of one. Chunking is not what shortens "
    "the wait; **continuous batching** is — a newcomer joins at the next step instead of waiting for the running "
    "batch to finish, and chunking only keeps its prefill from stalling the others while it joins.")
@@ -642,21 +710,28 @@ md(f"<details><summary>Answer</summary>\n\n{count(smallest)} tokens, of those in
 
 # %%
 SPEC_BATCHES = (1, 16, 64, 128, 256, 512)
-short_runs = [speedup(SHORT_PROMPT, b) for b in SPEC_BATCHES]
-long_runs = [speedup(PROMPT_TOKENS, b) for b in SPEC_BATCHES]
+
+
+def speedups(prompt):
+    """Plain against speculative decoding at each batch, with section 7's k and α."""
+    return [speculation_speedup(MODEL, PART, prompt_tokens=prompt, output_tokens=OUTPUT_TOKENS, batch=b,
+                                speculative_tokens=K, acceptance=ALPHA) for b in SPEC_BATCHES]
+
+
+short_runs, long_runs = speedups(SHORT_PROMPT), speedups(PROMPT_TOKENS)
 show_table(["batch", f"TPOT speed-up, {count(SHORT_PROMPT)}-token prompt (estimate)",
             f"{count(PROMPT_TOKENS)}-token prompt (estimate)"],
-           [[count(b)] + [f"{num(x)}×" + ("" if fits else " (does not fit)") for x, fits in (s, l)]
+           [[count(b)] + [f"{num(x.tpot)}×" + ("" if x.fits_in_memory else " (does not fit)") for x in (s, l)]
             for b, s, l in zip(SPEC_BATCHES, short_runs, long_runs)])
 
 # %% jupyter={"source_hidden": true}
-low_batch, (low, _) = min(zip(SPEC_BATCHES, short_runs), key=lambda x: x[1][0])
-md(f"With {count(SHORT_PROMPT)}-token prompts the speed-up falls from {num(short_runs[0][0])}× at batch 1 to "
+low_batch, low = min(((b, r.tpot) for b, r in zip(SPEC_BATCHES, short_runs)), key=lambda x: x[1])
+md(f"With {count(SHORT_PROMPT)}-token prompts the speed-up falls from {num(short_runs[0].tpot)}× at batch 1 to "
    f"**{num(low)}× at batch {count(low_batch)}**"
    + (": below 1, speculation slows the server down. " if low < 1 else ". ")
    + f"With {count(PROMPT_TOKENS)}-token prompts the KV reads keep the verify step memory-bound and the speed-up "
-   f"holds ({num(long_runs[-1][0])}× at batch {count(SPEC_BATCHES[-1])})"
-   + (" — but that batch does not fit in memory. " if not long_runs[-1][1] else ". ")
+   f"holds ({num(long_runs[-1].tpot)}× at batch {count(SPEC_BATCHES[-1])})"
+   + (" — but that batch does not fit in memory. " if not long_runs[-1].fits_in_memory else ". ")
    + "A real verify step also pays the draft's kernel launches and the work of accepting and rejecting "
    "tokens, so measured speed-ups at large batch are smaller still, and servers often switch speculation off "
    "under heavy load.")
@@ -667,9 +742,9 @@ md(f"With {count(SHORT_PROMPT)}-token prompts the speed-up falls from {num(short
 
 # %% jupyter={"source_hidden": true}
 i128 = SPEC_BATCHES.index(128)
-assert long_runs[i128][0] > short_runs[i128][0] and long_runs[i128][1]  # the long prompt "keeps more", and fits
+assert long_runs[i128].tpot > short_runs[i128].tpot and long_runs[i128].fits_in_memory  # "keeps more", and fits
 md(f"<details><summary>Answer</summary>\n\nThe {count(PROMPT_TOKENS)}-token prompt "
-   f"({num(long_runs[i128][0])}× against {num(short_runs[i128][0])}×). Each sequence's KV cache is read once per "
+   f"({num(long_runs[i128].tpot)}× against {num(short_runs[i128].tpot)}×). Each sequence's KV cache is read once per "
    "verify step, however many positions it checks, exactly as a plain decode step reads it: a long context adds "
    "the same bytes to both, keeps both memory-bound, and the extra drafted positions ride on those bytes.\n\n"
    "</details>")
@@ -679,7 +754,8 @@ md(f"<details><summary>Answer</summary>\n\nThe {count(PROMPT_TOKENS)}-token prom
 #
 # An MTP head costs about one layer plus an lm_head read. A separate **draft model** costs k of its
 # own decode steps per verify step, and its weights and KV cache share the chip's memory.
-# Llama-3.1-70B on an H200, drafted by Llama-3.1-8B (same tokenizer) or by an MTP head, at batch 1:
+# Llama-3.1-70B on an H200, drafted by Llama-3.1-8B (same tokenizer) or by a hypothetical MTP-style
+# head (Llama-3.1 has none; DeepSeek-V3's MTP module predicts one extra token), at batch 1:
 
 # %%
 TARGET, DRAFT, BIG_PART = "llama-3.1-70b", "llama-3.1-8b", "h200"
@@ -704,7 +780,7 @@ show_table(["draft", "TPOT (estimate)", "speed-up (estimate)"],
 
 # %% jupyter={"source_hidden": true}
 big_part = get_part(BIG_PART)
-md(f"Both models live on one {big_part.name}: the target's and the draft's weights and KV caches need "
+md(f"Put both models on one H200: the target's and the draft's weights and KV caches need "
    f"{binary(draft70.memory_required_bytes)} of its {binary(big_part.memory_capacity_bytes)}, so the pair "
    + (f"**fits**, with {binary(big_part.memory_capacity_bytes - draft70.memory_required_bytes)} left for a larger "
       "batch or context." if draft70.fits_in_memory else
@@ -732,11 +808,11 @@ md(f"<details><summary>Answer</summary>\n\n{duration(float(draft_step.time_estim
 # facility's overhead (cooling and power delivery, the PUE). A board's rated power (its TDP, or
 # power limit — configurable: datasheets give it as "up to" a figure, and an operator may cap it
 # lower) caps its *average* draw — short peaks may exceed it — so at a *measured* rate, board power
-# ÷ tokens/s is an **upper bound on the energy per token at that rate** (the board's). The table
-# feeds it the static batch's *estimated* rate instead, so each figure there is an **estimate at the
-# assumed power** (the rating, drawn all the time), not a bound either way: a real run can be slower
-# or (with continuous batching) faster, and draws less than the rating. The catalog lists board
-# power only where a source states it:
+# ÷ tokens/s is an **upper bound on the energy per token at that rate** (the board's): the case
+# `energy_per_token_upper_bound_j` is named for. The table feeds it the static batch's *estimated*
+# rate instead, so each figure there is an **estimate at the assumed power** (the rating, drawn all
+# the time), not a bound either way: a real run can be slower or (with continuous batching) faster,
+# and draws less than the rating. The catalog lists board power only where a source states it:
 
 # %%
 powered = [p for p in list_parts() if get_part(p).board_power_w is not None]

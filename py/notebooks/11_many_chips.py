@@ -21,67 +21,43 @@
 #
 # **By the end of this lesson you can**
 #
-# 1. say what tensor parallelism splits, what it replicates, and what it sends: two all-reduces per
-#    layer, each chip sending 2(n − 1)/n of the message by a ring, or each byte once where the
-#    switch adds the partial sums itself, at the link's **per-direction** bandwidth;
-# 2. give a step on several chips two figures per chip, the **lower bound** and the **estimate**,
-#    name the assumed per-call latency inside the estimate and compute its share;
-# 3. compute the interconnect intensity (FLOPs per byte sent) and the third ridge (peak ÷ link
-#    bandwidth), and split a step's communication into its latency and bandwidth terms;
-# 4. find where tensor parallelism stops helping: the batch, prompt or split size at which the
-#    communication takes longer than the compute and the memory traffic;
-# 5. compare 70B on two H100s, one H200 and one H100 with FP8 weights; split an MoE by experts;
-#    say why pipeline parallelism does not cut one sequence's latency;
-# 6. set a published multi-chip measurement against both figures and state hypotheses for the gap.
+# 1. say what tensor parallelism splits, replicates and sends (all-reduces at the **per-direction** bandwidth);
+# 2. give a multi-chip step two figures per chip, the **lower bound** and the **estimate** (and its assumed latency);
+# 3. split communication into latency and bytes, compute the third ridge, and find where tensor parallelism stops;
+# 4. compare 70B on two H100s, one H200 or FP8 weights; split an MoE by experts; say what pipelining buys;
+# 5. set a published multi-chip measurement against both figures and state hypotheses for the gap.
 #
-# **Conventions.** With more than one chip, every FLOP, byte and second below is **per chip** (the
-# busiest chip's), and the tables say so; tokens per second count all chips together. Every step
-# gets two figures (lesson 3):
-#
-# - the **lower bound** (`time_lower_bound_s`): compulsory bytes only; the least bytes any
-#   algorithm the link supports sends (each byte once where the switch reduces in the switch, the
-#   ring elsewhere); communication overlapped with compute and memory; no per-call latency. No
-#   implementation with that split, those formats and those kernels' FLOPs beats it.
-# - the **estimate** (`time_estimate_s`): operators unfused, collectives by the ring, a fixed
-#   latency per collective call that is **assumed**, and communication **not overlapped** with
-#   compute unless a row says "overlapped": a chip's step takes max(compute, memory) +
-#   communication. Overlap is the estimate's best case, max of the three.
-#
-# The rates follow: an upper bound and an estimate. The rules are in the docstring of
-# `roofline_lessons.core.parallel`.
+# > **Conventions.** With more than one chip, every FLOP, byte and second below is **per chip** (the
+# > busiest chip's); tokens per second count all chips together. Every step gets two figures (lesson
+# > 3); below, "bound" and "estimate" mean these, without repeating the rules:
+# >
+# > - the **lower bound** (`time_lower_bound_s`): compulsory traffic only, the least bytes the link
+# >   allows (each byte once where the switch adds the partial sums, the ring elsewhere), communication
+# >   and independent units (pipeline stages) overlapped, no assumed latency. No implementation with
+# >   that split, those formats and those kernels' FLOPs beats it.
+# > - the **estimate** (`time_estimate_s`): operators unfused; collectives by the ring; a fixed
+# >   latency per collective call, **assumed** (the catalog's order of magnitude, the same at any
+# >   number of chips); communication **not overlapped**, max(compute, memory) + communication, unless
+# >   a row says "overlapped" (the estimate's best case); pipeline stages one after another.
+# >
+# > For a mixture of experts both figures assume uniform routing (the mean step). The rates follow:
+# > an upper bound and an estimate. The rules: the docstring of `roofline_lessons.core.parallel`.
 
 # %%
 # %matplotlib inline
-import math
-
-import numpy as np
-
 from roofline_lessons import get_model, get_part, place
-from roofline_lessons.core.parallel import (Parallelism, bubble_fraction, max_batch_that_fits_on_chips,
-                                            remote_groups_per_token, steady_state_idle_fraction)
+from roofline_lessons.core.parallel import Parallelism, bubble_fraction, steady_state_idle_fraction
 from roofline_lessons.core.units import binary, count, duration, num, percent, si
-from roofline_lessons.topics.many_chips import (Setup, activation_message_bytes, comm_crossover, comm_split,
-                                                compare_setups, expert_parallel_compare, gpt_fast_70b,
-                                                gpt_fast_empirical_bandwidth_bytes_per_s, latency_sensitivity,
-                                                link_ridges, NVLS_ALGBW_PART, nvls_all_reduce_measurement,
-                                                one_all_reduce, pipeline_vs_tensor,
-                                                seventy_b_setups, tensor_parallel_sweep, three_roofs)
+from roofline_lessons.topics.many_chips import (activation_message_bytes, comm_split, gpt_fast_70b,
+                                                latency_sensitivity, link_ridges, one_all_reduce, pipeline_vs_tensor,
+                                                tensor_parallel_sweep)
 from roofline_lessons.viz.display import md, show_table
 from roofline_lessons.viz.plots import interconnect_roofline_chart, time_breakdown_chart
 
 MODEL, PART = "llama-3.1-70b", "h100-sxm"
 CONTEXT = 4096  # tokens cached before each decode step
 PREFILL_TOKENS = 1024  # a prompt for the prefill examples
-VLLM_UTILIZATION = 0.9  # vLLM's long-standing default gpu_memory_utilization: the share of memory it lets itself use
 model, part = get_model(MODEL), get_part(PART)
-
-
-def fits_at(row, utilization):
-    """Largest batch whose weights + KV cache fit every chip of a SplitRow's setup at ``utilization``."""
-    p, w = row.placement, row.placement.workload
-    return max_batch_that_fits_on_chips(p.model, p.part, w.cached_tokens_after, p.parallelism,
-                                        weights_dtype=w.weights_dtype, kv_dtype=w.kv_dtype,
-                                        memory_utilization=utilization)
 
 # %% [markdown]
 # ## 1. Why split
@@ -96,9 +72,11 @@ show_table(["", "bytes"],
             [f"KV cache, one sequence of {count(CONTEXT + 1)} tokens", binary(single.footprint.kv_cache_bytes)],
             ["memory required", binary(single.memory_required_bytes)],
             [f"{part.name} capacity", binary(part.memory_capacity_bytes)]])
-assert not single.fits_in_memory  # the lesson's premise
 
 # %% jupyter={"source_hidden": true}
+import math
+
+assert not single.fits_in_memory  # the lesson's premise
 chips_for_weights = math.ceil(single.footprint.weight_bytes / part.memory_capacity_bytes)
 md(f"The weights alone are {binary(single.footprint.weight_bytes)}, more than the chip's "
    f"{binary(part.memory_capacity_bytes)}: at least **{count(chips_for_weights)} chips** must share them, before any "
@@ -113,6 +91,20 @@ md(f"**Question.** An H200 holds {binary(get_part('h200').memory_capacity_bytes)
    f"with how many sequences of {count(CONTEXT)} tokens?")
 
 # %% jupyter={"source_hidden": true}
+from roofline_lessons.core.parallel import max_batch_that_fits_on_chips
+from roofline_lessons.topics.many_chips import Setup, compare_setups, seventy_b_setups
+
+VLLM_UTILIZATION = 0.9  # vLLM's long-standing default gpu_memory_utilization: the share of memory it lets itself use
+
+
+def fits_at(row, utilization):
+    """Largest batch whose weights + KV cache fit every chip of a SplitRow's setup at ``utilization``."""
+    p, w = row.placement, row.placement.workload
+    return max_batch_that_fits_on_chips(p.model, p.part, w.cached_tokens_after, p.parallelism,
+                                        weights_dtype=w.weights_dtype, kv_dtype=w.kv_dtype,
+                                        memory_utilization=utilization)
+
+
 on_h200 = compare_setups(MODEL, seventy_b_setups(), context_tokens=CONTEXT)[1]
 h200_vllm = fits_at(on_h200, VLLM_UTILIZATION)
 md("<details><summary>Answer</summary>\n\n"
@@ -121,46 +113,62 @@ md("<details><summary>Answer</summary>\n\n"
       "byte of the chip may hold weights and KV cache, with nothing kept back for activations or fragmentation. "
       f"A server such as vLLM uses {percent(VLLM_UTILIZATION, 0)} of the memory by default "
       f"({binary(VLLM_UTILIZATION * on_h200.capacity_per_chip_bytes)}), less than the weights' "
-      f"{binary(on_h200.placement.footprint.weight_bytes)}: **{count(h200_vllm)} sequences** there. Section 6 "
+      f"{binary(on_h200.placement.footprint.weight_bytes)}: **{count(h200_vllm)} sequences** there. Section 9 "
       "prices it."
       if on_h200.fits else
       f"No: it needs {binary(on_h200.memory_per_chip_bytes)} of {binary(on_h200.capacity_per_chip_bytes)}.")
    + "\n\n</details>")
 
 # %% [markdown]
-# ## 2. Tensor parallel
+# ## 2. Tensor parallel: what each chip holds
 #
-# **Tensor parallelism** (Megatron-LM's scheme) splits every layer n ways. The attention heads are
-# divided among the chips, and so are the MLP's columns: each chip holds and reads **1/n of those
-# weights** and does 1/n of their FLOPs. The embedding and the lm_head are split over the
-# vocabulary. Some things are **replicated**: the norms, the residual adds and (in an MoE) the
-# router run whole on every chip, and the KV cache is split by **KV head**, so past n = the
-# number of KV heads each KV head is stored on several chips.
-#
-# Per chip, Llama-3.1-70B decode at batch 1 with 4,096 tokens cached, on H100 SXMs joined by NVLink:
+# **Tensor parallelism** (Megatron-LM's scheme) splits every layer n ways: the attention heads and
+# the MLP's columns are divided among the chips, so each chip holds and reads **1/n of those
+# weights** and does 1/n of their FLOPs; the embedding and the lm_head are split over the
+# vocabulary. The norms, the residual adds and an MoE's router are **replicated**, and the KV cache
+# is split by **KV head**, so past n = the KV heads each KV head is stored on several chips.
+# Llama-3.1-70B decode at batch 1, 4,096 tokens cached, on H100 SXMs joined by NVLink:
 
 # %%
 tp = tensor_parallel_sweep(MODEL, PART, context_tokens=CONTEXT)
-show_table(["split", "weights per chip", "KV cache per chip", "memory per chip",
-            f"fits {binary(part.memory_capacity_bytes)}",
-            "largest batch that fits (all chips)"],
+show_table(["split", "weights per chip", "KV cache per chip", "memory per chip", "largest batch that fits (all chips)"],
            [[r.parallelism.label, binary(r.placement.footprint.weight_bytes),
-             binary(r.placement.footprint.kv_cache_bytes), binary(r.memory_per_chip_bytes),
-             "yes" if r.fits else "**no**", count(r.max_batch)] for r in tp])
+             binary(r.placement.footprint.kv_cache_bytes),
+             binary(r.memory_per_chip_bytes) + ("" if r.fits else " — **does not fit**"), count(r.max_batch)]
+            for r in tp])
+
+# %% jupyter={"source_hidden": true}
+MOE = "qwen3-235b-a22b"
+moe = get_model(MOE)
+KV_BATCH, KV_CONTEXT = 16, 8192
+md(f"**Question.** {moe.name} (section 10) has only {count(moe.num_key_value_heads)} KV heads; {model.name} has "
+   f"{count(model.num_key_value_heads)}. With {count(KV_BATCH)} sequences of {count(KV_CONTEXT)} tokens on H200s, how "
+   "much KV cache does each chip hold under TP 8, against TP 4?")
+
+# %% jupyter={"source_hidden": true}
+kv_rows = [place(MOE, "h200", phase="decode", batch=KV_BATCH, context_tokens=KV_CONTEXT,
+                 parallelism=Parallelism(tensor=t)) for t in (1, 2, 4, 8)]
+whole_kv = kv_rows[0].footprint.kv_cache_bytes
+assert kv_rows[-1].footprint.kv_cache_bytes == kv_rows[-2].footprint.kv_cache_bytes  # TP 8 stores what TP 4 does
+md(f"<details><summary>Answer</summary>\n\nThe same: {binary(kv_rows[-1].footprint.kv_cache_bytes)} per chip at TP 8 "
+   f"and at TP 4. Each chip keeps whole KV heads; with {count(moe.num_key_value_heads)} of them, TP 8 stores each on "
+   f"{count(8 // moe.num_key_value_heads)} chips. Dividing the whole cache ({binary(whole_kv)}) by 8 would give "
+   f"{binary(whole_kv / 8)} and overstate how many sequences fit. The package says so when it happens: "
+   f"*{kv_rows[-1].warnings[0]}*\n\n</details>")
 
 # %% [markdown]
-# Splitting the weights splits the time to read them. Each chip reads its share in parallel, so the
-# memory time per chip falls as 1/n — but the chips must now talk. Both figures, per chip (the
-# estimate's terms first, then how much of the estimate is assumed latency, then the bound):
+# ## 3. One step on n chips: the bound and the estimate
+#
+# Each chip reads its share of the weights in parallel, so the memory time per chip falls as 1/n,
+# but the chips must now talk. Both figures, per chip:
 
 # %%
-show_table(["split", "compute, per chip (estimate)", "memory, per chip (estimate)",
-            "communication, per chip (estimate: ring + assumed latency)", "estimate, per chip",
-            "of which assumed latency", "lower bound, per chip", "estimate's roof",
-            "tokens/s (all chips): estimate", "tokens/s (all chips): upper bound"],
-           [[r.parallelism.label, duration(r.compute_s), duration(r.memory_s), duration(r.comm_s), duration(r.step_s),
-             f"{duration(r.latency_s)} ({percent(r.latency_share, 0)})", duration(r.lower_bound_s), r.bound,
-             num(r.tokens_per_s), num(r.tokens_per_s_upper_bound)] for r in tp])
+show_table(["split", "estimate, per chip", "of which assumed latency", "lower bound, per chip",
+            "tokens/s (all chips): estimate / upper bound"],
+           [[r.parallelism.label, duration(r.step_s), f"{duration(r.latency_s)} ({percent(r.latency_share, 0)})",
+             duration(r.lower_bound_s), f"{num(r.tokens_per_s)} / {num(r.tokens_per_s_upper_bound)}"] for r in tp])
+
+# %% jupyter={"source_hidden": true}
 one, two, last = tp[0], tp[1], tp[-1]
 assert two.step_s < one.step_s and last.step_s < two.step_s  # more chips, shorter decode step
 assert last.step_s > one.step_s / last.chips  # ... but the estimate is less than n times shorter
@@ -168,37 +176,43 @@ assert math.isclose(last.comm_s, two.comm_s, rel_tol=0.1)  # the estimate's comm
 assert all(r.lower_bound_s <= r.step_s for r in tp)
 assert two.latency_share < last.latency_share  # the same latency is a larger share of a shorter step
 assert last.comm_lower_bound_s < 0.01 * last.lower_bound_s  # the bound's bytes at batch 1: a sliver of its step
-
-# %% jupyter={"source_hidden": true}
 bound_speedup, estimate_speedup = one.lower_bound_s / last.lower_bound_s, one.step_s / last.step_s
 md(f"From one chip to {count(last.chips)}, the memory time per chip falls {num(one.memory_s / last.memory_s)}× "
-   f"({duration(one.memory_s)} → {duration(last.memory_s)}). The **lower bound** falls "
+   f"({duration(one.memory_s)} → {duration(last.memory_s)}). The **bound** falls "
    f"{num(bound_speedup)}× ({duration(one.lower_bound_s)} → {duration(last.lower_bound_s)}); the **estimate** only "
    f"{num(estimate_speedup)}× ({duration(one.step_s)} → {duration(last.step_s)}). The difference is the "
-   f"communication the estimate adds on top, about {duration(last.comm_s)} per chip at every n in this table, and "
-   f"{duration(last.latency_s)} of it is the assumed latency: {percent(last.latency_share, 0)} of the "
-   f"{last.parallelism.label} estimate. It barely changes with n because the estimate charges one fixed latency "
-   "per call whatever n — an assumption examined below. The bound counts no latency, and its bytes at batch 1 "
-   "take microseconds, so it "
-   + ("keeps falling almost as 1/n" if bound_speedup > 0.9 * last.chips else "falls more slowly than 1/n")
+   f"communication the estimate adds on top, about {duration(last.comm_s)} per chip at every n here, "
+   f"{duration(last.latency_s)} of it assumed latency: {percent(last.latency_share, 0)} of the "
+   f"{last.parallelism.label} estimate. The bound counts no latency, and its bytes at batch 1 take microseconds, so "
+   "it " + ("keeps falling almost as 1/n" if bound_speedup > 0.9 * last.chips else "falls more slowly than 1/n")
    + ". (The one-chip row is a what-if: it does not fit.)")
 
+# %% jupyter={"source_hidden": true}
+assert float(last.placement.comm.bytes) > float(two.placement.comm.bytes)  # "more bytes at TP 8"
+assert float(last.placement.comm.calls) == float(two.placement.comm.calls)  # "the same number of calls"
+md(f"**Question.** Each chip sends more bytes at TP 8 than at TP 2, yet the estimate's communication is about "
+   f"{duration(two.comm_s)} at both. What kind of cost is the same at every n?")
+
+# %% jupyter={"source_hidden": true}
+md("<details><summary>Answer</summary>\n\nA cost per call. The step makes the same number of collective calls at "
+   f"any n (two per layer, plus two), and the estimate charges each call one fixed latency: {duration(two.latency_s)} "
+   f"of TP 2's {duration(two.comm_s)}. Section 5 splits the communication into that term and the bytes."
+   "\n\n</details>")
+
 # %% [markdown]
-# ### What each chip sends: two all-reduces per layer
+# ## 4. What each chip sends: two all-reduces per layer
 #
 # A column-split matmul followed by a row-split one (attention's Q/K/V then its output projection;
-# the MLP's gate/up then its down projection) leaves every chip with a **partial sum** of the
-# layer's output. Adding them up across chips is an **all-reduce** of the activations (tokens ×
-# hidden × 2 bytes), twice per layer: after the attention block and after the MLP. (Plus one after
-# the vocab-split embedding and an all-gather of the logits.)
+# the MLP's gate/up then down) leaves every chip with a **partial sum** of the layer's output.
+# Adding them up is an **all-reduce** of the activations (tokens × hidden × 2 bytes), twice per
+# layer, plus one after the vocab-split embedding and an all-gather of the logits.
 #
-# A **ring all-reduce** does it in 2(n − 1) hops: a reduce-scatter, then an all-gather. Each chip
-# sends — and receives — **2(n − 1)/n of the message**: 1 × at n = 2, rising towards but never
-# more than 2 × as n grows. And it sends at the link's **per-direction** bandwidth: vendors quote
-# NVLink and PCIe as the *bidirectional* total (both directions added), twice what one chip can
-# push out in one direction. Using the headline is the classic error — it makes communication look
-# twice as fast. One all-reduce of a 1,024-token prefill's activations on H100 SXMs, by the
-# estimate's rules (ring, one assumed latency per call), both ways:
+# A **ring all-reduce** makes each chip send, and receive, **2(n − 1)/n of the message**: 1 × at
+# n = 2, towards 2 × as n grows, at the link's **per-direction** bandwidth (vendors quote NVLink and
+# PCIe as the *bidirectional* total, twice that). Where the switch adds the partial sums itself
+# (NVLink SHARP on H100-generation NVSwitch and later; NCCL's NVLS) each chip sends the message only
+# **once**: the bound counts that, the estimate keeps the ring. One all-reduce of a 1,024-token
+# prefill's activations on H100 SXMs, by the estimate:
 
 # %%
 message = activation_message_bytes(MODEL, PREFILL_TOKENS)
@@ -207,93 +221,63 @@ show_table(["chips n", "2(n − 1)/n", "bytes each chip sends (ring)", "estimate
             "at the bidirectional headline (wrong)"],
            [[count(a.tensor), num(a.ring_factor), si(a.sent_bytes, "B"), duration(a.time_s),
              duration(a.headline_time_s)] for a in reduces])
+
+# %% jupyter={"source_hidden": true}
 assert all(a.headline_time_s < a.time_s for a in reduces)  # the headline always flatters
-
-# %% jupyter={"source_hidden": true}
 link = reduces[-1].link
-md(f"The message is {si(message, 'B')} ({count(PREFILL_TOKENS)} tokens × {count(model.hidden_size)} × 2 bytes). The "
-   f"{link.name} moves {si(link.per_direction_bytes_per_s, 'B/s')} per direction; its datasheet says "
-   f"{si(link.bidirectional_bytes_per_s, 'B/s')}, both directions added. Each time also holds one call's fixed "
-   f"cost of {duration(link.latency_s)}, assumed (below).")
-
-# %% [markdown]
-# ### Ring or in-switch: the least bytes
-#
-# The ring is not the least traffic everywhere. The NVSwitch of NVLink 4 and later (H100, H200,
-# B200, GB200) can add the chips' partial sums **inside the switch** (NVLink SHARP; NCCL calls the
-# algorithm NVLS): each chip sends its whole message to the switch once and receives the sum once.
-# That is **1 × the message** per chip, against the ring's 2(n − 1)/n — the same at n = 2, fewer
-# bytes beyond. The lower bound counts the least bytes the link allows; the estimate keeps the
-# ring. On parts whose switch does not reduce (A100's NVLink 3, PCIe, the L4) both count the ring.
-
-# %%
-show_table(["chips n", "ring: share sent", "least: share sent", "ring: most algorithm bandwidth",
-            "least: most algorithm bandwidth", "bound: bytes ÷ bandwidth, no latency"],
-           [[count(a.tensor), num(a.ring_factor), num(a.least_factor), si(a.ring_algorithm_bytes_per_s, "B/s"),
-             si(a.least_algorithm_bytes_per_s, "B/s"), duration(a.bound_time_s)] for a in reduces])
-assert all(a.in_switch for a in reduces) and reduces[0].least_factor == reduces[0].ring_factor  # same at n = 2
-measured = nvls_all_reduce_measurement()  # from the catalog, with its conditions and source
-nvls = one_all_reduce(NVLS_ALGBW_PART, measured.chips, message)
-assert nvls.ring_algorithm_bytes_per_s < measured.value <= nvls.least_algorithm_bytes_per_s
+md(f"The message is {si(message, 'B')} ({count(PREFILL_TOKENS)} tokens × {count(model.hidden_size)} × 2 bytes); "
+   f"{link.name} moves {si(link.per_direction_bytes_per_s, 'B/s')} per direction (datasheet: "
+   f"{si(link.bidirectional_bytes_per_s, 'B/s')}, both ways); each time holds one assumed "
+   f"{duration(link.latency_s)} call.")
 
 # %% jupyter={"source_hidden": true}
-md(f"*Algorithm bandwidth* is what nccl-tests prints as algbw: the message ÷ the all-reduce's time. A ring can "
-   f"reach at most the per-direction rate ÷ 2(n − 1)/n: {si(nvls.link.per_direction_bytes_per_s, 'B/s')} ÷ "
-   f"{num(nvls.ring_factor)} = **{si(nvls.ring_algorithm_bytes_per_s, 'B/s')}** on {count(measured.chips)} H100s. "
-   f"An NCCL maintainer gives about **{si(measured.value, 'B/s')}** for NVLS on {count(measured.chips)} "
-   f"H100s ({measured.source}, {measured.date}; {measured.conditions}). That is above what any ring can do, so the ring cannot be a lower bound there. "
-   f"It is below the in-switch limit of {si(nvls.least_algorithm_bytes_per_s, 'B/s')}, as a "
-   "measurement under a bound must be (the same thread puts part of the gap down to NCCL's protocol overhead).")
+md(f"**Question.** A colleague prices the TP {count(reduces[-1].tensor)} all-reduce with the "
+   f"{si(link.bidirectional_bytes_per_s, 'B/s')} headline. How far off is the time, and which way?")
+
+# %% jupyter={"source_hidden": true}
+wrong = reduces[-1]
+assert math.isclose(wrong.time_s - wrong.latency_s, 2 * (wrong.headline_time_s - wrong.latency_s))  # "exactly halved"
+md(f"<details><summary>Answer</summary>\n\n{duration(wrong.headline_time_s)} instead of {duration(wrong.time_s)}: "
+   f"{num(wrong.time_s / wrong.headline_time_s)}× too fast. The bytes' time is exactly halved "
+   f"({duration(wrong.headline_time_s - wrong.latency_s)} instead of {duration(wrong.time_s - wrong.latency_s)}); the "
+   f"{duration(wrong.latency_s)} per call stays. The headline makes communication look cheap, which is why it is "
+   "the classic error.\n\n</details>")
 
 # %% [markdown]
-# ### Latency against bandwidth
+# ## 5. Latency against bandwidth
 #
-# Every collective call also pays a fixed cost — launching it, synchronising the chips, the hops —
-# whatever its size. The catalog gives each link a per-call latency, and marks it as an
-# **assumption**: an order of magnitude (NCCL's small-message all-reduce inside one 8-GPU node), not
-# a measurement of your system. **The estimate's rule: one fixed cost per call, the same whatever
-# the number of chips n** — a one-shot, switch-style model. That is itself an assumption: a
-# textbook ring pays 2(n − 1) hop latencies (NCCL's low-latency protocols, LL and LL128, cut the
-# cost of each hop, not the number of hops). NCCL's tree is a chain inside a node: its latency is
-# linear in the GPUs per node and logarithmic only in the number of nodes (NCCL's own cost model,
-# `ncclTopoTuneModel` in its `src/graph/tuning.cc`, charges a tree all-reduce
-# 2 × ((GPUs per node − 1) × one intra-node hop + log2(nodes) × one inter-node hop)). NVLS, the
-# reduction in the switch, and custom one-shot all-reduce kernels (a few µs) stay roughly flat in
-# n. So every time that includes it is an **estimate at the assumed latency**. The lower bound
-# counts no latency at all (no physical law fixes one), only the least bytes. The estimate's
-# communication is the calls times the latency, plus the ring's bytes divided by the per-direction
-# bandwidth:
+# Every collective call also pays a fixed cost (launching it, synchronising the chips, the hops)
+# whatever its size. The estimate's communication is the calls times the assumed latency, plus the
+# ring's bytes divided by the per-direction bandwidth; the bound's is the least bytes alone:
 
 # %%
-steps = [("decode, batch 1, TP 2", place(MODEL, PART, phase="decode", context_tokens=CONTEXT,
-                                          parallelism=Parallelism(tensor=2))),
-         ("decode, batch 64, TP 8", place(MODEL, PART, phase="decode", batch=64, context_tokens=CONTEXT,
-                                          parallelism=Parallelism(tensor=8))),
-         (f"prefill of {count(PREFILL_TOKENS)} tokens, TP 8", place(MODEL, PART, phase="prefill",
-                                                                    prompt_tokens=PREFILL_TOKENS,
-                                                                    parallelism=Parallelism(tensor=8)))]
+TP2, TP8 = Parallelism(tensor=2), Parallelism(tensor=8)
+steps = [("decode, batch 1, TP 2", place(MODEL, PART, context_tokens=CONTEXT, parallelism=TP2)),
+         ("decode, batch 64, TP 8", place(MODEL, PART, batch=64, context_tokens=CONTEXT, parallelism=TP8)),
+         (f"prefill of {count(PREFILL_TOKENS)} tokens, TP 8",
+          place(MODEL, PART, phase="prefill", prompt_tokens=PREFILL_TOKENS, parallelism=TP8))]
 splits = [(name, comm_split(p)) for name, p in steps]
-show_table(["step", "calls", "calls × latency (assumed)", "ring bytes ÷ bandwidth",
-            "communication, per chip (estimate)", "latency's share of it",
-            "communication, per chip (lower bound: least bytes, no latency)"],
-           [[name, count(s.calls), duration(s.latency_s), duration(s.bandwidth_s), duration(s.total_s),
-             percent(s.latency_share, 1), duration(s.bound_s)] for name, s in splits])
+show_table(["step", "calls × latency (assumed)", "ring bytes ÷ bandwidth", "communication: estimate",
+            "communication: bound"],
+           [[name, f"{count(s.calls)} × {duration(s.latency_per_call_s)} = {duration(s.latency_s)}",
+             duration(s.bandwidth_s), f"{duration(s.total_s)} ({percent(s.latency_share, 1)} latency)",
+             duration(s.bound_s)] for name, s in splits])
+
+# %% jupyter={"source_hidden": true}
 assert splits[0][1].latency_share > 0.5 > splits[-1][1].latency_share  # batch 1: latency; prefill: bandwidth
 assert all(s.bound_s < s.bandwidth_s for _, s in splits[1:])  # TP 8 in the switch: fewer bytes than the ring
-
-# %% jupyter={"source_hidden": true}
 b1 = splits[0][1]
 md(f"At batch 1 the {count(b1.calls)} calls cost {duration(b1.latency_s)} at {duration(b1.latency_per_call_s)} "
-   f"each — the catalog's figure, with latency_basis = \"{b1.latency_basis}\" — against "
-   f"{duration(b1.bandwidth_s)} for the bytes. By the estimate, a batch-1 decode's all-reduces are "
-   "**latency-bound**: the link's bandwidth hardly matters, the number of calls and their fixed cost do. The lower "
-   f"bound's communication is {duration(b1.bound_s)}: what the estimate charges here is almost all an assumption. "
-   "Replace the assumed latency with your own small-message measurement (nccl-tests) before quoting such a figure.")
+   f"each (the catalog's figure, latency_basis = \"{b1.latency_basis}\") against {duration(b1.bandwidth_s)} for the "
+   "bytes: by the estimate a batch-1 decode's all-reduces are **latency-bound**, and the number of calls matters, "
+   f"not the link's bandwidth. The bound's communication is {duration(b1.bound_s)}: what the estimate charges here "
+   "is almost all assumed, so measure your own small-message all-reduce before quoting it. A prefill sends many "
+   f"bytes per call and is **bandwidth-bound**: latency is {percent(splits[-1][1].latency_share, 1)} of it.")
 
 # %% jupyter={"source_hidden": true}
 md(f"**Question.** Going from TP 2 to TP 8, each chip's share of every message grows from 2(n − 1)/n = "
    f"{num(reduces[0].ring_factor)} to {num(reduces[-1].ring_factor)} by the ring. Why, then, did the estimate's "
-   "communication per chip in the first table barely change? What would change that?")
+   "communication per chip in section 3 barely change? What would change that?")
 
 # %% jupyter={"source_hidden": true}
 md("<details><summary>Answer</summary>\n\nBecause at batch 1 the estimate's communication is almost all latency: "
@@ -303,70 +287,11 @@ md("<details><summary>Answer</summary>\n\nBecause at batch 1 the estimate's comm
    "depends on the algorithm: a ring pays 2(n − 1) hops (LL and LL128 make each hop cheaper, not fewer), and "
    "NCCL's tree is a chain inside a node, linear in the GPUs per node; NVLS in the switch and one-shot kernels stay "
    "roughly flat. With a ring or the tree inside a node the communication would rise with n on real hardware; with "
-   "NVLS or a one-shot kernel it would stay near the estimate's flat line. The table below shows how much the "
-   "conclusion rests on the per-call figure.\n\n</details>")
+   "NVLS or a one-shot kernel it would stay near the estimate's flat line. \"Going further: how much rests on the "
+   "assumed latency\" reprices the whole sweep at other per-call figures.\n\n</details>")
 
 # %% [markdown]
-# How sensitive is the tensor-parallel sweep to that assumed latency? The same decode step per chip
-# at four per-call latencies. The estimate moves with the latency; the lower bound, in the last
-# row, counts no latency and does not move. A latency of 0 still leaves the estimate above the
-# bound: the ring's bytes added after the compute, and the unfused activations.
-
-# %%
-LATENCIES_S = (0.0, 5e-6, 10e-6, 20e-6)
-TP_SIZES = tuple(r.parallelism.tensor for r in tp if r.chips > 1)
-sens = latency_sensitivity(MODEL, PART, TP_SIZES, LATENCIES_S, context_tokens=CONTEXT)
-show_table(["per-call latency"] + [f"TP {count(t)}, per chip" for t in TP_SIZES]
-           + [f"TP {count(TP_SIZES[-1])} speed-up over 1 chip"],
-           [[f"estimate at {duration(lat)}"] + [duration(r.step_s) for r in sens if r.latency_s == lat]
-            + [f"{num([r for r in sens if r.latency_s == lat][-1].speedup)}×"] for lat in LATENCIES_S]
-           + [["lower bound (any latency)"] + [duration(r.lower_bound_s) for r in sens[:len(TP_SIZES)]]
-              + [f"{num(sens[len(TP_SIZES) - 1].lower_bound_speedup)}×"]])
-assert all(a.step_s < b.step_s for a, b in zip(sens, sens[len(TP_SIZES):]))  # more latency, slower estimates
-assert all(math.isclose(a.lower_bound_s, b.lower_bound_s) for a, b in zip(sens, sens[len(TP_SIZES):]))  # bound fixed
-assert all(r.lower_bound_s < r.step_s for r in sens)
-
-# %% jupyter={"source_hidden": true}
-tp_last = [r for r in sens if r.tensor == TP_SIZES[-1]]
-md(f"With free calls, the estimate puts TP {count(TP_SIZES[-1])} at {num(tp_last[0].speedup)}× one chip; at "
-   f"{duration(LATENCIES_S[-1])} per call, {num(tp_last[-1].speedup)}×. The lower bound's speed-up, "
-   f"{num(tp_last[0].lower_bound_speedup)}×, is the same at every latency: no implementation of TP "
-   f"{count(TP_SIZES[-1])} on these chips, in BF16 and with this split, can be faster than "
-   f"{duration(tp_last[0].lower_bound_s)} per step. "
-   + ("The estimate's diminishing returns — more chips, less gained per chip — are the assumed latency's doing: "
-      "with free calls they all but vanish. How much you lose is what your own all-reduce costs per call."
-      if tp_last[0].speedup > 0.95 * TP_SIZES[-1] else
-      "The estimate's diminishing returns hold at every latency; their size rests on the per-call figure."))
-
-# %% [markdown]
-# ### What is replicated: the KV cache past the KV heads
-#
-# Grouped-query attention keeps few KV heads. Tensor parallelism splits the KV cache by KV head, so
-# it divides the cache by n only up to the number of KV heads; past that, each KV head is **stored
-# on several chips**.
-
-# %% jupyter={"source_hidden": true}
-MOE = "qwen3-235b-a22b"
-moe = get_model(MOE)
-KV_BATCH, KV_CONTEXT = 16, 8192
-md(f"{model.name} has {count(model.num_key_value_heads)} KV heads, {moe.name} {count(moe.num_key_value_heads)}. "
-   f"{moe.name}, {count(KV_BATCH)} sequences of {count(KV_CONTEXT)} tokens, on H200s:")
-
-# %%
-kv_rows = [place(MOE, "h200", phase="decode", batch=KV_BATCH, context_tokens=KV_CONTEXT,
-                 parallelism=Parallelism(tensor=t)) for t in (1, 2, 4, 8)]
-whole_kv = kv_rows[0].footprint.kv_cache_bytes
-show_table(["split", "KV cache per chip", "whole cache ÷ n (wrong past the KV heads)", "copies of each KV head"],
-           [[p.parallelism.label, binary(p.footprint.kv_cache_bytes), binary(whole_kv / p.chips),
-             count(max(1, p.chips // moe.num_key_value_heads))] for p in kv_rows])
-assert kv_rows[-1].footprint.kv_cache_bytes == kv_rows[-2].footprint.kv_cache_bytes  # TP 8 stores what TP 4 does
-
-# %% jupyter={"source_hidden": true}
-md(f"The package says so when it happens: *{kv_rows[-1].warnings[0]}*. A capacity estimate that divides the cache "
-   "by n past the KV heads overstates how many sequences fit.")
-
-# %% [markdown]
-# ## 3. The interconnect roof: a third ridge
+# ## 6. The interconnect roof: a third ridge
 #
 # Lesson 1's roofline compares FLOPs with bytes from memory. Split over chips, a step also moves
 # bytes over the link, so it gets a second intensity and a third roof:
@@ -374,50 +299,42 @@ md(f"The package says so when it happens: *{kv_rows[-1].warnings[0]}*. A capacit
 # - **interconnect intensity** = FLOPs per chip ÷ bytes that chip sends (FLOP/byte);
 # - **the third ridge** = peak FLOP/s ÷ the link's per-direction bandwidth.
 #
-# Left of that ridge, the link cannot deliver the bytes as fast as the chip does the FLOPs. In
-# tensor parallelism both the FLOPs and the bytes sent grow with the tokens, so the interconnect
-# intensity changes little with the batch or the prompt (attention's FLOPs add a little at long
-# prompts). Per token, a chip does 2 FLOPs per parameter ÷ n and, by the ring, sends 2
-# all-reduces × layers × 2(n − 1)/n × hidden × 2 bytes: the intensity is about parameters ÷ (4 ×
-# layers × hidden × (n − 1)). This section counts the ring's bytes, as the estimate does; where
-# the switch reduces, a chip sends fewer bytes and its intensity is higher. The ridges, for eight
-# chips of each part:
+# Left of that ridge, the link cannot deliver the bytes as fast as the chip does the FLOPs. Per
+# token, a chip does 2 FLOPs per parameter ÷ n and, by the ring, sends 2 all-reduces × layers ×
+# 2(n − 1)/n × hidden × 2 bytes: the intensity is about parameters ÷ (4 × layers × hidden × (n − 1)),
+# nearly the same at any batch or prompt (attention's FLOPs add a little at long prompts). (This
+# counts the ring's bytes; where the switch reduces, a chip sends fewer.) Eight chips of each part:
 
 # %%
 ridges = link_ridges(["h100-sxm", "b200", "a100-80gb", "h100-pcie", "l4"], chips=8)
-show_table(["part (8 chips)", "link used", "per direction", "bidirectional headline", "HBM ridge",
-            "link ridge (per direction)", "link ridge with the headline (wrong)"],
-           [[r.part_id, r.link.name, si(r.link.per_direction_bytes_per_s, "B/s"),
-             si(r.link.bidirectional_bytes_per_s, "B/s"), num(r.hbm_ridge), num(r.link_ridge), num(r.headline_ridge)]
+show_table(["part (8 chips)", "link used", "per direction", "HBM ridge", "link ridge (per direction)"],
+           [[r.part_id, r.link.name, si(r.link.per_direction_bytes_per_s, "B/s"), num(r.hbm_ridge), num(r.link_ridge)]
             for r in ridges])
-# the TP 8 prefill's FLOPs per byte sent lie between NVLink's ridge and the H100 PCIe's (the claims below)
-assert ridges[0].link_ridge < three_roofs(steps[-1][1]).link_intensity < ridges[3].link_ridge
 
 # %% jupyter={"source_hidden": true}
+from roofline_lessons.topics.many_chips import three_roofs
+
+# the TP 8 prefill's FLOPs per byte sent lie between NVLink's ridge and the H100 PCIe's (the claims below)
+assert ridges[0].link_ridge < three_roofs(steps[-1][1]).link_intensity < ridges[3].link_ridge
 prefill8 = steps[-1][1]
 roofs8 = three_roofs(prefill8)
 formula_intensity = model.parameter_count() / (4 * model.num_hidden_layers * model.hidden_size * (8 - 1))
 pcie_ridge, l4_ridge = (next(r for r in ridges if r.part_id == pid) for pid in ("h100-pcie", "l4"))
-md(f"{model.name}'s prefill under TP 8 does **{num(roofs8.link_intensity)} FLOPs per byte sent**, per chip (the "
-   f"formula above gives {num(formula_intensity)}). That is "
+md(f"{model.name}'s prefill under TP 8 does **{num(roofs8.link_intensity)} FLOPs per byte sent** (the formula: "
+   f"{num(formula_intensity)}), "
    + ("right of" if not roofs8.link_limits_compute else "left of")
-   + f" the H100 SXM's NVLink ridge ({num(roofs8.link_ridge)})"
-   + (": the link's bytes never outlast the compute — but the estimate, not overlapping them, adds them on "
-      f"top: {percent(prefill8.comm_time_s / prefill8.time_estimate_s, 0)} of its "
-      f"{duration(prefill8.time_estimate_s)}. The lower bound overlaps them and sends each byte once through the "
-      f"switch: {duration(prefill8.time_lower_bound_s)}, {prefill8.lower_bound_roof}-bound. "
-      if not roofs8.link_limits_compute else ". ")
-   + f"Eight H100 PCIe cards talk over PCIe past their pairwise bridges: their ridge of {num(pcie_ridge.link_ridge)} is "
-   f"{num(pcie_ridge.link_ridge / roofs8.link_intensity)}× the step's intensity, so there the link takes longer than "
-   f"the compute. Eight L4s have nothing but PCIe Gen4: a ridge of {num(l4_ridge.link_ridge)}, within "
-   f"{percent(abs(l4_ridge.link_ridge / roofs8.link_intensity - 1), 0)} of the step's intensity — neck and neck. "
-   "(All ridges here use the dense BF16 peak. The last column, \"link ridge with the headline (wrong)\", divides by the "
-   "bidirectional figure and so shows half the true link ridge.)")
-
-# %% [markdown]
-# On the chart, per chip of an H100 SXM under TP 8: each step is a circle at its FLOPs per HBM
-# byte and a triangle at its FLOPs per byte sent, both at the FLOP/s one chip achieves over the
-# whole step (FLOPs ÷ step time).
+   + f" NVLink's ridge ({num(roofs8.link_ridge)})"
+   + (": the link's bytes never outlast the compute, though the estimate, not overlapping them, adds them "
+      f"({percent(prefill8.comm_time_s / prefill8.time_estimate_s, 0)} of its {duration(prefill8.time_estimate_s)}); "
+      f"the bound overlaps them, each byte sent once through the switch: {duration(prefill8.time_lower_bound_s)}, "
+      f"{prefill8.lower_bound_roof}-bound. " if not roofs8.link_limits_compute else ". ")
+   + f"Over the H100 PCIe's PCIe the ridge, {num(pcie_ridge.link_ridge)}, is "
+   f"{num(pcie_ridge.link_ridge / roofs8.link_intensity)}× the step's intensity: there the link takes longer than the "
+   f"compute. The L4's, {num(l4_ridge.link_ridge)}, is within "
+   f"{percent(abs(l4_ridge.link_ridge / roofs8.link_intensity - 1), 0)} of it: neck and neck. (Dense BF16 peaks; "
+   "the bidirectional headline would halve each link ridge.) On the chart, "
+   "each step is a circle at its FLOPs per HBM byte and a triangle at its FLOPs per byte sent, at the FLOP/s one "
+   "chip achieves over the estimate's step:")
 
 # %%
 decode8 = place(MODEL, PART, phase="decode", context_tokens=CONTEXT, parallelism=Parallelism(tensor=8))
@@ -427,83 +344,65 @@ interconnect_roofline_chart([decode8, prefill8],
 
 # %% jupyter={"source_hidden": true}
 dec_roofs = three_roofs(decode8)
-md(f"The decode step's triangle sits at {num(dec_roofs.link_intensity)} FLOP/byte, "
-   + ("right of" if not dec_roofs.link_limits_compute else "left of") + " the link ridge, yet in the estimate its "
-   f"communication takes {duration(decode8.comm_time_s)} of its {duration(decode8.time_estimate_s)}: the roof "
-   "prices bytes, and a batch-1 decode's communication in the estimate is almost all assumed per-call latency, "
-   "which no roof shows (and the lower bound does not count: "
-   f"{duration(decode8.comm_lower_bound_s)} of communication, a step of {duration(decode8.time_lower_bound_s)}). "
-   "Read the link roof for bandwidth, and count the calls for latency.")
+md(f"**Question.** The decode step's triangle sits at {num(dec_roofs.link_intensity)} FLOP/byte, "
+   + ("right of" if not dec_roofs.link_limits_compute else "left of")
+   + f" the link ridge. Yet in the estimate its communication takes {duration(decode8.comm_time_s)} of its "
+   f"{duration(decode8.time_estimate_s)}. How?")
+
+# %% jupyter={"source_hidden": true}
+assert comm_split(decode8).latency_share > 0.9  # "almost all assumed per-call latency"
+md("<details><summary>Answer</summary>\n\nThe roof prices bytes. A batch-1 decode's communication in the estimate is "
+   f"almost all assumed per-call latency ({duration(comm_split(decode8).latency_s)} of it), which no roof shows, and "
+   f"which the bound does not count: {duration(decode8.comm_lower_bound_s)} of communication, a step of "
+   f"{duration(decode8.time_lower_bound_s)}. Read the link roof for bandwidth, and count the calls for latency."
+   "\n\n</details>")
 
 # %% [markdown]
-# ## 4. Where tensor parallelism helps, and where the all-reduce takes over
+# ## 7. Where tensor parallelism stops helping
 #
 # ### Decode at batch 1: a floor in the estimate, not in the bound
-#
-# Tensor parallelism cuts a batch-1 decode step because the step is memory-bound and each chip
-# reads 1/n of the weights. The estimate's communication does not shrink with n: its calls do not.
 
 # %% jupyter={"source_hidden": true}
 rack_link = get_part("gb200").scale_up_link
-md(f"A GB200 NVL72 rack joins {count(rack_link.max_chips)} GPUs in one {rack_link.name} domain, so the split can go "
-   f"as far as {model.name}'s {count(model.num_attention_heads)} attention heads allow:")
+md("A batch-1 decode is memory-bound, so splitting the weights cuts it; the estimate's communication does not "
+   f"shrink with n, because its calls do not. A GB200 NVL72 rack joins {count(rack_link.max_chips)} GPUs in one "
+   f"{rack_link.name} domain, so the split can go as far as {model.name}'s {count(model.num_attention_heads)} "
+   "attention heads allow:")
 
 # %%
 rack = tensor_parallel_sweep(MODEL, "gb200", context_tokens=CONTEXT)
-show_table(["split", "memory, per chip (estimate)", "communication, per chip (estimate)", "estimate, per chip",
-            "of which assumed latency", "estimate's roof", "estimate: speed-up over 1 chip", "lower bound, per chip",
-            "lower bound's roof", "lower bound: speed-up over 1 chip"],
-           [[r.parallelism.label, duration(r.memory_s), duration(r.comm_s), duration(r.step_s),
-             f"{duration(r.latency_s)} ({percent(r.latency_share, 0)})", r.bound,
-             f"{num(rack[0].step_s / r.step_s)}×", duration(r.lower_bound_s), r.lower_bound_roof,
-             f"{num(rack[0].lower_bound_s / r.lower_bound_s)}×"] for r in rack])
+show_table(["split", "estimate, per chip", "estimate's roof", "of which assumed latency", "lower bound, per chip"],
+           [[r.parallelism.label, duration(r.step_s), r.bound,
+             f"{duration(r.latency_s)} ({percent(r.latency_share, 0)})", duration(r.lower_bound_s)] for r in rack])
+
+# %% jupyter={"source_hidden": true}
 takeover = next(r for r in rack if r.bound == "interconnect")
 assert rack[-1].bound == "interconnect" and rack[-1].step_s > rack[-1].comm_s  # the estimate's floor: communication
 assert all(r.lower_bound_roof == "memory" for r in rack)  # the bound has no such floor
-
-# %% jupyter={"source_hidden": true}
 top_split = rack[-1]
 top_comm = comm_split(top_split.placement)
 md(f"By the **estimate**, from **{takeover.parallelism.label}** on the communication ({duration(takeover.comm_s)} "
    f"per chip) outlasts the memory time: the step is \"interconnect-bound\", and each doubling of the chips buys "
    f"less. At {top_split.parallelism.label}, {count(top_split.chips)} GPUs give "
-   f"{num(rack[0].step_s / top_split.step_s)}× one GPU's speed. Past {count(model.num_key_value_heads)} chips the KV "
-   f"cache is also replicated (section 2). But look at what that communication is: "
-   f"{percent(top_comm.latency_share, 1)} of it is per-call latency ({count(top_comm.calls)} calls × "
-   f"{duration(top_comm.latency_per_call_s)}, assumed), not bytes — {percent(top_split.latency_share, 0)} of the "
-   f"whole estimate. The **lower bound** has no such floor: it stays memory-bound at every n, "
-   f"{duration(top_split.lower_bound_s)} at {top_split.parallelism.label}, "
-   f"{num(rack[0].lower_bound_s / top_split.lower_bound_s)}× one GPU's. The floor is the **assumed per-call "
-   "latency**, not the link's bandwidth. How it moves with the latency:")
-
-# %%
-rack_sizes = (8, top_split.parallelism.tensor)
-rack_sens = latency_sensitivity(MODEL, "gb200", rack_sizes, LATENCIES_S, context_tokens=CONTEXT)
-show_table(["per-call latency"] + [f"TP {count(t)}, per chip, and the roof that binds" for t in rack_sizes],
-           [[f"estimate at {duration(lat)}"] + [f"{duration(r.step_s)}, {r.bound}" for r in rack_sens
-                                                 if r.latency_s == lat] for lat in LATENCIES_S]
-           + [["lower bound (any latency)"] + [f"{duration(r.lower_bound_s)}, {r.lower_bound_roof}"
-                                               for r in rack_sens[:len(rack_sizes)]]])
-assert rack_sens[1].bound == "memory"  # with free calls TP 64's estimate is memory-bound: the floor is the latency
-
-# %% jupyter={"source_hidden": true}
-md(f"With free calls, the estimate of {top_split.parallelism.label} is memory-bound at "
-   f"{duration(rack_sens[1].step_s)}; at {duration(LATENCIES_S[-1])} per call it is {duration(rack_sens[-1].step_s)}. "
-   f"The lower bound, {duration(rack_sens[1].lower_bound_s)}, does not move. Measure the small-message all-reduce "
-   "on the rack (nccl-tests, or the serving engine's own kernels) before you size one by the estimate.")
+   f"{num(rack[0].step_s / top_split.step_s)}× one GPU's speed. But {percent(top_comm.latency_share, 1)} of that "
+   f"communication is per-call latency ({count(top_comm.calls)} calls × {duration(top_comm.latency_per_call_s)}), "
+   f"not bytes. The **bound** has no floor: memory-bound at every n, {duration(top_split.lower_bound_s)} at "
+   f"{top_split.parallelism.label}, {num(rack[0].lower_bound_s / top_split.lower_bound_s)}× one GPU's. The floor is "
+   f"the assumed latency, not the link's bandwidth. (Past {count(model.num_key_value_heads)} chips the KV cache is "
+   "also replicated, section 2.)")
 
 # %% [markdown]
-# ### Prefill and large batches: bandwidth
+# ### Prefill: the link's bandwidth
 #
-# A prefill or a large batch sends many bytes per call, so bandwidth takes over from latency. Since
-# the interconnect intensity changes little with the tokens, what decides is the part and n (the
-# intensity falls as 1/(n − 1)): is the link ridge below the step's interconnect intensity
-# (section 3)? The smallest prompt (prefill, batch 1) and batch (decode, 512 tokens cached) at
-# which the communication outlasts max(compute, memory), for TP 8, searched over whole numbers, by
-# each figure's own terms: the estimate's (ring bytes and the assumed latency, against unfused
-# compute and memory) and the lower bound's (the least bytes, against compulsory traffic):
+# A prefill sends many bytes per call, so bandwidth takes over from latency, and the part and n
+# decide (section 6). The prompts for which a TP 8 prefill's communication outlasts max(compute,
+# memory), searched over whole numbers, by each figure's own terms:
 
-# %%
+# %% jupyter={"source_hidden": true}
+import numpy as np
+
+from roofline_lessons.topics.many_chips import comm_crossover
+
 SHORT_CONTEXT = 512
 
 
@@ -542,19 +441,14 @@ crossings = [(pid, comm_crossover(MODEL, pid, 8, phase="prefill"),
 bound_crossings = [(pid, comm_crossover(MODEL, pid, 8, phase="prefill", figure="bound"),
                     comm_crossover(MODEL, pid, 8, phase="decode", context_tokens=SHORT_CONTEXT, figure="bound"))
                    for pid in EIGHT]
-show_table(["8 chips of", "link", "prefill: interconnect-bound for prompts of (tokens), estimate",
-            "… lower bound", f"decode, {count(SHORT_CONTEXT)} cached: for batches of, estimate", "… lower bound"],
-           [[pid, pre.placement.link.name, stretch(pre), stretch(pre_b), stretch(dec), stretch(dec_b)]
-            for (pid, pre, dec), (_, pre_b, dec_b) in zip(crossings, bound_crossings)])
-for _, pre, dec in crossings:
-    for c in (pre, dec):
-        assert not c.found or c.placement.bound == "interconnect"  # at the crossover the link binds
+# at the crossover the link binds
+assert all(not c.found or c.placement.bound == "interconnect" for _, pre, dec in crossings for c in (pre, dec))
 assert not crossings[0][1].found  # NVLink: the prefill never becomes interconnect-bound
 l4_pre = crossings[-1][1]
-for _, _, dec in crossings + bound_crossings:  # the decode stretches are capped by the package's capacity count
-    if dec.found and largest_that_fits(dec) is not None:
-        assert min(dec.last, largest_that_fits(dec)) == min(dec.last, max_batch_that_fits_on_chips(
-            model, get_part(dec.part_id), SHORT_CONTEXT + 1, dec.parallelism))
+# the decode stretches are capped by the package's capacity count
+assert all(min(dec.last, largest_that_fits(dec)) == min(dec.last, max_batch_that_fits_on_chips(
+    model, get_part(dec.part_id), SHORT_CONTEXT + 1, dec.parallelism))
+    for _, _, dec in crossings + bound_crossings if dec.found and largest_that_fits(dec) is not None)
 assert largest_that_fits(crossings[1][2]) < crossings[1][2].last  # H100 PCIe: the stretch runs past what fits
 assert l4_pre.found and l4_pre.last < l4_pre.searched_up_to  # on L4s the stretch ends (the question below)
 assert not bound_crossings[0][1].found and all(pre.found for _, pre, _ in bound_crossings[1:])  # prefill: same verdicts
@@ -564,36 +458,29 @@ nvlink_sweep = place(MODEL, nvlink_pre.part_id, phase="prefill", prompt_tokens=p
                      parallelism=Parallelism(tensor=8))
 est_compute_from = int(prompts[nvlink_sweep.bound == "compute"][0])
 lb_compute_from = int(prompts[nvlink_sweep.lower_bound_roof == "compute"][0])
-for roofs, start in ((nvlink_sweep.bound, est_compute_from), (nvlink_sweep.lower_bound_roof, lb_compute_from)):
-    assert set(roofs[:start - 1]) == {"memory"} and set(roofs[start - 1:]) == {"compute"}  # never the link
+assert all(set(roofs[:start - 1]) == {"memory"} and set(roofs[start - 1:]) == {"compute"}  # never the link
+           for roofs, start in ((nvlink_sweep.bound, est_compute_from),
+                                (nvlink_sweep.lower_bound_roof, lb_compute_from)))
+
+# %%
+show_table(["8 chips of", "link", "prefill interconnect-bound for prompts of (tokens): estimate", "… bound"],
+           [[pid, pre.placement.link.name, stretch(pre), stretch(pre_b)]
+            for (pid, pre, _), (_, pre_b, _) in zip(crossings, bound_crossings)])
 
 # %% jupyter={"source_hidden": true}
-pcie_dec = crossings[1][2]
-one_seq = place(MODEL, "h100-pcie", phase="decode", batch=1, context_tokens=SHORT_CONTEXT,
-                parallelism=Parallelism(tensor=8))
-two_seq = place(MODEL, "h100-pcie", phase="decode", batch=2, context_tokens=SHORT_CONTEXT,
-                parallelism=Parallelism(tensor=8))
-md(f"On NVLink the prefill never becomes interconnect-bound, up to {count(nvlink_pre.searched_up_to)} tokens: it "
-   f"is memory-bound for short prompts (up to {count(est_compute_from - 1)} tokens by the estimate, "
-   f"{count(lb_compute_from - 1)} by the lower bound) and compute-bound for longer ones. Over PCIe — the H100 PCIe "
-   "past its "
-   "pairwise bridge, and the L4, which has no chip-to-chip link at all — the all-reduce takes over: from "
-   f"{count(crossings[1][1].first)} tokens on the H100 PCIe, and "
-   + (f"from {count(l4_pre.first)} to {count(l4_pre.last)} tokens on the L4 — but there it is neck and neck: the "
-      f"step's FLOPs per byte sent sit within {percent(abs(l4_ridge.link_ridge / roofs8.link_intensity - 1), 0)} of "
-      "the L4's link ridge, so the verdict rests on the datasheet peak and on PCIe Gen4's raw rate (real transfers "
-      "reach less of it). " if l4_pre.found and l4_pre.last < l4_pre.searched_up_to else "on the L4 too. ")
-   + (f"On the H100 PCIe a decode batch with a short context gets there too, from batch {count(pcie_dec.first)}: "
-      f"each sequence adds {duration(two_seq.comm_time_s - one_seq.comm_time_s)} of link time per chip but only "
-      f"{duration(two_seq.memory_time_s - one_seq.memory_time_s)} of HBM time, while the weight reads stay fixed. "
-      if pcie_dec.found else "")
-   + "Whether a prefill becomes interconnect-bound at all is the same by the lower bound: over PCIe there is no "
-   "switch to reduce in, so the bound counts the ring's bytes too, and a prefill's calls are few. Where the stretches "
-   "differ, the difference is the assumed latency and the unfused bytes the estimate counts; a verdict that only "
-   "the estimate gives is an estimate's verdict.")
+md(f"On NVLink the prefill is memory-bound up to {count(est_compute_from - 1)} tokens by the estimate "
+   f"({count(lb_compute_from - 1)} by the bound), compute-bound beyond: never the link. Over PCIe (past the H100 "
+   "PCIe's pairwise bridge; the L4 has no chip-to-chip link at all) the all-reduce takes over"
+   + (" (on the L4 only for a stretch of prompts, and neck and neck, so that verdict rests on the datasheet peak "
+      "and PCIe Gen4's raw rate, of which real transfers reach less)" if l4_pre.found and l4_pre.last < l4_pre.searched_up_to else "")
+   + ". Both figures agree: over PCIe no switch reduces, so the bound counts the ring's bytes too, and a "
+   "prefill's calls are few.")
 
 # %% [markdown]
-# Per chip, a 1,024-token prefill on each of the three (not overlapped):
+# Per chip, a 1,024-token prefill on each of the three, by the estimate (not overlapped). Read each
+# bar left to right as one chip's step: the wide bar is the longer of compute and memory, the thin
+# bar drawn over its start is the shorter one, running at the same time, and the communication
+# follows after them. The key beside the chart draws one such pair.
 
 # %%
 pre_steps = [place(MODEL, pid, phase="prefill", prompt_tokens=PREFILL_TOKENS, parallelism=Parallelism(tensor=8))
@@ -617,20 +504,14 @@ md("<details><summary>Answer</summary>\n\nThe all-reduces grow linearly with the
    f"{count(PREFILL_TOKENS)} tokens), so a small rise is enough.\n\n</details>")
 
 # %% [markdown]
-# ## 5. Overlap: the best case
+# ## 8. Overlap: the best case
 #
-# By default the estimate adds the communication to the step: the next layer needs the all-reduced
-# activations, so a plain implementation waits for them. Overlapping the two needs work that does not
-# depend on the result (the next micro-batch, or a matmul cut into chunks that stream while the
-# previous chunk is reduced). With one sequence the only such work is reading the next weights: a
-# kernel can prefetch them into L2 while the sum is in flight, which is what the lower bound's
-# overlap assumes; whether a given kernel does it is for measurement.
-# `Parallelism(..., overlap_comm=True)` gives the estimate's **best case**: the step is the longest
-# of compute, memory and communication — still with the ring's bytes, the assumed latency and
-# unfused activations, so still above the lower bound, shown last.
-# Per chip, not overlapped against overlapped:
+# The next layer needs the all-reduced activations, so a plain implementation waits for them.
+# Overlapping needs independent work (the next micro-batch, or a matmul streamed in chunks).
+# `Parallelism(..., overlap_comm=True)` gives the estimate's **best case**: the longest of compute,
+# memory and communication, still with the ring's bytes and the assumed latency.
 
-# %%
+# %% jupyter={"source_hidden": true}
 def one_sequence_overlap(p):
     """What overlap needs at batch 1: the next weights read into L2 during each call, computed for ``p``."""
     s = comm_split(p)
@@ -647,49 +528,46 @@ prefill_fields = {"phase": "prefill", "prompt_tokens": PREFILL_TOKENS}
 cases = [("decode, batch 1, 2 × H100 SXM", PART, 2, {"phase": "decode", "context_tokens": CONTEXT}),
          (f"prefill of {count(PREFILL_TOKENS)}, 8 × H100 PCIe", "h100-pcie", 8, prefill_fields),
          (f"prefill of {count(PREFILL_TOKENS)}, 8 × L4", "l4", 8, prefill_fields)]
-overlap_rows = []
-for name, pid, n, fields in cases:
-    plain = place(MODEL, pid, parallelism=Parallelism(tensor=n), **fields)
-    best = place(MODEL, pid, parallelism=Parallelism(tensor=n, overlap_comm=True), **fields)
-    assert best.time_estimate_s <= plain.time_estimate_s
-    if fields["phase"] == "decode" and plain.workload.batch == 1:
-        note, fits_l2 = one_sequence_overlap(best)
-        assert fits_l2  # the sentence says "within the L2"
-        name += f" ({note})"
-    assert best.time_lower_bound_s <= best.time_estimate_s
-    overlap_rows.append([name, duration(plain.time_estimate_s), duration(best.time_estimate_s),
-                         percent(1 - best.time_estimate_s / plain.time_estimate_s, 0), best.bound,
-                         duration(best.time_lower_bound_s)])
-show_table(["step", "estimate, not overlapped (default)", "estimate, overlapped (best case)", "saved",
-            "overlapped estimate's roof", "lower bound"], overlap_rows)
-
-# %% [markdown]
-# Overlap hides the shorter of the two; it cannot hide a link that is the longest term. When the
-# all-reduce takes over, overlap sets the step to the communication time, and only a faster link or
-# fewer bytes (a smaller n, FP8 activations, reduction in the switch) goes further.
-
-# %% [markdown]
-# ## 6. Llama-3.1-70B: two H100s, one H200, or FP8 weights on one H100?
-#
-# Three ways to serve the 70B model at batch 1 with 4,096 tokens cached (per chip where there are
-# two), plus the pair with overlap (its best case) and the pair with FP8 weights too, so that FP8 is
-# compared like with like. "Largest batch" is given twice: with every byte of the chip usable, and
-# at vLLM's long-standing default `gpu_memory_utilization` of 0.9.
+overlap_pairs = [(name, place(MODEL, pid, parallelism=Parallelism(tensor=n), **fields),
+                  place(MODEL, pid, parallelism=Parallelism(tensor=n, overlap_comm=True), **fields))
+                 for name, pid, n, fields in cases]
+assert all(best.time_lower_bound_s <= best.time_estimate_s <= plain.time_estimate_s for _, plain, best in overlap_pairs)
+decode_note, decode_fits_l2 = one_sequence_overlap(overlap_pairs[0][2])
+assert overlap_pairs[0][1].workload.batch == 1 and decode_fits_l2  # the sentence says "within the L2"
+assert [best.bound for _, _, best in overlap_pairs[1:]] == ["interconnect", "interconnect"]  # the link is longest
 
 # %%
+show_table(["step", "estimate (default)", "estimate, overlapped (best case)", "saved", "lower bound"],
+           [[name, duration(plain.time_estimate_s), f"{duration(best.time_estimate_s)}, {best.bound}-bound",
+             percent(1 - best.time_estimate_s / plain.time_estimate_s, 0), duration(best.time_lower_bound_s)]
+            for name, plain, best in overlap_pairs])
+
+# %% jupyter={"source_hidden": true}
+md(f"For the batch-1 decode, overlap is {decode_note}: that prefetch is the overlap the bound assumes, and whether "
+   "a given kernel does it is for measurement. Over PCIe the overlapped prefills stay interconnect-bound.")
+
+# %% jupyter={"source_hidden": true}
+l4_plain, l4_best = overlap_pairs[-1][1], overlap_pairs[-1][2]
+md(f"**Question.** Overlapped, the 8 × L4 prefill still takes {duration(l4_best.time_estimate_s)} per chip. What "
+   "would shorten it further?")
+
+# %% jupyter={"source_hidden": true}
+assert math.isclose(l4_best.time_estimate_s, l4_best.comm_time_s)  # overlapped and interconnect-bound: the link
+md("<details><summary>Answer</summary>\n\nNot more overlap: it hides the shorter of the terms, and here the link is "
+   f"the longest ({duration(l4_best.comm_time_s)} of communication against {duration(l4_best.compute_time_s)} of "
+   "compute), so the overlapped step is the communication time. Only a faster link or fewer bytes go further: a "
+   "smaller n, FP8 activations, or a switch that reduces.\n\n</details>")
+
+# %% [markdown]
+# ## 9. Llama-3.1-70B: two H100s, one H200, or FP8 weights on one H100?
+#
+# Three ways to serve the 70B model at batch 1, 4,096 tokens cached, plus the pair overlapped and the
+# pair with FP8 weights (like with like). Largest batch: every byte usable / vLLM's default memory cap.
+
+# %% jupyter={"source_hidden": true}
 setups = compare_setups(MODEL, seventy_b_setups() + (Setup("2 × H100 SXM, TP 2, FP8 weights", PART,
                                                            Parallelism(tensor=2), weights_dtype="fp8"),),
                         context_tokens=CONTEXT)
-show_table(["setup", "chips", "memory per chip", "fits", "estimate, per chip", "of which assumed latency",
-            "lower bound, per chip", "tokens/s (all chips): estimate", "… upper bound",
-            "tokens/s per chip: estimate", "largest batch that fits (all chips), all memory",
-            f"… at vLLM's {percent(VLLM_UTILIZATION, 0)}"],
-           [[r.label + (f" — {one_sequence_overlap(r.placement)[0]}"
-                        if r.parallelism.overlap_comm and r.placement.workload.batch == 1 else ""),
-             count(r.chips), binary(r.memory_per_chip_bytes), "yes" if r.fits else "**no**",
-             duration(r.step_s), duration(r.latency_s) if r.chips > 1 else "none", duration(r.lower_bound_s),
-             num(r.tokens_per_s), num(r.tokens_per_s_upper_bound), num(r.tokens_per_s / r.chips), count(r.max_batch),
-             count(fits_at(r, VLLM_UTILIZATION))] for r in setups])
 tp2, h200, fp8, overlapped, tp2_fp8 = setups
 assert all(r.bound == r.lower_bound_roof == "memory" for r in setups[:3])  # memory-bound by both figures
 assert tp2.step_s < h200.step_s and fp8.step_s < h200.step_s  # both beat one H200 at batch 1
@@ -703,9 +581,10 @@ by_capacity = [r.label for r in sorted(setups[:3], key=lambda r: -r.max_batch)]
 assert by_capacity != by_estimate  # capacity ranks them differently from the estimate's speed
 
 # %%
-time_breakdown_chart([r.placement for r in setups[:4]],
-                     ["2 × H100 SXM, TP 2", "1 × H200", "1 × H100 SXM, FP8 weights", "2 × H100 SXM, overlapped"],
-                     title=f"{model.name} decode, batch 1, {count(CONTEXT)} cached: one step per chip")
+show_table(["setup", "estimate, per chip", "lower bound, per chip", "tokens/s per chip: estimate",
+            f"largest batch: all memory / at {percent(VLLM_UTILIZATION, 0)}"],
+           [[r.label, duration(r.step_s), duration(r.lower_bound_s), num(r.tokens_per_s / r.chips),
+             f"{count(r.max_batch)} / {count(fits_at(r, VLLM_UTILIZATION))}"] for r in setups])
 
 # %% jupyter={"source_hidden": true}
 fastest = min(setups[:3], key=lambda r: r.step_s)
@@ -713,38 +592,21 @@ fastest_bound = min(setups[:3], key=lambda r: r.lower_bound_s)
 runner = min((r for r in setups[:3] if r is not fastest), key=lambda r: r.step_s)
 fp8_gap = runner.step_s / fastest.step_s - 1
 md(f"All three are memory-bound, by both figures. Two H100s read half the weights each at "
-   f"{si(part.memory_bandwidth_bytes_per_s, 'B/s')}, and the estimate charges them {duration(tp2.comm_s)} of "
-   f"communication per step ({duration(tp2.latency_s)} of it assumed latency); the H200 reads them all at "
-   f"{si(get_part('h200').memory_bandwidth_bytes_per_s, 'B/s')} and sends nothing; FP8 weights halve the weight bytes "
-   f"on one chip. By the estimate the fastest of the three is **{fastest.label}** ({duration(fastest.step_s)}), "
-   f"{percent(fp8_gap, 0)} ahead of {runner.label}. By the lower bound it is **{fastest_bound.label}** "
-   f"({duration(fastest_bound.lower_bound_s)}). "
-   + (f"The two figures disagree. {fastest_bound.label}'s estimate, {duration(fastest_bound.step_s)}, holds "
-      f"{duration(fastest_bound.latency_s)} of assumed per-call latency "
-      f"({percent(fastest_bound.latency_s / (fastest_bound.step_s - fastest_bound.lower_bound_s), 0)} of the gap "
-      f"between its estimate and its bound); without it the estimate is "
-      f"{duration(fastest_bound.step_s - fastest_bound.latency_s)}, "
+   f"{si(part.memory_bandwidth_bytes_per_s, 'B/s')} and pay {duration(tp2.comm_s)} of communication "
+   f"({duration(tp2.latency_s)} assumed latency); the H200 reads them all at "
+   f"{si(get_part('h200').memory_bandwidth_bytes_per_s, 'B/s')}; FP8 halves the weight bytes on one chip. By the "
+   f"estimate the fastest is **{fastest.label}** ({duration(fastest.step_s)}), {percent(fp8_gap, 0)} ahead of "
+   f"{runner.label}; by the bound, **{fastest_bound.label}** ({duration(fastest_bound.lower_bound_s)}). "
+   + (f"They disagree because {fastest_bound.label}'s estimate holds {duration(fastest_bound.latency_s)} of assumed "
+      f"latency ({percent(fastest_bound.latency_s / (fastest_bound.step_s - fastest_bound.lower_bound_s), 0)} of the "
+      f"gap to its bound); without it, {duration(fastest_bound.step_s - fastest_bound.latency_s)}, "
       + ("below" if fastest_bound.step_s - fastest_bound.latency_s < fastest.step_s else "still above")
-      + f" the estimate for {fastest.label}, {duration(fastest.step_s)}. The ranking rests on what your all-reduce "
-      "costs per call, "
-      "and stays unsettled until that is measured. "
+      + f" {fastest.label}'s {duration(fastest.step_s)}: the ranking rests on what your all-reduce costs per call. "
       if fastest_bound is not fastest else "Both figures agree on the order. ")
-   + "Weight-only FP8 kernels (which convert the weights to BF16 on the fly) may also reach a lower share of the "
-   "bandwidth than BF16 ones — a hypothesis to test, not a figure this course has a source for. Here FP8 is weight "
-   "storage only: the placement keeps the KV "
-   "cache in "
-   f"{fp8_work.kv_dtype.upper()} and computes on {fp8_work.activations_dtype.upper()} activations. Compared like "
-   f"with like, FP8 weights on the pair take {duration(tp2_fp8.step_s)} by the estimate "
-   f"({duration(tp2_fp8.lower_bound_s)} lower bound). Per chip, the one FP8 H100 gives "
-   f"{num(fp8.tokens_per_s / (tp2.tokens_per_s / tp2.chips))}× the estimated tokens/s of the BF16 pair — but FP8 "
-   "weights "
-   "change the model's numbers: check its accuracy on your task before you count the saving. Capacity ranks them "
-   "differently from the estimate's speed"
-   + (" (in the lower bound's order)" if by_capacity == by_bound else ", and from the lower bound's")
-   + f": with every byte usable the pair holds {count(tp2.max_batch)} such sequences, the H200 "
-   f"{count(h200.max_batch)}, the FP8 H100 {count(fp8.max_batch)}; at vLLM's long-standing default "
-   f"{percent(VLLM_UTILIZATION, 0)} the H200 holds **{count(fits_at(h200, VLLM_UTILIZATION))}** (its "
-   f"{binary(h200.placement.footprint.weight_bytes)} of weights exceed "
+   + "Capacity ranks them differently from the estimate's speed"
+   + (" (in the bound's order)" if by_capacity == by_bound else ", and from the bound's")
+   + f": at the {percent(VLLM_UTILIZATION, 0)} cap the H200 holds **{count(fits_at(h200, VLLM_UTILIZATION))}** "
+   f"sequences (its {binary(h200.placement.footprint.weight_bytes)} of weights exceed "
    f"{binary(VLLM_UTILIZATION * h200.capacity_per_chip_bytes)}).")
 
 # %% [markdown]
@@ -758,54 +620,27 @@ md("<details><summary>Answer</summary>\n\nTokens/s per chip at the largest batch
    "Then price them: chip-hours differ.\n\n</details>")
 
 # %% [markdown]
-# ## 7. Expert parallel: a mixture of experts across a node
+# ## 10. Expert parallel: a mixture of experts across a node
 
 # %% jupyter={"source_hidden": true}
 total_params, active_params = moe.parameter_count(), moe.active_parameter_count()
+moe_one = place(MOE, "h200", phase="decode", context_tokens=CONTEXT)
+assert not moe_one.fits_in_memory
+node = get_part("h200").scale_up_link.max_chips
 md(f"{moe.name} has {count(moe.num_experts)} experts in each of its {count(moe.num_hidden_layers)} layers, and routes "
    f"each token to {count(moe.num_experts_per_tok)} of them: {num(total_params / 1e9)} billion parameters held, "
-   f"{num(active_params / 1e9)} billion active per token. It does not fit one chip:")
-
-# %%
-moe_one = place(MOE, "h200", phase="decode", context_tokens=CONTEXT)
-show_table(["", "bytes"], [["memory required, one chip", binary(moe_one.memory_required_bytes)],
-                           ["H200 capacity", binary(get_part("h200").memory_capacity_bytes)]])
-assert not moe_one.fits_in_memory
-
-# %% jupyter={"source_hidden": true}
-node = get_part("h200").scale_up_link.max_chips
-md(f"On one {count(node)}-GPU H200 node it can be split three ways. **Tensor parallel** cuts every expert into "
-   f"{count(node)} column slices. **Expert parallel** puts {count(moe.num_experts // node)} whole experts on each chip "
-   "instead: each chip (an \"expert group\") runs attention for its own share of the sequences, then every token is "
-   "sent to the chips holding its experts and the results are sent back — **two all-to-alls per MoE layer** "
-   "(dispatch and combine) instead of two all-reduces. **TP 2 × EP 4** and **TP 4 × EP 2** mix them.\n\n"
-   "Three modelling choices of this course, not facts about every engine: (1) attention is **data-parallel across "
-   "the expert groups** — each group holds all of the attention weights of its t-way slice and runs its own "
-   "sequences (vLLM's `--enable-expert-parallel` instead keeps attention tensor-parallel); (2) the estimate's "
-   "dispatch sends one copy per chosen expert, k·(e − 1)/e copies per token, with no merging of copies bound for "
-   "the same chip; the lower bound sends one copy per other group the token's experts live on, as DeepEP's "
-   "high-throughput kernels do (its low-latency decode kernels send one copy per chosen expert, the estimate's "
-   f"convention): {num(remote_groups_per_token(moe.num_experts, moe.num_experts_per_tok, node))} copies per token "
-   f"against {num(moe.num_experts_per_tok * (node - 1) / node)} under EP {count(node)}. Under TP t inside a group, "
-   "each of the group's t chips receives every token routed to it whole (its expert slices are split by columns), "
-   "so TP does not shrink a chip's all-to-all bytes, by either figure; (3) both figures assume **uniform "
-   "routing** and price the busiest chip at the MEAN number of experts touched — optimistic at small batch, where "
-   "routing is uneven and one chip draws more than its share. So for the expert-parallel rows the lower bound is "
-   "a bound on the mean step under uniform routing, not on every step: one step's draw of experts can send more. "
+   f"{num(active_params / 1e9)} billion active per token. It needs {binary(moe_one.memory_required_bytes)} on one "
+   f"chip; an H200 holds {binary(get_part('h200').memory_capacity_bytes)}. On one {count(node)}-GPU H200 node, "
+   f"**tensor parallel** cuts every expert into {count(node)} column slices. **Expert parallel** puts "
+   f"{count(moe.num_experts // node)} whole experts on each chip instead: each chip runs attention for its own share "
+   "of the sequences, then every token is sent to the chips holding its experts and the results are sent back: "
+   "**two all-to-alls per MoE layer** instead of two all-reduces. **TP 2 × EP 4** and **TP 4 × EP 2** mix them. "
    f"Per chip, {count(CONTEXT)} tokens cached:")
 
-# %%
+# %% jupyter={"source_hidden": true}
+from roofline_lessons.topics.many_chips import expert_parallel_compare
+
 ep_rows = [(b, e) for b in (1, 256) for e in expert_parallel_compare(MOE, "h200", batch=b, context_tokens=CONTEXT)]
-show_table(["batch", "split", "experts held per chip (a 1/t slice of each under TP t)", "experts touched per chip",
-            "all-reduce bytes per chip (ring)",
-            "all-to-all bytes per chip (estimate's one copy per expert, as received)",
-            "communication, per chip (estimate)", "memory per chip",
-            "estimate, per chip", "estimate's roof", "lower bound, per chip", "largest batch that fits"],
-           [[count(b), e.row.parallelism.label, count(e.experts_held_per_chip), num(e.experts_touched_per_chip),
-             si(e.all_reduce_bytes, "B"), si(e.all_to_all_bytes, "B"), duration(e.row.comm_s),
-             binary(e.row.memory_per_chip_bytes), duration(e.row.step_s), e.row.bound, duration(e.row.lower_bound_s),
-             count(e.row.max_batch)]
-            for b, e in ep_rows])
 best_small = min((e for b, e in ep_rows if b == 1), key=lambda e: e.row.step_s)
 best_large = min((e for b, e in ep_rows if b == 256), key=lambda e: e.row.step_s)
 best_small_lb = min((e for b, e in ep_rows if b == 1), key=lambda e: e.row.lower_bound_s)
@@ -850,18 +685,450 @@ main_terms_s = kv_saved_s - weights_extra_s + comm_saved_s
 assert activations_extra_s > 0 and head_extra_s > 0
 assert math.isclose(step_gap_s - main_terms_s, activations_extra_s, rel_tol=1e-6)  # the fourth term closes it
 
+# %%
+show_table(["batch", "split", "experts touched per chip", "estimate, per chip", "lower bound, per chip"],
+           [[count(b), e.row.parallelism.label, num(e.experts_touched_per_chip),
+             f"{duration(e.row.step_s)}, {e.row.bound}-bound", duration(e.row.lower_bound_s)] for b, e in ep_rows])
+
 # %% jupyter={"source_hidden": true}
 same_small = best_small_lb is best_small
 same_large = best_large_lb is best_large
 md(f"At batch 1, **{best_small.row.parallelism.label}** is fastest by the estimate "
    f"({duration(best_small.row.step_s)})"
-   + (f" and by the lower bound ({duration(best_small_lb.row.lower_bound_s)})" if same_small else
-      f"; by the lower bound, **{best_small_lb.row.parallelism.label}** ({duration(best_small_lb.row.lower_bound_s)})")
-   + ": each chip reads a slice of the few experts touched and 1/8 of the attention, while under expert "
-   "parallelism the chip holding a sequence reads all of its attention weights. At batch 256, by the estimate, "
-   f"**{best_large.row.parallelism.label}** is fastest here ({duration(best_large.row.step_s)} against "
-   f"{duration(tp8_large.row.step_s)} for TP 8; next comes {runner_up.row.parallelism.label} at "
-   f"{duration(runner_up.row.step_s)}, {percent(runner_gap, 0)} slower)"
+   + (f" and by the bound ({duration(best_small_lb.row.lower_bound_s)})" if same_small else
+      f"; by the bound, **{best_small_lb.row.parallelism.label}** ({duration(best_small_lb.row.lower_bound_s)})")
+   + ": each chip reads a slice of the few experts touched and 1/8 of the attention; under expert "
+   "parallelism a sequence's chip reads all of the attention weights. At batch 256 an expert-parallel "
+   f"split wins by both figures: **{best_large.row.parallelism.label}** by the estimate "
+   f"({duration(best_large.row.step_s)} against {duration(tp8_large.row.step_s)} for TP 8)"
+   + (". " if same_large else
+      f", **{best_large_lb.row.parallelism.label}** by the bound ({duration(best_large_lb.row.lower_bound_s)}); "
+      "what orders those two is the estimate's per-call latency and its communication added after the compute. ")
+   + f"The largest term: under TP 8 each of the model's {count(moe.num_key_value_heads)} KV heads is stored and read "
+   f"twice, {duration(kv_saved_s)} of extra reads per chip, a property of this model and context, not a rule. "
+   "DeepSeek-V3 "
+   "(671B) needs multi-head latent attention, which arrives with lesson 12; its "
+   "capacity across a node is sized there.")
+
+# %% jupyter={"source_hidden": true}
+held = best_large.experts_held_per_chip
+md(f"**Question.** Under EP {count(node)}, the experts touched per chip level off at {count(held)}. Why, and what "
+   "does that mean for the expert bytes a chip reads per token as the batch grows?")
+
+# %% jupyter={"source_hidden": true}
+md(f"<details><summary>Answer</summary>\n\nA chip holds {count(held)} of the {count(moe.num_experts)} experts; once "
+   f"the batch touches every one of them (at batch {count(best_large.row.placement.workload.batch)}: "
+   f"{num(best_large.experts_touched_per_chip)} of {count(held)} per chip), more tokens read no more expert weights: "
+   "the expert bytes per token fall as 1/batch, as a dense model's weight bytes do (lesson 4), and the KV cache "
+   "becomes what grows.\n\n</details>")
+
+# %% [markdown]
+# ## 11. Pipeline parallel: capacity, not latency
+#
+# **Pipeline parallelism** cuts the layers into p consecutive stages, one per chip; each chip holds
+# 1/p of the weights and sends the activations on once per stage. But one token of one sequence
+# goes through the layers **in order** (layer 41 needs layer 40's output), so while stage 2 works,
+# stage 1 waits. The estimate adds the stages' times and the p − 1 sends; the bound is the larger of
+# the busiest stage's bound and **one token's crossing** (the stages' bounds added up). Two H100
+# SXMs, batch 1:
+
+# %%
+pipe = pipeline_vs_tensor(MODEL, PART, 2, context_tokens=CONTEXT)
+show_table(["setup", "memory per chip", "estimate", "sends between stages (estimate)", "lower bound"],
+           [[r.label, binary(r.memory_per_chip_bytes) + ("" if r.fits else " — **does not fit**"), duration(r.step_s),
+             duration((r.chips - 1) * r.placement.pipeline_send_s) if r.parallelism.pipeline > 1 else "none",
+             duration(r.lower_bound_s)] for r in pipe])
+
+# %% jupyter={"source_hidden": true}
+alone, tp_pair, pp_pair = pipe
+pp_sends_s = (pp_pair.chips - 1) * pp_pair.placement.pipeline_send_s
+assert pp_pair.step_s >= alone.step_s  # no faster than one chip would be (if it fitted)
+assert math.isclose(pp_pair.step_s, alone.step_s + pp_sends_s, rel_tol=1e-3)  # one chip's time + the sends
+assert tp_pair.step_s < pp_pair.step_s
+pp_place = pp_pair.placement
+assert pp_place.pipeline_lower_bound_basis == "crossing"  # batch 1: one token's crossing binds
+assert pp_place.busiest_stage_lower_bound_s < pp_pair.lower_bound_s
+assert math.isclose(pp_pair.lower_bound_s, alone.lower_bound_s, rel_tol=0.01)  # "one chip's lower bound"
+md(f"By the estimate, the pipeline's step is one chip's time ({duration(alone.step_s)}, a what-if: it does not fit) "
+   f"plus {duration(pp_sends_s)} of sending: {percent(pp_pair.step_s / alone.step_s - 1, 2)} slower, where tensor "
+   f"parallel 2 takes {duration(tp_pair.step_s)}. The pipeline's bound is one token's crossing, "
+   f"{duration(pp_pair.lower_bound_s)}: "
+   + (f"the same as one chip's bound ({duration(alone.lower_bound_s)}) to the microsecond"
+      if abs(pp_pair.lower_bound_s - alone.lower_bound_s) < 5e-7
+      else f"within {percent(abs(pp_pair.lower_bound_s / alone.lower_bound_s - 1), 1)} of one chip's bound, "
+      f"{duration(alone.lower_bound_s)}")
+   + f". Tensor parallel 2's bound is {duration(tp_pair.lower_bound_s)}: it splits every layer, so a chip's share of "
+   "one token really is half.")
+
+# %% jupyter={"source_hidden": true}
+stages, in_flight, many = 4, 4, 16
+md("Pipelining pays off for **throughput**, when every stage has work. Two cases differ. **Flushed** (GPipe "
+   "training, or one prefill split into m micro-batches that must all finish before the next step): the idle share, "
+   "the **bubble**, is (p − 1)/(m + p − 1). **Steady decode** (a server keeping m independent batches circulating "
+   "through the stages): a stage idles only while fewer batches than stages are in flight, max(0, 1 − m/p). With "
+   f"p = {count(stages)} and m = {count(in_flight)}, a flushed pipeline idles "
+   f"{percent(bubble_fraction(stages, in_flight), 0)} of the time and a steady decode "
+   f"{percent(steady_state_idle_fraction(stages, in_flight), 0)}; a flush needs m = {count(many)} to get down to "
+   f"{percent(bubble_fraction(stages, many), 0)}.")
+
+# %% [markdown]
+# **Question.** A pipeline of 4 stages serves one user at batch 1. What does the user see, and what
+# does the operator lose?
+
+# %% jupyter={"source_hidden": true}
+assert steady_state_idle_fraction(4, 4) == 0 < bubble_fraction(4, 4)  # the two cases differ
+pp4 = place(MODEL, PART, phase="decode", context_tokens=CONTEXT, parallelism=Parallelism(pipeline=4))
+md(f"<details><summary>Answer</summary>\n\nThe user sees the whole step: 4 stages one after another plus 3 sends, "
+   f"{duration(pp4.time_estimate_s)} per token on 4 H100 SXMs by the estimate — one chip's estimate for the whole "
+   f"model ({duration(alone.step_s)}) plus {duration(3 * pp4.pipeline_send_s)} of sends (PP 2 above: "
+   f"{duration(pp_pair.step_s)}); no implementation gets one token through faster than one chip's lower bound, "
+   f"{duration(alone.lower_bound_s)}. The operator leaves {percent(steady_state_idle_fraction(4, 1), 0)} of the chips' "
+   "time idle: with one batch in flight, three of the four stages wait at any moment. Three more independent "
+   "batches would fill the pipe.\n\n</details>")
+
+# %% [markdown]
+# ## 12. Measured against both figures: gpt-fast's 70B on 8 × A100
+
+# %% jupyter={"source_hidden": true}
+gf = gpt_fast_70b()
+ms = gf.measurement
+vp = gf.vocab_parallel
+head_calls = int(vp.comm.calls - gf.comm.calls)
+assert head_calls > 0 and gf.replicated_head_bytes > 0
+assert gf.estimate_step_s > vp.time_estimate_s and gf.lower_bound_step_s > vp.time_lower_bound_s
+md(f"The catalog's one published multi-chip decode rate: {ms.what}, **{num(gf.measured_tokens_per_s)} tokens/s** "
+   f"({ms.source}; conditions in \"Going further: gpt-fast's gap\"). Both figures **assume** "
+   f"{count(gf.context_tokens)} tokens cached, as lesson 3 did (at batch 1 even {count(8 * gf.context_tokens)} tokens "
+   f"of KV cache are {binary(model.kv_bytes_per_token('bf16') * 8 * gf.context_tokens)}, against "
+   f"{binary(gf.placement.footprint.weight_bytes * gf.placement.chips)} of weights). **Like for like:** gpt-fast's "
+   f"`tp.py` shards only attention and the MLP ({count(gf.comm.calls)} all-reduces per token); the embedding and "
+   f"the lm_head stay **whole on every GPU** ({head_calls} calls fewer, but {si(gf.replicated_head_bytes, 'B')} more "
+   "lm_head read per GPU). Both figures price gpt-fast's layout (section 2's vocabulary-parallel one would give "
+   f"{duration(vp.time_estimate_s)} and {duration(vp.time_lower_bound_s)}).")
+
+# %%
+show_table(["TP 8, gpt-fast's layout", "estimate", "lower bound"],
+           [["step, per chip", duration(gf.estimate_step_s), duration(gf.lower_bound_step_s)],
+            ["tokens/s", num(gf.estimate_tokens_per_s), num(gf.upper_bound_tokens_per_s)],
+            [f"measured ({num(gf.measured_tokens_per_s)} tokens/s) ÷ it", percent(gf.fraction_of_estimate, 0),
+             percent(gf.fraction_of_upper_bound, 0)]])
+
+# %% jupyter={"source_hidden": true}
+from roofline_lessons.topics.many_chips import gpt_fast_empirical_bandwidth_bytes_per_s
+
+assert gf.measured_tokens_per_s < gf.upper_bound_tokens_per_s  # a bound must never be beaten
+assert gf.measured_tokens_per_s < gf.estimate_tokens_per_s  # nor, here, the estimate
+gp = gf.placement
+assert not gp.link.in_switch_reduction  # A100: NVLink 3, no reduction in the switch: the bound counts the ring too
+empirical_bw = gpt_fast_empirical_bandwidth_bytes_per_s()
+a100_bw = gp.part.memory_bandwidth_bytes_per_s
+md(f"gpt-fast reaches **{percent(gf.fraction_of_upper_bound, 0)} of the upper bound** and "
+   f"**{percent(gf.fraction_of_estimate, 0)} of the estimate** ({duration(gf.measured_step_s)} per token; the A100's "
+   "NVLink 3 does not reduce in the switch, so both figures count the ring's bytes). The causes of the rest are "
+   "**hypotheses** until measured; \"Going further: gpt-fast's gap\" sizes and tests each.")
+
+# %% jupyter={"source_hidden": true}
+md("**Question.** Which input of the estimate would you measure first on that machine, and how?")
+
+# %% jupyter={"source_hidden": true}
+md(f"<details><summary>Answer</summary>\n\nTwo are cheap to measure. The per-call latency: alone, closing the gap "
+   f"would take {duration(gf.latency_per_call_to_close_gap_s)} per call against the assumed "
+   f"{duration(gf.comm.latency_per_call_s)}; time the all-reduce gpt-fast actually runs, on that machine. The HBM "
+   f"bandwidth: alone it would have to be {percent(gf.hbm_fraction_to_close_gap, 0)} of the datasheet's "
+   f"{si(a100_bw, 'B/s')}; gpt-fast's README measured {si(empirical_bw, 'B/s')}, "
+   f"{percent(empirical_bw / a100_bw, 0)} of it; lesson 8's probe measures yours.\n\n</details>")
+
+# %% [markdown]
+# ## Explore: the many-chips dashboard
+#
+# Pick a model, a part, the split, the chips, the batch and the phase; tick overlap for the estimate's
+# best case. Try: Llama-3.1-70B on H100 SXMs, tensor parallel over 1 → 8 chips at batch 1 (what stays
+# constant in the estimate, and in the bound?); the same on L4s in prefill (which roof binds?);
+# pipeline instead of tensor (what happens to the step?); Qwen3-235B-A22B on eight H200s, expert
+# against tensor parallel at batch 1 and at batch 256.
+
+# %%
+from roofline_lessons.viz.dashboards import lesson11_dashboard
+
+dashboard = lesson11_dashboard()
+
+# %% [markdown]
+# ## Summary
+#
+# - A 70B model in BF16 does not fit one H100. Tensor parallel: each chip holds and reads 1/n of the
+#   split weights (the KV cache only up to the KV heads) and sends two all-reduces per layer, by a
+#   ring 2(n − 1)/n of the message, at the link's **per-direction** bandwidth, half the headline; a
+#   switch that reduces needs each byte sent once, and a measured all-reduce can beat the ring's limit.
+# - Two figures per chip: the lower bound (least bytes, overlapped, no per-call latency) and the
+#   estimate (the ring, communication after the compute, an assumed latency per call). Say which one
+#   you quote, and how much of the estimate is assumed latency.
+# - The estimate's communication is calls × latency + bytes ÷ bandwidth: batch-1 decode is
+#   latency-bound, prefill bandwidth-bound. The third ridge is peak ÷ link bandwidth, and a tensor-parallel
+#   step's intensity falls as 1/(n − 1): over NVLink a 70B prefill's link bytes never outlast its
+#   compute, over PCIe they do.
+# - By the estimate, tensor parallelism cuts decode latency down to a floor that is the assumed
+#   latency; the bound keeps falling. Overlap cannot hide a link that is the longest term. Expert
+#   parallelism swaps all-reduces for all-to-alls (whether it wins depends on the model, batch and
+#   context); pipeline parallelism adds capacity, not speed.
+# - A published figure sits below the upper bound (it must); price it as the implementation lays the
+#   model out, and treat the gap's causes as hypotheses until measured.
+#
+# **Interview questions this lesson prepares you for**
+#
+# - "How much data does each GPU send in a ring all-reduce over n GPUs? Why is using NVLink's
+#   headline bandwidth a mistake? What changes when the switch can reduce?"
+# - "Going from 2 to 8 GPUs, a 70B model's batch-1 decode gets faster by less than the ratio of the
+#   chips. Why, and where does it stop getting faster? How much of that rests on an assumption?"
+# - "When is tensor parallelism interconnect-bound? Why is PCIe-only TP 8 a bad idea for prefill?"
+# - "Tensor or expert parallelism for an MoE on one node, and when does the answer flip?"
+# - "Does pipeline parallelism reduce the latency of a single request?"
+#
+# The exercises for this lesson are in `exercises/11_many_chips.ipynb`. The sections below go
+# further: every column of the tables above, and the details behind them.
+
+# %% [markdown]
+# ## Going further: the tensor-parallel tables in full
+#
+# Section 3's sweep with every term, per chip: the estimate's compute, memory and communication,
+# the share of assumed latency, the bound, and each figure's roof.
+
+# %%
+show_table(["split", "compute, per chip (estimate)", "memory, per chip (estimate)",
+            "communication, per chip (estimate: ring + assumed latency)", "estimate, per chip",
+            "of which assumed latency", "lower bound, per chip", "estimate's roof",
+            "tokens/s (all chips): estimate", "tokens/s (all chips): upper bound"],
+           [[r.parallelism.label, duration(r.compute_s), duration(r.memory_s), duration(r.comm_s), duration(r.step_s),
+             f"{duration(r.latency_s)} ({percent(r.latency_share, 0)})", duration(r.lower_bound_s), r.bound,
+             num(r.tokens_per_s), num(r.tokens_per_s_upper_bound)] for r in tp])
+
+# %% [markdown]
+# Section 6's ridges beside the bidirectional headline; the last column divides by it, and so
+# shows half the true link ridge:
+
+# %%
+show_table(["part (8 chips)", "link used", "per direction", "bidirectional headline", "HBM ridge",
+            "link ridge (per direction)", "link ridge with the headline (wrong)"],
+           [[r.part_id, r.link.name, si(r.link.per_direction_bytes_per_s, "B/s"),
+             si(r.link.bidirectional_bytes_per_s, "B/s"), num(r.hbm_ridge), num(r.link_ridge), num(r.headline_ridge)]
+            for r in ridges])
+
+# %% [markdown]
+# Section 7's rack with each figure's roof and its speed-up over one GPU:
+
+# %%
+show_table(["split", "memory, per chip (estimate)", "communication, per chip (estimate)", "estimate, per chip",
+            "of which assumed latency", "estimate's roof", "estimate: speed-up over 1 chip", "lower bound, per chip",
+            "lower bound's roof", "lower bound: speed-up over 1 chip"],
+           [[r.parallelism.label, duration(r.memory_s), duration(r.comm_s), duration(r.step_s),
+             f"{duration(r.latency_s)} ({percent(r.latency_share, 0)})", r.bound,
+             f"{num(rack[0].step_s / r.step_s)}×", duration(r.lower_bound_s), r.lower_bound_roof,
+             f"{num(rack[0].lower_bound_s / r.lower_bound_s)}×"] for r in rack])
+
+# %% [markdown]
+# ## Going further: ring or in-switch, the least bytes
+#
+# The NVSwitch of NVLink 4 and later (H100, H200, B200, GB200) can add the chips' partial sums
+# **inside the switch** (NVLink SHARP; NCCL calls the algorithm NVLS): each chip sends its whole
+# message to the switch once and receives the sum once. That is **1 × the message** per chip,
+# against the ring's 2(n − 1)/n: the same at n = 2, fewer bytes beyond. The lower bound counts the
+# least bytes the link allows; the estimate keeps the ring. On parts whose switch does not reduce
+# (A100's NVLink 3, PCIe, the L4) both count the ring.
+
+# %%
+show_table(["chips n", "ring: share sent", "least: share sent", "ring: most algorithm bandwidth",
+            "least: most algorithm bandwidth", "bound: bytes ÷ bandwidth, no latency"],
+           [[count(a.tensor), num(a.ring_factor), num(a.least_factor), si(a.ring_algorithm_bytes_per_s, "B/s"),
+             si(a.least_algorithm_bytes_per_s, "B/s"), duration(a.bound_time_s)] for a in reduces])
+
+# %% jupyter={"source_hidden": true}
+from roofline_lessons.topics.many_chips import NVLS_ALGBW_PART, nvls_all_reduce_measurement
+
+assert all(a.in_switch for a in reduces) and reduces[0].least_factor == reduces[0].ring_factor  # same at n = 2
+measured = nvls_all_reduce_measurement()  # from the catalog, with its conditions and source
+nvls = one_all_reduce(NVLS_ALGBW_PART, measured.chips, message)
+assert nvls.ring_algorithm_bytes_per_s < measured.value <= nvls.least_algorithm_bytes_per_s
+md(f"*Algorithm bandwidth* is what nccl-tests prints as algbw: the message ÷ the all-reduce's time. A ring can "
+   f"reach at most the per-direction rate ÷ 2(n − 1)/n: {si(nvls.link.per_direction_bytes_per_s, 'B/s')} ÷ "
+   f"{num(nvls.ring_factor)} = **{si(nvls.ring_algorithm_bytes_per_s, 'B/s')}** on {count(measured.chips)} H100s. "
+   f"An NCCL maintainer gives about **{si(measured.value, 'B/s')}** for NVLS on {count(measured.chips)} "
+   f"H100s ({measured.source}, {measured.date}; {measured.conditions}). That is above what any ring can do, so the "
+   f"ring cannot be a lower bound there. It is below the in-switch limit of "
+   f"{si(nvls.least_algorithm_bytes_per_s, 'B/s')}, as a measurement under a bound must be (the same thread puts "
+   "part of the gap down to NCCL's protocol overhead).")
+
+# %% [markdown]
+# ## Going further: how much rests on the assumed latency
+#
+# The catalog gives each link a per-call latency and marks it as an **assumption**: an order of
+# magnitude (NCCL's small-message all-reduce inside one 8-GPU node), not a measurement of your
+# system. The estimate charges **one fixed cost per call, the same whatever the number of chips n**:
+# a one-shot, switch-style model. A textbook ring pays 2(n − 1) hop latencies (NCCL's low-latency
+# protocols, LL and LL128, cut the cost of each hop, not the number of hops). NCCL's tree is a chain
+# inside a node: its latency is linear in the GPUs per node and logarithmic only in the number of
+# nodes (NCCL's own cost model, `ncclTopoTuneModel` in its `src/graph/tuning.cc`, charges a tree
+# all-reduce 2 × ((GPUs per node − 1) × one intra-node hop + log2(nodes) × one inter-node hop)).
+# NVLS, the reduction in the switch, and custom one-shot all-reduce kernels (a few µs)
+# stay roughly flat in n. The lower bound counts no latency at all (no physical law fixes one), only
+# the least bytes.
+#
+# The tensor-parallel sweep of section 3 at four per-call latencies. The estimate moves with the
+# latency; the lower bound, in the last row, does not. A latency of 0 still leaves the estimate
+# above the bound: the ring's bytes added after the compute, and the unfused activations.
+
+# %%
+LATENCIES_S = (0.0, 5e-6, 10e-6, 20e-6)
+TP_SIZES = tuple(r.parallelism.tensor for r in tp if r.chips > 1)
+sens = latency_sensitivity(MODEL, PART, TP_SIZES, LATENCIES_S, context_tokens=CONTEXT)
+show_table(["per-call latency"] + [f"TP {count(t)}, per chip" for t in TP_SIZES]
+           + [f"TP {count(TP_SIZES[-1])} speed-up over 1 chip"],
+           [[f"estimate at {duration(lat)}"] + [duration(r.step_s) for r in sens if r.latency_s == lat]
+            + [f"{num([r for r in sens if r.latency_s == lat][-1].speedup)}×"] for lat in LATENCIES_S]
+           + [["lower bound (any latency)"] + [duration(r.lower_bound_s) for r in sens[:len(TP_SIZES)]]
+              + [f"{num(sens[len(TP_SIZES) - 1].lower_bound_speedup)}×"]])
+
+# %% jupyter={"source_hidden": true}
+assert all(a.step_s < b.step_s for a, b in zip(sens, sens[len(TP_SIZES):]))  # more latency, slower estimates
+assert all(math.isclose(a.lower_bound_s, b.lower_bound_s) for a, b in zip(sens, sens[len(TP_SIZES):]))  # bound fixed
+assert all(r.lower_bound_s < r.step_s for r in sens)
+tp_last = [r for r in sens if r.tensor == TP_SIZES[-1]]
+md(f"With free calls, the estimate puts TP {count(TP_SIZES[-1])} at {num(tp_last[0].speedup)}× one chip; at "
+   f"{duration(LATENCIES_S[-1])} per call, {num(tp_last[-1].speedup)}×. The lower bound's speed-up, "
+   f"{num(tp_last[0].lower_bound_speedup)}×, is the same at every latency: no implementation of TP "
+   f"{count(TP_SIZES[-1])} on these chips, in BF16 and with this split, can be faster than "
+   f"{duration(tp_last[0].lower_bound_s)} per step. "
+   + ("The estimate's diminishing returns — more chips, less gained per chip — are the assumed latency's doing: "
+      "with free calls they all but vanish. How much you lose is what your own all-reduce costs per call."
+      if tp_last[0].speedup > 0.95 * TP_SIZES[-1] else
+      "The estimate's diminishing returns hold at every latency; their size rests on the per-call figure."))
+
+# %% [markdown]
+# Section 7's rack at the same latencies:
+
+# %%
+rack_sizes = (8, top_split.parallelism.tensor)
+rack_sens = latency_sensitivity(MODEL, "gb200", rack_sizes, LATENCIES_S, context_tokens=CONTEXT)
+show_table(["per-call latency"] + [f"TP {count(t)}, per chip, and the roof that binds" for t in rack_sizes],
+           [[f"estimate at {duration(lat)}"] + [f"{duration(r.step_s)}, {r.bound}" for r in rack_sens
+                                                 if r.latency_s == lat] for lat in LATENCIES_S]
+           + [["lower bound (any latency)"] + [f"{duration(r.lower_bound_s)}, {r.lower_bound_roof}"
+                                               for r in rack_sens[:len(rack_sizes)]]])
+
+# %% jupyter={"source_hidden": true}
+assert rack_sens[1].bound == "memory"  # with free calls TP 64's estimate is memory-bound: the floor is the latency
+md(f"With free calls, the estimate of {top_split.parallelism.label} is memory-bound at "
+   f"{duration(rack_sens[1].step_s)}; at {duration(LATENCIES_S[-1])} per call it is {duration(rack_sens[-1].step_s)}. "
+   f"The lower bound, {duration(rack_sens[1].lower_bound_s)}, does not move. Measure the small-message all-reduce "
+   "on the rack (nccl-tests, or the serving engine's own kernels) before you size one by the estimate.")
+
+# %% [markdown]
+# ## Going further: the KV cache past the KV heads
+#
+# Section 2's question in full: Qwen3-235B-A22B on H200s, 16 sequences of 8,192 tokens.
+
+# %%
+show_table(["split", "KV cache per chip", "whole cache ÷ n (wrong past the KV heads)", "copies of each KV head"],
+           [[p.parallelism.label, binary(p.footprint.kv_cache_bytes), binary(whole_kv / p.chips),
+             count(max(1, p.chips // moe.num_key_value_heads))] for p in kv_rows])
+
+# %% [markdown]
+# ## Going further: decode batches where the all-reduce takes over
+#
+# Section 7's search with decode added: the smallest batch (512 tokens cached) at which the
+# communication outlasts max(compute, memory), for TP 8, by each figure's own terms: the estimate's
+# (ring bytes and the assumed latency, against unfused compute and memory) and the lower bound's
+# (the least bytes, against compulsory traffic).
+
+# %%
+show_table(["8 chips of", "link", "prefill: interconnect-bound for prompts of (tokens), estimate",
+            "… lower bound", f"decode, {count(SHORT_CONTEXT)} cached: for batches of, estimate", "… lower bound"],
+           [[pid, pre.placement.link.name, stretch(pre), stretch(pre_b), stretch(dec), stretch(dec_b)]
+            for (pid, pre, dec), (_, pre_b, dec_b) in zip(crossings, bound_crossings)])
+
+# %% jupyter={"source_hidden": true}
+pcie_dec = crossings[1][2]
+one_seq = place(MODEL, "h100-pcie", phase="decode", batch=1, context_tokens=SHORT_CONTEXT,
+                parallelism=Parallelism(tensor=8))
+two_seq = place(MODEL, "h100-pcie", phase="decode", batch=2, context_tokens=SHORT_CONTEXT,
+                parallelism=Parallelism(tensor=8))
+md((f"On the H100 PCIe a decode batch with a short context becomes interconnect-bound too, from batch "
+    f"{count(pcie_dec.first)}: each sequence adds {duration(two_seq.comm_time_s - one_seq.comm_time_s)} of link time "
+    f"per chip but only {duration(two_seq.memory_time_s - one_seq.memory_time_s)} of HBM time, while the weight reads "
+    "stay fixed. " if pcie_dec.found else "")
+   + "Where the two figures' stretches differ, the difference is the assumed latency and the unfused bytes the "
+   "estimate counts; a verdict that only the estimate gives is an estimate's verdict.")
+
+# %% [markdown]
+# ## Going further: the 70B setups in full
+#
+# Section 9's setups as bars, one chip's step each (thin bars run at the same time as the wide bar
+# under them), then its table with every column; the overlapped pair says what its overlap needs.
+
+# %%
+time_breakdown_chart([r.placement for r in setups[:4]],
+                     ["2 × H100 SXM, TP 2", "1 × H200", "1 × H100 SXM, FP8 weights", "2 × H100 SXM, overlapped"],
+                     title=f"{model.name} decode, batch 1, {count(CONTEXT)} cached: one step per chip")
+
+# %%
+show_table(["setup", "chips", "memory per chip", "fits", "estimate, per chip", "of which assumed latency",
+            "lower bound, per chip", "tokens/s (all chips): estimate", "… upper bound",
+            "tokens/s per chip: estimate", "largest batch that fits (all chips), all memory",
+            f"… at vLLM's {percent(VLLM_UTILIZATION, 0)}"],
+           [[r.label + (f" — {one_sequence_overlap(r.placement)[0]}"
+                        if r.parallelism.overlap_comm and r.placement.workload.batch == 1 else ""),
+             count(r.chips), binary(r.memory_per_chip_bytes), "yes" if r.fits else "**no**",
+             duration(r.step_s), duration(r.latency_s) if r.chips > 1 else "none", duration(r.lower_bound_s),
+             num(r.tokens_per_s), num(r.tokens_per_s_upper_bound), num(r.tokens_per_s / r.chips), count(r.max_batch),
+             count(fits_at(r, VLLM_UTILIZATION))] for r in setups])
+
+# %% jupyter={"source_hidden": true}
+md("Weight-only FP8 kernels (which convert the weights to BF16 on the fly) may reach a lower share of the "
+   "bandwidth than BF16 ones: a hypothesis to test, not a figure this course has a source for. Here FP8 is weight "
+   f"storage only: the placement keeps the KV cache in {fp8_work.kv_dtype.upper()} and computes on "
+   f"{fp8_work.activations_dtype.upper()} activations. Compared like with like, FP8 weights on the pair take "
+   f"{duration(tp2_fp8.step_s)} by the estimate ({duration(tp2_fp8.lower_bound_s)} lower bound). Per chip, the one "
+   f"FP8 H100 gives {num(fp8.tokens_per_s / (tp2.tokens_per_s / tp2.chips))}× the estimated tokens/s of the BF16 "
+   "pair, but FP8 weights change the model's numbers: check its accuracy on your task before you count the saving. "
+   f"With every byte usable the pair holds {count(tp2.max_batch)} such sequences, the H200 {count(h200.max_batch)}, "
+   f"the FP8 H100 {count(fp8.max_batch)}. The {percent(VLLM_UTILIZATION, 0)} is vLLM's long-standing default "
+   "`gpu_memory_utilization`, the share of memory it lets itself use.")
+
+# %% [markdown]
+# ## Going further: expert parallel's modelling choices and its terms
+
+# %% jupyter={"source_hidden": true}
+from roofline_lessons.core.parallel import remote_groups_per_token
+
+md("Three modelling choices of this course, not facts about every engine: (1) attention is **data-parallel across "
+   "the expert groups** — each group holds all of the attention weights of its t-way slice and runs its own "
+   "sequences (vLLM's `--enable-expert-parallel` instead keeps attention tensor-parallel); (2) the estimate's "
+   "dispatch sends one copy per chosen expert, k·(e − 1)/e copies per token, with no merging of copies bound for "
+   "the same chip; the lower bound sends one copy per other group the token's experts live on, as DeepEP's "
+   "high-throughput kernels do (its low-latency decode kernels send one copy per chosen expert, the estimate's "
+   f"convention): {num(remote_groups_per_token(moe.num_experts, moe.num_experts_per_tok, node))} copies per token "
+   f"against {num(moe.num_experts_per_tok * (node - 1) / node)} under EP {count(node)}. Under TP t inside a group, "
+   "each of the group's t chips receives every token routed to it whole (its expert slices are split by columns), "
+   "so TP does not shrink a chip's all-to-all bytes, by either figure; (3) both figures assume **uniform "
+   "routing** and price the busiest chip at the MEAN number of experts touched — optimistic at small batch, where "
+   "routing is uneven and one chip draws more than its share. So for the expert-parallel rows the lower bound is "
+   "a bound on the mean step under uniform routing, not on every step: one step's draw of experts can send more. "
+   "Section 10's table with every column, per chip:")
+
+# %%
+show_table(["batch", "split", "experts held per chip (a 1/t slice of each under TP t)", "experts touched per chip",
+            "all-reduce bytes per chip (ring)",
+            "all-to-all bytes per chip (estimate's one copy per expert, as received)",
+            "communication, per chip (estimate)", "memory per chip",
+            "estimate, per chip", "estimate's roof", "lower bound, per chip", "largest batch that fits"],
+           [[count(b), e.row.parallelism.label, count(e.experts_held_per_chip), num(e.experts_touched_per_chip),
+             si(e.all_reduce_bytes, "B"), si(e.all_to_all_bytes, "B"), duration(e.row.comm_s),
+             binary(e.row.memory_per_chip_bytes), duration(e.row.step_s), e.row.bound, duration(e.row.lower_bound_s),
+             count(e.row.max_batch)]
+            for b, e in ep_rows])
+
+# %% jupyter={"source_hidden": true}
+md(f"At batch 256, by the estimate, **{best_large.row.parallelism.label}** is fastest here "
+   f"({duration(best_large.row.step_s)} against {duration(tp8_large.row.step_s)} for TP 8; next comes "
+   f"{runner_up.row.parallelism.label} at {duration(runner_up.row.step_s)}, {percent(runner_gap, 0)} slower)"
    + (". The lower bound agrees. " if same_large else
       f"; by the lower bound **{best_large_lb.row.parallelism.label}** is "
       f"({duration(best_large_lb.row.lower_bound_s)} against {duration(best_large.row.lower_bound_s)} for "
@@ -885,78 +1152,14 @@ md(f"At batch 1, **{best_small.row.parallelism.label}** is fastest by the estima
    f"router) run on all {count(tp8_large.row.placement.workload.batch)} tokens on every chip, under "
    f"{best_large.row.parallelism.label} on its own "
    f"{count(math.ceil(best_large.row.placement.workload.batch / best_large.row.parallelism.expert))}. "
-   "The KV replication is the largest term — a property "
-   f"of this model's {count(moe.num_key_value_heads)} KV heads and this context, not a rule that expert "
-   "parallelism wins at large batch. "
-   "DeepSeek-V3 (671B) needs multi-head latent attention, which arrives with lesson 12; its "
-   "capacity across a node is sized there.")
-
-# %% jupyter={"source_hidden": true}
-held = best_large.experts_held_per_chip
-md(f"**Question.** Under EP {count(node)}, the experts touched per chip level off at {count(held)}. Why, and what "
-   "does that mean for the expert bytes a chip reads per token as the batch grows?")
-
-# %% jupyter={"source_hidden": true}
-md(f"<details><summary>Answer</summary>\n\nA chip holds {count(held)} of the {count(moe.num_experts)} experts; once "
-   f"the batch touches every one of them (at batch {count(best_large.row.placement.workload.batch)}: "
-   f"{num(best_large.experts_touched_per_chip)} of {count(held)} per chip), more tokens read no more expert weights: "
-   "the expert bytes per token fall as 1/batch, as a dense model's weight bytes do (lesson 4), and the KV cache "
-   "becomes what grows.\n\n</details>")
+   "The KV replication is the largest term.")
 
 # %% [markdown]
-# ## 8. Pipeline parallel: capacity, not latency
+# ## Going further: pipeline bubbles and the busiest stage
 #
-# **Pipeline parallelism** cuts the layers into p consecutive stages, one per chip, and passes the
-# activations from stage to stage. Each chip holds 1/p of the weights, and a send between stages is
-# cheap (once per stage, not twice per layer). But one token of one sequence goes through the
-# layers **in order**: layer 41 needs layer 40's output, so while stage 2 works, stage 1 waits. The
-# estimate takes the sum of the stages' times plus the p − 1 sends (each with its assumed latency).
-# The lower bound is the larger of two: the busiest stage's bound (every stage must do its share of
-# the step, however the work is cut into micro-batches) and **one token's crossing**, the stages'
-# bounds for one sequence added up (its next token needs this one, so it crosses every stage in
-# turn, each reading its weights). With fewer sequences than stages the crossing is the larger.
-# Two H100 SXMs, batch 1:
-
-# %%
-pipe = pipeline_vs_tensor(MODEL, PART, 2, context_tokens=CONTEXT)
-show_table(["setup", "memory per chip", "fits", "estimate", "busiest stage (per chip, estimate)",
-            "sends between stages (estimate)", "lower bound"],
-           [[r.label, binary(r.memory_per_chip_bytes), "yes" if r.fits else "**no**", duration(r.step_s),
-             duration(r.placement.stage_time_s),
-             duration((r.chips - 1) * r.placement.pipeline_send_s) if r.parallelism.pipeline > 1 else "none",
-             duration(r.lower_bound_s)]
-            for r in pipe])
-alone, tp_pair, pp_pair = pipe
-pp_sends_s = (pp_pair.chips - 1) * pp_pair.placement.pipeline_send_s
-assert pp_pair.step_s >= alone.step_s  # no faster than one chip would be (if it fitted)
-assert math.isclose(pp_pair.step_s, alone.step_s + pp_sends_s, rel_tol=1e-3)  # one chip's time + the sends
-assert tp_pair.step_s < pp_pair.step_s
-
-# %% jupyter={"source_hidden": true}
-pp_place = pp_pair.placement
-assert pp_place.pipeline_lower_bound_basis == "crossing"  # batch 1: one token's crossing binds
-assert pp_place.busiest_stage_lower_bound_s < pp_pair.lower_bound_s
-assert math.isclose(pp_pair.lower_bound_s, alone.lower_bound_s, rel_tol=0.01)  # "one chip's lower bound"
-md(f"By the estimate, the pipeline's step is one chip's time ({duration(alone.step_s)}, a what-if: it does not fit) "
-   f"plus {duration(pp_sends_s)} of sending: {percent(pp_pair.step_s / alone.step_s - 1, 2)} slower, where tensor "
-   f"parallel 2 takes {duration(tp_pair.step_s)}. The pipeline's lower bound is one token's crossing, "
-   f"{duration(pp_pair.lower_bound_s)}: "
-   + (f"the same as one chip's lower bound ({duration(alone.lower_bound_s)}) to the microsecond"
-      if abs(pp_pair.lower_bound_s - alone.lower_bound_s) < 5e-7
-      else f"within {percent(abs(pp_pair.lower_bound_s / alone.lower_bound_s - 1), 1)} of one chip's lower "
-      f"bound, {duration(alone.lower_bound_s)}")
-   + f". The busiest stage alone would allow {duration(pp_place.busiest_stage_lower_bound_s)}, the bound once "
-   "enough independent sequences keep both stages busy. Tensor parallel 2's lower bound is "
-   f"{duration(tp_pair.lower_bound_s)}: it splits every layer, so a chip's share of one token really is half.")
-
-# %% [markdown]
-# Pipelining pays off for **throughput**, when every stage has work. Two cases differ:
-#
-# - **Flushed** (GPipe training, or one long prefill split into m micro-batches that must all
-#   finish before the next step): the idle share, the **bubble**, is (p − 1)/(m + p − 1).
-# - **Steady decode** (a server keeping m independent batches circulating through the stages, as
-#   vLLM's pipeline parallelism does): a stage idles only while fewer batches than stages are in
-#   flight, max(0, 1 − m/p) — none once m ≥ p.
+# Section 11's idle shares for 2, 4 and 8 stages (a server such as vLLM keeps independent batches
+# circulating through the stages, the steady-decode case), and the busiest stage of the 2-stage
+# pipeline against the whole step:
 
 # %%
 MICRO = (1, 4, 16, 64)
@@ -965,57 +1168,26 @@ show_table(["stages p", "case"] + [f"m = {count(m)}" for m in MICRO],
             for p in (2, 4, 8)
             for case, f in (("flushed: (p − 1)/(m + p − 1)", bubble_fraction),
                             ("steady decode: max(0, 1 − m/p)", steady_state_idle_fraction))])
-assert steady_state_idle_fraction(4, 4) == 0 < bubble_fraction(4, 4)  # the two cases differ
-
-# %% [markdown]
-# **Question.** A pipeline of 4 stages serves one user at batch 1. What does the user see, and what
-# does the operator lose?
 
 # %% jupyter={"source_hidden": true}
-pp4 = place(MODEL, PART, phase="decode", context_tokens=CONTEXT, parallelism=Parallelism(pipeline=4))
-md(f"<details><summary>Answer</summary>\n\nThe user sees the whole step: 4 stages one after another plus 3 sends, "
-   f"{duration(pp4.time_estimate_s)} per token on 4 H100 SXMs by the estimate — one chip's estimate for the whole "
-   f"model ({duration(alone.step_s)}) plus {duration(3 * pp4.pipeline_send_s)} of sends (PP 2 above: "
-   f"{duration(pp_pair.step_s)}); no implementation gets one token through faster than one chip's lower bound, "
-   f"{duration(alone.lower_bound_s)}. The operator leaves {percent(steady_state_idle_fraction(4, 1), 0)} of the chips' "
-   "time idle: with one batch in flight, three of the four stages wait at any moment. Three more independent "
-   "batches would fill the pipe.\n\n</details>")
+md(f"In the PP 2 pipeline the busiest stage takes {duration(pp_place.stage_time_s)} per chip by the estimate, of a "
+   f"step of {duration(pp_pair.step_s)}. Its bound alone would allow {duration(pp_place.busiest_stage_lower_bound_s)}: "
+   "the bound once enough independent sequences keep both stages busy. With fewer sequences than stages, one "
+   f"token's crossing is the larger ({duration(pp_pair.lower_bound_s)}).")
 
 # %% [markdown]
-# ## 9. Measured against both figures: gpt-fast's 70B on 8 × A100
+# ## Going further: gpt-fast's gap, what-ifs and hypotheses
 #
-# The catalog holds one published multi-chip decode rate. As it records it:
+# Section 12's measurement, as the catalog records it:
 
 # %%
-gf = gpt_fast_70b()
-ms = gf.measurement
 show_table(["", ""], [["what", ms.what], ["conditions", ms.conditions], ["source", ms.source],
                       ["measured", f"{num(gf.measured_tokens_per_s)} tokens/s"]])
 
-# %% jupyter={"source_hidden": true}
-md(f"The catalog gives the prompt but not how many tokens were generated, so both figures below **assume** "
-   f"{count(gf.context_tokens)} tokens cached, as lesson 3 did for gpt-fast's 7B figure. At batch 1 the guess "
-   f"matters little: even {count(8 * gf.context_tokens)} tokens of KV cache are "
-   f"{binary(model.kv_bytes_per_token('bf16') * 8 * gf.context_tokens)}, against "
-   f"{binary(gf.placement.footprint.weight_bytes * gf.placement.chips)} of weights.")
-
-# %% jupyter={"source_hidden": true}
-vp = gf.vocab_parallel
-head_calls = int(vp.comm.calls - gf.comm.calls)
-md("**Like for like: priced as gpt-fast lays it out.** gpt-fast's `tp.py` shards only each layer's attention "
-   "(the QKV projection by columns, the output projection by rows) and its MLP, each followed by one all-reduce: "
-   f"{count(gf.comm.calls)} all-reduces per token. The token embedding and the output projection (lm_head) stay "
-   "**whole on every GPU**: no embedding all-reduce and no logits all-gather "
-   f"({head_calls} calls fewer than this lesson's layout), but every GPU reads the whole lm_head, "
-   f"{si(gf.replicated_head_bytes, 'B')} more than its vocabulary-parallel share. Both figures below price that "
-   f"layout: the estimate {duration(gf.estimate_step_s)} and the bound {duration(gf.lower_bound_step_s)} per token, "
-   f"against {duration(vp.time_estimate_s)} and {duration(vp.time_lower_bound_s)} had the lm_head been split over "
-   "the vocabulary as this lesson splits it (a better layout, not the one measured).")
-assert head_calls > 0 and gf.replicated_head_bytes > 0
-assert gf.estimate_step_s > vp.time_estimate_s and gf.lower_bound_step_s > vp.time_lower_bound_s
+# %% [markdown]
+# Section 12's two figures term by term, per chip:
 
 # %%
-gp = gf.placement
 show_table(["per chip (TP 8, gpt-fast's layout)", "estimate", "lower bound"],
            [["compute", duration(gp.compute_time_s), duration(gp.compute_lower_bound_s)],
             ["memory", duration(gp.memory_time_s), duration(gp.memory_lower_bound_s)],
@@ -1027,20 +1199,13 @@ show_table(["per chip (TP 8, gpt-fast's layout)", "estimate", "lower bound"],
             ["tokens/s", num(gf.estimate_tokens_per_s), num(gf.upper_bound_tokens_per_s)],
             ["tokens/s, measured", num(gf.measured_tokens_per_s), num(gf.measured_tokens_per_s)],
             ["measured ÷ it", percent(gf.fraction_of_estimate, 0), percent(gf.fraction_of_upper_bound, 0)]])
-assert gf.measured_tokens_per_s < gf.upper_bound_tokens_per_s  # a bound must never be beaten
-assert gf.measured_tokens_per_s < gf.estimate_tokens_per_s  # nor, here, the estimate
-assert not gp.link.in_switch_reduction  # A100: NVLink 3, no reduction in the switch: the bound counts the ring too
 
 # %% [markdown]
-# The catalog's A100 link is NVLink 3 behind NVSwitch, which does not reduce in the switch, so both
-# figures count the ring's bytes (gpt-fast's machine is a hybrid cube mesh instead: a hypothesis
-# below); the bound drops the assumed latency and overlaps the communication. The estimate rests on two figures
-# the README itself qualifies: the HBM bandwidth (it notes the A100's empirical peak is below the
-# datasheet's) and the per-call latency (assumed). What-ifs, per chip:
+# The estimate rests on two figures gpt-fast's README itself qualifies: the HBM bandwidth (it notes
+# the A100's empirical peak is below the datasheet's) and the per-call latency (assumed). The
+# what-ifs, per chip:
 
 # %%
-empirical_bw = gpt_fast_empirical_bandwidth_bytes_per_s()
-a100_bw = gp.part.memory_bandwidth_bytes_per_s
 what_ifs = [(f"datasheet HBM {si(a100_bw, 'B/s')}, {duration(lat)} per call", gpt_fast_70b(latency_s=lat))
             for lat in (0.0, gf.comm.latency_per_call_s)]
 what_ifs += [(f"README's empirical HBM {si(empirical_bw, 'B/s')}, {duration(lat)} per call",
@@ -1060,19 +1225,16 @@ show_table(["what-if (gpt-fast's layout)", "estimate", "tokens/s, estimate", "me
             "lower bound (any latency)"],
            [[name, duration(w.estimate_step_s), num(w.estimate_tokens_per_s), percent(w.fraction_of_estimate, 0),
              bound_cell(w)] for name, w in what_ifs])
+
+# %% jupyter={"source_hidden": true}
 assert [bound_cell(w).endswith("(what-if)") for _, w in what_ifs] == [False, False, True, True]
 assert all(w.measured_tokens_per_s < w.estimate_tokens_per_s for _, w in what_ifs)
 assert math.isclose(what_ifs[0][1].lower_bound_step_s, what_ifs[1][1].lower_bound_step_s)  # latency: no effect
 tightest = what_ifs[-1][1]
-
-# %% jupyter={"source_hidden": true}
 gf_message = activation_message_bytes(MODEL, int(gp.workload.batch))  # one token's activations, BF16
-md(f"gpt-fast reaches **{percent(gf.fraction_of_upper_bound, 0)} of the upper bound** and "
-   f"**{percent(gf.fraction_of_estimate, 0)} of the estimate** at the datasheet bandwidth and the assumed latency: "
-   f"{duration(gf.measured_step_s)} per token against {duration(gf.lower_bound_step_s)} and "
-   f"{duration(gf.estimate_step_s)}; {percent(tightest.fraction_of_estimate, 0)} of the estimate at the README's "
-   "empirical bandwidth. Where the rest goes is not measured here; these are **hypotheses**, each with the size it "
-   "would need to explain the whole gap to the estimate alone where the model can say:\n\n"
+md(f"At the README's empirical bandwidth gpt-fast reaches {percent(tightest.fraction_of_estimate, 0)} of the "
+   "estimate. The hypotheses, each with the size it would need to explain the whole gap to the estimate alone "
+   "where the model can say:\n\n"
    f"- *Hypothesis: the collectives cost more than the assumed {duration(gf.comm.latency_per_call_s)} per call.* "
    f"Alone, that would take about {duration(gf.latency_per_call_to_close_gap_s)} per call. Mind which all-reduce "
    "runs: the README launches tensor parallelism with `ENABLE_INTRA_NODE_COMM=1`, which sends these small BF16 "
@@ -1096,67 +1258,3 @@ md(f"gpt-fast reaches **{percent(gf.fraction_of_upper_bound, 0)} of the upper bo
    "under torch.compile, whose CUDA graphs remove most kernel-launch overhead, so launches alone are a weak "
    "suspect here. Test: a timeline of kernel time against wall-clock time.\n\n"
    "Probably several contribute — itself a hypothesis: only measurements can split the gap.")
-
-# %% [markdown]
-# ## Explore: the many-chips dashboard
-#
-# Pick a model and a part, how to split the step (tensor, pipeline or expert) and over how many
-# chips; set the batch and the phase; tick the overlap box for the estimate's best case. The chart
-# is the three-roof roofline per chip, with the step at its FLOPs per HBM byte and at its FLOPs per
-# byte sent, and beneath it one chip's compute, memory and communication by the estimate; the text
-# and the table give the lower bound beside it. Try: Llama-3.1-70B on H100 SXMs, tensor parallel
-# over 1 → 8 chips at batch 1 (what stays constant in the estimate, and in the bound?); the same
-# on L4s in prefill (which roof binds?); pipeline instead of tensor at batch 1 (what happens to the
-# step?); Qwen3-235B-A22B on eight H200s, expert against tensor parallel at batch 1 and at batch
-# 256.
-
-# %%
-from roofline_lessons.viz.dashboards import lesson11_dashboard
-
-dashboard = lesson11_dashboard()
-
-# %% [markdown]
-# ## Summary
-#
-# - A 70B model in BF16 does not fit one H100's memory; splitting it is the first reason for many
-#   chips. With more than one chip, every figure is per chip.
-# - Tensor parallel: each chip holds and reads 1/n of the split weights; norms and the router are
-#   replicated, and the KV cache divides only up to the KV heads. Two all-reduces per layer; a ring
-#   makes each chip send 2(n − 1)/n of the message at the link's **per-direction** bandwidth, half
-#   the vendor's bidirectional headline. A switch that reduces in the switch (NVLink SHARP, on
-#   H100-generation NVSwitch and later) needs each byte sent only once: the ring is not the least
-#   traffic there, and a measured all-reduce can beat the ring's limit.
-# - Two figures per chip. The lower bound: least bytes, overlapped, no per-call latency. The
-#   estimate: the ring, communication after the compute, an assumed latency per call. Say which
-#   one you quote, and how much of the estimate is the assumed latency.
-# - The estimate's communication is calls × latency + bytes ÷ bandwidth. In it a batch-1 decode's
-#   all-reduces are latency-bound and a prefill's bandwidth-bound. One fixed latency per call
-#   whatever n is an assumption; the bound does not move with it. Measure it before you rely on it.
-# - The third ridge: peak ÷ link bandwidth. A tensor-parallel step's interconnect intensity changes
-#   little with the tokens but falls as 1/(n − 1), so the part and n decide: over NVLink a 70B
-#   prefill's link bytes never outlast its compute (though, not overlapped, they still add to the
-#   step); over the H100 PCIe's PCIe they do; on L4s it is neck and neck.
-# - By the estimate, tensor parallelism cuts decode latency until a communication floor, past which
-#   each doubling buys less; that floor is the assumed latency, and the lower bound keeps falling.
-#   The estimate does not overlap communication by default; overlap is its best case.
-# - Expert parallelism keeps whole experts per chip and swaps all-reduces for all-to-alls. Whether
-#   it beats tensor parallelism depends on the model, batch and context: compute the KV, weight and
-#   communication terms. Pipeline parallelism adds capacity, not speed: one sequence crosses every
-#   stage. A flushed pipeline of m micro-batches idles (p − 1)/(m + p − 1); a server keeping m
-#   independent batches in steady decode idles max(0, 1 − m/p).
-# - A published multi-chip figure sits below the upper bound (it must) and here below the estimate
-#   too; the gap's causes are hypotheses until measured. Price it as the implementation lays the
-#   model out (gpt-fast keeps the embedding and the lm_head whole on every GPU), and time the
-#   collectives it actually runs (its README turns on PyTorch's intra-node all-reduce, not NCCL's).
-#
-# **Interview questions this lesson prepares you for**
-#
-# - "How much data does each GPU send in a ring all-reduce over n GPUs? Why is using NVLink's
-#   headline bandwidth a mistake? What changes when the switch can reduce?"
-# - "Going from 2 to 8 GPUs, a 70B model's batch-1 decode gets faster by less than the ratio of the
-#   chips. Why, and where does it stop getting faster? How much of that rests on an assumption?"
-# - "When is tensor parallelism interconnect-bound? Why is PCIe-only TP 8 a bad idea for prefill?"
-# - "Tensor or expert parallelism for an MoE on one node, and when does the answer flip?"
-# - "Does pipeline parallelism reduce the latency of a single request?"
-#
-# The exercises for this lesson are in `exercises/11_many_chips.ipynb`.

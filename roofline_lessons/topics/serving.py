@@ -13,10 +13,13 @@ Two figures for every time and rate (:mod:`roofline_lessons.core.placement` defi
   rules (compulsory bytes, units and least communication overlapped, no per-call latency); and
   the throughput **upper bound** ``output_tokens_per_s_upper_bound``: continuous batching's steady
   state, where the next requests' prefills ride in the running batch's decode steps
-  (:func:`continuous_batching_cycle_lower_bound_s`). No engine serving that batch on that split
-  **without speculative decoding** (one token per sequence per weight pass) beats either; an engine
-  that speculates yields several tokens per pass and can beat both (the lower bounds are then
-  bounds given the assumed draft, and the throughput upper bound is not computed).
+  (:func:`continuous_batching_cycle_lower_bound_s`). Both hold for the workload as priced: no
+  engine serving that batch on that split, with that much of each prompt prefilled (all of it
+  unless ``prefix_cached_tokens`` says otherwise), in those number formats (BF16 by default) and
+  **without speculative decoding** (one token per sequence per weight pass), beats either. An
+  engine that caches more of the prompt, or stores fewer bytes, serves a different workload and
+  can beat them; one that speculates yields several tokens per pass and can beat both (the lower
+  bounds are then bounds given the assumed draft, and the throughput upper bound is not computed).
 
 The request model (what a lesson can quote):
 
@@ -387,6 +390,10 @@ class RequestTimeline:
     #: without speculative decoding (one token per sequence per step): continuous batching's steady
     #: state (:func:`continuous_batching_cycle_lower_bound_s`); nan with speculation
     output_tokens_per_s_upper_bound: float = float("nan")
+    #: the unit whose work over the cycle sets that bound (:data:`CYCLE_UNITS`: "compute",
+    #: "dequantisation", "memory" or "communication"); None where the bound is not computed or the
+    #: request has one output token (its bound is then the prefill's)
+    upper_bound_unit: str | None = None
 
     @property
     def tpot_lower_bound_s(self) -> float:
@@ -539,9 +546,11 @@ def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int
     step_lb = np.broadcast_to(step_lb, (steps,)).copy()
     for a in (step, step_lb, contexts):
         a.setflags(write=False)
-    cycle_lb = (ttft_lb if steps == 0 else  # one output token: the prefill is the whole life
-                continuous_batching_cycle_lower_bound_s(m, p, batch=b, uncached_prompt_tokens=uncached,
-                                                        decode_contexts=contexts if k == 0 else None, fields=fields))
+    terms = ({} if steps == 0 else  # one output token: the prefill is the whole life
+             continuous_batching_cycle_terms_s(m, p, batch=b, uncached_prompt_tokens=uncached,
+                                               decode_contexts=contexts if k == 0 else None, fields=fields))
+    cycle_lb = max(terms.values()) if terms else (ttft_lb if steps == 0 else float("nan"))
+    unit = max(terms, key=terms.get) if terms else None
 
     final = place(m, p, phase="decode", batch=b, context_tokens=prompt + output - 1, **fields)
     memory = float(final.memory_required_bytes)
@@ -560,7 +569,46 @@ def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int
         memory_capacity_bytes=float(p.memory_capacity_bytes), warnings=warnings, chips=final.chips,
         parallelism_label=final.parallelism.label, ttft_lower_bound_s=ttft_lb, step_lower_bound_s=step_lb,
         e2e_lower_bound_s=ttft_lb + float(np.sum(step_lb)),
-        output_tokens_per_s_upper_bound=b * output / cycle_lb)
+        output_tokens_per_s_upper_bound=b * output / cycle_lb, upper_bound_unit=unit)
+
+
+@dataclass(frozen=True, eq=False)
+class SpeculationSpeedup:
+    """One request served plainly and with speculative decoding (:func:`speculation_speedup`)."""
+
+    plain: RequestTimeline
+    speculative: RequestTimeline
+
+    @property
+    def tpot(self) -> float:
+        """TPOT speed-up, plain ÷ speculative (estimates; a ratio of estimates is an estimate)."""
+        return self.plain.tpot_s / self.speculative.tpot_s
+
+    @property
+    def e2e(self) -> float:
+        """E2E speed-up, plain ÷ speculative (estimates): smaller, since the prefill is not sped up."""
+        return self.plain.e2e_s / self.speculative.e2e_s
+
+    @property
+    def fits_in_memory(self) -> bool:
+        """Whether the speculative setup (a draft model's weights and KV included) fits the chip."""
+        return self.speculative.fits_in_memory
+
+
+def speculation_speedup(model: Model | str, part: Part | str, *, prompt_tokens: int, output_tokens: int,
+                        speculative_tokens: int, acceptance: float, batch: int = 1,
+                        draft_model: Model | str | None = None, **workload_dtypes) -> SpeculationSpeedup:
+    """The same request (:func:`request_timeline`'s arguments) without and with speculative decoding."""
+    common = dict(prompt_tokens=prompt_tokens, output_tokens=output_tokens, batch=batch, **workload_dtypes)
+    return SpeculationSpeedup(
+        plain=request_timeline(model, part, **common),
+        speculative=request_timeline(model, part, speculative_tokens=speculative_tokens, acceptance=acceptance,
+                                     draft_model=draft_model, **common))
+
+
+#: the units whose summed work over a continuous-batching cycle bounds it, in the order
+#: :func:`continuous_batching_cycle_terms_s` reports them
+CYCLE_UNITS = ("compute", "dequantisation", "memory", "communication")
 
 
 def continuous_batching_cycle_lower_bound_s(model: Model, part: Part, *, batch: int, uncached_prompt_tokens: int,
@@ -582,11 +630,24 @@ def continuous_batching_cycle_lower_bound_s(model: Model, part: Part, *, batch: 
 
     Not computed (nan) with speculation (``decode_contexts`` None) or with pipeline stages: the
     per-unit sums of verify and draft steps, or of one chip's stage, are not modelled here.
-    Output tokens/s upper bound = batch × output ÷ this.
+    Output tokens/s upper bound = batch × output ÷ this. The largest of
+    :func:`continuous_batching_cycle_terms_s`.
     """
+    terms = continuous_batching_cycle_terms_s(model, part, batch=batch, uncached_prompt_tokens=uncached_prompt_tokens,
+                                              decode_contexts=decode_contexts, fields=fields)
+    return max(terms.values()) if terms else float("nan")
+
+
+def continuous_batching_cycle_terms_s(model: Model, part: Part, *, batch: int, uncached_prompt_tokens: int,
+                                      decode_contexts, fields: dict) -> dict[str, float]:
+    """Each unit's work over one continuous-batching cycle, seconds, keyed by :data:`CYCLE_UNITS`
+    (:func:`continuous_batching_cycle_lower_bound_s` is the largest): the tensor units' FLOPs,
+    the dequantisation, the compulsory bytes ÷ bandwidth, the least communication. Where the
+    compute term is the largest, the prefills' FLOPs no longer hide under the decode steps' reads.
+    Empty where the bound is not computed (speculation, pipeline stages)."""
     par = fields.get("parallelism")
     if decode_contexts is None or (par is not None and par.pipeline > 1):
-        return float("nan")
+        return {}
     d = place(model, part, phase="decode", batch=batch, context_tokens=decode_contexts, **fields)
     pf = place(model, part, phase="prefill", batch=batch, prompt_tokens=uncached_prompt_tokens, **fields)
     n = np.size(decode_contexts)
@@ -595,7 +656,7 @@ def continuous_batching_cycle_lower_bound_s(model: Model, part: Part, *, batch: 
     nbytes = (float(np.sum(np.broadcast_to(d.cost.compulsory_bytes, (n,))))
               + float(pf.cost.compulsory_bytes - pf.cost.weight_bytes))
     comm = float(np.sum(np.broadcast_to(d.comm_lower_bound_s, (n,)))) + float(pf.comm_lower_bound_s)
-    return max(tensor, dequant, nbytes / d.bandwidth_bytes_per_s, comm)
+    return dict(zip(CYCLE_UNITS, (tensor, dequant, nbytes / d.bandwidth_bytes_per_s, comm)))
 
 
 # ---- continuous batching -------------------------------------------------------------------
@@ -682,6 +743,9 @@ class Pareto:
     output_tokens_per_s: np.ndarray  #: all sequences, tokens/s
     fits_in_memory: np.ndarray  #: weights + KV + state at prompt + output tokens ≤ capacity
     critical_batch: int | None  #: decode batch reaching the ridge at the mid-decode context
+    ttft_lower_bound_s: np.ndarray | None = None  #: an idle server's lower bounds, seconds
+    tpot_lower_bound_s: np.ndarray | None = None
+    e2e_lower_bound_s: np.ndarray | None = None
 
 
 def pareto(model: Model | str, part: Part | str, *, prompt_tokens: int, output_tokens: int, batches,
@@ -702,7 +766,9 @@ def pareto(model: Model | str, part: Part | str, *, prompt_tokens: int, output_t
     return Pareto(batch=b, ttft_s=arr("ttft_s"), tpot_s=arr("tpot_s"), e2e_s=arr("e2e_s"),
                   output_tokens_per_s_per_sequence=arr("output_tokens_per_s_per_sequence"),
                   output_tokens_per_s=arr("output_tokens_per_s"),
-                  fits_in_memory=np.array([t.fits_in_memory for t in tl]), critical_batch=crit)
+                  fits_in_memory=np.array([t.fits_in_memory for t in tl]), critical_batch=crit,
+                  ttft_lower_bound_s=arr("ttft_lower_bound_s"), tpot_lower_bound_s=arr("tpot_lower_bound_s"),
+                  e2e_lower_bound_s=arr("e2e_lower_bound_s"))
 
 
 def littles_law(*, concurrency=None, throughput_per_s=None, latency_s=None):
@@ -722,9 +788,14 @@ def littles_law(*, concurrency=None, throughput_per_s=None, latency_s=None):
         return np.divide(vals["concurrency"], vals["throughput_per_s"])
 
 
+#: the figures a goodput sweep may time its batches by (:func:`goodput_requests_per_s`)
+GOODPUT_FIGURES = ("estimate", "lower_bound")
+
+
 @dataclass(frozen=True, eq=False)
 class Goodput:
-    """Requests/s that meet both SLOs, per batch (arrays like ``batch``)."""
+    """Requests/s that meet both SLOs, per batch (arrays like ``batch``). Times are the figures
+    ``figures`` names: the estimate, or each step at its lower bound."""
 
     batch: np.ndarray
     ttft_s: np.ndarray
@@ -737,6 +808,20 @@ class Goodput:
     meets_ttft: np.ndarray  #: TTFT ≤ its SLO
     meets_tpot: np.ndarray  #: TPOT ≤ its SLO (a one-token answer has no TPOT: met)
     fits_in_memory: np.ndarray
+    e2e_s: np.ndarray | None = None  #: E2E of each batch, seconds (by ``figures``)
+    figures: str = "estimate"  #: one of :data:`GOODPUT_FIGURES`
+
+    @property
+    def mean_arrival_wait_s(self) -> np.ndarray:
+        """The mean wait, seconds, of a request that arrives at a random moment while batches run
+        back to back: the running batch must end first, E2E ÷ 2 on average. Not in ``ttft_s``,
+        which is timed from the batch's start (the sweep assumes arrivals line up with batches)."""
+        return self.e2e_s / 2
+
+    @property
+    def max_arrival_wait_s(self) -> np.ndarray:
+        """The longest such wait, seconds: a whole E2E (a request that just missed a batch's start)."""
+        return self.e2e_s
 
     def misses(self, batch: int) -> tuple[str, ...]:
         """What ``batch`` (one of ``self.batch``) fails: any of ``"TTFT"``, ``"TPOT"``, ``"memory"``."""
@@ -749,7 +834,8 @@ class Goodput:
 
 
 def goodput_requests_per_s(model: Model | str, part: Part | str, *, prompt_tokens: int, output_tokens: int,
-                           batches, ttft_slo_s: float, tpot_slo_s: float, **workload_dtypes) -> Goodput:
+                           batches, ttft_slo_s: float, tpot_slo_s: float, figures: str = "estimate",
+                           **workload_dtypes) -> Goodput:
     """Requests/s that meet a TTFT and a TPOT service-level objective, over a batch sweep.
 
     The model: at batch B every request sees the timeline of batch B (B requests arrive together,
@@ -761,22 +847,34 @@ def goodput_requests_per_s(model: Model | str, part: Part | str, *, prompt_token
     its real TTFT can be up to E2E + TTFT, and random arrivals wait longer still. So this is an
     estimate of a static-batch schedule (its times the placement's estimates, its queue assumed
     away), neither a bound on goodput (a continuous-batching engine can beat the static schedule)
-    nor on the chips a load needs.
+    nor on the chips a load needs. :attr:`Goodput.mean_arrival_wait_s` is the wait it assumes away.
+
+    ``figures``: ``"estimate"`` (default) times every batch by the estimate; ``"lower_bound"`` by
+    its steps' lower bounds: no implementation of this schedule, under its arrival assumption,
+    serves a batch faster, so a batch that misses an objective by the lower bounds misses it by
+    any implementation. Where the two sweeps pick different batches, the objective sits between
+    the two figures.
     """
     ttft_slo = _number("ttft_slo_s", ttft_slo_s, "a number of seconds > 0", lambda v: v > 0)
     tpot_slo = _number("tpot_slo_s", tpot_slo_s, "a number of seconds > 0", lambda v: v > 0)
+    if figures not in GOODPUT_FIGURES:
+        raise RooflineInputError(f"figures must be one of {', '.join(GOODPUT_FIGURES)}, got {figures!r}")
     pa = pareto(model, part, prompt_tokens=prompt_tokens, output_tokens=output_tokens, batches=batches,
                 **workload_dtypes)
-    rps = pa.batch / pa.e2e_s
-    ttft_ok = pa.ttft_s <= ttft_slo
-    tpot_ok = np.where(np.isnan(pa.tpot_s), True, pa.tpot_s <= tpot_slo)
+    if figures == "estimate":
+        ttft, tpot, e2e = pa.ttft_s, pa.tpot_s, pa.e2e_s
+    else:
+        ttft, tpot, e2e = pa.ttft_lower_bound_s, pa.tpot_lower_bound_s, pa.e2e_lower_bound_s
+    rps = pa.batch / e2e
+    ttft_ok = ttft <= ttft_slo
+    tpot_ok = np.where(np.isnan(tpot), True, tpot <= tpot_slo)
     meets = ttft_ok & tpot_ok & pa.fits_in_memory
     good = np.where(meets, rps, 0.0)
     best = int(np.argmax(good))
-    return Goodput(batch=pa.batch, ttft_s=pa.ttft_s, tpot_s=pa.tpot_s, requests_per_s=rps, meets_slo=meets,
+    return Goodput(batch=pa.batch, ttft_s=ttft, tpot_s=tpot, requests_per_s=rps, meets_slo=meets,
                    goodput_requests_per_s=good, best_batch=int(pa.batch[best]) if meets[best] else None,
                    best_goodput_requests_per_s=float(good[best]), meets_ttft=ttft_ok, meets_tpot=tpot_ok,
-                   fits_in_memory=pa.fits_in_memory)
+                   fits_in_memory=pa.fits_in_memory, e2e_s=e2e, figures=figures)
 
 
 # ---- money and energy ----------------------------------------------------------------------
@@ -786,8 +884,10 @@ def cost_per_million_output_tokens(price_per_hour_usd, output_tokens_per_s):
     """US dollars per 10^6 output tokens: price per hour / 3,600 / tokens per second × 10^6.
 
     The price is the learner's input (a rental or amortised price per chip-hour); the catalog holds
-    none. With the tokens/s upper bound (continuous batching without speculative decoding) this is
-    a lower bound on the cost of any engine that does not speculate.
+    none. With a request's tokens/s upper bound this is, at that batch, a lower bound on the cost of
+    any engine serving that workload as priced (that many requests in flight, each prompt's
+    uncached part prefilled, those number formats) without speculative decoding; not a bound on
+    an engine that batches more, caches more of the prompt, stores fewer bytes or speculates.
     """
     price = _number("price_per_hour_usd", price_per_hour_usd, "a price in US dollars per hour >= 0",
                     lambda v: v >= 0)

@@ -277,7 +277,12 @@ def mla_per_head_kv_elements(model: Model | str = "deepseek-v3") -> int:
 
 @dataclass(frozen=True)
 class MlaForms:
-    """One decode step's attention (the MLA block, every layer) in both forms, against context."""
+    """One decode step's attention (the MLA block, every layer) in both forms, against context.
+
+    ``*_bytes`` are the estimate's unfused bytes (every operator's activations through HBM: the
+    expanded form writes and reads back every head's K and V); ``*_compulsory_bytes`` are what no
+    implementation avoids (the block's weights, the latents read, the new one written), the same in
+    both forms: expanded decode costs FLOPs, not compulsory bytes (:meth:`lower_bound_s`)."""
 
     model: Model
     batch: int
@@ -288,11 +293,33 @@ class MlaForms:
     expanded_bytes: np.ndarray
     absorbed_step_flops: np.ndarray  #: the whole step (every operator), absorbed
     expanded_step_flops: np.ndarray
+    absorbed_compulsory_bytes: np.ndarray  #: the MLA block's compulsory bytes, absorbed
+    expanded_compulsory_bytes: np.ndarray  #: … expanded (the same latents and weights)
 
     @property
     def flops_ratio(self) -> np.ndarray:
         """Expanded ÷ absorbed attention FLOPs."""
         return self.expanded_flops / self.absorbed_flops
+
+    def compute_time_s(self, part: Part | str, form: str = "absorbed") -> np.ndarray:
+        """The MLA block's FLOPs in ``form`` at ``part``'s dense BF16 peak (seconds; the forms run in BF16)."""
+        return getattr(self, f"{_mla_form(form)}_flops") / get_part(part).peak_flops_per_s("bf16")
+
+    def memory_lower_bound_s(self, part: Part | str, form: str = "absorbed") -> np.ndarray:
+        """The MLA block's compulsory bytes in ``form`` at ``part``'s memory bandwidth (seconds)."""
+        return getattr(self, f"{_mla_form(form)}_compulsory_bytes") / get_part(part).memory_bandwidth_bytes_per_s
+
+    def lower_bound_s(self, part: Part | str, form: str = "absorbed") -> np.ndarray:
+        """The MLA block's lower bound on ``part`` (seconds): the longer of :meth:`compute_time_s` and
+        :meth:`memory_lower_bound_s` (overlapped, no latency). One chip's rates: the block of a model
+        that needs several chips is priced as if one held it, a what-if that shows which time binds."""
+        return np.maximum(self.compute_time_s(part, form), self.memory_lower_bound_s(part, form))
+
+
+def _mla_form(form: str) -> str:
+    if form not in ("absorbed", "expanded"):
+        raise RooflineInputError(f"form must be 'absorbed' or 'expanded', got {form!r}")
+    return form
 
 
 def mla_forms(model: Model | str = "deepseek-v3", contexts=(1024, 4096, 32768, 131072), batch: int = 1) -> MlaForms:
@@ -309,7 +336,9 @@ def mla_forms(model: Model | str = "deepseek-v3", contexts=(1024, 4096, 32768, 1
     return MlaForms(model=m, batch=b, context_tokens=t.astype(np.int64),
                     absorbed_flops=arr(a.block_total("mla", "flops")), absorbed_bytes=arr(a.block_total("mla", "bytes")),
                     expanded_flops=arr(e.block_total("mla", "flops")), expanded_bytes=arr(e.block_total("mla", "bytes")),
-                    absorbed_step_flops=arr(a.flops), expanded_step_flops=arr(e.flops))
+                    absorbed_step_flops=arr(a.flops), expanded_step_flops=arr(e.flops),
+                    absorbed_compulsory_bytes=arr(a.block_total("mla", "compulsory_bytes")),
+                    expanded_compulsory_bytes=arr(e.block_total("mla", "compulsory_bytes")))
 
 
 # ---- the byte budget of a decode step -----------------------------------------------------------
@@ -403,6 +432,19 @@ class LeverEffect:
             else:
                 out[k] = a[k] / b[k] - 1.0
         return out
+
+    @property
+    def fits_in_memory(self) -> bool:
+        """Whether the lever's step (its weights and every sequence's cache and state) fits the part's
+        nominal capacity."""
+        return bool(np.all(self.after.placement.fits_in_memory))
+
+    @property
+    def display_name(self) -> str:
+        """The lever's name with its caveats: "what-if" for an architecture nobody released, "what-if
+        (does not fit)" for a step that does not fit the part."""
+        marks = (["what-if"] if self.what_if else []) + ([] if self.fits_in_memory else ["what-if (does not fit)"])
+        return " — ".join([self.lever] + marks)
 
     @property
     def moves(self) -> tuple[str, ...]:
@@ -541,10 +583,12 @@ class FormatSpeedup:
         w = self.quantized.workload
         return 2.0 / weight_bytes_per_element(w.weights_dtype, w.weight_group_size)
 
-    def other_bytes(self, which: str = "quantized") -> float:
-        """Bytes of the step that are not weights (KV, state, activations)."""
+    def other_bytes(self, which: str = "quantized", compulsory: bool = False) -> float:
+        """Bytes of the step that are not weights: the estimate's unfused view (KV, state, every
+        activation), or with ``compulsory=True`` the bound's (KV, state, token ids and logits)."""
         p = self.quantized if which == "quantized" else self.bf16
-        return float(p.cost.bytes - p.cost.weight_bytes)
+        total = p.cost.compulsory_bytes if compulsory else p.cost.bytes
+        return float(total - p.cost.weight_bytes)
 
 
 def format_speedup(model: Model | str = "llama-3.1-70b", part: Part | str = "h100-sxm", context_tokens: int = 4096,

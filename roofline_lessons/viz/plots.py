@@ -748,12 +748,13 @@ def interconnect_roofline_chart(placements, labels=None, title=None):
     set_log_axis(ax.yaxis, y_lo, y_hi)
     x = np.logspace(np.log10(x_lo), np.log10(x_hi), 300)
     roof_colours = set()
+    roof_lines = []  # every roof drawn: the points' labels keep clear of them
     for j, ((pk, fmt), pids) in enumerate(peaks.items()):
         who = f" {', '.join(pids)}" if many_parts else ""
         extra = "" if j == 0 else f" (HBM ridge {num(pk / part.memory_bandwidth_bytes_per_s)} FLOP/byte)"
-        ax.axhline(pk / TERA, color=COMPUTE_ROOF_COLOUR, linestyle=LINESTYLES[j % len(LINESTYLES)],
-                   linewidth=2.4 if j == 0 else 1.6,
-                   label=_wrap(f"compute roof{who} ({fmt}): {si(pk, 'FLOP/s')}{extra}"))
+        roof_lines.append(ax.axhline(pk / TERA, color=COMPUTE_ROOF_COLOUR, linestyle=LINESTYLES[j % len(LINESTYLES)],
+                                     linewidth=2.4 if j == 0 else 1.6,
+                                     label=_wrap(f"compute roof{who} ({fmt}): {si(pk, 'FLOP/s')}{extra}")))
     ridge_marks = []  # (x, text, colour) of the first placement's ridges
     for pid in hbm:
         p = parts[pid]
@@ -763,10 +764,10 @@ def interconnect_roofline_chart(placements, labels=None, title=None):
         bw, end = p.memory_bandwidth_bytes_per_s, top_peak[pid] / p.memory_bandwidth_bytes_per_s
         xr = x[x <= end]
         ridge = (peak0 if main else top_peak[pid]) / bw
-        ax.plot(np.append(xr, end), np.append(xr * bw, top_peak[pid]) / TERA, color=look.colour,
-                linestyle=look.linestyle, linewidth=2.4 if main else 1.4,
-                label=_wrap(f"HBM roof{' ' + pid if many_parts else ''}: {si(bw, 'B/s')}, "
-                            f"ridge {num(ridge)} FLOP/byte"))
+        roof_lines += ax.plot(np.append(xr, end), np.append(xr * bw, top_peak[pid]) / TERA, color=look.colour,
+                              linestyle=look.linestyle, linewidth=2.4 if main else 1.4,
+                              label=_wrap(f"HBM roof{' ' + pid if many_parts else ''}: {si(bw, 'B/s')}, "
+                                          f"ridge {num(ridge)} FLOP/byte"))
         if main:
             ridge_marks.append((ridge, f"HBM ridge {num(ridge)}", look.colour))
     for j, ((pid, name), lk) in enumerate(link_of.items()):
@@ -781,10 +782,10 @@ def interconnect_roofline_chart(placements, labels=None, title=None):
         xr = x[x <= end]
         main = pid == part.id
         ridge = (peak0 if main else top_peak[pid]) / bw
-        ax.plot(np.append(xr, end), np.append(xr * bw, top_peak[pid]) / TERA, color=colour, linestyle=style,
-                linewidth=2.4 if main else 1.4,
-                label=_wrap(f"link roof{' ' + pid if many_parts else ''}: {name}, {si(bw, 'B/s')} per direction, "
-                            f"ridge {num(ridge)} FLOP/byte"))
+        roof_lines += ax.plot(np.append(xr, end), np.append(xr * bw, top_peak[pid]) / TERA, color=colour,
+                              linestyle=style, linewidth=2.4 if main else 1.4,
+                              label=_wrap(f"link roof{' ' + pid if many_parts else ''}: {name}, {si(bw, 'B/s')} "
+                                          f"per direction, ridge {num(ridge)} FLOP/byte"))
         if main:
             ridge_marks.append((ridge, f"link ridge {num(ridge)}", colour))
     renderer = fig.canvas.get_renderer()
@@ -849,6 +850,17 @@ def interconnect_roofline_chart(placements, labels=None, title=None):
     half = 11 * fig.dpi / 72 / 2 + 1
     obstacles = ridge_boxes + [Bbox.from_extents(cx - half, cy - half, cx + half, cy + half)
                                for cx, cy in ax.transData.transform(np.asarray(all_points))]
+    # the roofs as a chain of small boxes (one every 3 px, as wide as the roof plus a pixel either side), so
+    # that a label sits beside a roof, never across it (a label over the link roof hid its ridge)
+    frame = ax.get_window_extent(renderer)
+    for line in roof_lines:
+        pts = line.get_transform().transform(np.column_stack([line.get_xdata(), line.get_ydata()]))
+        r = line.get_linewidth() * fig.dpi / 72 / 2 + 1
+        for (xa, ya), (xb, yb) in zip(pts[:-1], pts[1:]):
+            for t in np.linspace(0.0, 1.0, int(max(abs(xb - xa), abs(yb - ya)) // 3) + 2):
+                cx, cy = xa + t * (xb - xa), ya + t * (yb - ya)
+                if frame.x0 <= cx <= frame.x1 and frame.y0 <= cy <= frame.y1:
+                    obstacles.append(Bbox.from_extents(cx - r, cy - r, cx + r, cy + r))
     _place_labels(ax, anchors, texts, marker_pt=11, obstacles=obstacles, gid="placement-label")
     ax.set_xlabel("Intensity (FLOP per byte: of HBM traffic for circles, sent over the link for triangles)")
     ax.set_ylabel("Performance per chip (TFLOP/s, 10¹² FLOP/s)")
@@ -903,17 +915,57 @@ def time_breakdown_chart(placements, labels, title=None):
     """One horizontal bar per setup: one chip's compute, memory and communication seconds in a step,
     drawn by the placement's rules (:func:`_time_segments`): not overlapped, the longer of compute
     and memory (the shorter as a thin bar inside it) then the communication; overlapped, all three
-    from zero. The step time is printed at each bar's end. Colours and hatches read in grey too."""
-    from matplotlib.patches import Patch
+    from zero. The step time is printed at each bar's end. Colours and hatches read in grey too.
+    Under the colour legend a drawn key shows one wide bar with a thin bar over it, labelled: the
+    thin bar runs at the same time as the wide one (picture first, words second)."""
+    from matplotlib.patches import Patch, Rectangle
+
+    key_in, key_room_in = (2.45, 1.0), 2.9  # the drawn key's size, and the figure height it needs under the legend
+
+    def key_kinds(segments) -> tuple[str, str]:
+        """(wide, thin) kinds for the key: the first bar's own pair where it has one, else memory under compute."""
+        for pieces in segments:
+            wide = next((sg.kind for sg in pieces if sg.height == 1.0), None)
+            thin = next((sg.kind for sg in pieces if sg.height < 1.0), None)
+            if wide and thin:
+                return wide, thin
+        return "memory", "compute"
+
+    def draw_key(fig, legend, wide: str, thin: str, then: str | None):
+        """Under ``legend``: a wide bar with a thin bar over its start, then (when the chart has it) the
+        communication after them, and one short label with an arrow to the thin bar."""
+        renderer = fig.canvas.get_renderer()
+        box = legend.get_window_extent(renderer)
+        w_px, h_px = (v * fig.dpi for v in key_in)
+        top = box.y0 - 0.12 * fig.dpi
+        key = fig.add_axes((box.x0 / fig.bbox.width, (top - h_px) / fig.bbox.height, w_px / fig.bbox.width,
+                            h_px / fig.bbox.height))
+        key.set_axis_off()
+        key.set_xlim(0, 1)
+        key.set_ylim(0, 1)
+        key.text(0.0, 1.0, "Reading a bar:", fontsize=LEGEND_PT, fontweight="bold", ha="left", va="top",
+                 gid="bar-key-title")
+        pieces = [(wide, 0.02, 0.5, 0.44, 0.26, False), (thin, 0.02, 0.28, 0.52, 0.1, True)]
+        if then is not None:
+            pieces.append((then, 0.52, 0.2, 0.44, 0.26, False))
+        for kind, x, w, y, h, outline in pieces:
+            colour, hatch, edge = TIME_LOOK[kind]
+            key.add_patch(Rectangle((x, y), w, h, facecolor=colour, hatch=hatch,
+                                    edgecolor="black" if outline else edge, linewidth=0.8 if outline else 0.6,
+                                    zorder=3 if outline else 2, gid=f"bar-key-{kind}"))
+        key.annotate("thin bar: runs at the same\ntime as the wide bar under it", xy=(0.16, 0.52),
+                     xytext=(0.0, 0.3), textcoords="axes fraction", fontsize=LEGEND_PT, ha="left", va="top",
+                     arrowprops={"arrowstyle": "-|>", "color": "black", "linewidth": 0.9, "shrinkA": 0,
+                                 "shrinkB": 1}, gid="bar-key-label")
 
     placements, labels = _placements_and_labels(placements, labels, "time_breakdown_chart")
     segs = [_time_segments(pl) for pl in placements]
     steps = [float(pl.time_estimate_s) for pl in placements]
     factor, unit = _time_unit(max(steps))
     n = len(placements)
-    fig = bare_figure((10.5, 1.5 + 0.62 * n), dpi=100)
+    height_in = max(1.5 + 0.62 * n, key_room_in)  # room for the legend and the key under it
+    fig = bare_figure((10.5, height_in), dpi=100)
     ax = fig.add_subplot()
-    height_in = 1.5 + 0.62 * n
     fig.subplots_adjust(left=0.2, right=0.74, bottom=0.72 / height_in, top=1 - 0.45 / height_in)
     bar_h = 0.62
     used = set()
@@ -943,14 +995,15 @@ def time_breakdown_chart(placements, labels, title=None):
     ax.grid(True, axis="x", alpha=0.35)
     handles = [Patch(facecolor=TIME_LOOK[k][0], hatch=TIME_LOOK[k][1], edgecolor=TIME_LOOK[k][2], label=k)
                for k in TIME_LOOK if k in used]
-    ax.legend(handles=handles, fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0,
-              title="thin bar: runs at the same\ntime as the wide one under it", title_fontsize=LEGEND_PT,
-              framealpha=0.9)
+    legend = ax.legend(handles=handles, fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                       borderaxespad=0, framealpha=0.9)
+    draw_key(fig, legend, *key_kinds(segs), then="communication" if "communication" in used else None)
     said = []
     for pl, label, step in zip(placements, labels, steps):
         said.append(f"{label}: {_time_breakdown_text(pl)}; step {duration(step)} = {_step_rule(pl)}; "
                     f"{pl.bound}-bound")
-    set_alt(fig, f"{title}. Horizontal bars, one per setup, seconds per chip for one step: " + ". ".join(said) + ".")
+    set_alt(fig, f"{title}. Horizontal bars, one per setup, seconds per chip for one step; a thin bar drawn over "
+                 "a wide one runs at the same time as it: " + ". ".join(said) + ".")
     return fig
 
 
@@ -1047,19 +1100,83 @@ def _check_curve(curve) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
+#: the panels of the KV chart, one idea each: (test on a curve's ``kind``, the panel's title)
+KV_PANELS = (
+    (lambda kind: kind.startswith(("gqa", "mqa", "multi-head")), "Fewer KV heads: GQA, MQA"),
+    (lambda kind: kind.startswith("mla"), "One latent per token: MLA"),
+    (lambda kind: kind.startswith("sliding"), "Windows on the local layers"),
+    (lambda kind: kind.startswith("hybrid"), "Linear-attention layers: a fixed state"),
+)
+#: two curves closer than this factor at every shared context read as one line: the legend says so
+KV_COINCIDE = 1.25
+
+
+def _kv_panels(curves) -> list[tuple[str, list[int]]]:
+    """The curves (indices) grouped into panels by idea (:data:`KV_PANELS`), in that order; a kind no
+    panel takes gets a panel of its own, titled with the kind."""
+    panels: dict[str, list[int]] = {}
+    order = {title: j for j, (_, title) in enumerate(KV_PANELS)}
+    for i, c in enumerate(curves):
+        kind = str(c.kind).lower()
+        title = next((t for test, t in KV_PANELS if test(kind)), str(c.kind))
+        panels.setdefault(title, []).append(i)
+    return sorted(panels.items(), key=lambda kv: order.get(kv[0], len(order)))
+
+
+def _coincide(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> bool:
+    """True when two curves lie within :data:`KV_COINCIDE` of each other at every context they share
+    (interpolated on log-log axes): on the chart they would read as one line."""
+    lo, hi = max(a[0][0], b[0][0]), min(a[0][-1], b[0][-1])
+    if lo >= hi:
+        return False
+    xs = np.geomspace(lo, hi, 25)
+    ya = np.array([_value_at(*a, x) for x in xs])
+    yb = np.array([_value_at(*b, x) for x in xs])
+    return bool(np.all(np.abs(np.log(ya / yb)) < math.log(KV_COINCIDE)))
+
+
+def _legend_covers_a_line(ax, legend) -> bool:
+    """True when a line of ``ax`` (its points and the straight pieces between them, on the axes' own
+    scales) passes under ``legend``."""
+    renderer = ax.figure.canvas.get_renderer()
+    box = legend.get_window_extent(renderer)
+    for line in ax.get_lines():
+        x, y = (np.asarray(v, dtype=float) for v in line.get_data())
+        if x.size == 0:
+            continue
+        if x.size == 2 and line.get_xydata()[0, 0] == 0 and np.allclose(x, [0, 1]):  # an axhline: axes x
+            x = np.asarray(ax.get_xlim(), dtype=float)
+        lx, ly = np.log(x), np.log(y)
+        t = np.linspace(0, 1, 12)
+        px = np.exp(np.concatenate([a + (b - a) * t for a, b in zip(lx[:-1], lx[1:])] or [lx]))
+        py = np.exp(np.concatenate([a + (b - a) * t for a, b in zip(ly[:-1], ly[1:])] or [ly]))
+        pts = ax.transData.transform(np.column_stack([px, py]))
+        pad = line.get_linewidth() * ax.figure.dpi / 72 / 2
+        if np.any((pts[:, 0] >= box.x0 - pad) & (pts[:, 0] <= box.x1 + pad)
+                  & (pts[:, 1] >= box.y0 - pad) & (pts[:, 1] <= box.y1 + pad)):
+            return True
+    return False
+
+
 def kv_bytes_vs_context_chart(curves, title=None):
-    """KV-cache bytes per sequence against context tokens, log-log, one line per model (or what-if),
-    each in its own colour, line style and marker. Past a model's ``max_context_tokens`` (a curve's
-    ``beyond_limit_from``) the line is dotted: a what-if. A hybrid model's recurrent state, the same at
-    any context, is its own flat line labelled as state. The y axis is binary (KiB, MiB, GiB).
+    """KV-cache bytes per sequence against context tokens, log-log, one panel per idea (fewer KV heads,
+    one latent, windows, linear-attention layers: :data:`KV_PANELS`), every panel on the same axes.
+    Each curve has its own colour, line style and marker; with more than one panel the first curve of
+    the first panel is repeated in the others as a thin grey line, for scale. Past a model's
+    ``max_context_tokens`` (a curve's ``beyond_limit_from``) a line is dotted with hollow markers: a
+    what-if. A hybrid model's recurrent state, the same at any context, is a flat band labelled as
+    state. Two lines of one panel that would read as one (within :data:`KV_COINCIDE` at every
+    context) say so in the legend, with both sizes. The y axis is binary (KiB, MiB, GiB).
 
     ``curves``: objects with ``label``, ``context_tokens`` (tokens, rising), ``kv_bytes`` (bytes per
     sequence at each context), ``state_bytes`` (bytes, 0 without recurrent state),
     ``beyond_limit_from`` (tokens, or None) and ``kind`` ("GQA", "MQA", "MLA", "sliding window",
-    "hybrid linear"): :class:`roofline_lessons.topics.shrinking.KvCurve`. Alt text: every curve's bytes
-    at 32K tokens (or mid-range) and at the longest context, and which is smallest."""
+    "hybrid linear"): :class:`roofline_lessons.topics.shrinking.KvCurve`. Alt text: the panels, every
+    curve's bytes at 32K tokens (or mid-range) and at the longest context, and which is smallest."""
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    from .fastfig import CHART_DPI
 
     curves = list(curves)
     if not curves:
@@ -1071,31 +1188,60 @@ def kv_bytes_vs_context_chart(curves, title=None):
     ys = [float(v) for _, y in data for v in (y.min(), y.max())] + [s for s in states if s > 0]
     y_lo, y_hi = min(ys) / 1.6, max(ys) * 1.6
     title = title or "KV cache per sequence against context"
+    panels = _kv_panels(curves)
+    reference = panels[0][1][0] if len(panels) > 1 else None
 
-    fig = bare_figure((10.5, 5.2), dpi=100)
-    ax = fig.add_subplot()
-    fig.subplots_adjust(left=0.095, right=0.6, bottom=0.11, top=0.91)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log", base=2)
-    ax.set_xlim(x_lo, x_hi)
-    ax.set_ylim(y_lo, y_hi)
+    n = len(panels)
+    cols = 1 if n == 1 else 2
+    rows = math.ceil(n / cols)
+    height_in = 5.2 if n == 1 else 0.95 + 2.95 * rows
+    fig = bare_figure((10.5, height_in), dpi=CHART_DPI)
+    top = 1 - (0.5 if n == 1 else 0.72) / height_in
+    if n == 1:
+        fig.subplots_adjust(left=0.095, right=0.6, bottom=0.11, top=top)
+    else:
+        fig.subplots_adjust(left=0.1, right=0.985, bottom=0.85 / height_in, top=top, wspace=0.07,
+                            hspace=0.55 / 2.95 * rows / max(rows - 1, 1) if rows > 1 else 0)
+    axes = [fig.add_subplot(rows, cols, j + 1) for j in range(n)]
     xt = [2.0 ** e for e in range(math.ceil(math.log2(x_lo)), math.floor(math.log2(x_hi)) + 1) if e % 2 == 0]
-    ax.xaxis.set_major_locator(FixedLocator(xt or [x_lo, x_hi]))
-    ax.xaxis.set_major_formatter(FuncFormatter(_tokens_tick))
-    ax.yaxis.set_major_locator(FixedLocator(_binary_log_ticks(y_lo, y_hi)))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: binary(v)))
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_minor_locator(NullLocator())
-    ax.tick_params(labelsize=LABEL_PT)
-    ax.grid(True, alpha=0.35)
 
-    handles = []
-    past = []
+    def set_y(hi: float) -> None:
+        for ax in axes:
+            ax.set_ylim(y_lo, hi)
+            ax.yaxis.set_major_locator(FixedLocator(_binary_log_ticks(y_lo, hi, 7 if n > 1 else 8)))
+
+    for j, ax in enumerate(axes):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ax.set_xlim(x_lo, x_hi)
+        ax.xaxis.set_major_locator(FixedLocator(xt or [x_lo, x_hi]))
+        ax.xaxis.set_major_formatter(FuncFormatter(_tokens_tick))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: binary(v)))
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_minor_locator(NullLocator())
+        ax.tick_params(labelsize=LABEL_PT)
+        ax.grid(True, alpha=0.35)
+        ax.set_xlabel("Context (tokens; 1K = 1,024)" if n > 1 else
+                      "Context (tokens per sequence; 1K = 1,024 tokens)", fontsize=LABEL_PT)
+        if j % cols == 0:
+            ax.set_ylabel("KV cache per sequence\n(bytes; 1 GiB = 2³⁰ bytes)" if n > 1 else
+                          "KV cache per sequence (bytes; 1 GiB = 2³⁰ bytes)", fontsize=LABEL_PT + 0.5)
+        else:
+            ax.set_ylabel("KV cache per sequence", fontsize=LABEL_PT)
+            ax.yaxis.label.set_visible(False)  # the left panel's label names the shared axis
+            ax.tick_params(labelleft=False)
+    set_y(y_hi)
+
+    looks = [(LINE_COLOURS[i % len(LINE_COLOURS)], KV_LINESTYLES[i % len(KV_LINESTYLES)], MARKERS[i % len(MARKERS)])
+             for i in range(len(curves))]
     targets = np.geomspace(x_lo, x_hi, 7)
-    for i, (c, (x, y)) in enumerate(zip(curves, data)):
-        colour, style, marker = (LINE_COLOURS[i % len(LINE_COLOURS)],
-                                  KV_LINESTYLES[i % len(KV_LINESTYLES)], MARKERS[i % len(MARKERS)])
-        # markers at a few log-spaced contexts, shifted per curve so coinciding curves still show each one
+    past = []
+    coinciding = []
+
+    def draw(ax, i):
+        c, (x, y) = curves[i], data[i]
+        colour, style, marker = looks[i]
+        # markers at a few log-spaced contexts, shifted per curve so two curves that cross show each one
         shift = (i % 3) / 3.0
         marks = sorted({int(np.argmin(np.abs(np.log(x) - np.log(t) - shift * np.log(targets[1] / targets[0]))))
                         for t in targets[:-1]})
@@ -1111,28 +1257,76 @@ def kv_bytes_vs_context_chart(curves, title=None):
                     markerfacecolor="white", markeredgecolor=colour,
                     markevery=[j - start for j in marks if j >= cut], zorder=3)
             past.append(f"{c.label} from {count(limit)} tokens")
-        kind = "" if c.kind.lower() in c.label.lower() else f" ({c.kind})"
-        handles.append(Line2D([], [], color=colour, linestyle=style, linewidth=2.2, marker=marker, markersize=7,
-                              markeredgecolor="black", label=_wrap(f"{c.label}{kind}", 44)))
-        if states[i] > 0:
-            # a broad pale band: a level, unlike any curve's line
-            ax.axhline(states[i], color=colour, linewidth=7, alpha=0.4, solid_capstyle="butt", zorder=2)
-            # labelled at the right end, under the band: the curves have all risen above it there
-            ax.annotate(f"{c.label}: state {binary(states[i])}", (x_hi, states[i]), textcoords="offset points",
-                        xytext=(-4, -6), va="top", ha="right", fontsize=LABEL_PT, color="black",
-                        bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
-            handles.append(Line2D([], [], color=colour, linewidth=7, alpha=0.4, solid_capstyle="butt",
-                                  label=_wrap(f"{c.label}: recurrent state, {binary(states[i])} at any context",
-                                              44)))
-    if past:
-        handles.append(Line2D([], [], color="0.3", linestyle=":", linewidth=1.8, marker="o", markerfacecolor="white",
-                              markeredgecolor="0.3", label="dotted, hollow markers: past the model's\n"
-                                                           "max context (a what-if)"))
-    ax.legend(handles=handles, fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0,
-              framealpha=0.9)
-    ax.set_xlabel("Context (tokens per sequence; 1K = 1,024 tokens)")
-    ax.set_ylabel("KV cache per sequence (bytes; 1 GiB = 2³⁰ bytes)")
-    ax.set_title(title, fontsize=11)
+        # the kind, unless the label or the panel (one kind only) already says it
+        one_kind = n > 1 and len({str(curves[k].kind) for k in members_of[i]}) == 1
+        kind = "" if one_kind or str(c.kind).lower() in c.label.lower() else f" ({c.kind})"
+        return Line2D([], [], color=colour, linestyle=style, linewidth=2.2, marker=marker, markersize=7,
+                      markeredgecolor="black", label=_wrap(f"{c.label}{kind}", 40))
+
+    members_of = {i: members for _, members in panels for i in members}
+    legends = []
+    for ax, (panel_title, members) in zip(axes, panels):
+        handles = []
+        shown = list(members)
+        if reference is not None and reference not in members:
+            c, (x, y) = curves[reference], data[reference]
+            limit = c.beyond_limit_from
+            keep = x <= limit if limit is not None else np.ones_like(x, dtype=bool)
+            ax.plot(x[keep], y[keep], color="0.55", linewidth=1.4, zorder=2, gid="kv-reference")
+            handles.append(Line2D([], [], color="0.55", linewidth=1.4,
+                                  label=_wrap(f"{c.label} ({c.kind}), for scale", 40)))
+            shown = [reference] + shown
+        for i in members:
+            handles.append(draw(ax, i))
+            if states[i] > 0:
+                colour = looks[i][0]
+                # a broad pale band: a level, unlike any curve's line
+                ax.axhline(states[i], color=colour, linewidth=7, alpha=0.4, solid_capstyle="butt", zorder=2)
+                # labelled at the right end, under the band: the curves have all risen above it there
+                ax.annotate(f"{curves[i].label}: state {binary(states[i])}", (x_hi, states[i]),
+                            textcoords="offset points", xytext=(-4, -6), va="top", ha="right", fontsize=LABEL_PT,
+                            color="black", bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
+                                                 "alpha": 0.8})
+                handles.append(Line2D([], [], color=colour, linewidth=7, alpha=0.4, solid_capstyle="butt",
+                                      label=_wrap(f"recurrent state, {binary(states[i])} at any context", 40)))
+        # two lines of this panel that would read as one: the later one's entry says so, with both sizes
+        for a_pos, a in enumerate(shown):
+            for b in shown[a_pos + 1:]:
+                if _coincide(data[a], data[b]):
+                    at = KV_QUOTE_TOKENS if x_lo <= KV_QUOTE_TOKENS <= x_hi else float(np.sqrt(x_lo * x_hi))
+                    va, vb = _value_at(*data[a], at), _value_at(*data[b], at)
+                    note = (f"{curves[b].label} lies on {curves[a].label}: {binary(vb)} and {binary(va)} at "
+                            f"{count(at)} tokens")
+                    coinciding.append(note)
+                    entry = next(h for h in handles if h.get_label().replace("\n", " ").startswith(curves[b].label))
+                    entry.set_label(entry.get_label() + "\n" + _wrap(f"(on the line of {curves[a].label}: "
+                                                                     f"{binary(vb)} vs {binary(va)} at {count(at)})",
+                                                                     40))
+        if n > 1:
+            legends.append(ax.legend(handles=handles, fontsize=LEGEND_PT, loc="upper left", borderaxespad=0.4,
+                                     framealpha=0.92, handlelength=2.6))
+        else:
+            if past:
+                handles.append(Line2D([], [], color="0.3", linestyle=":", linewidth=1.8, marker="o",
+                                      markerfacecolor="white", markeredgecolor="0.3",
+                                      label="dotted, hollow markers: past the model's\nmax context (a what-if)"))
+            ax.legend(handles=handles, fontsize=LEGEND_PT, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                      borderaxespad=0, framealpha=0.9)
+        ax.set_title(panel_title if n > 1 else title, fontsize=LABEL_PT + 1.5 if n > 1 else 11)
+    # a legend inside a panel sits in its empty upper-left corner: raise the (shared) top of the y axis
+    # an octave at a time until no line passes under any legend
+    for _ in range(8):
+        if not any(_legend_covers_a_line(ax, legend) for ax, legend in zip(axes, legends)):
+            break
+        y_hi *= 2
+        set_y(y_hi)
+
+    if n > 1:
+        fig.suptitle(title, fontsize=12, y=1 - 0.12 / height_in, va="top")
+        note = "Dotted, hollow markers: past the model's max context (a what-if)." if past else ""
+        if reference is not None:
+            note += f" Grey in every panel: {curves[reference].label}, for scale. All panels share their axes."
+        fig.text(0.1, 0.08 / height_in, note.strip(), fontsize=LABEL_PT, ha="left", va="bottom")
 
     at = KV_QUOTE_TOKENS if x_lo <= KV_QUOTE_TOKENS <= x_hi else float(np.sqrt(x_lo * x_hi))
     quoted = []
@@ -1140,7 +1334,12 @@ def kv_bytes_vs_context_chart(curves, title=None):
         if x[0] <= at <= x[-1]:
             quoted.append((_value_at(x, y, at), c))
     said = [f"{title}. Log-log chart: KV-cache bytes per sequence (binary units) against context, "
-            f"{count(x_lo)} to {count(x_hi)} tokens, one line per model."]
+            f"{count(x_lo)} to {count(x_hi)} tokens"
+            + (", one line per model." if n == 1 else
+               f", in {count(n)} panels on the same axes, one idea each: "
+               + "; ".join(f"{t} ({', '.join(curves[i].label for i in m)})" for t, m in panels) + ".")]
+    if reference is not None:
+        said.append(f"Each panel also shows {curves[reference].label} in grey, for scale.")
     if quoted:
         quoted.sort(key=lambda vc: vc[0])
         said.append(f"At {count(at)} tokens: " + "; ".join(f"{c.label} ({c.kind}) {binary(v)}" for v, c in quoted)
@@ -1158,18 +1357,29 @@ def kv_bytes_vs_context_chart(curves, title=None):
     for c, s in zip(curves, states):
         if s > 0:
             said.append(f"{c.label} also keeps a recurrent state of {binary(s)} per sequence, the same at any "
-                        "context (a flat line).")
+                        "context (a flat band).")
+    if coinciding:
+        said.append("Lines that coincide: " + "; ".join(coinciding) + ".")
     if past:
         said.append("Dotted where the context is past the model's max context, a what-if: " + "; ".join(past) + ".")
     set_alt(fig, " ".join(said))
     return fig
 
 
+def _budget_time_text(pl: Placement) -> str:
+    """A step's two figures, and on a second line its binding roof: "≥ 17.7 ms, estimate 17.7 ms" /
+    "memory-bound" (the roof of each figure when they differ)."""
+    lb, est = str(pl.lower_bound_roof), str(pl.bound)
+    roof = f"{lb}-bound" if lb == est else f"{lb}-bound by the bound, {est}-bound by the estimate"
+    return f"≥ {duration(pl.time_lower_bound_s)}, estimate {duration(pl.time_estimate_s)}\n{roof}"
+
+
 def byte_budget_chart(placements, labels, title=None):
-    """One horizontal stacked bar per step: the bytes it moves (SI: GB of traffic) split into
-    weights, KV cache, recurrent state and activations, in colours and hatches that read in grey
-    too; at each bar's end its total, its step time and its bound. Per chip for several chips.
-    Alt text: every bar's pieces with their shares, its step time and its bound."""
+    """One horizontal stacked bar per step: the bytes it moves (SI: GB of traffic; the estimate's
+    unfused view) split into weights, KV cache, recurrent state and activations, in colours and
+    hatches that read in grey too; at each bar's end its total, its lower bound ("≥"), its estimate
+    and its binding roof. Per chip for several chips. Alt text: every bar's pieces with their shares,
+    its two times and its roof."""
     from matplotlib.patches import Patch
 
     placements, labels = _placements_and_labels(placements, labels, "byte_budget_chart")
@@ -1180,7 +1390,7 @@ def byte_budget_chart(placements, labels, title=None):
     height_in = 1.6 + 0.62 * n
     fig = bare_figure((10.5, height_in), dpi=100)
     ax = fig.add_subplot()
-    fig.subplots_adjust(left=0.2, right=0.74, bottom=0.72 / height_in, top=1 - 0.45 / height_in)
+    fig.subplots_adjust(left=0.2, right=0.855, bottom=0.72 / height_in, top=1 - 0.45 / height_in)
     used = set()
     ends = []
     for i, (by_kind, pl) in enumerate(zip(kinds, placements)):
@@ -1195,9 +1405,10 @@ def byte_budget_chart(placements, labels, title=None):
                     linewidth=0.6, zorder=2)
             left += value
         fits = "" if bool(np.all(pl.fits_in_memory)) else f"; does not fit {binary(pl.part.memory_capacity_bytes)}"
-        ends.append(ax.annotate(f"{si(totals[i], 'B')}: {duration(pl.time_estimate_s)}, {pl.bound}-bound{fits}",
+        ends.append(ax.annotate(f"{si(totals[i], 'B')}: {_budget_time_text(pl)}{fits}",
                                 (totals[i] / factor, y), textcoords="offset points", xytext=(5, 0), va="center",
-                                ha="left", fontsize=LABEL_PT, gid="step-bytes"))
+                                ha="left", fontsize=LABEL_PT, gid="step-bytes", zorder=3,
+                                bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none"}))
     ax.set_yticks(range(n), [_wrap(x, 24) for x in labels[::-1]], fontsize=LABEL_PT)
     ax.set_ylim(-0.6, n - 0.4)
     # room for the labels at the bars' ends: the x range at which the widest ends inside the frame
@@ -1207,11 +1418,11 @@ def byte_budget_chart(placements, labels, title=None):
     x_max = max(t / factor * width_px / max(width_px - label.get_window_extent(renderer).width - pad_px, width_px / 4)
                 for t, label in zip(totals, ends))
     ax.set_xlim(0, x_max)
-    # ticks (and grid lines) only as far as the longest bar: the rest of the range is room for its label
+    # ticks (and grid lines) over the whole axis, so that every bar's end can be read off it; the labels at
+    # the bars' ends sit on a white box, so the grid lines do not run through their text
     from matplotlib.ticker import FixedLocator, MaxNLocator
 
-    top = max(totals) / factor
-    ticks = [t for t in MaxNLocator(nbins=5).tick_values(0, top) if 0 <= t <= top * 1.001]
+    ticks = [t for t in MaxNLocator(nbins=6).tick_values(0, x_max) if 0 <= t <= x_max]
     ax.xaxis.set_major_locator(FixedLocator(ticks))
     ax.tick_params(axis="x", labelsize=LABEL_PT)
     ax.set_xlabel(f"Bytes moved per step ({unit}; 1 {unit} = {said_unit} bytes)")
@@ -1228,8 +1439,8 @@ def byte_budget_chart(placements, labels, title=None):
         parts = ", ".join(f"{k} {si(v, 'B')} ({_share(v / total)})" for k, v in by_kind.items() if v > 0)
         fits = "" if bool(np.all(pl.fits_in_memory)) else \
             f"; it does not fit the {binary(pl.part.memory_capacity_bytes)} of memory"
-        said.append(f"{label}: {si(total, 'B')} per step ({parts}); estimate {duration(pl.time_estimate_s)} per "
-                    f"step, {pl.bound}-bound{fits}")
+        said.append(f"{label}: {si(total, 'B')} per step ({parts}); lower bound {duration(pl.time_lower_bound_s)} "
+                    f"and estimate {duration(pl.time_estimate_s)} per step, {pl.bound}-bound by the estimate{fits}")
     set_alt(fig, f"{title}. Horizontal stacked bars, one per setup, bytes moved in one step: " + ". ".join(said)
             + ".")
     return fig

@@ -37,7 +37,7 @@ from ...core.placement import Placement, place
 from ...core.units import binary, count, duration, num, percent, si
 from ..charts import MIN_FONT_PT, TERA, part_style, set_log_axis
 from ..display import html_table
-from ..fastfig import CachedFigure, Layers, bare_figure, message_png
+from ..fastfig import CHART_DPI, CachedFigure, Layers, bare_figure, message_png
 from ..plots import (BOUND_ROOF, COMPUTE_ROOF_COLOUR, HBM_POINT_MARKER, LINK_POINT_MARKER, TIME_LOOK, TimeSegment,
                      _achieved_flops_per_s, _comm_latency_s, _compute_format, _link_intensity, _link_roof_look,
                      _time_segments)
@@ -54,7 +54,7 @@ X_RANGE = (0.3, 1e7)
 #: 2.25 PFLOP/s in bf16, and down to a pipeline's batch-1 decode), so parts compare by eye
 Y_RANGE_TFLOPS = (0.01, 1e4)
 FIGSIZE = (10.5, 6.4)
-DPI = 80
+DPI = CHART_DPI
 ROOF_BOX = {"left": 0.085, "right": 0.6, "bottom": 0.315, "top": 0.885}
 BAR_BOX = (0.085, 0.075, 0.88, 0.055)  # left, bottom, width, height
 RIGHT_X = 0.625
@@ -445,7 +445,8 @@ def _skeleton() -> dict:
     moving = {"rects": rects, "line": line, "hbm_pt": hbm_pt, "link_pt": link_pt, "hbm_label": hbm_label,
               "link_label": link_label, "status": status, "bar_line": bar_line}
     return {"fig": fig, "ax": ax, "bar": bar, "heading": heading, "title": title, "moving": moving,
-            "part_layers": Layers(8), "link_layers": Layers(16), "artists": OrderedDict(), "obstacles": {}}
+            "part_layers": Layers(8), "link_layers": Layers(16), "artists": OrderedDict(), "obstacles": {},
+            "roof_lines": {}}
 
 
 def _draw_part(shared: dict, part_id: str, fmt: str, peak: float) -> list:
@@ -529,24 +530,61 @@ def _clamp(x: float) -> tuple[float, bool]:
     return x, False
 
 
-def _place_label(label, xy, candidates, obstacles, inside, renderer):
-    """Put ``label`` at the first candidate (offset points, ha, va) that stays inside ``inside`` and
-    overlaps no obstacle; where none does, at the one that leaves the least of it outside and
-    overlapping. Returns its box."""
+#: how close (pixels, from the text's extent) a roof line's centre may run past a point's label before
+#: it counts as touching it: the label's rounded box pads the text by 0.25 em (about 3 px at 9 pt and
+#: 100 dpi), half a 2.4-pt roof is about 2 px, and 1 px of white between them
+ROOF_CLEARANCE_PX = 6.0
+
+
+def _line_samples(lines, renderer) -> np.ndarray:
+    """Display points every pixel or so along ``lines`` (matplotlib Line2D), with a weight each: a
+    roof counts fully, a dotted guide (a ridge's vertical line) a tenth. Rows: x, y, weight."""
+    out = [np.empty((0, 3))]
+    for ln in lines:
+        if not ln.get_visible() or len(ln.get_xdata()) < 2:
+            continue
+        pts = ln.get_transform().transform(np.column_stack([ln.get_xdata(), ln.get_ydata()]))
+        weight = 0.1 if ln.get_linestyle() == ":" else 1.0
+        for (x0, y0), (x1, y1) in zip(pts[:-1], pts[1:]):
+            n = int(min(max(abs(x1 - x0), abs(y1 - y0)), 4000)) + 1
+            t = np.linspace(0.0, 1.0, n + 1)
+            out.append(np.column_stack([x0 + t * (x1 - x0), y0 + t * (y1 - y0), np.full(t.size, weight)]))
+    return np.concatenate(out)
+
+
+def _line_cost(box, samples: np.ndarray) -> float:
+    """The weighted pixels of roof and guide lines that run through ``box`` or within
+    :data:`ROOF_CLEARANCE_PX` of it."""
+    if samples.size == 0:
+        return 0.0
+    c = ROOF_CLEARANCE_PX
+    inside = ((samples[:, 0] >= box.x0 - c) & (samples[:, 0] <= box.x1 + c) & (samples[:, 1] >= box.y0 - c)
+              & (samples[:, 1] <= box.y1 + c))
+    return float(samples[inside, 2].sum())
+
+
+def _place_label(label, xy, candidates, obstacles, inside, renderer, lines=None):
+    """Put ``label`` at the first candidate (offset points, ha, va) that stays inside ``inside``,
+    overlaps no obstacle box and keeps clear of the roof lines (``lines``: samples from
+    :func:`_line_samples`). Where none does: of the candidates that leave the least of it outside and
+    overlapping other text, the one that the lines cross least (text over text is worse than a line
+    through a label). Returns its box."""
     def area(a, b) -> float:
         w = min(a.x1, b.x1) - max(a.x0, b.x0)
         h = min(a.y1, b.y1) - max(a.y0, b.y0)
         return w * h if w > 0 and h > 0 else 0.0
 
-    best, best_cost = None, float("inf")
+    samples = np.empty((0, 3)) if lines is None else lines
+    best, best_cost = None, (float("inf"), float("inf"))
     label.xy = xy
     for dx, dy, ha, va in candidates:
         label.set_position((dx, dy))
         label.set_horizontalalignment(ha)
         label.set_verticalalignment(va)
         box = label.get_window_extent(renderer)
-        cost = 4 * (box.width * box.height - area(box, inside)) + sum(area(box, o) for o in obstacles)
-        if cost == 0:
+        cost = (4 * (box.width * box.height - area(box, inside)) + sum(area(box, o) for o in obstacles),
+                _line_cost(box, samples))
+        if cost == (0, 0):
             return box
         if cost < best_cost:
             best, best_cost = (dx, dy, ha, va), cost
@@ -617,9 +655,11 @@ class Lesson11Chart:
         link_key = part_key + (view.heading, view.link_name, view.link_bytes_per_s)
 
         def update(shared):
+            from matplotlib.lines import Line2D
+
             fig = shared["fig"]
             self.last_figure = fig
-            kept, obstacles = shared["artists"], shared["obstacles"]
+            kept, obstacles, roof_lines = shared["artists"], shared["obstacles"], shared["roof_lines"]
             renderer = fig.canvas.get_renderer()
 
             def drawer(key, draw):
@@ -630,9 +670,12 @@ class Lesson11Chart:
                     kept[key] = draw()
                     obstacles[key] = [a.get_window_extent(renderer) for a in kept[key]
                                       if a.axes is shared["ax"] and hasattr(a, "get_text")]
+                    roof_lines[key] = _line_samples([a for a in kept[key] if a.axes is shared["ax"]
+                                                     and isinstance(a, Line2D)], renderer)
                     while len(kept) > 48:  # more than both caches hold: the oldest can go
                         old, artists = kept.popitem(last=False)
                         obstacles.pop(old, None)
+                        roof_lines.pop(old, None)
                         for a in artists:
                             a.remove()
                 return run
@@ -645,7 +688,9 @@ class Lesson11Chart:
             for k, artists in kept.items():
                 for a in artists:
                     a.set_visible(k in (part_key, link_key))
-            return _moving(shared, view, obstacles.get(part_key, []) + obstacles.get(link_key, []))
+            lines = np.concatenate([roof_lines.get(part_key, np.empty((0, 3))),
+                                    roof_lines.get(link_key, np.empty((0, 3)))])
+            return _moving(shared, view, obstacles.get(part_key, []) + obstacles.get(link_key, []), lines)
 
         import matplotlib
 
@@ -654,9 +699,9 @@ class Lesson11Chart:
             return self.figures.render("skeleton", update)
 
 
-def _moving(state: dict, view: Lesson11View, obstacles: list) -> list:
-    """Set the moving artists for ``view`` (labels clear of ``obstacles``, display boxes); returns
-    them (to be drawn)."""
+def _moving(state: dict, view: Lesson11View, obstacles: list, lines: np.ndarray | None = None) -> list:
+    """Set the moving artists for ``view`` (labels clear of ``obstacles``, display boxes, and of the
+    roof lines, ``lines``: samples from :func:`_line_samples`); returns them (to be drawn)."""
     from matplotlib.transforms import Bbox
 
     fig, ax, mv = state["fig"], state["ax"], state["moving"]
@@ -692,9 +737,9 @@ def _moving(state: dict, view: Lesson11View, obstacles: list) -> list:
         link_around = [(g, 0, "left", "center"), (0, -g, "center", "top"), (g, -g, "left", "top"),
                        (-g, -g, "right", "top"), (0, g, "center", "bottom"), (-g, g, "right", "bottom"),
                        (g, g, "left", "bottom"), (-g, 0, "right", "center")]
-        taken = taken + [_place_label(mv["link_label"], (xl, y), link_around, taken, inside, renderer)]
+        taken = taken + [_place_label(mv["link_label"], (xl, y), link_around, taken, inside, renderer, lines)]
     mv["hbm_label"].set_text(f"○ {num(view.hbm_intensity)} FLOP per HBM byte" + (" (off the chart)" if off_h else ""))
-    _place_label(mv["hbm_label"], (xh, y), around, taken, inside, renderer)
+    _place_label(mv["hbm_label"], (xh, y), around, taken, inside, renderer, lines)
     out.append(mv["hbm_label"])
     if has_link:
         out.append(mv["link_label"])

@@ -41,7 +41,7 @@ from ...core.placement import Placement, place
 from ...core.units import binary, count, duration, num, percent, si
 from ..charts import MIN_FONT_PT, TERA, part_style, set_log_axis
 from ..display import html_table
-from ..fastfig import CachedFigure, Layers, bare_figure, message_png
+from ..fastfig import CHART_DPI, CachedFigure, Layers, bare_figure, message_png
 from ..plots import BOUND_ROOF, BYTES_LOOK, COMPUTE_ROOF_COLOUR, _achieved_flops_per_s, _share, _step_bytes_by_kind
 from ._panel import Frame, build_dashboard, model_and_part
 
@@ -73,16 +73,22 @@ CONTEXT_CHOICES = tuple(2 ** k for k in range(7, 21))  # 128 … 1M tokens
 BATCH_CHOICES = tuple(2 ** k for k in range(9))  # 1 … 256
 KINDS = tuple(BYTES_LOOK)  # weights, KV cache, state, activations
 
-#: the roofline's fixed ranges (FLOP/byte; TFLOP/s): every setting the controls reach lies inside,
-#: the same for every part so parts compare by eye
-X_RANGE = (0.3, 1e4)
-Y_RANGE_TFLOPS = (0.03, 3e4)
-FIGSIZE = (10.5, 4.3)
-DPI = 80
-BAR_BOX = (0.08, 0.29, 0.2, 0.546)  # left, bottom, width, height
-ROOF_BOX = (0.405, 0.29, 0.57, 0.546)
+#: the roofline's fixed ranges (FLOP/byte; TFLOP/s), the same for every part so parts compare by eye:
+#: every point the controls reach (about 1 to 900 FLOP/byte, 0.3 to 5,000 TFLOP/s), every ridge (up to
+#: 1,250) and every compute roof (up to 10 PFLOP/s, FP4) lies inside, in as few decades as that allows
+#: (4 across, 5.5 up) so that the slope-one HBM roof reads as a slope
+X_RANGE = (0.5, 5e3)
+Y_RANGE_TFLOPS = (0.1, 3e4)
+FIGSIZE = (10.5, 5.8)
+DPI = CHART_DPI
+#: left, bottom, width, height (figure fractions): the roofline axes 391 px tall at 100 dpi, about 71 px
+#: a decade up against 138 across
+BAR_BOX = (0.08, 0.2, 0.24, 0.675)
+ROOF_BOX = (0.45, 0.2, 0.525, 0.675)
+BAR_KEY_TOP = 0.12  #: the top of the bar key (figure fraction), under the bars' names
 BAR_TOP = 125.0  #: the bar axis runs to this % of the BF16 step, room for the text over the BF16 bar
 STATUS_Y = 0.03
+STATUS_X = 0.33  #: the status lines start right of the bar key (the longest runs about 600 px)
 HEADING_WRAP = 118  #: characters per line of the heading (two lines fit over the axes)
 POINT_FACE = "#F0E442"  #: Okabe–Ito yellow, black-edged: unlike every roof's colour
 TEXT_RC = {"text.hinting": "no_hinting"}
@@ -433,7 +439,7 @@ def _skeleton() -> dict:
     bar.grid(True, axis="y", alpha=0.35)
     kinds = [Patch(facecolor=col, hatch=hatch, edgecolor=edge, label=kind) for kind, (col, hatch, edge)
              in BYTES_LOOK.items()]
-    fig.legend(handles=kinds, loc="upper left", bbox_to_anchor=(BAR_BOX[0] - 0.06, 0.155), ncol=2,
+    fig.legend(handles=kinds, loc="upper left", bbox_to_anchor=(BAR_BOX[0] - 0.06, BAR_KEY_TOP), ncol=2,
                fontsize=MIN_FONT_PT, frameon=False, borderaxespad=0, handlelength=2.2, columnspacing=1.0)
 
     ax = fig.add_axes(ROOF_BOX)
@@ -468,7 +474,7 @@ def _skeleton() -> dict:
     box = {"boxstyle": "round,pad=0.25", "fc": "white", "ec": "0.6", "alpha": 0.9}
     label, base_label = (ax.annotate("", (1, 1), textcoords="offset points", xytext=(0, 0), fontsize=MIN_FONT_PT,
                                      animated=True, bbox=box, zorder=7) for _ in range(2))
-    status = fig.text(ROOF_BOX[0], STATUS_Y, "", fontsize=MIN_FONT_PT + 1, ha="left", va="bottom", linespacing=1.4,
+    status = fig.text(STATUS_X, STATUS_Y, "", fontsize=MIN_FONT_PT + 1, ha="left", va="bottom", linespacing=1.4,
                       animated=True)
     moving = {"rects": rects, "tops": tops, "names": names, "line": line, "base_pt": base_pt, "pt": pt,
               "eff_line": eff_line, "eff_text": eff_text,
@@ -689,16 +695,19 @@ def _moving(state: dict, view: Lesson12View, obstacles: np.ndarray) -> list:
     around = [(g, -g, "left", "top"), (0, -g - 2, "center", "top"), (-g, -g, "right", "top"), (g, 0, "left", "center"),
               (-g, 0, "right", "center"), (-g, g, "right", "bottom"), (0, g, "center", "bottom"),
               (g, g, "left", "bottom")]
+    # farther out, for two points too close for the near places: below or above the pair's other label
+    farther = [(g, -3 * g, "left", "top"), (-g, -3 * g, "right", "top"), (0, 3 * g, "center", "bottom"),
+               (g, 3 * g, "left", "bottom")]
     same = view.weights == "bf16" and view.kv == "bf16"
     mv["label"].set_text(("BF16 = this step: " if same else "")
                          + f"{num(view.intensity)} FLOP/byte" + (" (off the chart)" if off1 else ""))
     taken = np.vstack([obstacles, marks])
-    taken = np.vstack([taken, _place_label(mv["label"], (x1, y1), around, taken, inside, renderer)])
+    taken = np.vstack([taken, _place_label(mv["label"], (x1, y1), around + farther, taken, inside, renderer)])
     out.append(mv["label"])
     if not same:
         mv["base_label"].set_text(f"BF16: {num(view.baseline_intensity)} FLOP/byte"
                                   + (" (off the chart)" if off0 else ""))
-        _place_label(mv["base_label"], (x0, y0), around[2:] + around[:2], taken, inside, renderer)
+        _place_label(mv["base_label"], (x0, y0), around[2:] + around[:2] + farther, taken, inside, renderer)
         out.append(mv["base_label"])
     mv["status"].set_text(status_text(view))
     out.append(mv["status"])
