@@ -131,7 +131,7 @@ def test_each_part_keeps_one_style_that_survives_colour_blindness():
 
 def test_a_verdict_with_a_list_is_shown_as_a_lead_and_items():
     """Issue 26, item 14: a verdict may lead with a sentence and list the rest."""
-    from roofline_lessons.viz.dashboards._panel import Frame, frame_html
+    from roofline_lessons.viz.panel import Frame, frame_html
 
     page = frame_html(Frame(verdict="Lead <sentence>.\n- one & two\n- three", png=None, alt=""))
     assert "<p class=\"rl-verdict\"" in page and "Lead &lt;sentence&gt;." in page

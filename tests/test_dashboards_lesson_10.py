@@ -20,7 +20,7 @@ from roofline_lessons.topics.serving import goodput_requests_per_s, pareto, requ
 from roofline_lessons.viz.charts import MIN_FONT_PT  # noqa: E402
 from roofline_lessons.viz.fastfig import CHART_DPI  # noqa: E402
 from roofline_lessons.viz.dashboards import lesson10 as l10  # noqa: E402
-from roofline_lessons.viz.dashboards._panel import frame_html  # noqa: E402
+from roofline_lessons.viz.panel import frame_html  # noqa: E402
 
 SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")
 DEFAULT = ("llama-3.1-8b", "h100-sxm", 32, 1024, 256, 1.0, 0.05)

@@ -22,7 +22,7 @@ from roofline_lessons.core.units import binary, duration, num, percent  # noqa: 
 from roofline_lessons.viz import plots  # noqa: E402
 from roofline_lessons.viz.charts import MIN_FONT_PT  # noqa: E402
 from roofline_lessons.viz.dashboards import lesson11 as l11  # noqa: E402
-from roofline_lessons.viz.dashboards._panel import frame_html  # noqa: E402
+from roofline_lessons.viz.panel import frame_html  # noqa: E402
 from roofline_lessons.viz.display import alt_of  # noqa: E402
 
 SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")

@@ -25,7 +25,7 @@ from roofline_lessons.core.units import binary, count, duration, num, si  # noqa
 from roofline_lessons.viz import plots  # noqa: E402
 from roofline_lessons.viz.charts import MIN_FONT_PT  # noqa: E402
 from roofline_lessons.viz.dashboards import lesson12 as l12  # noqa: E402
-from roofline_lessons.viz.dashboards._panel import frame_html  # noqa: E402
+from roofline_lessons.viz.panel import frame_html  # noqa: E402
 from roofline_lessons.viz.display import alt_of  # noqa: E402
 
 SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")

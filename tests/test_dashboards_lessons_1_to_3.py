@@ -11,7 +11,7 @@ from matplotlib.text import Text
 
 from roofline_lessons.core.units import num
 from roofline_lessons.viz.charts import MIN_FONT_PT, part_style
-from roofline_lessons.viz.dashboards._panel import frame_html
+from roofline_lessons.viz.panel import frame_html
 from roofline_lessons.viz.dashboards.lesson01 import (
     Lesson01Chart,
     lesson01_dashboard,

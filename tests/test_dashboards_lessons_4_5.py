@@ -20,7 +20,7 @@ from roofline_lessons.viz import charts  # noqa: E402
 from roofline_lessons.viz.charts import MIN_FONT_PT  # noqa: E402
 from roofline_lessons.viz.dashboards import lesson04 as l4  # noqa: E402
 from roofline_lessons.viz.dashboards import lesson05 as l5  # noqa: E402
-from roofline_lessons.viz.dashboards._panel import frame_html  # noqa: E402
+from roofline_lessons.viz.panel import frame_html  # noqa: E402
 
 SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")
 

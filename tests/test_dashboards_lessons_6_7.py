@@ -15,7 +15,7 @@ from matplotlib.text import Text
 from roofline_lessons.core.units import count, duration, num
 from roofline_lessons.topics.flash import tiled_attention, tiled_attention_fa2
 from roofline_lessons.viz.charts import MIN_FONT_PT
-from roofline_lessons.viz.dashboards._panel import frame_html
+from roofline_lessons.viz.panel import frame_html
 from roofline_lessons.viz.dashboards.lesson06 import (D_CHOICES, KINDS, MAX_MAP_CELLS, N_CHOICES,
                                                       SRAM_CHOICES_KIB, Lesson06Chart, lesson06_frame, lesson06_view,
                                                       tile_map, visited_tiles)

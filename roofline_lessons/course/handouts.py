@@ -47,7 +47,7 @@ MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"
 MATHJAX_FIX = "pip install jupyter-server-mathjax (or `make install`)"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-#: the class of the panel a dashboard draws (roofline_lessons.viz.dashboards._panel.frame_html)
+#: the class of the panel a dashboard draws (roofline_lessons.viz.panel.frame_html)
 PANEL_MARK = 'class="rl-panel"'
 
 # The lab template, less everything it would fetch from the network (MathJax is kept: its URL is

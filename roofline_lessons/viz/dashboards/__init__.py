@@ -1,10 +1,10 @@
 """ipywidgets dashboards, one module per lesson. Each has a plain update function of the widget
 values (``lessonNN_view``, unit-tested without a browser), a chart that redraws only what moves,
 ``lessonNN_frame`` (verdict, chart PNG and alt text for one update) and a thin widget layer
-(``lessonNN_dashboard``) that puts the frame in one HTML panel (:mod:`._panel`).
+(``lessonNN_dashboard``) that puts the frame in one HTML panel (:mod:`roofline_lessons.viz.panel`, on the shared base :mod:`roofline_lessons.viz.dashboard_base`).
 """
 
-from ._panel import Frame, frame_html
+from ..panel import Frame, frame_html
 from .lesson01 import (BATCH_CHOICES, TOKEN_CHOICES, Lesson01Chart, Lesson01View, lesson01_dashboard, lesson01_draw,
                        lesson01_frame, lesson01_png, lesson01_view)
 from .lesson02 import Lesson02Chart, Lesson02View, lesson02_dashboard, lesson02_frame, lesson02_view

@@ -32,7 +32,7 @@ from ..charts import (
 )
 from ..display import set_alt
 from ..fastfig import CachedFigure, bare_figure, figure_png
-from ._panel import Frame, build_dashboard
+from ..panel import Frame, build_dashboard
 
 BATCH_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 TOKEN_CHOICES = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)

@@ -23,7 +23,7 @@ from ...core.units import num
 from ...topics.levers import AT_RIDGE_TOLERANCE, regime
 from ..charts import MIN_FONT_PT, Roof, part_style, roofline_chart, set_roof_ylim
 from ..fastfig import CHART_DPI, CachedFigure, bare_figure, message_png
-from ._panel import Frame, build_dashboard
+from ..panel import Frame, build_dashboard
 from .lesson01 import percent_of, raise_small_text
 
 INTENSITY_RANGE = (0.1, 1e5)

@@ -34,7 +34,7 @@ from ..charts import (
 )
 from ..display import html_table
 from ..fastfig import CHART_DPI, CachedFigure, bare_figure, message_png
-from ._panel import Frame, build_dashboard
+from ..panel import Frame, build_dashboard
 from .lesson01 import leader_end, percent_of, place_labels, raise_small_text, text_size_px
 
 INTENSITY_RANGE = (0.01, 1e5)

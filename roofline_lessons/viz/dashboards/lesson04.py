@@ -23,7 +23,7 @@ from ...topics.batching import decode_sweep
 from ..charts import (MARKERS, MIN_FONT_PT, PALETTE, Roof, padded_log_range, part_style, point_on_roof, roofline_chart,
                       set_log_axis, set_roof_ylim)
 from ..fastfig import CHART_DPI, Layers, SkeletonChart, bare_figure, message_png
-from ._panel import Frame, build_dashboard, model_and_part
+from ..panel import Frame, build_dashboard, model_and_part
 
 BATCH_GRID = np.unique(np.round(np.logspace(0, 10, 61, base=2)))  # 1 … 1024
 BATCH_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)

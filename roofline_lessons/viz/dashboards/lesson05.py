@@ -22,7 +22,7 @@ from ...core.units import binary, count, duration, num, si
 from ...topics.hybrid import BREAKDOWN, layer_kind_points, step_bytes_breakdown
 from ..charts import MARKERS, MIN_FONT_PT, PALETTE, Roof, part_style, roofline_chart, set_roof_ylim
 from ..fastfig import Layers, SkeletonChart, bare_figure, message_png
-from ._panel import Frame, build_dashboard
+from ..panel import Frame, build_dashboard
 from .lesson04 import SHARE_LOOK, _replace_layer, share_text
 
 MODEL = "qwen3.8-27b"

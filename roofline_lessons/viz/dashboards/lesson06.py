@@ -25,7 +25,7 @@ from ...topics.flash import (SRAMOverflowError, attention_flops, compulsory_hbm_
 from ...topics.levers import regime
 from ..charts import MARKERS, MIN_FONT_PT, PALETTE, Roof, part_style, roofline_chart, set_roof_ylim
 from ..fastfig import CHART_DPI, CachedFigure, bare_figure, message_png
-from ._panel import Frame
+from ..panel import Frame
 
 N_CHOICES = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 D_CHOICES = (64, 128, 256)
@@ -311,7 +311,7 @@ def lesson06_dashboard(part_id: str = "h100-sxm"):
     import ipywidgets as widgets
     from IPython.display import display
 
-    from ._panel import build_dashboard
+    from ..panel import build_dashboard
 
     style = {"description_width": "initial"}
     wide, narrow = widgets.Layout(width="26em"), widgets.Layout(width="15em")

@@ -31,7 +31,7 @@ from ...topics.levers import (BASELINE, KV_FORMATS, LEVER_SPECS, WEIGHT_RECIPES,
                                recipe_fields, regime)
 from ..charts import MARKERS, MIN_FONT_PT, PALETTE, Roof, roofline_chart, set_roof_ylim
 from ..fastfig import CachedFigure, bare_figure, message_png
-from ._panel import Frame
+from ..panel import Frame
 
 MODEL = "qwen3.8-27b"
 #: every compute format a recipe uses (BF16 first): the chart draws the roof of each one the part has a rate for
@@ -338,7 +338,7 @@ def lesson07_dashboard(part_id: str = "h100-sxm"):
     import ipywidgets as widgets
     from IPython.display import display
 
-    from ._panel import build_dashboard
+    from ..panel import build_dashboard
 
     style = {"description_width": "initial"}
     controls = {

@@ -33,7 +33,7 @@ from ...core.units import binary, count, duration, num
 from ...topics.serving import pareto, request_timeline
 from ..charts import MARKERS, MIN_FONT_PT, PALETTE, padded_log_range, set_log_axis
 from ..fastfig import CachedFigure, Layers, bare_figure, message_png
-from ._panel import Frame, build_dashboard, model_and_part
+from ..panel import Frame, build_dashboard, model_and_part
 from .lesson04 import label_placement
 
 BATCH_CHOICES = tuple(2 ** k for k in range(10))  # 1 … 512

@@ -41,7 +41,7 @@ from ..fastfig import CHART_DPI, CachedFigure, Layers, bare_figure, message_png
 from ..plots import (BOUND_ROOF, COMPUTE_ROOF_COLOUR, HBM_POINT_MARKER, LINK_POINT_MARKER, TIME_LOOK, TimeSegment,
                      _achieved_flops_per_s, _comm_latency_s, _compute_format, _link_intensity, _link_roof_look,
                      _time_segments)
-from ._panel import Frame, build_dashboard, model_and_part
+from ..panel import Frame, build_dashboard, model_and_part
 
 STRATEGIES = ("tensor", "pipeline", "expert")
 CHIP_CHOICES = (1, 2, 4, 8)

@@ -43,7 +43,7 @@ from ..charts import MIN_FONT_PT, TERA, part_style, set_log_axis
 from ..display import html_table
 from ..fastfig import CHART_DPI, CachedFigure, Layers, bare_figure, message_png
 from ..plots import BOUND_ROOF, BYTES_LOOK, COMPUTE_ROOF_COLOUR, _achieved_flops_per_s, _share, _step_bytes_by_kind
-from ._panel import Frame, build_dashboard, model_and_part
+from ..panel import Frame, build_dashboard, model_and_part
 
 #: the weight formats a learner picks -> the Workload fields they set (everything else BF16)
 WEIGHT_FORMATS: dict[str, dict[str, str]] = {

@@ -87,8 +87,8 @@ def model_and_part(model_id: str, part_id: str, style: dict | None = None):
     """The two dropdowns most dashboards start with: every catalog model, every catalog part."""
     import ipywidgets as widgets
 
-    from ...core.hardware import list_parts
-    from ...core.models import list_models
+    from ..core.hardware import list_parts
+    from ..core.models import list_models
 
     style = {"description_width": "initial"} if style is None else style
     model_w = widgets.Dropdown(options=list_models(), value=model_id, description="model", style=style,

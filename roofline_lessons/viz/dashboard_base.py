@@ -11,7 +11,7 @@ its view (a pure function of the controls), its texts, its layers and what moves
   every update; ``layer_misses`` counts layers drawn rather than restored.
 - **The controls** (:class:`Control` and its makers :func:`dropdown`, :func:`slider`, :func:`toggle`,
   ...): a dashboard declares its controls and rows; :func:`dashboard` builds the widgets, wires them to
-  the render function and shows the result (:func:`._panel.build_dashboard`).
+  the render function and shows the result (:func:`roofline_lessons.viz.panel.build_dashboard`).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import RooflineInputError
-from ...core.units import count
-from ..fastfig import CachedFigure, Layers, message_png
-from ._panel import Frame, build_dashboard
+from ..core.errors import RooflineInputError
+from ..core.units import count
+from .fastfig import CachedFigure, Layers, message_png
+from .panel import Frame, build_dashboard
 
 # ---- input checks ---------------------------------------------------------------------------------
 
@@ -221,8 +221,8 @@ def multiple(label: str, options: Sequence, value: Sequence, rows: int, width: s
 
 def model_and_part_controls(model_id: str, part_id: str) -> dict[str, Control]:
     """The two dropdowns most dashboards start with: every catalog model, every catalog part."""
-    from ...core.hardware import list_parts
-    from ...core.models import list_models
+    from ..core.hardware import list_parts
+    from ..core.models import list_models
 
     return {"model": dropdown("model", list_models(), model_id, "260px"),
             "part": dropdown("part", list_parts(), part_id, "220px")}
@@ -230,7 +230,7 @@ def model_and_part_controls(model_id: str, part_id: str) -> dict[str, Control]:
 
 def dashboard(controls: Mapping[str, Control], rows: Sequence[Sequence[str]], render: Callable[..., Frame]):
     """Build each control's widget, lay them out in ``rows`` above one panel redrawn with
-    ``render(**values)`` on every change, show it, and return it (see :func:`._panel.build_dashboard`)."""
+    ``render(**values)`` on every change, show it, and return it (see :func:`roofline_lessons.viz.panel.build_dashboard`)."""
     from IPython.display import display
 
     ui = build_dashboard({name: c.widget() for name, c in controls.items()}, rows, render)
