@@ -5,6 +5,7 @@ the package (core.placement.place), never typed here."""
 from __future__ import annotations
 
 import html
+import io
 import re
 
 import matplotlib
@@ -15,6 +16,7 @@ matplotlib.use("Agg")
 
 from chart_checks import visible_texts  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
+from PIL import Image  # noqa: E402
 
 from roofline_lessons.core.parallel import Parallelism  # noqa: E402
 from roofline_lessons.core.placement import place  # noqa: E402
@@ -296,6 +298,22 @@ def test_moves_keep_the_layers_and_come_back_exactly():
     chart.png(l11.lesson11_view(*MOE_EP))  # a new part
     assert chart.layer_misses == 5 and chart.figures.misses == 1
     assert chart.png(l11.lesson11_view(*DEFAULT)) == first and chart.layer_misses == 5
+
+
+def test_a_long_session_draws_what_a_fresh_chart_draws():
+    # issue 27: the chart kept each layer's label obstacles for its 48 most recently DRAWN layers, so
+    # after 48 new headings a part layer still shown from its bitmap had lost its roofs and ridge label,
+    # and the HBM label sat across the HBM roof. Now a layer's artists and notes go with its bitmap.
+    chart = l11.Lesson11Chart()
+    for prompt in range(1024, 1084):  # 60 headings (one link layer each) over one part layer
+        shown = chart.png(l11.lesson11_view("llama-3.1-8b", "l4", 1, 1, "prefill", 4096, prompt))
+    assert chart.layer_misses == 61
+    fresh = l11.Lesson11Chart().png(l11.lesson11_view("llama-3.1-8b", "l4", 1, 1, "prefill", 4096, prompt))
+    decoded = [np.asarray(Image.open(io.BytesIO(png))) for png in (shown, fresh)]
+    assert (decoded[0] == decoded[1]).all()
+    # the figure keeps the artists of the layers it keeps bitmaps of, no more: the heading, the status
+    # and one link name per link layer kept
+    assert len(chart.last_figure.texts) <= 2 + l11.Lesson11Chart.level_sizes[1]
 
 
 # Speed is measured by benchmarks/widget_update.py (in-process) and benchmarks/browser_latency.py

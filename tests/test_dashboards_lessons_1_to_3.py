@@ -34,18 +34,17 @@ from roofline_lessons.viz.dashboards.lesson03 import (
     lesson03_frame,
     lesson03_view,
     number_ranges,
-    place_labels,
     wrap_ranges,
 )
+from roofline_lessons.viz.labels import place_label_boxes
 
 SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")
 PARTS = ("h100-sxm", "h200", "b200", "mi300x")
 
 
 def _cached(chart):
-    """(figure, state) of the chart's most recently used cached figure."""
-    fig, state, _background = list(chart.figures._cache.values())[-1]
-    return fig, state
+    """(figure, its dict of artists) of the chart's most recently drawn figure."""
+    return chart.last_figure, chart.shared
 
 
 def _small_texts(fig):
@@ -208,7 +207,8 @@ def test_lesson02_points_sit_on_their_roofs_and_overlaps_differ_in_size(intensit
     chart = Lesson02Chart()
     view = lesson02_view(PARTS, "bf16", intensity)
     chart.png(view)
-    fig, (ax, _vline, markers) = _cached(chart)
+    fig, state = _cached(chart)
+    ax, markers = state["ax"], state["markers"]
     # exactly on its own roof at the chosen intensity: never moved sideways
     for m, roof, v in zip(markers, view.roofs, [v for v in view.verdicts if v.attainable_flops_per_s]):
         assert m.get_xdata()[0] == pytest.approx(intensity, rel=1e-12)
@@ -296,7 +296,7 @@ def test_every_operator_square_is_numbered_and_labels_do_not_collide(phase):
 
 
 def test_place_labels_avoids_obstacles():
-    placed = place_labels([(100.0, 100.0)], [(40.0, 12.0)], [(50.0, 100.0, 100.0, 140.0)], np.empty((0, 2)),
+    placed = place_label_boxes([(100.0, 100.0)], [(40.0, 12.0)], [(50.0, 100.0, 100.0, 140.0)], np.empty((0, 2)),
                           (0.0, 0.0, 400.0, 400.0))
     x0, y0, x1, y1 = placed[0][4]
     assert not (x0 < 100 and x1 > 50 and y0 < 140 and y1 > 100)
@@ -479,3 +479,100 @@ def test_lesson01_legend_never_covers_a_ridge_label(part, dtype, phase):
     ax = fig.axes[0]
     fig.canvas.draw()
     assert not _covers_ridge_label(ax, ax.get_legend())
+
+
+# ---- on the shared base (issue 27): a figure per key, labels, topics ------------------------------
+
+def test_a_figure_per_key_is_built_once_and_restored_exactly():
+    chart = Lesson02Chart()
+    four = lesson02_view(PARTS, "bf16", 32.0)
+    first = chart.png(four)
+    chart.png(lesson02_view(PARTS, "bf16", 300.0))  # only the line and points move: the same figure
+    assert chart.figures.misses == 1 and chart._shared is chart.shared
+    wide = chart.png(lesson02_view(PARTS + ("a100-80gb", "l4"), "bf16", 32.0))  # a legend beside: a wider figure
+    assert chart.figures.misses == 2 and chart.last_figure.get_figwidth() > 7.5
+    assert chart.png(four) == first and chart.figures.misses == 2  # back to a kept figure, pixel for pixel
+    assert wide != first
+
+
+def test_lesson01_dtype_round_trip_redraws_the_same_chart():
+    chart = Lesson01Chart()
+    bf16 = lesson01_view("qwen3.8-27b", "h100-sxm", "bf16", "decode", 1, 8192)
+    first = chart.png(bf16)
+    chart.png(lesson01_view("qwen3.8-27b", "h100-sxm", "fp8", "decode", 1, 8192))
+    assert chart.figures.misses == 2 and chart.png(bf16) == first and chart.figures.misses == 2
+
+
+@pytest.mark.parametrize("args, words", [((("h100-sxm",), "fp7", 1.0), "dtype must be one of"),
+                                         ((("nope",), "bf16", 1.0), "unknown hardware id 'nope'")])
+def test_lesson02_bad_input_is_an_error_view_not_an_exception(args, words):
+    view = lesson02_view(*args)
+    assert view.error and words in view.error and view.text == view.error
+    frame = lesson02_frame(view, Lesson02Chart())
+    assert frame.error and frame.png is None and words in frame.verdict
+    assert Lesson02Chart().png(view).startswith(b"\x89PNG")  # a picture of the message, never a raise
+
+
+def test_an_error_view_of_lesson03_is_a_picture_of_its_message():
+    view = lesson03_view("qwen3.8-27b", "nope", "decode", 10)
+    chart = Lesson03Chart()
+    assert chart.png(view).startswith(b"\x89PNG") and chart.figures.misses == 0
+
+
+def test_clusters_round_or_square_and_ring_sizes():
+    from roofline_lessons.viz.labels import clusters, ring_sizes_pt
+
+    pts = [(0.0, 0.0), (7.0, 7.0), (100.0, 0.0), (104.0, 0.0)]
+    assert clusters(pts, 9.0) == [[0], [1], [2, 3]]  # 9.9 px apart: not within 9 px
+    assert clusters(pts, 9.0, square=True) == [[0, 1], [2, 3]]  # within 9 px along x and along y
+    assert clusters([], 9.0) == []
+    assert ring_sizes_pt(pts, 9.0, 10, 20, 6) == [20.0, 6.0, 20.0, 6.0]
+    assert ring_sizes_pt([(0, 0), (50, 50)], 9.0, 10, 20, 6) == [10.0, 10.0]
+
+
+def test_leader_only_for_a_far_label():
+    from matplotlib.lines import Line2D
+
+    from roofline_lessons.viz.labels import leader_to
+
+    leader = Line2D([], [])
+    assert leader_to(leader, (0.0, 0.0), (5.0, -2.0, 40.0, 10.0), 14.0) == []  # 5 px away: no line
+    assert leader_to(leader, (0.0, 0.0), (30.0, 20.0, 60.0, 30.0), 14.0) == [leader]
+    xs, ys = leader.get_data()
+    assert list(xs) == [0.0, 30.0] and list(ys) == [0.0, 20.0]  # to the box's nearest corner
+
+
+def test_one_format_formats_alike_and_their_reuse():
+    from roofline_lessons.topics.levers import formats_alike, one_format_placement
+
+    args = ("qwen3.8-27b", "h100-sxm", "bf16", "decode", 1, 8192)
+    alike = formats_alike(*args)
+    assert "fp16" in alike and "fp8" not in alike and "bf16" not in alike
+    assert formats_alike(*args, placed={"bf16": one_format_placement(*args)}) == alike
+    fp8 = one_format_placement("qwen3.8-27b", "h100-sxm", "fp8", "decode", 1, 8192)
+    assert fp8.intensity > one_format_placement(*args).intensity  # fewer bytes: the point moves right
+
+
+def test_op_points_are_numbered_in_time_bound_order():
+    from roofline_lessons.core.placement import place
+    from roofline_lessons.topics.reports import numbered_op_rows, op_points
+
+    p = place("qwen3.8-27b", "h100-sxm", phase="decode", batch=1, context_tokens=8192)
+    points = op_points(p)
+    number_of, rows = numbered_op_rows(p, [name for name, *_ in points], NOT_ON_CHART)
+    assert sorted(number_of.values()) == list(range(1, len(points) + 1))
+    times = [t for _n, t in sorted((number_of[name], t) for name, *_, t in points)]
+    assert times == sorted(times, reverse=True)
+    assert all(x > 0 and 0 < y <= p.peak_flops_per_s for _name, x, y, _t in points)
+    assert {row[1] for row in rows if row[0] == NOT_ON_CHART}.isdisjoint(number_of)
+    assert len(rows) == len(p.cost.ops) > len(points)  # data moves are in the table, not on the chart
+
+
+def test_parts_at_intensity_skips_a_part_without_the_rate():
+    from roofline_lessons.topics.datasheets import parts_at_intensity
+
+    roofs, found = parts_at_intensity(("h100-sxm", "a100-80gb"), "fp8", 400.0)
+    assert [r.part_id for r in roofs] == ["h100-sxm"] and found[1].ridge_point_flop_per_byte is None
+    h100 = found[0]
+    assert h100.regime(400.0) == "memory-bound" and h100.bound == "memory"
+    assert h100.attainable_flops_per_s == pytest.approx(400.0 * roofs[0].bandwidth_bytes_per_s)

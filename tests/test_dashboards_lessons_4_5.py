@@ -439,3 +439,28 @@ def test_lesson04_context_beyond_the_model_is_a_what_if():
     assert view.text.count("what-if") == 1
     assert "what-if" not in l4.lesson04_view("llama-2-7b", "l4", 8, 1024).text
     assert "what-if" not in l4.lesson04_view("qwen3.8-27b", "h100-sxm", 8, 131072).text
+
+
+# ---- the shared figure (issue 27: lessons 4 and 5 on the dashboard base) -------------------------
+
+def test_lesson04_a_part_evicted_from_the_figure_cache_comes_back_exactly():
+    """Four (model, part) figures are kept; a fifth evicts the first. Built again on the one shared figure,
+    it gives the same pixels, and its context layer's bitmap (kept under the figure's key) is not redrawn."""
+    chart = l4.Lesson04Chart()
+    first = chart.png(l4.lesson04_view("qwen3.8-27b", "h100-sxm", 32, 8192))
+    for part in ("b200", "h200", "l4", "a100-80gb"):
+        chart.png(l4.lesson04_view("qwen3.8-27b", part, 32, 8192))
+    assert chart.figures.misses == 5 and chart.layer_misses == 5
+    assert chart.png(l4.lesson04_view("qwen3.8-27b", "h100-sxm", 32, 8192)) == first
+    assert chart.figures.misses == 6 and chart.layer_misses == 5
+
+
+def test_batching_kinds_and_resident_bytes():
+    from roofline_lessons.core.placement import place
+    from roofline_lessons.topics.batching import BYTE_KINDS, kinds_moved, resident_bytes
+
+    assert kinds_moved("qwen3.8-27b", "h100-sxm", l4.BATCH_GRID, (0, 131072)) == BYTE_KINDS  # a hybrid: state too
+    assert "state" not in kinds_moved("llama-3.1-8b", "h100-sxm", l4.BATCH_GRID, (0, 131072))
+    for batch, context in ((1, 0), (32, 8192), (256, 32768)):
+        placed = place("qwen3.8-27b", "h200", phase="decode", batch=batch, context_tokens=context)
+        assert resident_bytes("qwen3.8-27b", batch, context + 1) == pytest.approx(float(placed.memory_required_bytes))

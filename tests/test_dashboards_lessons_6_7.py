@@ -13,12 +13,12 @@ import pytest
 from matplotlib.text import Text
 
 from roofline_lessons.core.units import count, duration, num
-from roofline_lessons.topics.flash import tiled_attention, tiled_attention_fa2
+from roofline_lessons.topics.flash import (closed_form_tiling, tile_map, tiled_attention, tiled_attention_fa2,
+                                          visited_tiles)
 from roofline_lessons.viz.charts import MIN_FONT_PT
 from roofline_lessons.viz.panel import frame_html
 from roofline_lessons.viz.dashboards.lesson06 import (D_CHOICES, KINDS, MAX_MAP_CELLS, N_CHOICES,
-                                                      SRAM_CHOICES_KIB, Lesson06Chart, lesson06_frame, lesson06_view,
-                                                      tile_map, visited_tiles)
+                                                      SRAM_CHOICES_KIB, Lesson06Chart, lesson06_frame, lesson06_view)
 from roofline_lessons.viz.dashboards.lesson07 import (BASELINE, Lesson07Chart, lesson07_frame,
                                                       lesson07_view)
 
@@ -374,3 +374,31 @@ def test_lesson07_caveat_sizes_the_per_channel_scales():
     view = lesson07_view("h100-sxm", "decode", "weight-only 8-bit (W8A16)")
     assert f"at most {percent(per_channel_scale_share('qwen3.8-27b'), 3)} of an 8-bit weight matrix's bytes" in view.text
     assert "rounding error" not in view.text
+
+
+# ---- the closed forms and the recipe comparison live in topics (issue 27) -------------------------
+
+def test_closed_form_tiling_is_what_the_simulations_count():
+    """topics.flash.closed_form_tiling, which the dashboard shows, equals both tiled simulations at a small N."""
+    n, d, sram = 300, 64, 48 * 1024
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.standard_normal((n, d)).astype(np.float16) * np.float16(0.1) for _ in range(3))
+    for causal in (True, False):
+        tiling = closed_form_tiling(n, d, sram, causal)
+        _, t1 = tiled_attention(q, k, v, sram, causal=causal)
+        _, t2 = tiled_attention_fa2(q, k, v, sram, causal=causal)
+        assert tiling.hbm_bytes[1:3] == (t1.hbm_bytes, t2.hbm_bytes)
+        assert (tiling.sizes.rows, tiling.sizes.cols) == (t1.block_rows, t1.block_cols)
+        assert tiling.tiles_visited == len(t1.visited)
+        assert tiling.hbm_bytes[0] > tiling.hbm_bytes[1] > tiling.hbm_bytes[3]  # standard > tiled > compulsory
+
+
+def test_recipe_steps_and_caveats_are_the_views():
+    from roofline_lessons.topics.levers import recipe_not_counted, recipe_steps
+
+    base, new, change = recipe_steps("qwen3.8-27b", "h100-sxm", "decode", "W8A8 FP8", "FP8 KV cache")
+    view = lesson07_view("h100-sxm", "decode", "W8A8 FP8", "FP8 KV cache")
+    assert change["kv_dtype"] == "fp8" and view.speedup == float(base.time_estimate_s / new.time_estimate_s)
+    caveats = recipe_not_counted("qwen3.8-27b", "W8A8 FP8", "FP8 KV cache")
+    assert len(caveats) == 2 and all(c in view.text for c in caveats)
+    assert recipe_not_counted("qwen3.8-27b", BASELINE) == []

@@ -188,6 +188,32 @@ def test_decode_floor_on_a_rack():
     assert rack[0].lower_bound_s / rack[-1].lower_bound_s > 0.8 * rack[-1].chips
 
 
+def test_a_link_roof_names_its_cause():
+    """Issue 26 (strict reader, lesson 11): a step whose binding communication is mostly assumed per-call
+    latency is labelled "interconnect (latency)": the link roof prices bytes, and latency lies under no roof."""
+    rack = mc.tensor_parallel_sweep("llama-3.1-70b", "gb200", context_tokens=4096)
+    for r in rack:
+        share = mc.comm_split(r.placement).latency_share if r.chips > 1 else 0.0
+        assert r.roof == ("interconnect (latency)" if r.bound == "interconnect" and share > 0.5 else r.bound)
+    assert [r.roof for r in rack if r.chips >= 16] == ["interconnect (latency)"] * 3
+    assert [r.roof for r in rack if r.chips <= 8] == ["memory"] * 4  # a memory roof keeps its name
+    l4 = place("llama-3.1-70b", "l4", phase="prefill", prompt_tokens=1024, parallelism=Parallelism(tensor=8))
+    assert l4.bound == "interconnect" and mc.comm_split(l4).latency_share < 0.5
+    assert mc.roof_label(l4) == "interconnect"  # bandwidth-bound: the plain link roof
+    rows = mc.latency_sensitivity("llama-3.1-70b", "gb200", (8, 64), (0.0, 20e-6), context_tokens=4096)
+    for r in rows:  # the same label from the row's own figures as from the placement
+        pl = place("llama-3.1-70b", mc.with_link_latency("gb200", r.latency_s), phase="decode", context_tokens=4096,
+                   parallelism=Parallelism(tensor=r.tensor))
+        assert r.roof == mc.roof_label(pl)
+    assert [r.roof for r in rows] == ["memory", "memory", "interconnect (latency)", "interconnect (latency)"]
+    with pytest.raises(RooflineInputError, match="Placement"):
+        mc.roof_label("gb200")
+    batch = place("llama-3.1-70b", "gb200", phase="decode", batch=[1, 2], context_tokens=4096,
+                  parallelism=Parallelism(tensor=8))
+    with pytest.raises(RooflineInputError, match="one step"):
+        mc.roof_label(batch)
+
+
 # ---- expert and pipeline parallel ------------------------------------------------------------------
 
 
@@ -703,3 +729,46 @@ def test_a_bound_at_a_measured_rate_is_labelled_a_what_if(lesson_text):
     assert len(rows) == 2 and all(r.rstrip(" |").endswith("bound if 1.7 TB/s were the roof (what-if)") for r in rows)
     datasheet = [line for line in lesson_text.splitlines() if "| datasheet HBM" in line]
     assert datasheet and not any("what-if" in r for r in datasheet)
+
+
+# ---- issue 26 strict reader, lesson 11 -------------------------------------------------------------
+
+
+def test_strict_readers_findings_stay_fixed(lesson_text):
+    """Each finding of the fresh strict reader, as the lesson now reads."""
+    text = LESSON.read_text("utf-8")
+    box = re.sub(r"\s*\n# >\s*", " ", text[text.index("> **Conventions.**"):text.index("# %%\n")])
+    # the bound's assumptions are stated where the rules are: no logits bytes, uniform routing
+    assert "logits all-gather" in box and "**assumes** vocabulary-parallel sampling" in box
+    assert "uniform routing" in box and "can beat it" in box
+    assert "| bound under uniform routing |" in lesson_text  # section 10's header
+    assert re.search(r"less the [\d.]+ kB of logits it assumes away", lesson_text)  # section 5: bound < ring bytes
+    # section 8: a smaller n is no remedy on L4s, and a free link stops at the compute time
+    assert "a smaller n, FP8 activations" not in text
+    assert re.search(r"Not a smaller n: TP 4 overlapped takes [\d.]+ ms per chip and needs [\d.]+ GiB of an L4's "
+                     r"[\d.]+ GiB", lesson_text)
+    assert re.search(r"save at most [\d.]+ ms → [\d.]+ ms: then compute binds", lesson_text)
+    # section 7: the bound keeps falling (no "no floor"); the two figures share a verdict, not a stretch
+    assert "no floor" not in text and "Both figures agree:" not in text
+    assert re.search(r"The \*\*bound\*\* keeps falling, memory-bound at every n: [\d.]+ µs at TP 64, [\d.]+× one "
+                     r"GPU's; as 1/n up to the 8 KV heads, more slowly past them", lesson_text)
+    est = mc.comm_crossover("llama-3.1-70b", "l4", 8, phase="prefill")
+    lb = mc.comm_crossover("llama-3.1-70b", "l4", 8, phase="prefill", figure="bound")
+    assert (f"and not the same stretch: {est.first:,}–{est.last:,} tokens by the estimate, {lb.first:,}–{lb.last:,} "
+            "by the bound" in lesson_text)
+    assert re.search(r"\| TP 64 \| [\d.]+ ms \| interconnect \(latency\) \|", lesson_text)
+    # section 12: where 159 GiB comes from; the README's figure is a note, its effect a hypothesis
+    assert re.search(r"[\d.]+ GiB of weights on the 8 GPUs together: the model's [\d.]+ GiB plus 7 extra copies",
+                     lesson_text)
+    assert "README measured" not in text and "so this explains part of the gap" not in text
+    assert lesson_text.count("if it holds") == 2
+    # answers that answer
+    assert "The per-call latency. It is the one input with no figure for that machine" in lesson_text
+    assert "**The H100 pair** wins both ways" in lesson_text and "Rerun `compare_setups" not in text
+    # wording
+    assert "adds capacity, not latency" in text and "capacity, not speed" not in text
+    for muddled in ("past n = the KV heads", "Over the H100 PCIe's PCIe", "FP8 weights's", "MB, within the",
+                    "it started only a little below"):
+        assert muddled not in lesson_text and muddled not in text, muddled
+    assert "when n exceeds the number of KV heads, each KV head is stored on\n# n / KV-heads chips" in text
+    assert "NCCL's low-latency protocols, LL and LL128" in lesson_text and "one-shot kernels (each chip" in lesson_text

@@ -4,7 +4,6 @@ text (no scientific notation) and JSON (counts as integers)."""
 import inspect
 import json
 import re
-from dataclasses import dataclass
 from itertools import combinations
 
 import matplotlib.text
@@ -76,16 +75,7 @@ CASES = {
 }
 
 
-@dataclass(frozen=True)
-class _KvCurve:
-    """A stand-in with the fields of roofline_lessons.topics.shrinking.KvCurve (the chart reads only these)."""
-
-    label: str
-    context_tokens: np.ndarray
-    kv_bytes: np.ndarray
-    state_bytes: float
-    beyond_limit_from: int | None
-    kind: str
+from roofline_lessons.topics.shrinking import KvCurve as _KvCurve  # noqa: E402  (curves built by hand below)
 
 
 def _kv_curves():

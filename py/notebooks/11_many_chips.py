@@ -33,15 +33,17 @@
 # >
 # > - the **lower bound** (`time_lower_bound_s`): compulsory traffic only, the least bytes the link
 # >   allows (each byte once where the switch adds the partial sums, the ring elsewhere), communication
-# >   and independent units (pipeline stages) overlapped, no assumed latency. No implementation with
-# >   that split, those formats and those kernels' FLOPs beats it.
+# >   and independent units (pipeline stages) overlapped, no assumed latency, no bytes for the logits
+# >   all-gather (it **assumes** vocabulary-parallel sampling: each chip sends only its top
+# >   candidates). No implementation with that split, formats, kernels' FLOPs and sampling beats it.
 # > - the **estimate** (`time_estimate_s`): operators unfused; collectives by the ring; a fixed
 # >   latency per collective call, **assumed** (the catalog's order of magnitude, the same at any
 # >   number of chips); communication **not overlapped**, max(compute, memory) + communication, unless
 # >   a row says "overlapped" (the estimate's best case); pipeline stages one after another.
 # >
-# > For a mixture of experts both figures assume uniform routing (the mean step). The rates follow:
-# > an upper bound and an estimate. The rules: the docstring of `roofline_lessons.core.parallel`.
+# > For a mixture of experts both figures **assume** uniform routing (the mean step): the bound
+# > holds under it only, and routing that sends the tokens to fewer experts can beat it. The rates follow: an upper bound and an estimate. The rules: the
+# > docstring of `roofline_lessons.core.parallel`.
 
 # %%
 # %matplotlib inline
@@ -126,7 +128,8 @@ md("<details><summary>Answer</summary>\n\n"
 # the MLP's columns are divided among the chips, so each chip holds and reads **1/n of those
 # weights** and does 1/n of their FLOPs; the embedding and the lm_head are split over the
 # vocabulary. The norms, the residual adds and an MoE's router are **replicated**, and the KV cache
-# is split by **KV head**, so past n = the KV heads each KV head is stored on several chips.
+# is split by **KV head**: when n exceeds the number of KV heads, each KV head is stored on
+# n / KV-heads chips.
 # Llama-3.1-70B decode at batch 1, 4,096 tokens cached, on H100 SXMs joined by NVLink:
 
 # %%
@@ -177,11 +180,9 @@ assert all(r.lower_bound_s <= r.step_s for r in tp)
 assert two.latency_share < last.latency_share  # the same latency is a larger share of a shorter step
 assert last.comm_lower_bound_s < 0.01 * last.lower_bound_s  # the bound's bytes at batch 1: a sliver of its step
 bound_speedup, estimate_speedup = one.lower_bound_s / last.lower_bound_s, one.step_s / last.step_s
-md(f"From one chip to {count(last.chips)}, the memory time per chip falls {num(one.memory_s / last.memory_s)}× "
-   f"({duration(one.memory_s)} → {duration(last.memory_s)}). The **bound** falls "
-   f"{num(bound_speedup)}× ({duration(one.lower_bound_s)} → {duration(last.lower_bound_s)}); the **estimate** only "
-   f"{num(estimate_speedup)}× ({duration(one.step_s)} → {duration(last.step_s)}). The difference is the "
-   f"communication the estimate adds on top, about {duration(last.comm_s)} per chip at every n here, "
+md(f"From one chip to {count(last.chips)}, the **bound** falls {num(bound_speedup)}×, the **estimate** only "
+   f"{num(estimate_speedup)}×. The difference: the communication the estimate adds, about {duration(last.comm_s)} "
+   "per chip at every n, "
    f"{duration(last.latency_s)} of it assumed latency: {percent(last.latency_share, 0)} of the "
    f"{last.parallelism.label} estimate. The bound counts no latency, and its bytes at batch 1 take microseconds, so "
    "it " + ("keeps falling almost as 1/n" if bound_speedup > 0.9 * last.chips else "falls more slowly than 1/n")
@@ -203,9 +204,10 @@ md("<details><summary>Answer</summary>\n\nA cost per call. The step makes the sa
 # ## 4. What each chip sends: two all-reduces per layer
 #
 # A column-split matmul followed by a row-split one (attention's Q/K/V then its output projection;
-# the MLP's gate/up then down) leaves every chip with a **partial sum** of the layer's output.
-# Adding them up is an **all-reduce** of the activations (tokens × hidden × 2 bytes), twice per
-# layer, plus one after the vocab-split embedding and an all-gather of the logits.
+# the MLP's gate/up then down) leaves each chip a **partial sum** of the layer's output. Summing
+# them is an **all-reduce** of the activations (tokens × hidden × 2 bytes), twice per layer, plus
+# one after the vocab-split embedding and an all-gather of the logits (the bound counts none,
+# **assuming** vocabulary-parallel sampling).
 #
 # A **ring all-reduce** makes each chip send, and receive, **2(n − 1)/n of the message**: 1 × at
 # n = 2, towards 2 × as n grows, at the link's **per-direction** bandwidth (vendors quote NVLink and
@@ -267,12 +269,15 @@ show_table(["step", "calls × latency (assumed)", "ring bytes ÷ bandwidth", "co
 assert splits[0][1].latency_share > 0.5 > splits[-1][1].latency_share  # batch 1: latency; prefill: bandwidth
 assert all(s.bound_s < s.bandwidth_s for _, s in splits[1:])  # TP 8 in the switch: fewer bytes than the ring
 b1 = splits[0][1]
+logits = next(c for c in steps[0][1].comm.parts if c.name == "logits all-gather")
+logits_s = float(logits.bytes) / b1.per_direction_bytes_per_s
+assert math.isclose(b1.bandwidth_s - b1.bound_s, logits_s) and float(logits.bound_bytes) == 0  # TP 2: only the logits
 md(f"At batch 1 the {count(b1.calls)} calls cost {duration(b1.latency_s)} at {duration(b1.latency_per_call_s)} "
    f"each (the catalog's figure, latency_basis = \"{b1.latency_basis}\") against {duration(b1.bandwidth_s)} for the "
-   "bytes: by the estimate a batch-1 decode's all-reduces are **latency-bound**, and the number of calls matters, "
-   f"not the link's bandwidth. The bound's communication is {duration(b1.bound_s)}: what the estimate charges here "
-   "is almost all assumed, so measure your own small-message all-reduce before quoting it. A prefill sends many "
-   f"bytes per call and is **bandwidth-bound**: latency is {percent(splits[-1][1].latency_share, 1)} of it.")
+   "bytes: by the estimate a batch-1 decode's all-reduces are **latency-bound**. The bound's communication is "
+   f"{duration(b1.bound_s)} (the ring's bytes less the {si(float(logits.bytes), 'B')} of logits it assumes away): "
+   "what the estimate charges here is almost all assumed, so measure your own small-message all-reduce. A prefill "
+   f"sends many bytes per call and is **bandwidth-bound**: latency is {percent(splits[-1][1].latency_share, 1)} of it.")
 
 # %% jupyter={"source_hidden": true}
 md(f"**Question.** Going from TP 2 to TP 8, each chip's share of every message grows from 2(n − 1)/n = "
@@ -284,8 +289,9 @@ md("<details><summary>Answer</summary>\n\nBecause at batch 1 the estimate's comm
    f"the number of calls, {count(b1.calls)}, does not depend on n, and the estimate charges each call the same "
    f"assumed cost at any n. The bytes grow {num(reduces[-1].ring_factor / reduces[0].ring_factor)}×, but at TP 2 they "
    f"were only {percent(1 - b1.latency_share, 1)} of the time. Whether a real all-reduce's latency grows with n "
-   "depends on the algorithm: a ring pays 2(n − 1) hops (LL and LL128 make each hop cheaper, not fewer), and "
-   "NCCL's tree is a chain inside a node, linear in the GPUs per node; NVLS in the switch and one-shot kernels stay "
+   "depends on the algorithm: a ring pays 2(n − 1) hops (NCCL's low-latency protocols, LL and LL128, make each "
+   "hop cheaper, not fewer), and NCCL's tree is a chain inside a node, linear in the GPUs per node; NVLS in the "
+   "switch and one-shot kernels (each chip reads every other chip's partial sums directly, in one step) stay "
    "roughly flat. With a ring or the tree inside a node the communication would rise with n on real hardware; with "
    "NVLS or a one-shot kernel it would stay near the estimate's flat line. \"Going further: how much rests on the "
    "assumed latency\" reprices the whole sweep at other per-call figures.\n\n</details>")
@@ -328,7 +334,7 @@ md(f"{model.name}'s prefill under TP 8 does **{num(roofs8.link_intensity)} FLOPs
       f"({percent(prefill8.comm_time_s / prefill8.time_estimate_s, 0)} of its {duration(prefill8.time_estimate_s)}); "
       f"the bound overlaps them, each byte sent once through the switch: {duration(prefill8.time_lower_bound_s)}, "
       f"{prefill8.lower_bound_roof}-bound. " if not roofs8.link_limits_compute else ". ")
-   + f"Over the H100 PCIe's PCIe the ridge, {num(pcie_ridge.link_ridge)}, is "
+   + f"For 8 H100 PCIe cards over {pcie_ridge.link.name}, the link ridge, {num(pcie_ridge.link_ridge)}, is "
    f"{num(pcie_ridge.link_ridge / roofs8.link_intensity)}× the step's intensity: there the link takes longer than the "
    f"compute. The L4's, {num(l4_ridge.link_ridge)}, is within "
    f"{percent(abs(l4_ridge.link_ridge / roofs8.link_intensity - 1), 0)} of it: neck and neck. (Dense BF16 peaks; "
@@ -360,7 +366,7 @@ md("<details><summary>Answer</summary>\n\nThe roof prices bytes. A batch-1 decod
 # %% [markdown]
 # ## 7. Where tensor parallelism stops helping
 #
-# ### Decode at batch 1: a floor in the estimate, not in the bound
+# ### Decode at batch 1: a floor in the estimate; the bound keeps falling
 
 # %% jupyter={"source_hidden": true}
 rack_link = get_part("gb200").scale_up_link
@@ -372,24 +378,33 @@ md("A batch-1 decode is memory-bound, so splitting the weights cuts it; the esti
 # %%
 rack = tensor_parallel_sweep(MODEL, "gb200", context_tokens=CONTEXT)
 show_table(["split", "estimate, per chip", "estimate's roof", "of which assumed latency", "lower bound, per chip"],
-           [[r.parallelism.label, duration(r.step_s), r.bound,
+           [[r.parallelism.label, duration(r.step_s), r.roof,
              f"{duration(r.latency_s)} ({percent(r.latency_share, 0)})", duration(r.lower_bound_s)] for r in rack])
 
 # %% jupyter={"source_hidden": true}
 takeover = next(r for r in rack if r.bound == "interconnect")
 assert rack[-1].bound == "interconnect" and rack[-1].step_s > rack[-1].comm_s  # the estimate's floor: communication
-assert all(r.lower_bound_roof == "memory" for r in rack)  # the bound has no such floor
+assert all(r.lower_bound_roof == "memory" for r in rack)  # the bound stays memory-bound
 top_split = rack[-1]
 top_comm = comm_split(top_split.placement)
+after = [r for r in rack if r.chips >= takeover.chips]
+est_gains = [a.step_s / b.step_s for a, b in zip(after, after[1:])]
+assert est_gains == sorted(est_gains, reverse=True)  # "each doubling buys less"
+assert all(comm_split(r.placement).latency_share > 0.5 for r in after)  # "(latency)": mostly per-call latency
+kv_heads = model.num_key_value_heads
+lb_gains = [a.lower_bound_s / b.lower_bound_s for a, b in zip(rack, rack[1:])]  # per doubling of the chips
+assert all(g > 1 for g in lb_gains)  # the bound keeps falling
+assert all(g > 1.99 for r, g in zip(rack[1:], lb_gains) if r.chips <= kv_heads)  # as 1/n up to the KV heads ...
+assert all(g < 1.99 for r, g in zip(rack[1:], lb_gains) if r.chips > kv_heads)  # ... more slowly past them
+assert len({float(r.placement.cost.kv_bytes) for r in rack if r.chips >= kv_heads}) == 1  # a whole KV head per chip
 md(f"By the **estimate**, from **{takeover.parallelism.label}** on the communication ({duration(takeover.comm_s)} "
-   f"per chip) outlasts the memory time: the step is \"interconnect-bound\", and each doubling of the chips buys "
-   f"less. At {top_split.parallelism.label}, {count(top_split.chips)} GPUs give "
+   f"per chip) outlasts the memory time, and each doubling buys less: {count(top_split.chips)} GPUs give "
    f"{num(rack[0].step_s / top_split.step_s)}× one GPU's speed. But {percent(top_comm.latency_share, 1)} of that "
    f"communication is per-call latency ({count(top_comm.calls)} calls × {duration(top_comm.latency_per_call_s)}), "
-   f"not bytes. The **bound** has no floor: memory-bound at every n, {duration(top_split.lower_bound_s)} at "
-   f"{top_split.parallelism.label}, {num(rack[0].lower_bound_s / top_split.lower_bound_s)}× one GPU's. The floor is "
-   f"the assumed latency, not the link's bandwidth. (Past {count(model.num_key_value_heads)} chips the KV cache is "
-   "also replicated, section 2.)")
+   "not bytes: hence \"interconnect (latency)\", a cost no roof draws. The **bound** keeps falling, memory-bound at "
+   f"every n: {duration(top_split.lower_bound_s)} at {top_split.parallelism.label}, "
+   f"{num(rack[0].lower_bound_s / top_split.lower_bound_s)}× one GPU's; as 1/n up to the {count(kv_heads)} KV heads, "
+   "more slowly past them, where each chip still reads a whole KV head (section 2).")
 
 # %% [markdown]
 # ### Prefill: the link's bandwidth
@@ -453,6 +468,8 @@ assert largest_that_fits(crossings[1][2]) < crossings[1][2].last  # H100 PCIe: t
 assert l4_pre.found and l4_pre.last < l4_pre.searched_up_to  # on L4s the stretch ends (the question below)
 assert not bound_crossings[0][1].found and all(pre.found for _, pre, _ in bound_crossings[1:])  # prefill: same verdicts
 nvlink_pre = crossings[0][1]
+l4_pre_b = bound_crossings[-1][1]
+assert l4_pre_b.found and (l4_pre_b.first, l4_pre_b.last) != (l4_pre.first, l4_pre.last)  # same verdict, not stretch
 prompts = np.arange(1, nvlink_pre.searched_up_to + 1)
 nvlink_sweep = place(MODEL, nvlink_pre.part_id, phase="prefill", prompt_tokens=prompts,
                      parallelism=Parallelism(tensor=8))
@@ -470,11 +487,11 @@ show_table(["8 chips of", "link", "prefill interconnect-bound for prompts of (to
 # %% jupyter={"source_hidden": true}
 md(f"On NVLink the prefill is memory-bound up to {count(est_compute_from - 1)} tokens by the estimate "
    f"({count(lb_compute_from - 1)} by the bound), compute-bound beyond: never the link. Over PCIe (past the H100 "
-   "PCIe's pairwise bridge; the L4 has no chip-to-chip link at all) the all-reduce takes over"
-   + (" (on the L4 only for a stretch of prompts, and neck and neck, so that verdict rests on the datasheet peak "
-      "and PCIe Gen4's raw rate, of which real transfers reach less)" if l4_pre.found and l4_pre.last < l4_pre.searched_up_to else "")
-   + ". Both figures agree: over PCIe no switch reduces, so the bound counts the ring's bytes too, and a "
-   "prefill's calls are few.")
+   "PCIe's pairwise bridge; the L4 has no chip-to-chip link) the all-reduce takes over by both figures, the bound "
+   "counting the ring's bytes too; on the L4 only for a stretch, neck and neck (a verdict resting on the datasheet "
+   "peak and PCIe Gen4's raw rate, which real transfers do not reach), and not the same stretch: "
+   f"{count(l4_pre.first)}–{count(l4_pre.last)} tokens by the estimate, "
+   f"{count(l4_pre_b.first)}–{count(l4_pre_b.last)} by the bound.")
 
 # %% [markdown]
 # Per chip, a 1,024-token prefill on each of the three, by the estimate (not overlapped). Read each
@@ -494,14 +511,16 @@ time_breakdown_chart(pre_steps, ["8 × H100 SXM", "8 × H100 PCIe", "8 × L4"],
 
 # %% jupyter={"source_hidden": true}
 long_l4 = place(MODEL, "l4", phase="prefill", prompt_tokens=8 * PREFILL_TOKENS, parallelism=Parallelism(tensor=8))
+l4_at_1024 = three_roofs(pre_steps[-1]).link_intensity
+assert 0.95 < l4_at_1024 / long_l4.interconnect_ridge_point_flop_per_byte < 1  # "only a little below"
 md("<details><summary>Answer</summary>\n\nThe all-reduces grow linearly with the prompt, but attention's FLOPs grow "
    f"with its square. At {count(long_l4.workload.prompt_tokens)} tokens the estimate's compute is "
    f"{duration(long_l4.compute_time_s)} per chip against {duration(long_l4.comm_time_s)} of communication: "
    f"{long_l4.bound}-bound (the lower bound: {long_l4.lower_bound_roof}-bound). The interconnect intensity rises "
    f"with the prompt, to {num(long_l4.interconnect_intensity)} "
-   f"FLOP/byte here against the L4's link ridge of {num(long_l4.interconnect_ridge_point_flop_per_byte)}; it "
-   f"started only a little below that ridge ({num(three_roofs(pre_steps[-1]).link_intensity)} at "
-   f"{count(PREFILL_TOKENS)} tokens), so a small rise is enough.\n\n</details>")
+   f"FLOP/byte here against the L4's link ridge of {num(long_l4.interconnect_ridge_point_flop_per_byte)}; at "
+   f"{count(PREFILL_TOKENS)} tokens it sits only a little below ({num(l4_at_1024)}), so a small rise is "
+   "enough.\n\n</details>")
 
 # %% [markdown]
 # ## 8. Overlap: the best case
@@ -520,7 +539,7 @@ def one_sequence_overlap(p):
     prefetch_bytes = per_call_s * bandwidth
     room = f"within the {binary(l2)} L2" if prefetch_bytes < l2 else f"more than the {binary(l2)} L2 holds"
     return (f"hard to reach with one sequence: only the next weights' reads, prefetched into L2, are independent "
-            f"of the sum; one call's {duration(per_call_s)} × {si(bandwidth, 'B/s')} = {si(prefetch_bytes, 'B')}, "
+            f"of the sum; one call's {duration(per_call_s)} × {si(bandwidth, 'B/s')} = {binary(prefetch_bytes)}, "
             f"{room}"), prefetch_bytes < l2
 
 
@@ -553,10 +572,25 @@ md(f"**Question.** Overlapped, the 8 × L4 prefill still takes {duration(l4_best
 
 # %% jupyter={"source_hidden": true}
 assert math.isclose(l4_best.time_estimate_s, l4_best.comm_time_s)  # overlapped and interconnect-bound: the link
-md("<details><summary>Answer</summary>\n\nNot more overlap: it hides the shorter of the terms, and here the link is "
-   f"the longest ({duration(l4_best.comm_time_s)} of communication against {duration(l4_best.compute_time_s)} of "
-   "compute), so the overlapped step is the communication time. Only a faster link or fewer bytes go further: a "
-   "smaller n, FP8 activations, or a switch that reduces.\n\n</details>")
+l4_rest_s = max(l4_best.compute_time_s, l4_best.memory_time_s)  # what is left once the link is free
+assert l4_best.compute_time_s > l4_best.memory_time_s
+l4_tp4 = place(MODEL, "l4", parallelism=Parallelism(tensor=4, overlap_comm=True), **prefill_fields)
+assert l4_tp4.time_estimate_s > l4_best.time_estimate_s and not l4_tp4.fits_in_memory  # a smaller n: no
+l4_w8a8 = place(MODEL, "l4", parallelism=Parallelism(tensor=8, overlap_comm=True), weights_dtype="fp8",
+                compute_dtype="fp8", **prefill_fields)
+l4_w8a8_fp8_acts = place(MODEL, "l4", parallelism=Parallelism(tensor=8, overlap_comm=True), weights_dtype="fp8",
+                         compute_dtype="fp8", activations_dtype="fp8", **prefill_fields)
+assert math.isclose(l4_w8a8.time_estimate_s, l4_best.time_estimate_s)  # FP8 matmuls alone: the link still binds
+assert l4_w8a8_fp8_acts.time_estimate_s < l4_rest_s  # faster compute and fewer bytes together go past it
+md("<details><summary>Answer</summary>\n\nNot more overlap: it hides the shorter terms, and here the link is the "
+   f"longest ({duration(l4_best.comm_time_s)} of communication against {duration(l4_best.compute_time_s)} of "
+   f"compute). Not a smaller n: TP 4 overlapped takes {duration(l4_tp4.time_estimate_s)} per chip and needs "
+   f"{binary(l4_tp4.memory_required_bytes)} of an L4's {binary(l4_tp4.part.memory_capacity_bytes)}. A faster link "
+   f"or fewer bytes (a switch that reduces, FP8 activations) save at most {duration(l4_best.time_estimate_s)} → "
+   f"{duration(l4_rest_s)}: then compute binds. Going further needs faster compute too: FP8 matmuls alone leave "
+   f"{duration(l4_w8a8.time_estimate_s)} (the link), FP8 matmuls with FP8 activations give "
+   f"{duration(l4_w8a8_fp8_acts.time_estimate_s)} by the estimate; both change the model's numbers, so check "
+   "accuracy.\n\n</details>")
 
 # %% [markdown]
 # ## 9. Llama-3.1-70B: two H100s, one H200, or FP8 weights on one H100?
@@ -591,17 +625,20 @@ fastest = min(setups[:3], key=lambda r: r.step_s)
 fastest_bound = min(setups[:3], key=lambda r: r.lower_bound_s)
 runner = min((r for r in setups[:3] if r is not fastest), key=lambda r: r.step_s)
 fp8_gap = runner.step_s / fastest.step_s - 1
+short = dict(zip((tp2.label, h200.label, fp8.label), ("the H100 pair", "the H200", "the FP8 H100")))
 md(f"All three are memory-bound, by both figures. Two H100s read half the weights each at "
    f"{si(part.memory_bandwidth_bytes_per_s, 'B/s')} and pay {duration(tp2.comm_s)} of communication "
    f"({duration(tp2.latency_s)} assumed latency); the H200 reads them all at "
    f"{si(get_part('h200').memory_bandwidth_bytes_per_s, 'B/s')}; FP8 halves the weight bytes on one chip. By the "
    f"estimate the fastest is **{fastest.label}** ({duration(fastest.step_s)}), {percent(fp8_gap, 0)} ahead of "
    f"{runner.label}; by the bound, **{fastest_bound.label}** ({duration(fastest_bound.lower_bound_s)}). "
-   + (f"They disagree because {fastest_bound.label}'s estimate holds {duration(fastest_bound.latency_s)} of assumed "
-      f"latency ({percent(fastest_bound.latency_s / (fastest_bound.step_s - fastest_bound.lower_bound_s), 0)} of the "
+   + (f"They disagree because {short[fastest_bound.label]}'s estimate holds "
+      f"{duration(fastest_bound.latency_s)} of assumed latency "
+      f"({percent(fastest_bound.latency_s / (fastest_bound.step_s - fastest_bound.lower_bound_s), 0)} of the "
       f"gap to its bound); without it, {duration(fastest_bound.step_s - fastest_bound.latency_s)}, "
       + ("below" if fastest_bound.step_s - fastest_bound.latency_s < fastest.step_s else "still above")
-      + f" {fastest.label}'s {duration(fastest.step_s)}: the ranking rests on what your all-reduce costs per call. "
+      + f" {short[fastest.label]}'s {duration(fastest.step_s)}: the ranking rests on what your all-reduce costs per "
+      "call. "
       if fastest_bound is not fastest else "Both figures agree on the order. ")
    + "Capacity ranks them differently from the estimate's speed"
    + (" (in the bound's order)" if by_capacity == by_bound else ", and from the bound's")
@@ -614,10 +651,42 @@ md(f"All three are memory-bound, by both figures. Two H100s read half the weight
 # three would you rather own, per chip? What would you compute to decide?
 
 # %% jupyter={"source_hidden": true}
-md("<details><summary>Answer</summary>\n\nTokens/s per chip at the largest batch each can hold (and within your "
-   "latency objective, lesson 10): capacity sets the batch, and the batch sets the throughput. Rerun "
-   "`compare_setups(MODEL, seventy_b_setups(), batch=...)` at each setup's own largest batch, and divide by the chips. "
-   "Then price them: chip-hours differ.\n\n</details>")
+own = seventy_b_setups()[:3]
+assert [o.label for o in own] == [r.label for r in setups[:3]]
+
+
+def at_largest(setup, row, utilization):
+    """The setup's step at the largest batch that fits at ``utilization`` (None if none fits)."""
+    b = fits_at(row, utilization)
+    return compare_setups(MODEL, [setup], batch=b, context_tokens=CONTEXT)[0] if b else None
+
+
+def per_chip(rows, rate=lambda r: r.tokens_per_s):
+    return {r.label: rate(r) / r.chips for r in rows if r is not None}
+
+
+full = [at_largest(o, r, 1.0) for o, r in zip(own, setups[:3])]
+capped = [at_largest(o, r, VLLM_UTILIZATION) for o, r in zip(own, setups[:3])]
+full_rate, capped_rate = per_chip(full), per_chip(capped)
+owner = max(full_rate, key=full_rate.get)
+assert owner == max(capped_rate, key=capped_rate.get)  # the same winner at either cap
+assert owner == max(per_chip(full, lambda r: r.tokens_per_s_upper_bound), key=per_chip(
+    full, lambda r: r.tokens_per_s_upper_bound).get)  # and by the upper bound
+assert all(max((r for r in rows if r is not None), key=lambda r: r.placement.workload.batch).label == owner
+           for rows in (full, capped))  # "it batches the most"
+
+
+def rates(rows, rate):
+    return ", ".join(f"{short[r.label]} {num(rate[r.label])} at batch {count(r.placement.workload.batch)}"
+                     if r is not None else f"{short[s.label]} none (no sequence fits)" for r, s in zip(rows, own))
+
+
+md("<details><summary>Answer</summary>\n\nCompute tokens/s per chip at the largest batch each can hold (within "
+   "your latency objective, lesson 10): capacity sets the batch, and the batch sets the throughput. By the "
+   f"estimate, with every byte usable: {rates(full, full_rate)}; at vLLM's {percent(VLLM_UTILIZATION, 0)}: "
+   f"{rates(capped, capped_rate)}. **{short[owner][0].upper() + short[owner][1:]}** wins both ways (and by the upper "
+   "bound): its two chips leave the most memory for KV cache, so it batches the most. Then price them: chip-hours "
+   "differ.\n\n</details>")
 
 # %% [markdown]
 # ## 10. Expert parallel: a mixture of experts across a node
@@ -686,9 +755,9 @@ assert activations_extra_s > 0 and head_extra_s > 0
 assert math.isclose(step_gap_s - main_terms_s, activations_extra_s, rel_tol=1e-6)  # the fourth term closes it
 
 # %%
-show_table(["batch", "split", "experts touched per chip", "estimate, per chip", "lower bound, per chip"],
+show_table(["batch", "split", "experts touched per chip", "estimate; roof", "bound under uniform routing"],
            [[count(b), e.row.parallelism.label, num(e.experts_touched_per_chip),
-             f"{duration(e.row.step_s)}, {e.row.bound}-bound", duration(e.row.lower_bound_s)] for b, e in ep_rows])
+             f"{duration(e.row.step_s)}, {e.row.roof}", duration(e.row.lower_bound_s)] for b, e in ep_rows])
 
 # %% jupyter={"source_hidden": true}
 same_small = best_small_lb is best_small
@@ -796,15 +865,20 @@ vp = gf.vocab_parallel
 head_calls = int(vp.comm.calls - gf.comm.calls)
 assert head_calls > 0 and gf.replicated_head_bytes > 0
 assert gf.estimate_step_s > vp.time_estimate_s and gf.lower_bound_step_s > vp.time_lower_bound_s
+gf_weights = gf.placement.footprint.weight_bytes * gf.placement.chips  # summed over the GPUs
+whole_ends = sum(o.weight_params * o.layers * o.bytes_per_weight for o in single.cost.ops
+                 if o.name in ("embed_tokens", "lm_head"))  # the two matrices gpt-fast keeps whole on every GPU
+assert math.isclose(gf_weights - single.footprint.weight_bytes, (gf.placement.chips - 1) * whole_ends, rel_tol=1e-3)
 md(f"The catalog's one published multi-chip decode rate: {ms.what}, **{num(gf.measured_tokens_per_s)} tokens/s** "
    f"({ms.source}; conditions in \"Going further: gpt-fast's gap\"). Both figures **assume** "
-   f"{count(gf.context_tokens)} tokens cached, as lesson 3 did (at batch 1 even {count(8 * gf.context_tokens)} tokens "
+   f"{count(gf.context_tokens)} tokens cached, as lesson 3 did (even {count(8 * gf.context_tokens)} tokens "
    f"of KV cache are {binary(model.kv_bytes_per_token('bf16') * 8 * gf.context_tokens)}, against "
-   f"{binary(gf.placement.footprint.weight_bytes * gf.placement.chips)} of weights). **Like for like:** gpt-fast's "
+   f"{binary(gf_weights)} of weights on the {count(gf.placement.chips)} GPUs together: the model's "
+   f"{binary(single.footprint.weight_bytes)} plus {count(gf.placement.chips - 1)} extra copies of the embedding and "
+   "lm_head). **Like for like:** gpt-fast's "
    f"`tp.py` shards only attention and the MLP ({count(gf.comm.calls)} all-reduces per token); the embedding and "
    f"the lm_head stay **whole on every GPU** ({head_calls} calls fewer, but {si(gf.replicated_head_bytes, 'B')} more "
-   "lm_head read per GPU). Both figures price gpt-fast's layout (section 2's vocabulary-parallel one would give "
-   f"{duration(vp.time_estimate_s)} and {duration(vp.time_lower_bound_s)}).")
+   "lm_head read per GPU). Both figures price that layout.")
 
 # %%
 show_table(["TP 8, gpt-fast's layout", "estimate", "lower bound"],
@@ -831,12 +905,17 @@ md(f"gpt-fast reaches **{percent(gf.fraction_of_upper_bound, 0)} of the upper bo
 md("**Question.** Which input of the estimate would you measure first on that machine, and how?")
 
 # %% jupyter={"source_hidden": true}
-md(f"<details><summary>Answer</summary>\n\nTwo are cheap to measure. The per-call latency: alone, closing the gap "
-   f"would take {duration(gf.latency_per_call_to_close_gap_s)} per call against the assumed "
-   f"{duration(gf.comm.latency_per_call_s)}; time the all-reduce gpt-fast actually runs, on that machine. The HBM "
-   f"bandwidth: alone it would have to be {percent(gf.hbm_fraction_to_close_gap, 0)} of the datasheet's "
-   f"{si(a100_bw, 'B/s')}; gpt-fast's README measured {si(empirical_bw, 'B/s')}, "
-   f"{percent(empirical_bw / a100_bw, 0)} of it; lesson 8's probe measures yours.\n\n</details>")
+assert gf.comm.latency_basis == "assumed"  # the latency is the input with no figure for that machine
+assert empirical_bw / a100_bw > gf.hbm_fraction_to_close_gap  # the README's bandwidth alone: only part of the gap
+md(f"<details><summary>Answer</summary>\n\nThe per-call latency. It is the one input with no figure for that "
+   f"machine (assumed: {duration(gf.comm.latency_per_call_s)}), and alone it would have to be "
+   f"{duration(gf.latency_per_call_to_close_gap_s)} per call to close the gap. The HBM bandwidth already has a "
+   f"figure: gpt-fast's README notes an empirical peak of about {si(empirical_bw, 'B/s')} (no "
+   f"method given), {percent(empirical_bw / a100_bw, 0)} of the datasheet's {si(a100_bw, 'B/s')}, while closing the "
+   f"gap alone would take {percent(gf.hbm_fraction_to_close_gap, 0)}: if it holds, it explains only part. Time a "
+   f"{binary(activation_message_bytes(MODEL, int(gp.workload.batch)))} BF16 all-reduce over the 8 GPUs the way "
+   "gpt-fast runs it (\"Going further: gpt-fast's gap\"), or read the all-reduce kernels' durations in a profile of the run."
+   "\n\n</details>")
 
 # %% [markdown]
 # ## Explore: the many-chips dashboard
@@ -869,7 +948,7 @@ dashboard = lesson11_dashboard()
 # - By the estimate, tensor parallelism cuts decode latency down to a floor that is the assumed
 #   latency; the bound keeps falling. Overlap cannot hide a link that is the longest term. Expert
 #   parallelism swaps all-reduces for all-to-alls (whether it wins depends on the model, batch and
-#   context); pipeline parallelism adds capacity, not speed.
+#   context); pipeline parallelism adds capacity, not latency.
 # - A published figure sits below the upper bound (it must); price it as the implementation lays the
 #   model out, and treat the gap's causes as hypotheses until measured.
 #
@@ -898,7 +977,7 @@ show_table(["split", "compute, per chip (estimate)", "memory, per chip (estimate
             "of which assumed latency", "lower bound, per chip", "estimate's roof",
             "tokens/s (all chips): estimate", "tokens/s (all chips): upper bound"],
            [[r.parallelism.label, duration(r.compute_s), duration(r.memory_s), duration(r.comm_s), duration(r.step_s),
-             f"{duration(r.latency_s)} ({percent(r.latency_share, 0)})", duration(r.lower_bound_s), r.bound,
+             f"{duration(r.latency_s)} ({percent(r.latency_share, 0)})", duration(r.lower_bound_s), r.roof,
              num(r.tokens_per_s), num(r.tokens_per_s_upper_bound)] for r in tp])
 
 # %% [markdown]
@@ -920,7 +999,7 @@ show_table(["split", "memory, per chip (estimate)", "communication, per chip (es
             "of which assumed latency", "estimate's roof", "estimate: speed-up over 1 chip", "lower bound, per chip",
             "lower bound's roof", "lower bound: speed-up over 1 chip"],
            [[r.parallelism.label, duration(r.memory_s), duration(r.comm_s), duration(r.step_s),
-             f"{duration(r.latency_s)} ({percent(r.latency_share, 0)})", r.bound,
+             f"{duration(r.latency_s)} ({percent(r.latency_share, 0)})", r.roof,
              f"{num(rack[0].step_s / r.step_s)}×", duration(r.lower_bound_s), r.lower_bound_roof,
              f"{num(rack[0].lower_bound_s / r.lower_bound_s)}×"] for r in rack])
 
@@ -1008,7 +1087,7 @@ md(f"With free calls, the estimate puts TP {count(TP_SIZES[-1])} at {num(tp_last
 rack_sizes = (8, top_split.parallelism.tensor)
 rack_sens = latency_sensitivity(MODEL, "gb200", rack_sizes, LATENCIES_S, context_tokens=CONTEXT)
 show_table(["per-call latency"] + [f"TP {count(t)}, per chip, and the roof that binds" for t in rack_sizes],
-           [[f"estimate at {duration(lat)}"] + [f"{duration(r.step_s)}, {r.bound}" for r in rack_sens
+           [[f"estimate at {duration(lat)}"] + [f"{duration(r.step_s)}, {r.roof}" for r in rack_sens
                                                  if r.latency_s == lat] for lat in LATENCIES_S]
            + [["lower bound (any latency)"] + [f"{duration(r.lower_bound_s)}, {r.lower_bound_roof}"
                                                for r in rack_sens[:len(rack_sizes)]]])
@@ -1118,10 +1197,11 @@ show_table(["batch", "split", "experts held per chip (a 1/t slice of each under 
             "all-reduce bytes per chip (ring)",
             "all-to-all bytes per chip (estimate's one copy per expert, as received)",
             "communication, per chip (estimate)", "memory per chip",
-            "estimate, per chip", "estimate's roof", "lower bound, per chip", "largest batch that fits"],
+            "estimate, per chip", "estimate's roof", "lower bound under uniform routing, per chip",
+            "largest batch that fits"],
            [[count(b), e.row.parallelism.label, count(e.experts_held_per_chip), num(e.experts_touched_per_chip),
              si(e.all_reduce_bytes, "B"), si(e.all_to_all_bytes, "B"), duration(e.row.comm_s),
-             binary(e.row.memory_per_chip_bytes), duration(e.row.step_s), e.row.bound, duration(e.row.lower_bound_s),
+             binary(e.row.memory_per_chip_bytes), duration(e.row.step_s), e.row.roof, duration(e.row.lower_bound_s),
              count(e.row.max_batch)]
             for b, e in ep_rows])
 
@@ -1184,8 +1264,9 @@ md(f"In the PP 2 pipeline the busiest stage takes {duration(pp_place.stage_time_
 show_table(["", ""], [["what", ms.what], ["conditions", ms.conditions], ["source", ms.source],
                       ["measured", f"{num(gf.measured_tokens_per_s)} tokens/s"]])
 
-# %% [markdown]
-# Section 12's two figures term by term, per chip:
+# %% jupyter={"source_hidden": true}
+md("Section 12's two figures term by term, per chip, for gpt-fast's layout (section 2's vocabulary-parallel "
+   f"layout of the same step would give {duration(vp.time_estimate_s)} and {duration(vp.time_lower_bound_s)}):")
 
 # %%
 show_table(["per chip (TP 8, gpt-fast's layout)", "estimate", "lower bound"],
@@ -1244,8 +1325,9 @@ md(f"At the README's empirical bandwidth gpt-fast reaches {percent(tightest.frac
    f"Test: time a {binary(gf_message)} BF16 `torch.distributed.all_reduce` over the 8 GPUs with "
    "`ENABLE_INTRA_NODE_COMM=1` on that machine, or read the all-reduce kernels' durations in a profile of the run.\n"
    f"- *Hypothesis: the HBM delivers less than its datasheet bandwidth.* Alone, that would mean "
-   f"{percent(gf.hbm_fraction_to_close_gap, 0)} of {si(a100_bw, 'B/s')}; the README's own empirical figure, "
-   f"{si(empirical_bw, 'B/s')}, is {percent(empirical_bw / a100_bw, 0)} of it, so this explains part of the gap. "
+   f"{percent(gf.hbm_fraction_to_close_gap, 0)} of {si(a100_bw, 'B/s')}; the README notes an empirical peak of about "
+   f"{si(empirical_bw, 'B/s')} ({percent(empirical_bw / a100_bw, 0)} of it; no method given), which would explain "
+   "part of the gap, if it holds. "
    "Test: lesson 8's bandwidth probe, or a profiler's DRAM byte counters during the decode kernels.\n"
    "- *Hypothesis: the power cap* in the benchmark's conditions (quoted above; below the A100 SXM's rated board "
    "power) lowers clocks, and with them the bandwidth the kernels reach. Test: rerun with the cap lifted, or read "

@@ -142,3 +142,33 @@ def experts_touched(model: Model | str, batch) -> np.ndarray:
 def largest_batch(model: Model | str, parts, context_tokens, **dtypes) -> dict[str, np.ndarray | int]:
     """The largest batch that fits, per part, at each context length in ``context_tokens``."""
     return {get_part(p).id: max_batch_that_fits(model, p, context_tokens, **dtypes) for p in parts}
+
+
+# ---- the kinds of bytes and the memory held (appended: the lesson 4 dashboard) -----------------------
+
+#: the kinds of bytes a decode step moves, as the lessons name them
+BYTE_KINDS = ("weights", "KV cache", "state", "activations")
+
+
+def bytes_by_kind(sweep: DecodeSweep) -> dict[str, np.ndarray]:
+    """Bytes per step of each of :data:`BYTE_KINDS` at each batch of ``sweep``."""
+    return dict(zip(BYTE_KINDS, (sweep.weight_bytes, sweep.kv_bytes, sweep.state_bytes, sweep.activation_bytes)))
+
+
+def kinds_moved(model: Model | str, part: Part | str, batch, contexts) -> tuple[str, ...]:
+    """The kinds of :data:`BYTE_KINDS` a decode step moves (non-zero bytes) at some batch of ``batch`` and
+    some context of ``contexts``, in that order."""
+    moved = set()
+    for ctx in contexts:
+        moved |= {k for k, v in bytes_by_kind(decode_sweep(model, part, batch, ctx)).items() if float(np.max(v)) > 0}
+    return tuple(k for k in BYTE_KINDS if k in moved)
+
+
+def resident_bytes(model: Model | str, batch: int, context_tokens: int) -> float:
+    """Bytes held in memory by the weights and, for each of ``batch`` sequences of ``context_tokens``
+    tokens, its KV cache and its state (no headroom kept)."""
+    from ..core.memory import kv_cache_bytes_per_sequence, state_bytes_per_sequence, weight_bytes
+
+    m = get_model(model)
+    per_sequence = float(kv_cache_bytes_per_sequence(m, context_tokens)) + float(state_bytes_per_sequence(m))
+    return weight_bytes(m) + int(batch) * per_sequence

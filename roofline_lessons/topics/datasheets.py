@@ -125,3 +125,44 @@ def capacity_side_by_side(model: str, parts: Sequence[str], *, weights_dtype: st
                                                         kv_dtype=kv_dtype, memory_utilization=memory_utilization),
         ))
     return rows
+
+
+# ---- parts side by side at one intensity (the lesson 2 dashboard) ----------------------------------
+
+
+@dataclass(frozen=True)
+class PartAtIntensity:
+    """One part, in one format, at one intensity: its ridge (FLOP/byte), what its roofs allow there
+    (FLOP/s), that as a share of its peak, and the roof that binds (``"memory"`` or ``"compute"``); all
+    None when the catalog has no rate for the format on the part."""
+
+    part: str
+    ridge_point_flop_per_byte: float | None
+    attainable_flops_per_s: float | None
+    fraction_of_peak: float | None
+    bound: str | None
+
+    def regime(self, intensity: float) -> str:
+        """``"memory-bound"``, ``"compute-bound"`` or ``"at the ridge"`` (within ``levers.AT_RIDGE_TOLERANCE``)."""
+        from .levers import regime
+
+        return regime(intensity, self.ridge_point_flop_per_byte)
+
+
+def parts_at_intensity(part_ids: Iterable[str], dtype: str, intensity: float,
+                       ) -> tuple[tuple[Roof, ...], tuple[PartAtIntensity, ...]]:
+    """Each part of ``part_ids`` in ``dtype`` (dense datasheet figures) at ``intensity`` (FLOP/byte),
+    in order, and the roofs of those the catalog has a ``dtype`` rate for. An unknown part raises
+    RooflineInputError."""
+    from ..core.roofline import attainable_flops_per_s, bound
+
+    roofs, found = [], []
+    for p in [get_part(i) for i in part_ids]:
+        if dtype not in p.dense_flops_per_s:
+            found.append(PartAtIntensity(p.id, None, None, None, None))
+            continue
+        peak, bw = p.peak_flops_per_s(dtype), p.memory_bandwidth_bytes_per_s
+        att = float(attainable_flops_per_s(intensity, peak, bw))
+        roofs.append(Roof(f"{p.id} {dtype}", peak, bw, p.id))
+        found.append(PartAtIntensity(p.id, peak / bw, att, att / peak, bound(intensity, peak, bw)))
+    return tuple(roofs), tuple(found)

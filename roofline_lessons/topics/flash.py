@@ -577,3 +577,80 @@ def decode_attention_intensity(q_heads_per_kv_head: int, context_tokens, head_di
     flops = q_heads_per_kv_head * length * (4 * head_dim + 5)
     bytes_read = 2 * length * head_dim * element_bytes + 2 * q_heads_per_kv_head * head_dim * element_bytes
     return flops / bytes_read
+
+
+# ---- the tile map and the byte counts in closed form, at any N (appended: the lesson 6 dashboard) --------
+
+
+def tile_grid(n: int, rows: int, cols: int, max_cells: int):
+    """The tiles of ``rows`` query × ``cols`` key rows over ``n`` tokens, grouped into at most ``max_cells``
+    map cells a side: ``(T_r, T_c, query blocks per cell, key blocks per cell, each cell row's first and
+    last query block, each cell column's first key block)``."""
+    tr, tc = -(-n // rows), -(-n // cols)
+    sr, sc = max(1, -(-tr // max_cells)), max(1, -(-tc // max_cells))
+    r0 = np.arange(0, tr, sr, dtype=np.int64)
+    r1 = np.minimum(r0 + sr, tr) - 1
+    c0 = np.arange(0, tc, sc, dtype=np.int64)
+    return tr, tc, sr, sc, r0, r1, c0
+
+
+def tile_map(n: int, rows: int, cols: int, causal: bool, max_cells: int = 256, order: str = "fa1") -> np.ndarray:
+    """Visiting order of the tiles, NaN for skipped ones, aggregated to at most ``max_cells`` per side so
+    a picture stays readable (and cheap) at any N. ``order="fa1"``: outer loop over key blocks
+    (Algorithm 1); ``"fa2"``: outer loop over query blocks (FlashAttention-2).
+
+    Each cell stands for a square of tiles; it is visited if any of its tiles is, and its value is the
+    rank of its first visited tile (key block j, query block i: ``j·T_r + i`` for Algorithm 1,
+    ``i·T_c + j`` for FlashAttention-2). With one tile per cell this is the full tile grid. A causal
+    kernel visits tile (i, j) when ``j·B_c`` ≤ the last row of query block i, so the first visited query
+    block of key block j is ``⌊j·B_c / B_r⌋``: no loop over tiles at any N.
+    """
+    from ..core.errors import RooflineInputError
+
+    if order not in ("fa1", "fa2"):
+        raise RooflineInputError(f"order must be 'fa1' or 'fa2', got {order!r}")
+    tr, tc, _, _, r0, r1, c0 = tile_grid(int(n), int(rows), int(cols), int(max_cells))
+    if causal:
+        first_row = np.maximum(r0[:, None], (c0[None, :] * cols) // rows)  # first visited query block per cell
+        visited = first_row <= r1[:, None]
+    else:
+        first_row = np.broadcast_to(r0[:, None], (r0.size, c0.size))
+        visited = np.ones((r0.size, c0.size), dtype=bool)
+    rank = (c0[None, :] * tr + first_row) if order == "fa1" else (first_row * tc + c0[None, :])
+    return np.where(visited, rank.astype(float), np.nan)
+
+
+def visited_tiles(n: int, rows: int, cols: int, causal: bool) -> int:
+    """How many (query block, key block) tiles a kernel computes: all ``T_r·T_c`` of them, or for a causal
+    kernel, per query block the key blocks starting at or before its last row."""
+    tr, tc = -(-n // rows), -(-n // cols)
+    if not causal:
+        return tr * tc
+    row_end = np.minimum(np.arange(1, tr + 1, dtype=np.int64) * rows, n) - 1
+    return int(np.minimum(row_end // cols + 1, tc).sum())
+
+
+@dataclass(frozen=True)
+class ClosedFormTiling:
+    """One attention head's tiling in closed form: what the tile-by-tile simulations count, at any N."""
+
+    sizes: BlockSizes  #: FlashAttention-1's block sizes, shrunk to fit (both loop orders use them)
+    flops: float  #: the head's useful (unmasked) FLOPs
+    #: HBM bytes of standard attention (N×N in HBM), Algorithm 1, the FlashAttention-2 order, and the
+    #: compulsory floor (Q, K, V read, O written once)
+    hbm_bytes: tuple[float, float, float, float]
+    tiles_visited: int  #: (query block, key block) tiles computed
+
+
+def closed_form_tiling(n: int, head_dim: int, sram_bytes: int, causal: bool,
+                       element_bytes: int = 2) -> ClosedFormTiling:
+    """Block sizes, FLOPs, the four HBM byte counts and the tiles visited for one head of ``n`` tokens
+    (:func:`flash_hbm_bytes`, :func:`flash2_hbm_bytes`, equal to what :func:`tiled_attention` and
+    :func:`tiled_attention_fa2` count); raises :class:`SRAMOverflowError` where not one tile fits."""
+    sizes = flash_block_sizes(sram_bytes, head_dim, element_bytes)
+    nbytes = (float(standard_hbm_bytes(n, head_dim, element_bytes)),
+              flash_hbm_bytes(n, head_dim, sram_bytes, element_bytes, causal, sizes),
+              flash2_hbm_bytes(n, head_dim, sram_bytes, element_bytes, causal, sizes),
+              float(compulsory_hbm_bytes(n, head_dim, element_bytes)))
+    return ClosedFormTiling(sizes, float(attention_flops(n, head_dim, causal)), nbytes,
+                            visited_tiles(n, sizes.rows, sizes.cols, causal))

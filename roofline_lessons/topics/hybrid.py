@@ -78,3 +78,15 @@ def all_full_attention(model: Model | str) -> Model:
     m = get_model(model)
     return replace(m, id=f"{m.id}-all-attention", name=f"{m.name} (all {m.num_hidden_layers} layers full attention)",
                    full_attention_interval=None, published_total_params=None)
+
+
+def layer_kind_dots(cost: ModelCost, peak_flops_per_s: float, bandwidth_bytes_per_s: float) -> dict:
+    """Each layer kind of :func:`layer_kind_points` as a dot on a roofline: kind -> (intensity in
+    FLOP/byte, attainable FLOP/s under a roof of ``peak_flops_per_s`` and ``bandwidth_bytes_per_s``)."""
+    from ..core.roofline import attainable_flops_per_s
+
+    dots = {}
+    for kind, pt in layer_kind_points(cost).items():
+        x = float(pt.intensity)
+        dots[kind] = (x, float(attainable_flops_per_s(x, peak_flops_per_s, bandwidth_bytes_per_s)))
+    return dots

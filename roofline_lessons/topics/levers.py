@@ -384,3 +384,73 @@ def operand_bytes_per_s_ratio(part: str, fast: str = "fp8", slow: str = "bf16") 
 
     p = get_part(part)
     return (p.peak_flops_per_s(fast) / p.peak_flops_per_s(slow)) * (bytes_per_element(fast) / bytes_per_element(slow))
+
+
+# ---- one format throughout (the lesson 1 dashboard) -------------------------------------------------
+
+
+def one_format_placement(model: str, part: str, dtype: str, phase: str, batch: int, tokens: int) -> Placement:
+    """One step with ``dtype`` throughout: weights, activations, KV cache and every matmul (attention's
+    too), so an 8- or 4-bit ``dtype`` is a real W8A8 / W4A4 recipe and moves the point (fewer bytes) as
+    well as the ridge. ``tokens`` is the prompt (prefill) or the tokens already cached (decode)."""
+    return place(model, part, phase=phase, batch=batch, compute_dtype=dtype, weights_dtype=dtype,
+                 activations_dtype=dtype, kv_dtype=dtype, attention_compute_dtype=dtype, **_fields(phase, tokens))
+
+
+def formats_alike(model: str, part: str, dtype: str, phase: str, batch: int, tokens: int,
+                  placed: Mapping[str, Placement] | None = None) -> tuple[str, ...]:
+    """The part's other formats whose :func:`one_format_placement` has the same intensity and the same
+    peak as ``dtype``'s (to a relative 1e-9): they put the same point under the same roof (FP16 and BF16
+    on most parts). Formats the part has no rate for are skipped; ``placed`` (format -> step already
+    placed) saves placing those again."""
+    import numpy as np
+
+    placed = dict(placed or {})
+    if dtype not in placed:
+        placed[dtype] = one_format_placement(model, part, dtype, phase, batch, tokens)
+    intensity, peak = float(placed[dtype].intensity), float(placed[dtype].peak_flops_per_s)
+    alike = []
+    for other in get_part(part).dtypes:
+        if other == dtype:
+            continue
+        try:
+            q = placed[other] if other in placed else one_format_placement(model, part, other, phase, batch, tokens)
+        except RooflineInputError:
+            continue
+        if np.isclose(float(q.intensity), intensity, rtol=1e-9) and np.isclose(float(q.peak_flops_per_s), peak,
+                                                                             rtol=1e-9):
+            alike.append(other)
+    return tuple(alike)
+
+
+# ---- a recipe against the all-BF16 step (appended: the lesson 7 dashboard) ---------------------------
+
+#: every compute format a weight recipe uses, BF16 first
+RECIPE_FORMATS = tuple(dict.fromkeys(["bf16"] + [lev.changes["compute_dtype"] for lev in WEIGHT_RECIPES.values()
+                                              if "compute_dtype" in lev.changes]))
+
+
+def recipe_steps(model: str, part, phase: str, recipe: str, kv: str = "BF16 KV cache", tokens: int = 8192,
+                 batch: int = 1) -> tuple[Placement, Placement, dict[str, str]]:
+    """The all-BF16 step, the step with ``recipe`` and ``kv`` (names of :data:`WEIGHT_RECIPES` and
+    :data:`KV_FORMATS`), and the workload fields they change. ``tokens`` is the prompt (prefill) or the
+    cache (decode). Raises RooflineInputError for an unknown name, or where the part has no sourced rate
+    for a format the recipe uses."""
+    change = recipe_fields(recipe, kv)
+    fields = _fields(phase, tokens)
+    return (place(model, part, phase=phase, batch=batch, **fields),
+            place(model, part, phase=phase, batch=batch, **fields, **change), change)
+
+
+def recipe_not_counted(model: str, recipe: str, kv: str = "BF16 KV cache") -> list[str]:
+    """What neither the lower bound nor the estimate charges for ``recipe`` with ``kv``: each lever's
+    ``not_counted`` (none for the all-BF16 baseline), the per-channel weight scales sized for ``model``
+    (:func:`per_channel_scale_share`), not called small in words."""
+    from ..core.units import percent
+
+    lever = WEIGHT_RECIPES[recipe]
+    kv_lever = next(lev for lev in LEVER_SPECS if lev.name == "FP8 KV cache")
+    said = "the per-channel weight scales' bytes"
+    sized = f"{said} (at most {percent(per_channel_scale_share(model), 3)} of an 8-bit weight matrix's bytes)"
+    return [lev.not_counted.replace(said, sized) for lev in ((lever,) if lever.changes else ())
+            + ((kv_lever,) if KV_FORMATS[kv] else ())]

@@ -170,6 +170,40 @@ class SplitRow:
     def parallelism(self) -> Parallelism:
         return self.placement.parallelism
 
+    @property
+    def roof(self) -> str:
+        """The estimate's binding roof named by its cause (:func:`roof_label`): ``bound``, or
+        "interconnect (latency)" where the communication that binds is mostly assumed per-call latency."""
+        return roof_label(self.placement)
+
+
+#: a binding link roof is called "interconnect (latency)" when more than this share of the
+#: communication is the assumed per-call latency
+LATENCY_DOMINATES = 0.5
+
+
+def _roof_name(bound: str, comm_s: float, comm_latency_s: float) -> str:
+    if bound == "interconnect" and comm_s > 0 and comm_latency_s / comm_s > LATENCY_DOMINATES:
+        return "interconnect (latency)"
+    return bound
+
+
+def roof_label(placement: Placement) -> str:
+    """The estimate's binding roof of one (scalar) placement, named by its cause: "compute",
+    "memory", "interconnect", or "interconnect (latency)" where the communication that outlasts
+    compute and memory is more than half assumed per-call latency (``LATENCY_DOMINATES``). The link
+    roof prices bytes only; a latency-bound step lies under no roof, so the label says which it is."""
+    if not isinstance(placement, Placement):
+        raise RooflineInputError(f"roof_label needs a Placement, got {placement!r}")
+    bound = placement.bound
+    if np.ndim(bound) != 0:
+        raise RooflineInputError("roof_label needs a placement of one step (not arrays of batch or tokens)")
+    bound = str(bound)
+    if bound != "interconnect":
+        return bound
+    s = comm_split(placement)
+    return _roof_name(bound, s.total_s, s.latency_s)
+
 
 def _row(label: str, p: Placement) -> SplitRow:
     w = p.workload
@@ -263,6 +297,12 @@ class LatencyRow:
     lower_bound_s: float  #: the step's lower bound: the same at every latency (it counts none)
     lower_bound_speedup: float  #: one chip's lower bound ÷ this lower bound
     lower_bound_roof: str  #: the bound's binding roof
+    comm_latency_s: float = 0.0  #: per chip, the assumed per-call latency inside ``comm_s`` (calls × latency)
+
+    @property
+    def roof(self) -> str:
+        """The estimate's binding roof named by its cause (see :func:`roof_label`)."""
+        return _roof_name(self.bound, self.comm_s, self.comm_latency_s)
 
 
 def latency_sensitivity(model, part, sizes, latencies_s, *, batch: int = 1, context_tokens: int = 4096
@@ -289,7 +329,8 @@ def latency_sensitivity(model, part, sizes, latencies_s, *, batch: int = 1, cont
                                    bound=str(pl.bound), speedup=one / float(pl.time_estimate_s),
                                    lower_bound_s=float(pl.time_lower_bound_s),
                                    lower_bound_speedup=one_bound / float(pl.time_lower_bound_s),
-                                   lower_bound_roof=str(pl.lower_bound_roof)))
+                                   lower_bound_roof=str(pl.lower_bound_roof),
+                                   comm_latency_s=comm_split(pl).latency_s if pl.comm is not None else 0.0))
     return tuple(rows)
 
 
@@ -836,3 +877,88 @@ def pipeline_vs_tensor(model, part, chips: int = 2, *, batch: int = 1, context_t
     setups = (Setup(f"1 × {p.name}", p.id), Setup(f"{n} × {p.name}, TP {n}", p.id, Parallelism(tensor=n)),
               Setup(f"{n} × {p.name}, PP {n}", p.id, Parallelism(pipeline=n)))
     return compare_setups(model, setups, batch=batch, context_tokens=context_tokens)
+
+
+
+# ---- one split beside one chip (the lesson 11 dashboard) ---------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class SplitStep:
+    """One step split over chips beside the same step on one chip, in numbers. With more than one chip
+    every figure is one chip's (the busiest stage's), by the rules of :mod:`roofline_lessons.core.parallel`.
+    ``step_s`` and its terms are the estimate's; ``lower_bound_s`` is the bound (``tokens_per_s`` an
+    estimate, ``tokens_per_s_upper_bound`` a bound). Seconds, bytes, FLOP/s and FLOP/byte; every field
+    has a default, so a record of a setting that could not be placed (a dashboard's error) is all blank."""
+
+    placement: Placement | None = None  #: per chip when chips > 1
+    single: Placement | None = None  #: the same step on one chip (``placement`` itself on one chip)
+    step_s: float | None = None  #: the whole step's estimate (all pipeline stages), seconds
+    compute_s: float | None = None  #: one chip's compute time, seconds
+    memory_s: float | None = None  #: one chip's HBM time, seconds
+    comm_s: float | None = None  #: one chip's collectives per stage, seconds
+    wait_s: float = 0.0  #: pipeline: the other stages and the sends, seconds
+    #: what communication (and sends) add to the step: step − stages × max(compute, memory), seconds
+    exposed_comm_s: float = 0.0
+    comm_share: float = 0.0  #: exposed_comm_s / step_s
+    bound: str = ""  #: the estimate's binding roof: "compute", "memory" or "interconnect"
+    achieved_flops_per_s: float | None = None  #: per-chip FLOPs ÷ step time
+    peak_flops_per_s: float | None = None
+    hbm_bandwidth_bytes_per_s: float | None = None
+    hbm_intensity: float | None = None  #: FLOPs per HBM byte (per chip)
+    hbm_ridge: float | None = None
+    link_name: str | None = None
+    link_bytes_per_s: float | None = None  #: per direction
+    link_intensity: float | None = None  #: FLOPs per byte sent (None: one chip or nothing sent)
+    link_ridge: float | None = None
+    comm_latency_s: float = 0.0  #: the collectives' per-call latency, seconds (calls × the link's latency)
+    memory_required_bytes: float | None = None  #: per chip
+    capacity_bytes: float | None = None
+    fits: bool | None = None
+    tokens_per_s: float | None = None  #: all chips together, the estimate's
+    lower_bound_s: float | None = None  #: the step's lower bound (least bytes, overlapped, no latency), seconds
+    lower_bound_roof: str = ""  #: the bound's binding roof
+    tokens_per_s_upper_bound: float | None = None  #: all chips together
+    assumed_latency_s: float = 0.0  #: seconds of the estimate that are the assumed per-call latency
+    single_step_s: float | None = None
+    single_fits: bool | None = None
+    single_memory_bytes: float | None = None
+    speedup: float | None = None  #: single_step_s / step_s (the estimates'; below 1: the split is slower)
+    single_lower_bound_s: float | None = None
+    lower_bound_speedup: float | None = None  #: single_lower_bound_s / lower_bound_s
+    warnings: tuple[str, ...] = ()
+
+
+def split_step(model, part, parallelism: Parallelism, *, phase: str = "decode", batch: int = 1,
+               context_tokens: int = 4096, prompt_tokens: int = 4096) -> SplitStep:
+    """One step of ``model`` split over chips of ``part`` by ``parallelism`` (decode at
+    ``context_tokens`` cached, or a prefill of ``prompt_tokens``), the same step on one chip, and what
+    the split adds: the exposed communication (not hidden under compute and memory), a pipeline's
+    wait for the other stages and the assumed per-call latency (see :class:`SplitStep`)."""
+    m, p, par = _model(model), _part(part), _parallelism(parallelism)
+    fields = _step_fields(phase, batch, context_tokens, prompt_tokens)
+    pl = place(m, p, parallelism=par, **fields)
+    one = place(m, p, **fields) if par.chips > 1 else pl
+    step, lk, comm = float(pl.time_estimate_s), pl.link, pl.comm
+    exposed = max(step - par.pipeline * max(float(pl.compute_time_s), float(pl.memory_time_s)), 0.0)
+    exposed = exposed if par.chips > 1 else 0.0
+    sent = None if lk is None else float(pl.interconnect_intensity)  # FLOPs per byte sent
+    return SplitStep(
+        placement=pl, single=one, step_s=step, compute_s=float(pl.compute_time_s), memory_s=float(pl.memory_time_s),
+        comm_s=float(pl.comm_time_s), wait_s=step - float(pl.stage_time_s) if par.pipeline > 1 else 0.0,
+        exposed_comm_s=exposed, comm_share=exposed / step if step > 0 else 0.0, bound=str(pl.bound),
+        achieved_flops_per_s=float(pl.cost.flops) / step, peak_flops_per_s=float(pl.peak_flops_per_s),
+        hbm_bandwidth_bytes_per_s=float(pl.bandwidth_bytes_per_s), hbm_intensity=float(pl.intensity),
+        hbm_ridge=float(pl.ridge_point_flop_per_byte), link_name=None if lk is None else lk.name,
+        link_bytes_per_s=None if lk is None else float(lk.per_direction_bytes_per_s),
+        link_intensity=sent if sent is not None and np.isfinite(sent) and sent > 0 else None,
+        link_ridge=None if lk is None else float(pl.interconnect_ridge_point_flop_per_byte),
+        comm_latency_s=0.0 if comm is None else float(comm.calls * lk.latency_s),
+        memory_required_bytes=float(pl.memory_required_bytes), capacity_bytes=float(p.memory_capacity_bytes),
+        fits=bool(pl.fits_in_memory), tokens_per_s=float(pl.tokens_per_s_estimate),
+        lower_bound_s=float(pl.time_lower_bound_s), lower_bound_roof=str(pl.lower_bound_roof),
+        tokens_per_s_upper_bound=float(pl.tokens_per_s_upper_bound), assumed_latency_s=_latency_total_s(pl),
+        single_step_s=float(one.time_estimate_s), single_fits=bool(one.fits_in_memory),
+        single_memory_bytes=float(one.memory_required_bytes), speedup=float(one.time_estimate_s) / step,
+        single_lower_bound_s=float(one.time_lower_bound_s),
+        lower_bound_speedup=float(one.time_lower_bound_s) / float(pl.time_lower_bound_s), warnings=tuple(pl.warnings))

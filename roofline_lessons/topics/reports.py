@@ -64,3 +64,38 @@ def block_summary(placement: Placement) -> list[list[str]]:
 
 
 BLOCK_HEADERS = ["block", "FLOPs", "bytes (unfused)", "FLOP/byte", "bound", "time as its own kernels"]
+
+
+# ---- operators as points on the roofline (the lesson 3 dashboard) -----------------------------------
+
+
+def op_points(placement: Placement) -> list[tuple[str, float, float, float]]:
+    """Every operator of the step with FLOPs and bytes, summed over its layers, in the step's order:
+    (``"block.name"``, intensity in FLOP/byte, attainable FLOP/s at that intensity, time lower bound in
+    seconds as a kernel of its own). An operator that only moves data (a KV write, the embedding
+    gather) has no intensity and is left out."""
+    peak, bw = placement.peak_flops_per_s, placement.bandwidth_bytes_per_s
+    points = []
+    for op in placement.cost.ops:
+        total = op.scaled_to_all_layers()
+        flops, nbytes = float(total.flops), float(total.bytes)
+        if flops <= 0 or nbytes <= 0:
+            continue
+        x = flops / nbytes
+        points.append((f"{op.block}.{op.name}", x, float(roofline.attainable_flops_per_s(x, peak, bw)),
+                       float(roofline.time_lower_bound_s(flops, nbytes, peak, bw))))
+    return points
+
+
+def numbered_op_rows(placement: Placement, numbered, mark: str = "–") -> tuple[dict[str, int], list[tuple]]:
+    """:func:`op_rows` (longest first) with a ``#`` cell in front: 1, 2, … for the operators named in
+    ``numbered``, in table order, and ``mark`` for the others; with each numbered operator's number."""
+    numbered = set(numbered)
+    number_of, rows = {}, []
+    for row in op_rows(placement):
+        if row[0] in numbered:
+            number_of[row[0]] = len(number_of) + 1
+            rows.append((str(number_of[row[0]]), *row))
+        else:
+            rows.append((mark, *row))
+    return number_of, rows

@@ -916,3 +916,48 @@ def energy_per_token_upper_bound_j(board_power_w, output_tokens_per_s):
         watts = _number("board_power_w", board_power_w, "a power in watts > 0", lambda v: v > 0)
     tps = _number("output_tokens_per_s", output_tokens_per_s, "a rate in tokens/s > 0", lambda v: v > 0)
     return np.divide(watts, tps)
+
+
+# ---- a frontier as a chart marks it (appended for lesson 10's dashboard) ---------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Frontier:
+    """The throughput–latency frontier (:func:`pareto`, its arrays read-only) and what a chart of it
+    marks: the largest batch whose weights, KV cache and state at prompt + output tokens per
+    sequence fit in memory (0 if none), and the critical batch's point, (TPOT seconds, total output
+    tokens/s), both estimates, when the critical batch lies within the sweep (else None)."""
+
+    pareto: Pareto
+    max_batch_that_fits: int
+    critical_point: tuple[float, float] | None
+
+    def meets(self, ttft_slo_s: float, tpot_slo_s: float) -> np.ndarray:
+        """Per batch: TTFT and TPOT within their SLOs (seconds, by the estimates) and fits in memory."""
+        pa = self.pareto
+        return (pa.ttft_s <= ttft_slo_s) & (pa.tpot_s <= tpot_slo_s) & pa.fits_in_memory
+
+    def largest_meeting(self, ttft_slo_s: float, tpot_slo_s: float, among) -> tuple[int | None, float | None]:
+        """The largest of the batches ``among`` that meets both SLOs and fits, and its total output
+        tokens/s (estimate); (None, None) if none does."""
+        ok = np.isin(self.pareto.batch, among) & self.meets(ttft_slo_s, tpot_slo_s)
+        if not ok.any():
+            return None, None
+        return int(self.pareto.batch[ok][-1]), float(self.pareto.output_tokens_per_s[ok][-1])
+
+
+def frontier(model: Model | str, part: Part | str, prompt_tokens: int, output_tokens: int, batches) -> Frontier:
+    """The frontier over ``batches`` of ``prompt_tokens`` in and ``output_tokens`` out per request,
+    one static batch on one chip (BF16), with the largest batch that fits and the critical batch's
+    point on it (:class:`Frontier`)."""
+    from ..core.memory import max_batch_that_fits
+
+    pa = pareto(model, part, prompt_tokens=prompt_tokens, output_tokens=output_tokens, batches=batches)
+    cap = int(max_batch_that_fits(model, part, prompt_tokens + output_tokens))
+    crit, point = pa.critical_batch, None
+    if crit is not None and crit <= int(pa.batch.max()):
+        t = request_timeline(model, part, prompt_tokens=prompt_tokens, output_tokens=output_tokens, batch=crit)
+        point = (float(t.tpot_s), float(t.output_tokens_per_s))
+    for arr in (pa.ttft_s, pa.tpot_s, pa.output_tokens_per_s, pa.fits_in_memory):
+        arr.setflags(write=False)
+    return Frontier(pareto=pa, max_batch_that_fits=cap, critical_point=point)

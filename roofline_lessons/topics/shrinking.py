@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -850,3 +851,103 @@ def paged_capacity(model: Model | str = "gemma-3-27b", part: Part | str = "h100-
     return PagedCapacity(model=m, part=p, context_tokens=t, page_tokens=pg, pool_bytes=float(pool),
                          uniform_bytes_per_sequence=float(uniform), per_kind_bytes_per_sequence=float(per_kind),
                          full_pages=full, window_pages=local)
+
+
+# ---- a cache split by layer kind (appended for lesson 12's dashboard) ------------------------------
+
+
+def kv_split_bytes_per_sequence(model: Model | str, context_tokens: int, kv_dtype: str = "bf16") -> tuple[float, float]:
+    """One sequence's KV cache at ``context_tokens`` cached tokens, in ``kv_dtype``, split in two
+    (bytes): the sliding-window layers' (each capped at its window) and the rest's (the layers that
+    keep every token, or a model-wide window)."""
+    m = _resolve(model)
+    sliding = m.num_sliding_attention_layers * m.kv_bytes_per_token_per_layer(kv_dtype) * min(context_tokens,
+                                                                                              m.sliding_window or 0)
+    return sliding, float(m.kv_cache_bytes_per_sequence(context_tokens, kv_dtype)) - sliding
+
+
+# ---- a step in chosen formats beside the same step in BF16 (appended for lesson 12's dashboard) ----
+
+
+def _pair(read):
+    """Two properties, each worked out once: ``read`` of the step (``placement``) and of the same
+    step in BF16 (``baseline``)."""
+    return cached_property(lambda s: read(s.placement)), cached_property(lambda s: read(s.baseline))
+
+
+def _bytes_by_part(p: Placement) -> dict[str, float]:
+    c = p.cost
+    return dict(zip(BUDGET_PARTS, (float(c.weight_bytes), float(c.kv_bytes), float(c.state_bytes),
+                                   float(c.activation_bytes))))
+
+
+@dataclass(frozen=True, eq=False)
+class FormatStep:
+    """One decode step in chosen number formats (``placement``) beside the same step with BF16
+    weights, KV cache and matmuls (``baseline``); a ``baseline_`` name is the BF16 step's figure.
+    Bytes are per step (all sequences, the unfused view the estimate reads) unless named per
+    sequence, per token or stored; times in seconds, rates in FLOP/s. ``step_s`` is the estimate
+    (``time_estimate_s``) and ``step_lower_bound_s`` the lower bound; ``bound`` is the estimate's
+    binding roof and ``lower_bound_roof`` the bound's."""
+
+    placement: Placement
+    baseline: Placement
+    kv_sliding_bytes_per_sequence: float  #: the sliding-window layers' cache after the step
+    kv_growing_bytes_per_sequence: float  #: the cache of the layers that keep every token
+
+    #: :data:`BUDGET_PARTS` (weights, KV cache read and written, state read and written, activations) -> bytes
+    bytes_by_kind, baseline_bytes_by_kind = _pair(_bytes_by_part)
+    total_bytes, baseline_total_bytes = _pair(lambda p: sum(_bytes_by_part(p).values()))
+    step_s, baseline_step_s = _pair(lambda p: float(p.time_estimate_s))
+    step_lower_bound_s, baseline_step_lower_bound_s = _pair(lambda p: float(p.time_lower_bound_s))
+    lower_bound_roof, baseline_lower_bound_roof = _pair(lambda p: str(p.lower_bound_roof))
+    bound, baseline_bound = _pair(lambda p: str(p.bound))
+    intensity, baseline_intensity = _pair(lambda p: float(p.intensity))  #: FLOPs per byte of all traffic
+    #: FLOPs ÷ the estimate
+    achieved_flops_per_s, baseline_achieved_flops_per_s = _pair(lambda p: float(p.cost.flops) /
+                                                                float(p.time_estimate_s))
+    #: resident weights in the format (scales and the layers left in BF16 included)
+    stored_weight_bytes, baseline_stored_weight_bytes = _pair(lambda p: float(p.footprint.weight_bytes))
+    #: weights + KV cache + state, all sequences
+    memory_required_bytes, baseline_memory_required_bytes = _pair(lambda p: float(p.memory_required_bytes))
+    fits, baseline_fits = _pair(lambda p: bool(p.fits_in_memory))
+    compute_s = cached_property(lambda s: float(s.placement.compute_time_s))  #: dequant included
+    memory_s = cached_property(lambda s: float(s.placement.memory_time_s))
+    dequant_s = cached_property(lambda s: float(s.placement.dequant_time_s))  #: weight-only formats' dequant
+    dequant_flops = cached_property(lambda s: float(s.placement.cost.dequant_flops))
+    vector_flops_per_s = cached_property(lambda s: float(s.placement.vector_peak_flops_per_s))
+    weight_only = cached_property(lambda s: bool(s.placement.workload.weight_only))
+    #: compute (dequant included) ≤ memory time; None without dequant
+    dequant_hidden = cached_property(lambda s: (s.compute_s <= s.memory_s) if s.dequant_s > 0 else None)
+    compute_format = cached_property(lambda s: s.placement.workload.compute_dtype)  #: the weight matmuls' format
+    peak_flops_per_s = cached_property(lambda s: float(s.placement.matmul_peak_flops_per_s))  #: their dense peak
+    #: the step's FLOPs ÷ its compute time (dequant included)
+    effective_peak_flops_per_s = cached_property(lambda s: float(s.placement.peak_flops_per_s))
+    bf16_peak_flops_per_s = cached_property(lambda s: float(s.placement.part.peak_flops_per_s("bf16")))
+    bandwidth_bytes_per_s = cached_property(lambda s: float(s.placement.part.memory_bandwidth_bytes_per_s))
+    capacity_bytes = cached_property(lambda s: float(s.placement.part.memory_capacity_bytes))
+    #: every caching layer, before window caps, in the step's KV format
+    kv_bytes_per_token = cached_property(
+        lambda s: float(s.placement.model.kv_bytes_per_token(s.placement.workload.kv_dtype)))
+    #: resident after the step (windows applied)
+    kv_cache_bytes_per_sequence = cached_property(lambda s: float(s.placement.model.kv_cache_bytes_per_sequence(
+        int(s.placement.workload.context_tokens) + 1, s.placement.workload.kv_dtype)))
+    state_bytes_per_sequence = cached_property(
+        lambda s: float(s.placement.footprint.state_bytes) / int(s.placement.workload.batch))
+    what_if = cached_property(lambda s: bool(s.placement.context_beyond_model))  #: past the model's max context
+    max_context_tokens = cached_property(lambda s: int(s.placement.model.max_context_tokens))
+    warnings = cached_property(lambda s: tuple(s.placement.warnings))  #: the step's, a what-if context's among them
+
+
+def format_step(model: Model | str, part: Part | str, context_tokens: int, batch: int = 1, kv_dtype: str = "bf16",
+                **weight_fields) -> FormatStep:
+    """One decode step of ``batch`` sequences with ``context_tokens`` cached, the KV cache in
+    ``kv_dtype`` and the weights as ``weight_fields`` say (Workload fields: ``weights_dtype``,
+    ``compute_dtype``, ``quantized_weights``), beside the same step in BF16 (:class:`FormatStep`).
+    A format the part has no rate for raises :class:`RooflineInputError` here, not on first use."""
+    pl = place(model, part, phase="decode", batch=batch, context_tokens=context_tokens, kv_dtype=kv_dtype,
+               **weight_fields)
+    base = place(model, part, phase="decode", batch=batch, context_tokens=context_tokens)
+    float(pl.compute_time_s)  # a missing rate surfaces here
+    sliding, growing = kv_split_bytes_per_sequence(pl.model, context_tokens + 1, kv_dtype)
+    return FormatStep(pl, base, float(sliding), float(growing))

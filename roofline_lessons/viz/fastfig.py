@@ -114,21 +114,3 @@ class Layers:
         self._saved[key] = fig.canvas.copy_from_bbox(bbox if bbox is not None else fig.bbox)
         while len(self._saved) > self.max_cached:
             self._saved.popitem(last=False)
-
-
-class SkeletonChart:
-    """A figure built once (``skeleton()`` returns a dict holding ``"fig"``) whose static part is
-    drawn per key by ``draw_part(shared, key)`` and kept as a bitmap; the base of the lesson 4 and 5
-    dashboards' charts. ``layer_misses`` counts layers drawn rather than restored."""
-
-    def __init__(self, skeleton, draw_part, max_cached: int = 4) -> None:
-        self._skeleton, self._draw_part = skeleton, draw_part
-        self._shared: dict | None = None
-        self.figures = CachedFigure(self._build, max_cached=max_cached)
-        self.last_figure = None
-        self.layer_misses = 0  #: layers drawn (not restored from a bitmap)
-
-    def _build(self, key):
-        if self._shared is None:
-            self._shared = self._skeleton()
-        return self._shared["fig"], self._draw_part(self._shared, key)

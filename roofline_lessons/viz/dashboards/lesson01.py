@@ -18,28 +18,23 @@ from ...core.errors import RooflineInputError
 from ...core.hardware import get_part, list_parts
 from ...core.memory import usable_capacity_bytes
 from ...core.models import list_models
-from ...core.placement import Placement, place
-from ...core.units import binary, num
-from ..charts import (
-    MIN_FONT_PT,
-    Point,
-    Roof,
-    RooflineCanvas,
-    moving_point_artists,
-    place_moving_point,
-    point_on_roof,
-    roofline_chart,
-)
+from ...core.placement import Placement
+from ...core.units import TERA, binary, num
+from ...topics.levers import formats_alike, one_format_placement
+from ..charts import MIN_FONT_PT, Point, Roof, RooflineCanvas, moving_point_artists, place_moving_point, point_on_roof
+from ..charts import roofline_chart
+from ..dashboard_base import FigurePerKeyChart, dashboard, dropdown, percent_of, raise_small_text, slider, toggle
 from ..display import set_alt
-from ..fastfig import CachedFigure, bare_figure, figure_png
-from ..panel import Frame, build_dashboard
+from ..fastfig import bare_figure, figure_png
+from ..labels import DISTANCES_PX, fixed_boxes, leader_to, offset_label, place_label_boxes, roof_samples_px
+from ..labels import text_size_px
+from ..panel import Frame
 
 BATCH_CHOICES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 TOKEN_CHOICES = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 #: the format every other dtype is compared with
 REFERENCE_DTYPE = "bf16"
 INTENSITY_RANGE = (0.1, 1e5)
-TERA = 1e12
 #: grey of the BF16 comparison roof and point
 REFERENCE_GREY = "0.45"
 #: room above the axes for two lines of dtype note, in points, and the axes' place in the figure
@@ -50,119 +45,6 @@ FIGSIZE = (7.5, 5.2)
 BATCHING_MIN_GAIN = 0.05
 #: the point's label, set this far from the point or further (pixels), gets a leader line back to it
 LABEL_LEADER_FROM_PX = 30.0
-
-
-def raise_small_text(fig, minimum_pt: float = MIN_FONT_PT) -> None:
-    """Lift the annotations and legend text of ``fig`` to at least ``minimum_pt``.
-
-    Private helper of the lesson 1–3 dashboards: ``roofline_chart`` writes its ridge note and legend
-    at 8 pt, below the course's minimum. Only those texts are visited (walking every artist
-    would create all the tick labels, a third of a cold draw's time)."""
-    texts = []
-    for ax in fig.axes:
-        texts += list(ax.texts) + [ax.title, ax.xaxis.label, ax.yaxis.label]
-        legend = ax.get_legend()
-        if legend is not None:
-            texts += list(legend.get_texts()) + [legend.get_title()]
-    for text in texts:
-        if text.get_fontsize() < minimum_pt:
-            text.set_fontsize(minimum_pt)
-
-
-# ---- labels that do not collide (lessons 1 and 3) ------------------------------------------------
-
-#: where a label may go relative to what it names: (dx, dy) direction, horizontal and vertical alignment.
-#: Up-left and down-right first: on a roof (slope or flat) they never cross the line.
-_DIRECTIONS = ((-1, 1, "right", "bottom"), (1, -1, "left", "top"), (0, 1, "center", "bottom"),
-               (0, -1, "center", "top"), (1, 1, "left", "bottom"), (-1, -1, "right", "top"),
-               (-1, 0, "right", "center"), (1, 0, "left", "center"))
-_DISTANCES_PX = (6.0, 16.0, 30.0, 50.0, 80.0, 120.0)
-
-
-def _box(x: float, y: float, w: float, h: float, ha: str, va: str) -> tuple[float, float, float, float]:
-    x0 = x - w if ha == "right" else x - w / 2 if ha == "center" else x
-    y0 = y - h if va == "top" else y - h / 2 if va == "center" else y
-    return x0, y0, x0 + w, y0 + h
-
-
-def _overlap(a, b) -> float:
-    w = min(a[2], b[2]) - max(a[0], b[0])
-    h = min(a[3], b[3]) - max(a[1], b[1])
-    return w * h if w > 0 and h > 0 else 0.0
-
-
-def leader_end(anchor_px, box) -> tuple[float, float]:
-    """The point of ``box`` (x0, y0, x1, y1 pixels) nearest to ``anchor_px``: where a leader line ends."""
-    ax_, ay = anchor_px
-    return min(max(ax_, box[0]), box[2]), min(max(ay, box[1]), box[3])
-
-
-def _segment_hits_box(p, q, box, samples: int = 12) -> bool:
-    t = np.linspace(0.0, 1.0, samples)
-    xs, ys = p[0] + t * (q[0] - p[0]), p[1] + t * (q[1] - p[1])
-    return bool(np.any((xs > box[0]) & (xs < box[2]) & (ys > box[1]) & (ys < box[3])))
-
-
-def place_labels(anchors_px, sizes_px, obstacles, line_px: np.ndarray, frame_px, directions=_DIRECTIONS,
-                 distances=_DISTANCES_PX, leader_from_px: float | None = None):
-    """For each anchor (x, y) with a label of (width, height) pixels, the first candidate place
-    (``directions`` × ``distances``) that overlaps no obstacle box, no roof sample, no label already placed
-    and stays inside ``frame_px``; if none is clear, the least-overlapping one.
-
-    With ``leader_from_px``, a label set that far from its anchor or further gets a leader line (drawn
-    by the caller, from the anchor to :func:`leader_end`): such a line must cross no label placed
-    before it, and later labels keep off it.
-    Returns ``[(x, y, ha, va, box)]``: text positions and label boxes, in pixels."""
-    taken = list(obstacles)
-    labels: list = []  # boxes of the labels placed so far
-    out = []
-    for (ax_, ay), (w, h) in zip(anchors_px, sizes_px):
-        best, best_cost = None, None
-        for dist in distances:
-            for dx, dy, ha, va in directions:
-                x, y = ax_ + dx * dist, ay + dy * dist
-                box = _box(x, y, w, h, ha, va)
-                cost = sum(_overlap(box, t) for t in taken)
-                if leader_from_px is not None:
-                    end = leader_end((ax_, ay), box)
-                    if np.hypot(end[0] - ax_, end[1] - ay) >= leader_from_px:
-                        cost += sum(400.0 for b in labels if _segment_hits_box((ax_, ay), end, b))
-                if line_px.size:
-                    inside = ((line_px[:, 0] > box[0]) & (line_px[:, 0] < box[2]) & (line_px[:, 1] > box[1])
-                              & (line_px[:, 1] < box[3]))
-                    cost += 40.0 * int(inside.sum())
-                outside = (max(0.0, frame_px[0] - box[0]) + max(0.0, box[2] - frame_px[2])
-                           + max(0.0, frame_px[1] - box[1]) + max(0.0, box[3] - frame_px[3]))
-                cost += 1000.0 * outside
-                cost += dist * 0.01  # among equals, the nearest
-                if best_cost is None or cost < best_cost:
-                    best, best_cost = (x, y, ha, va, box), cost
-                if cost < 1.0:
-                    break
-            if best_cost is not None and best_cost < 1.0:
-                break
-        x, y, ha, va, box = best
-        taken.append(box)
-        labels.append(box)
-        if leader_from_px is not None:
-            end = leader_end((ax_, ay), box)
-            if np.hypot(end[0] - ax_, end[1] - ay) >= leader_from_px:  # later labels keep off the leader
-                taken += [(ax_ + f * (end[0] - ax_) - 2, ay + f * (end[1] - ay) - 2,
-                           ax_ + f * (end[0] - ax_) + 2, ay + f * (end[1] - ay) + 2) for f in (0.3, 0.5, 0.7, 0.9)]
-        out.append((x, y, ha, va, box))
-    return out
-
-
-def text_size_px(text, renderer) -> tuple[float, float]:
-    box = text.get_window_extent(renderer)
-    pad = 2.5  # the white bbox around the digits
-    return box.width + 2 * pad, box.height + 2 * pad
-
-
-def percent_of(fraction: float) -> str:
-    """A share in per cent with three significant figures: ``"0.356 %"``, ``"10.8 %"``, ``"100 %"``
-    (``units.percent`` has fixed decimals: ``"0.00 %"`` for a tiny share, ``"100.00 %"`` for all)."""
-    return f"{num(fraction * 100)} %"
 
 
 def _values(n: float) -> str:
@@ -272,47 +154,34 @@ class Lesson01View:
     part_id: str | None = None
     notes: tuple[str, ...] = ()
 
-
-def _place(model_id: str, part_id: str, dtype: str, phase: str, batch: int, tokens: int) -> Placement:
-    fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
-    # One format throughout (weights, activations, KV cache, every matmul): a real W8A8/W4A4
-    # recipe when dtype is 8 or 4 bits, so the point moves (fewer bytes) as well as the ridge.
-    return place(model_id, part_id, phase=phase, batch=batch, compute_dtype=dtype, weights_dtype=dtype,
-                 activations_dtype=dtype, kv_dtype=dtype, attention_compute_dtype=dtype, **fields)
+    @property
+    def text(self) -> str:
+        """The verdict (what the base's chart and frame show)."""
+        return self.verdict
 
 
 def _dtype_effect(p: Placement, dtype: str, model_id: str, part_id: str, phase: str, batch: int,
                   tokens: int) -> DtypeEffect:
     """Place the same step in BF16 (and in the part's other formats, to find twins) and compare."""
     part = get_part(part_id)
-    ref = p if dtype == REFERENCE_DTYPE else _place(model_id, part_id, REFERENCE_DTYPE, phase, batch, tokens)
+    ref = p if dtype == REFERENCE_DTYPE else one_format_placement(model_id, part_id, REFERENCE_DTYPE, phase, batch,
+                                                                  tokens)
     ref_roof = Roof(f"{part.id} {REFERENCE_DTYPE}", float(ref.peak_flops_per_s), ref.bandwidth_bytes_per_s, part.id)
-    intensity, peak = float(p.intensity), float(p.peak_flops_per_s)
-    twins = []
-    for other in part.dtypes:
-        if other == dtype:
-            continue
-        try:
-            q = ref if other == REFERENCE_DTYPE else _place(model_id, part_id, other, phase, batch, tokens)
-        except RooflineInputError:
-            continue
-        if np.isclose(float(q.intensity), intensity, rtol=1e-9) and np.isclose(float(q.peak_flops_per_s), peak,
-                                                                             rtol=1e-9):
-            twins.append(other)
+    twins = formats_alike(model_id, part_id, dtype, phase, batch, tokens, {dtype: p, REFERENCE_DTYPE: ref})
     return DtypeEffect(
         dtype=dtype, reference=REFERENCE_DTYPE,
         bytes_per_value=bytes_per_element(dtype), reference_bytes_per_value=bytes_per_element(REFERENCE_DTYPE),
-        intensity_flop_per_byte=intensity, reference_intensity_flop_per_byte=float(ref.intensity),
-        peak_flops_per_s=peak, reference_peak_flops_per_s=float(ref.peak_flops_per_s),
+        intensity_flop_per_byte=float(p.intensity), reference_intensity_flop_per_byte=float(ref.intensity),
+        peak_flops_per_s=float(p.peak_flops_per_s), reference_peak_flops_per_s=float(ref.peak_flops_per_s),
         reference_roof=ref_roof,
         reference_point=point_on_roof(f"{REFERENCE_DTYPE} point", float(ref.intensity), ref_roof),
-        twins=tuple(twins))
+        twins=twins)
 
 
 def batching_gain(model_id: str, part_id: str, dtype: str, phase: str, batch: int, tokens: int,
                   intensity_flop_per_byte: float) -> float:
     """How much (a share: 0.3 = 30 %) doubling ``batch`` raises the intensity of this step."""
-    doubled = float(_place(model_id, part_id, dtype, phase, 2 * batch, tokens).intensity)
+    doubled = float(one_format_placement(model_id, part_id, dtype, phase, 2 * batch, tokens).intensity)
     return doubled / intensity_flop_per_byte - 1
 
 
@@ -322,7 +191,7 @@ def lesson01_view(model_id: str, part_id: str, dtype: str, phase: str, batch: in
     ``tokens`` is the prompt length for prefill and the context already cached for decode.
     """
     try:
-        p = _place(model_id, part_id, dtype, phase, batch, tokens)
+        p = one_format_placement(model_id, part_id, dtype, phase, batch, tokens)
         effect = _dtype_effect(p, dtype, model_id, part_id, phase, batch, tokens)
     except RooflineInputError as exc:
         return Lesson01View("Roofline", None, None, None, None, None, None, None, None, None,
@@ -344,7 +213,6 @@ def lesson01_view(model_id: str, part_id: str, dtype: str, phase: str, batch: in
                    f"({num(ridge)} FLOP/byte). The best possible is {percent_of(frac)} of peak: shop for bytes "
                    f"({shop}), not FLOPs.")
     else:
-        part = get_part(part_id)
         fastest = max(part.peak_flops_per_s(d) for d in part.dtypes)
         shop = ("a faster format, better tensor-core use" if float(p.peak_flops_per_s) < fastest * (1 - 1e-9)
                 else f"better tensor-core use; {dtype.upper()} is already this part's fastest format")
@@ -453,21 +321,6 @@ def _moving_artists(ax) -> dict:
     return {"ax": ax, "marker": marker, "label": label, "ghost": ghost, "arrow": arrow, "leader": leader}
 
 
-def _layout(state, roofs) -> None:
-    """Pixel geometry of what never moves (legend, ridge label, roof lines, axes frame), read once."""
-    ax = state["ax"]
-    renderer = ax.figure.canvas.get_renderer()
-    xs = np.logspace(np.log10(INTENSITY_RANGE[0]), np.log10(INTENSITY_RANGE[1]), 300)
-    lines = [ax.transData.transform(np.column_stack(
-        [xs, np.minimum(r.peak_flops_per_s, r.bandwidth_bytes_per_s * xs) / TERA])) for r in roofs]
-    state["line_px"] = np.vstack(lines)
-    moving = (state["label"], state["arrow"])
-    state["static"] = [tuple(ax.get_legend().get_window_extent(renderer).extents)] + [
-        tuple(t.get_window_extent(renderer).extents) for t in ax.texts if t.get_text() and t not in moving]
-    state["frame"] = tuple(ax.bbox.extents)
-    state["renderer"] = renderer
-
-
 #: where the point's label may go: below right first (under a roof, as the course's charts do)
 _LABEL_DIRECTIONS = ((1, -1, "left", "top"), (-1, 1, "right", "bottom"), (-1, -1, "right", "top"),
                      (1, 1, "left", "bottom"), (0, -1, "center", "top"), (0, 1, "center", "bottom"),
@@ -476,76 +329,58 @@ _LABEL_DIRECTIONS = ((1, -1, "left", "top"), (-1, 1, "right", "bottom"), (-1, -1
                      (0, 1, "left", "bottom"))
 
 
-def _place_artists(state, view: Lesson01View, roofs=()) -> list:
-    """Move the point, BF16's hollow point and the arrow; set the point's label where it covers
-    no roof, no ridge label, no legend and neither marker."""
-    ax, marker, label, ghost, arrow = (state[k] for k in ("ax", "marker", "label", "ghost", "arrow"))
-    if "renderer" not in state:
-        _layout(state, roofs or [view.roof])
-    drawn = []
-    x, y = view.point.intensity_flop_per_byte, view.point.flops_per_s / TERA
-    px, py = ax.transData.transform((x, y))
-    obstacles = list(state["static"]) + [(px - 9, py - 9, px + 9, py + 9)]
-    line_px = state["line_px"]
-    e = view.dtype_effect
-    if e is not None and e.point_moves:
-        g = e.reference_point
-        gx, gy = g.intensity_flop_per_byte, g.flops_per_s / TERA
-        ghost.set_data([gx], [gy])
-        arrow.xy = (x, y)
-        arrow.set_position((gx, gy))
-        drawn += [ghost, arrow]
-        qx, qy = ax.transData.transform((gx, gy))
-        obstacles += [(qx - 8, qy - 8, qx + 8, qy + 8)]
-        # the arrow: samples along it count like the roofs' samples, so no label covers it
-        f = np.linspace(0.0, 1.0, 24)[:, None]
-        line_px = np.vstack([line_px, np.hstack([qx + f * (px - qx), qy + f * (py - qy)])])
-    place_moving_point(marker, label, view.point, INTENSITY_RANGE)
-    (lx, ly, ha, va, box), = place_labels([(px, py)], [text_size_px(label, state["renderer"])], obstacles,
-                                          line_px, state["frame"], directions=_LABEL_DIRECTIONS,
-                                          distances=_DISTANCES_PX + (170.0, 230.0))
-    end = leader_end((px, py), box)
-    if np.hypot(end[0] - px, end[1] - py) >= LABEL_LEADER_FROM_PX:  # a far label points back to its point
-        state["leader"].set_data([px, end[0]], [py, end[1]])
-        drawn.append(state["leader"])
-    to_pt = 72 / ax.figure.dpi
-    label.set_position(((lx - px) * to_pt, (ly - py) * to_pt))
-    label.set_horizontalalignment(ha)
-    label.set_verticalalignment(va)
-    return drawn + [marker, label]
+class Lesson01Chart(FigurePerKeyChart):
+    """The lesson-1 chart: roof, comparison roof, legend and dtype note drawn once per figure (one per
+    title, roof, dtype note and part); the point, BF16's hollow point and the arrow between them, and
+    the point's label (set where it covers no roof, no ridge label, no legend and neither marker), per
+    update."""
 
+    figure_key = staticmethod(_static_key)
 
-class Lesson01Chart:
-    """The lesson-1 chart, cached: roof, comparison roof, legend and note drawn once per
-    (title, roof, dtype note); the point, BF16's hollow point and the arrow between them per update."""
-
-    def __init__(self, figsize: tuple[float, float] = FIGSIZE, dpi: float = 100, max_cached: int = 6) -> None:
-        self.figsize, self.dpi = figsize, dpi
-        self.figures = CachedFigure(self._build, max_cached)
-
-    @property
-    def misses(self) -> int:
-        return self.figures.misses
-
-    def _build(self, key):
-        fig = bare_figure(self.figsize, self.dpi)
+    def skeleton(self, key) -> dict:
+        fig = bare_figure(FIGSIZE)
         ax = fig.add_subplot()
         fig.subplots_adjust(**AXES_BOX)
         _draw_static(ax, key)
-        state = _moving_artists(ax)
+        shared = _moving_artists(ax)
         raise_small_text(fig)
-        return fig, state
+        shared.update(fig=fig, roofs=[r for r in (key[1], key[2]) if r is not None])
+        return shared
 
-    def png(self, view: Lesson01View) -> bytes:
-        """PNG bytes of the chart for ``view`` (an error view gives a picture of the message)."""
-        if view.roof is None:
-            return figure_png(lesson01_draw(view))
-        key = _static_key(view)
-        roofs = [r for r in (view.roof, key[2]) if r is not None]
-        return self.figures.render(key, lambda state: _place_artists(state, view, roofs))
+    def no_chart(self, view: Lesson01View) -> bytes | None:
+        return figure_png(lesson01_draw(view)) if view.roof is None else None
 
-    def close(self) -> None:
-        self.figures.close()
+    def move(self, shared: dict, view: Lesson01View) -> list:
+        ax, marker, label, ghost, arrow = (shared[k] for k in ("ax", "marker", "label", "ghost", "arrow"))
+        if "renderer" not in shared:  # what never moves, in pixels, read once
+            shared["renderer"] = renderer = ax.figure.canvas.get_renderer()
+            shared.update(line_px=roof_samples_px(ax, shared["roofs"], INTENSITY_RANGE),
+                          static=fixed_boxes(ax, renderer, (label, arrow)), frame=tuple(ax.bbox.extents))
+        drawn = []
+        x, y = view.point.intensity_flop_per_byte, view.point.flops_per_s / TERA
+        px, py = ax.transData.transform((x, y))
+        obstacles = list(shared["static"]) + [(px - 9, py - 9, px + 9, py + 9)]
+        line_px = shared["line_px"]
+        e = view.dtype_effect
+        if e is not None and e.point_moves:
+            g = e.reference_point
+            gx, gy = g.intensity_flop_per_byte, g.flops_per_s / TERA
+            ghost.set_data([gx], [gy])
+            arrow.xy = (x, y)
+            arrow.set_position((gx, gy))
+            drawn += [ghost, arrow]
+            qx, qy = ax.transData.transform((gx, gy))
+            obstacles += [(qx - 8, qy - 8, qx + 8, qy + 8)]
+            # the arrow: samples along it count like the roofs' samples, so no label covers it
+            f = np.linspace(0.0, 1.0, 24)[:, None]
+            line_px = np.vstack([line_px, np.hstack([qx + f * (px - qx), qy + f * (py - qy)])])
+        place_moving_point(marker, label, view.point, INTENSITY_RANGE)
+        placed, = place_label_boxes([(px, py)], [text_size_px(label, shared["renderer"])], obstacles, line_px,
+                                    shared["frame"], directions=_LABEL_DIRECTIONS,
+                                    distances=DISTANCES_PX + (170.0, 230.0))
+        drawn += leader_to(shared["leader"], (px, py), placed[4], LABEL_LEADER_FROM_PX)  # a far label points back
+        offset_label(label, (px, py), placed, ax.figure.dpi)
+        return drawn + [marker, label]
 
 
 def lesson01_draw(view: Lesson01View):
@@ -556,16 +391,11 @@ def lesson01_draw(view: Lesson01View):
         ax.axis("off")
         ax.text(0.0, 0.5, textwrap.fill(view.verdict, 110), fontsize=MIN_FONT_PT, va="center")
         return set_alt(fig, view.verdict)
-    fig = bare_figure(FIGSIZE)
-    ax = fig.add_subplot()
-    fig.subplots_adjust(**AXES_BOX)
-    key = _static_key(view)
-    _draw_static(ax, key)
-    state = _moving_artists(ax)
-    for artist in _place_artists(state, view, [r for r in (view.roof, key[2]) if r is not None]):
+    chart = Lesson01Chart()
+    shared = chart.skeleton(chart.figure_key(view))
+    for artist in chart.move(shared, view):
         artist.set_animated(False)
-    raise_small_text(fig)
-    return set_alt(fig, lesson01_alt(view))
+    return set_alt(shared["fig"], lesson01_alt(view))
 
 
 def lesson01_png(view: Lesson01View, canvas: RooflineCanvas | Lesson01Chart | None = None) -> bytes:
@@ -613,32 +443,18 @@ def lesson01_frame(view: Lesson01View, chart: Lesson01Chart | RooflineCanvas) ->
 
 def lesson01_dashboard(model_id: str = "qwen3.8-27b", part_id: str = "h100-sxm"):
     """The lesson-1 dashboard: model, part, dtype, phase, batch and length → chart and verdict."""
-    import ipywidgets as widgets
-    from IPython.display import display
-
-    style = {"description_width": "initial"}
-    part_w = widgets.Dropdown(options=list_parts(), value=part_id, description="part", style=style,
-                              layout=widgets.Layout(width="14em"))
     # All dtypes stay offered: a part without that rate says so in the verdict (A100 has no FP8),
     # and changing the part never fires a second, spurious update.
-    dtype_w = widgets.Dropdown(options=DTYPES, value=REFERENCE_DTYPE, description="dtype", style=style,
-                               layout=widgets.Layout(width="10em"))
-    model_w = widgets.Dropdown(options=list_models(), value=model_id, description="model", style=style,
-                               layout=widgets.Layout(width="16em"))
-    phase_w = widgets.ToggleButtons(options=["decode", "prefill"], value="decode", description="phase",
-                                    style={**style, "button_width": "5.5em"}, layout=widgets.Layout(width="auto"))
-    batch_w = widgets.SelectionSlider(options=BATCH_CHOICES, value=1, description="batch", style=style,
-                                      layout=widgets.Layout(width="17em"))
-    tokens_w = widgets.SelectionSlider(options=TOKEN_CHOICES, value=8192, description="tokens", style=style,
-                                       tooltip="prompt length (prefill) or tokens already cached (decode)",
-                                       layout=widgets.Layout(width="20em"))
+    controls = {"model": dropdown("model", list_models(), model_id, "16em"),
+                "part": dropdown("part", list_parts(), part_id, "14em"),
+                "dtype": dropdown("dtype", DTYPES, REFERENCE_DTYPE, "10em"),
+                "phase": toggle("phase", ["decode", "prefill"], "decode"),
+                "batch": slider("batch", BATCH_CHOICES, 1, "17em", fmt=None),
+                "tokens": slider("tokens", TOKEN_CHOICES, 8192, "20em", fmt=None,
+                                 tooltip="prompt length (prefill) or tokens already cached (decode)")}
     chart = Lesson01Chart()
 
     def render(model, part, dtype, phase, batch, tokens) -> Frame:
         return lesson01_frame(lesson01_view(model, part, dtype, phase, batch, tokens), chart)
 
-    ui = build_dashboard({"model": model_w, "part": part_w, "dtype": dtype_w, "phase": phase_w, "batch": batch_w,
-                          "tokens": tokens_w},
-                         [["model", "part", "dtype"], ["phase", "batch", "tokens"]], render)
-    display(ui)
-    return ui
+    return dashboard(controls, [["model", "part", "dtype"], ["phase", "batch", "tokens"]], render)

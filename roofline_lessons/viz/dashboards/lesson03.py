@@ -17,35 +17,24 @@ from ...core.errors import RooflineInputError
 from ...core.hardware import get_part, list_parts
 from ...core.models import list_models
 from ...core.placement import Placement, place
-from ...core.roofline import attainable_flops_per_s, time_lower_bound_s
-from ...core.units import duration, num, si
-from ...topics.reports import OP_HEADERS, op_rows
-from ..charts import (
-    LINE_COLOURS,
-    MIN_FONT_PT,
-    PALETTE,
-    Roof,
-    moving_point_artists,
-    part_style,
-    place_moving_point,
-    point_on_roof,
-    roofline_chart,
-    set_roof_ylim,
-)
+from ...core.units import TERA, duration, num, si
+from ...topics.reports import OP_HEADERS, numbered_op_rows, op_points
+from ..charts import LINE_COLOURS, MIN_FONT_PT, PALETTE, Roof, moving_point_artists, part_style, place_moving_point
+from ..charts import point_on_roof, roofline_chart, set_roof_ylim
+from ..dashboard_base import FigurePerKeyChart, dashboard, dropdown, percent_of, raise_small_text, slider, toggle
 from ..display import html_table
-from ..fastfig import CHART_DPI, CachedFigure, bare_figure, message_png
-from ..panel import Frame, build_dashboard
-from .lesson01 import leader_end, percent_of, place_labels, raise_small_text, text_size_px
+from ..fastfig import CHART_DPI as DPI, bare_figure
+from ..labels import clusters, fixed_boxes, leader_to, number_ranges, offset_label, place_label_boxes
+from ..labels import roof_samples_px, text_size_px, wrap_ranges
+from ..panel import Frame
 
 INTENSITY_RANGE = (0.01, 1e5)
 TOKEN_CHOICES = (128, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
-TERA = 1e12
 #: the ``#`` of an operator that moves data only (no FLOPs, so no intensity and no square)
 NOT_ON_CHART = "–"
 #: squares closer than this (pixels) share one label
 CLUSTER_PX = 9.0
 SQUARE_PT = 6.0
-DPI = CHART_DPI
 #: longest line of a label, in characters (a long list of numbers wraps)
 LABEL_WIDTH_CHARS = 16
 #: labels set this far from their squares or further get a thin leader line back to them
@@ -73,6 +62,11 @@ class Lesson03View:
     phase: str | None = None
     op_times_s: tuple[float, ...] = ()  #: each op point's time bound (seconds), aligned with ``op_points``
 
+    @property
+    def text(self) -> str:
+        """The summary (what the base's chart shows for an error view)."""
+        return self.summary
+
 
 def _summary(p: Placement) -> str:
     w = p.workload
@@ -89,8 +83,8 @@ def _summary(p: Placement) -> str:
     else:
         said = (f"Decode with {int(w.context_tokens):,} tokens cached: {roof}-bound. Time per output token ≥ "
                 f"{duration(t)}, so ≤ {num(float(p.tokens_per_s_upper_bound))} tokens/s per sequence "
-                f"(lower bound: {binding}); {estimate}; {percent_of(float(p.fraction_of_peak))} of this step's compute roof "
-                f"on unfused traffic. {lenses}.")
+                f"(lower bound: {binding}); {estimate}; {percent_of(float(p.fraction_of_peak))} of this step's "
+                f"compute roof on unfused traffic. {lenses}.")
     if p.context_beyond_model:
         said += (f" Note: {p.model.name} was built for at most {p.model.max_context_tokens:,} tokens "
                  "(config.json max_position_embeddings); this length is a what-if.")
@@ -115,95 +109,29 @@ def lesson03_view(model_id: str, part_id: str, phase: str, tokens: int, batch: i
         return Lesson03View("", None, (), None, None, None, None, None, None, (), str(exc), error=str(exc))
     part = get_part(part_id)
     roof = Roof(f"{part.id} bf16", p.peak_flops_per_s, p.bandwidth_bytes_per_s, part.id)
-    points, times = [], []
-    for op in p.cost.ops:
-        total = op.scaled_to_all_layers()
-        flops, nbytes = float(total.flops), float(total.bytes)
-        if flops <= 0 or nbytes <= 0:
-            continue  # pure data movement (KV write, embedding gather) has no intensity to plot
-        x = flops / nbytes
-        times.append(float(time_lower_bound_s(flops, nbytes, p.peak_flops_per_s, p.bandwidth_bytes_per_s)))
-        points.append((f"{op.block}.{op.name}", x, float(attainable_flops_per_s(x, roof.peak_flops_per_s,
-                                                                               roof.bandwidth_bytes_per_s))))
+    points = op_points(p)  # pure data movement (KV write, embedding gather) has no intensity to plot
     # number the plotted operators in table order (largest time bound first): the chart's labels
-    rows = op_rows(p)
-    plotted = {name for name, _, _ in points}
-    number_of, numbered = {}, []
-    for row in rows:
-        if row[0] in plotted:
-            number_of[row[0]] = len(number_of) + 1
-            numbered.append((str(number_of[row[0]]), *row))
-        else:
-            numbered.append((NOT_ON_CHART, *row))
+    number_of, numbered = numbered_op_rows(p, [name for name, *_ in points], NOT_ON_CHART)
     return Lesson03View(
         # no phase in the title: switching phase keeps the cached figure (a fast update); the step's
         # label names the phase
         title=f"{p.model.name} on {part.name}: every operator of one step",
         roof=roof,
-        op_points=tuple(points),
+        op_points=tuple((name, x, y) for name, x, y, _t in points),
         step_intensity=float(p.intensity),
         step_intensity_per_weight_byte=float(p.intensity_per_weight_byte),
         step_attainable_flops_per_s=float(p.attainable_flops_per_s),
         bound=str(p.bound),
         time_estimate_s=float(p.time_estimate_s),
         tokens_per_s_estimate=float(p.tokens_per_s_estimate),
-        table_rows=tuple(tuple(r) for r in (rows[:top] if top else rows)),
+        table_rows=tuple(tuple(r[1:]) for r in (numbered[:top] if top else numbered)),
         summary=_summary(p),
-        op_numbers=tuple(number_of[name] for name, _, _ in points),
+        op_numbers=tuple(number_of[name] for name, *_ in points),
         numbered_rows=tuple(numbered),
         top=top,
         phase=phase,
-        op_times_s=tuple(times),
+        op_times_s=tuple(t for *_, t in points),
     )
-
-
-# ---- labels that do not collide ----------------------------------------------------------------
-
-def number_ranges(numbers) -> str:
-    """``[1, 2, 3, 5, 7, 8]`` → ``"1–3, 5, 7–8"``."""
-    ns = sorted({int(n) for n in numbers})
-    parts, i = [], 0
-    while i < len(ns):
-        j = i
-        while j + 1 < len(ns) and ns[j + 1] == ns[j] + 1:
-            j += 1
-        parts.append(str(ns[i]) if i == j else f"{ns[i]}–{ns[j]}")
-        i = j + 1
-    return ", ".join(parts)
-
-
-def wrap_ranges(text: str, width: int = LABEL_WIDTH_CHARS) -> str:
-    """Break ``"1–9, 11–14, 16–17, 20"`` into lines of at most ``width`` characters, at commas."""
-    lines: list[str] = []
-    for item in text.split(", "):
-        if lines and len(lines[-1]) + 2 + len(item) + 1 <= width:  # + 1: the comma a break adds
-            lines[-1] += ", " + item
-        else:
-            if lines:
-                lines[-1] += ","
-            lines.append(item)
-    return "\n".join(lines)
-
-
-def clusters(points_px: np.ndarray, radius_px: float = CLUSTER_PX) -> list[list[int]]:
-    """Group points (pixels) that lie within ``radius_px`` of another point of the group."""
-    n = len(points_px)
-    parent = list(range(n))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for i in range(n):
-        d = np.hypot(*(points_px[i + 1:] - points_px[i]).T) if i + 1 < n else np.empty(0)
-        for j in np.nonzero(d < radius_px)[0] + i + 1:
-            parent[root(int(j))] = root(i)
-    groups: dict[int, list[int]] = {}
-    for i in range(n):
-        groups.setdefault(root(i), []).append(i)
-    return list(groups.values())
 
 
 def _square_colour(part_id: str | None) -> str:
@@ -212,7 +140,8 @@ def _square_colour(part_id: str | None) -> str:
     return next(c for c in (PALETTE[5], PALETTE[2], PALETTE[4], *LINE_COLOURS) if c not in avoid)
 
 
-def _build(key):
+def _skeleton(key) -> dict:
+    """The figure for (title, roof): roof, legend and axes, and the moving artists."""
     from matplotlib.lines import Line2D
 
     title, roof = key
@@ -235,96 +164,63 @@ def _build(key):
     texts: list = []  # number labels, made as needed (see _labels)
     raise_small_text(fig)
     step_leader, = ax.plot([], [], color="0.35", linewidth=0.8, animated=True, zorder=5, transform=None)
-    return fig, {"ax": ax, "ops": ops, "marker": marker, "label": label, "texts": texts, "leaders": [], "roof": roof,
-                 "step_leader": step_leader}
+    return {"fig": fig, "ax": ax, "ops": ops, "marker": marker, "label": label, "texts": texts, "leaders": [],
+            "roof": roof, "step_leader": step_leader}
 
 
-def _layout(state, fig) -> None:
-    """Pixel geometry of what never moves (legend, ridge label, roof line, axes frame), read once
-    after the cached figure's first draw."""
-    ax, roof = state["ax"], state["roof"]
-    renderer = fig.canvas.get_renderer()
-    xs = np.logspace(np.log10(INTENSITY_RANGE[0]), np.log10(INTENSITY_RANGE[1]), 300)
-    ys = np.minimum(roof.peak_flops_per_s, roof.bandwidth_bytes_per_s * xs) / TERA
-    state["line_px"] = ax.transData.transform(np.column_stack([xs, ys]))
-    static = [tuple(ax.get_legend().get_window_extent(renderer).extents)]
-    static += [tuple(t.get_window_extent(renderer).extents) for t in ax.texts
-               if t.get_text() and t not in state["texts"]]
-    state["static"] = static
-    state["frame"] = tuple(ax.bbox.extents)
-    state["renderer"] = renderer
+class Lesson03Chart(FigurePerKeyChart):
+    """Roof, legend and axes drawn once per figure (one per title and roof); the operator squares,
+    their number labels and the whole step's point per update."""
+
+    def figure_key(self, view: Lesson03View):
+        return view.title, view.roof
+
+    skeleton = staticmethod(_skeleton)
+
+    def move(self, shared: dict, view: Lesson03View) -> list:
+        ax, ops = shared["ax"], shared["ops"]
+        if "renderer" not in shared:  # what never moves, in pixels, read once
+            shared["renderer"] = ax.figure.canvas.get_renderer()
+            shared.update(line_px=roof_samples_px(ax, [shared["roof"]], INTENSITY_RANGE), frame=tuple(ax.bbox.extents),
+                          static=fixed_boxes(ax, shared["renderer"], shared["texts"]))
+        renderer = shared["renderer"]
+        xy = np.array([[x, y / TERA] for _, x, y in view.op_points]).reshape(-1, 2)
+        ops.set_offsets(xy)
+        step = point_on_roof(f"whole {view.phase} step", view.step_intensity, view.roof)
+        marker, step_label = place_moving_point(shared["marker"], shared["label"], step, INTENSITY_RANGE)
+        pts = ax.transData.transform(xy) if len(xy) else np.empty((0, 2))
+        half = SQUARE_PT * DPI / 72 / 2 + 1
+        obstacles = list(shared["static"]) + [(x - half, y - half, x + half, y + half) for x, y in pts]
+        sx, sy = ax.transData.transform((step.intensity_flop_per_byte, step.flops_per_s / TERA))
+        obstacles.append((sx - 8, sy - 8, sx + 8, sy + 8))
+        groups = sorted(clusters(pts, CLUSTER_PX), key=lambda g: min(view.op_numbers[i] for i in g))
+        texts, leaders = _labels(shared, len(groups))
+        # the whole step's label is placed first, by the same rules, then one label per cluster
+        anchors, sizes = [(sx, sy)], [text_size_px(step_label, renderer)]
+        for text, g in zip(texts, groups):
+            text.set_text(wrap_ranges(number_ranges(view.op_numbers[i] for i in g), LABEL_WIDTH_CHARS))
+            anchors.append(pts[g].mean(axis=0))
+            sizes.append(text_size_px(text, renderer))
+        placed = place_label_boxes(anchors, sizes, obstacles, shared["line_px"], shared["frame"],
+                                   leader_from_px=LEADER_FROM_PX)
+        drawn = leader_to(shared["step_leader"], (sx, sy), placed[0][4], LEADER_FROM_PX)  # a far step label
+        offset_label(step_label, (sx, sy), placed[0], DPI)
+        for text, leader, (x, y, ha, va, box), anchor in zip(texts, leaders, placed[1:], anchors[1:]):
+            text.set(position=(x, y), horizontalalignment=ha, verticalalignment=va)
+            drawn += leader_to(leader, anchor, box, LEADER_FROM_PX)  # a far label points back to its squares
+        return [marker, ops, *drawn, step_label, *texts[:len(groups)]]  # squares on top of the step's marker
 
 
-def _labels(state, n: int) -> tuple[list, list]:
+def _labels(shared: dict, n: int) -> tuple[list, list]:
     """At least ``n`` animated number labels and leader lines (pixel coordinates), kept with the
-    cached figure."""
-    texts, leaders, ax = state["texts"], state["leaders"], state["ax"]
+    figure."""
+    texts, leaders, ax = shared["texts"], shared["leaders"], shared["ax"]
     while len(texts) < n:
         texts.append(ax.text(0, 0, "", fontsize=MIN_FONT_PT, animated=True, zorder=6, transform=None,
                              linespacing=1.1,
                              bbox={"boxstyle": "square,pad=0.12", "fc": "white", "ec": "none", "alpha": 0.85}))
         leaders.append(ax.plot([], [], color="0.35", linewidth=0.8, animated=True, zorder=5, transform=None)[0])
     return texts, leaders
-
-
-def _update(state, view: Lesson03View) -> list:
-    if "renderer" not in state:
-        _layout(state, state["ax"].figure)
-    ax, ops, renderer = state["ax"], state["ops"], state["renderer"]
-    xy = np.array([[x, y / TERA] for _, x, y in view.op_points]).reshape(-1, 2)
-    ops.set_offsets(xy)
-    step = point_on_roof(f"whole {view.phase} step", view.step_intensity, view.roof)
-    moving = place_moving_point(state["marker"], state["label"], step, INTENSITY_RANGE)
-    pts = ax.transData.transform(xy) if len(xy) else np.empty((0, 2))
-    half = SQUARE_PT * DPI / 72 / 2 + 1
-    obstacles = list(state["static"])
-    obstacles += [(x - half, y - half, x + half, y + half) for x, y in pts]
-    sx, sy = ax.transData.transform((step.intensity_flop_per_byte, step.flops_per_s / TERA))
-    obstacles.append((sx - 8, sy - 8, sx + 8, sy + 8))
-    groups = sorted(clusters(pts), key=lambda g: min(view.op_numbers[i] for i in g))
-    texts, leaders = _labels(state, len(groups))
-    # the whole step's label is placed first, by the same rules, then one label per cluster
-    step_label = state["label"]
-    anchors, sizes = [(sx, sy)], [text_size_px(step_label, renderer)]
-    for text, g in zip(texts, groups):
-        text.set_text(wrap_ranges(number_ranges(view.op_numbers[i] for i in g)))
-        anchors.append(pts[g].mean(axis=0))
-        sizes.append(text_size_px(text, renderer))
-    drawn = []
-    placed = place_labels(anchors, sizes, obstacles, state["line_px"], state["frame"], leader_from_px=LEADER_FROM_PX)
-    (x, y, ha, va, step_box), placed = placed[0], placed[1:]
-    ex, ey = leader_end((sx, sy), step_box)
-    if np.hypot(ex - sx, ey - sy) >= LEADER_FROM_PX:  # a far step label points back to its marker
-        state["step_leader"].set_data([sx, ex], [sy, ey])
-        drawn.append(state["step_leader"])
-    to_pt = 72 / DPI
-    step_label.set_position(((x - sx) * to_pt, (y - sy) * to_pt))
-    step_label.set_horizontalalignment(ha)
-    step_label.set_verticalalignment(va)
-    for text, leader, (x, y, ha, va, box), (ax_, ay) in zip(texts, leaders, placed, anchors[1:]):
-        text.set_position((x, y))
-        text.set_horizontalalignment(ha)
-        text.set_verticalalignment(va)
-        # a far label points back to its squares: a line from the squares to the box's nearest edge
-        ex, ey = leader_end((ax_, ay), box)
-        if np.hypot(ex - ax_, ey - ay) >= LEADER_FROM_PX:
-            leader.set_data([ax_, ex], [ay, ey])
-            drawn.append(leader)
-    marker, label = moving
-    return [marker, ops, *drawn, label, *texts[:len(groups)]]  # squares on top of the step's marker
-
-
-class Lesson03Chart:
-    """Cached chart: roof, legend and axes drawn once per (title, roof); the operator squares, their
-    number labels and the whole step's point per update."""
-
-    def __init__(self) -> None:
-        self.figures = CachedFigure(_build)
-
-    def png(self, view: Lesson03View) -> bytes:
-        if view.roof is None:
-            return message_png(view.summary)
-        return self.figures.render((view.title, view.roof), lambda state: _update(state, view))
 
 
 def lesson03_table_html(view: Lesson03View) -> str:
@@ -387,24 +283,13 @@ def lesson03_frame(view: Lesson03View, chart: Lesson03Chart) -> Frame:
 
 def lesson03_dashboard(model_id: str = "qwen3.8-27b", part_id: str = "h100-sxm"):
     """Model, part, phase and length -> every operator on the chart, the step's point, the op table."""
-    import ipywidgets as widgets
-    from IPython.display import display
-
-    style = {"description_width": "initial"}
-    model_w = widgets.Dropdown(options=list_models(), value=model_id, description="model", style=style,
-                               layout=widgets.Layout(width="16em"))
-    part_w = widgets.Dropdown(options=list_parts(), value=part_id, description="part", style=style,
-                              layout=widgets.Layout(width="14em"))
-    phase_w = widgets.ToggleButtons(options=["prefill", "decode"], value="prefill", description="phase",
-                                    style={**style, "button_width": "5.5em"}, layout=widgets.Layout(width="auto"))
-    tokens_w = widgets.SelectionSlider(options=TOKEN_CHOICES, value=8192, description="tokens", style=style,
-                                       layout=widgets.Layout(width="20em"))
+    controls = {"model": dropdown("model", list_models(), model_id, "16em"),
+                "part": dropdown("part", list_parts(), part_id, "14em"),
+                "phase": toggle("phase", ["prefill", "decode"], "prefill"),
+                "tokens": slider("tokens", TOKEN_CHOICES, 8192, "20em", fmt=None)}
     chart = Lesson03Chart()
 
     def render(model, part, phase, tokens) -> Frame:
         return lesson03_frame(lesson03_view(model, part, phase, tokens), chart)
 
-    ui = build_dashboard({"model": model_w, "part": part_w, "phase": phase_w, "tokens": tokens_w},
-                         [["model", "part"], ["phase", "tokens"]], render)
-    display(ui)
-    return ui
+    return dashboard(controls, [["model", "part"], ["phase", "tokens"]], render)

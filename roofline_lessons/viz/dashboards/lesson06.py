@@ -20,11 +20,12 @@ from ...core.errors import RooflineInputError
 from ...core.hardware import get_part, list_parts
 from ...core.roofline import attainable_flops_per_s
 from ...core.units import binary, count, num, si
-from ...topics.flash import (SRAMOverflowError, attention_flops, compulsory_hbm_bytes, flash2_hbm_bytes,
-                             flash_block_sizes, flash_hbm_bytes, standard_hbm_bytes)
+from ...topics.flash import SRAMOverflowError, attention_flops, closed_form_tiling, tile_grid, tile_map
 from ...topics.levers import regime
 from ..charts import MARKERS, MIN_FONT_PT, PALETTE, Roof, part_style, roofline_chart, set_roof_ylim
-from ..fastfig import CHART_DPI, CachedFigure, bare_figure, message_png
+from ..dashboard_base import (FigurePerKeyChart, checkbox, dashboard, dropdown, raise_small_text, roof_key, slider,
+                              toggle)
+from ..fastfig import CHART_DPI, bare_figure
 from ..panel import Frame
 
 N_CHOICES = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
@@ -66,69 +67,15 @@ class Lesson06View:
     standard_computed_flops: float = 0.0
 
 
-def _grid(n: int, rows: int, cols: int, max_cells: int):
-    """Tile counts and, per map cell, its first and last query block and its first key block."""
-    tr, tc = -(-n // rows), -(-n // cols)
-    sr, sc = max(1, -(-tr // max_cells)), max(1, -(-tc // max_cells))
-    r0 = np.arange(0, tr, sr, dtype=np.int64)
-    r1 = np.minimum(r0 + sr, tr) - 1
-    c0 = np.arange(0, tc, sc, dtype=np.int64)
-    return tr, tc, sr, sc, r0, r1, c0
-
-
-def tile_map(n: int, rows: int, cols: int, causal: bool, max_cells: int = 256, order: str = "fa1") -> np.ndarray:
-    """Visiting order of the tiles, NaN for skipped ones, aggregated to at most ``max_cells`` per side so
-    a picture stays readable (and cheap) at any N. ``order="fa1"``: outer loop over key blocks
-    (Algorithm 1); ``"fa2"``: outer loop over query blocks (FlashAttention-2).
-
-    Each cell stands for a square of tiles; it is visited if any of its tiles is, and its value is the
-    rank of its first visited tile (key block j, query block i: ``j·T_r + i`` for Algorithm 1,
-    ``i·T_c + j`` for FlashAttention-2). With one tile per cell this is the full tile grid. A causal
-    kernel visits tile (i, j) when ``j·B_c`` ≤ the last row of query block i, so the first visited query
-    block of key block j is ``⌊j·B_c / B_r⌋``: no loop over tiles at any N.
-    """
-    if order not in ("fa1", "fa2"):
-        raise RooflineInputError(f"order must be 'fa1' or 'fa2', got {order!r}")
-    tr, tc, _, _, r0, r1, c0 = _grid(int(n), int(rows), int(cols), int(max_cells))
-    if causal:
-        first_row = np.maximum(r0[:, None], (c0[None, :] * cols) // rows)  # first visited query block per cell
-        visited = first_row <= r1[:, None]
-    else:
-        first_row = np.broadcast_to(r0[:, None], (r0.size, c0.size))
-        visited = np.ones((r0.size, c0.size), dtype=bool)
-    rank = (c0[None, :] * tr + first_row) if order == "fa1" else (first_row * tc + c0[None, :])
-    return np.where(visited, rank.astype(float), np.nan)
-
-
-def visited_tiles(n: int, rows: int, cols: int, causal: bool) -> int:
-    """How many (query block, key block) tiles a kernel computes: all ``T_r·T_c`` of them, or for a causal
-    kernel, per query block the key blocks starting at or before its last row."""
-    tr, tc = -(-n // rows), -(-n // cols)
-    if not causal:
-        return tr * tc
-    row_end = np.minimum(np.arange(1, tr + 1, dtype=np.int64) * rows, n) - 1
-    return int(np.minimum(row_end // cols + 1, tc).sum())
-
-
 @lru_cache(maxsize=256)
-def _numbers(n: int, head_dim: int, sram: int, causal: bool, part_id: str):
-    """Block sizes, roof, FLOPs and the four byte counts for one setting (closed forms; cached by the inputs)."""
-    sizes = flash_block_sizes(sram, head_dim, ELEMENT_BYTES)
+def _numbers(n: int, head_dim: int, sram: int, causal: bool, part_id: str, order: str):
+    """The closed forms for one setting, the part's BF16 roof and the tile map (cached by the inputs)."""
     part = get_part(part_id)
     roof = Roof(f"{part.id} BF16", part.peak_flops_per_s("bf16"), part.memory_bandwidth_bytes_per_s, part.id)
-    flops = float(attention_flops(n, head_dim, causal))
-    nbytes = (float(standard_hbm_bytes(n, head_dim, ELEMENT_BYTES)),
-              flash_hbm_bytes(n, head_dim, sram, ELEMENT_BYTES, causal, sizes),
-              flash2_hbm_bytes(n, head_dim, sram, ELEMENT_BYTES, causal, sizes),
-              float(compulsory_hbm_bytes(n, head_dim, ELEMENT_BYTES)))
-    return sizes, roof, flops, nbytes, visited_tiles(n, sizes.rows, sizes.cols, causal)
-
-
-@lru_cache(maxsize=256)
-def _cached_map(n: int, rows: int, cols: int, causal: bool, order: str, max_cells: int) -> np.ndarray:
-    out = tile_map(n, rows, cols, causal, max_cells, order)
-    out.setflags(write=False)  # shared between views: nobody may change it
-    return out
+    tiling = closed_form_tiling(n, head_dim, sram, causal, ELEMENT_BYTES)
+    tiles = tile_map(n, tiling.sizes.rows, tiling.sizes.cols, causal, MAX_MAP_CELLS, order)
+    tiles.setflags(write=False)  # shared between views: nobody may change it
+    return tiling, roof, tiles
 
 
 def lesson06_view(n: int, head_dim: int, sram_kib: int, causal: bool, part_id: str = "h100-sxm",
@@ -139,15 +86,16 @@ def lesson06_view(n: int, head_dim: int, sram_kib: int, causal: bool, part_id: s
     try:
         if order not in ("fa1", "fa2"):
             raise RooflineInputError(f"order must be 'fa1' or 'fa2', got {order!r}")
-        sizes, roof, flops, byte_counts, visited = _numbers(int(n), int(head_dim), sram, bool(causal), str(part_id))
+        tiling, roof, tiles = _numbers(int(n), int(head_dim), sram, bool(causal), str(part_id), order)
     except (SRAMOverflowError, RooflineInputError) as exc:
         return Lesson06View(n, head_dim, sram, causal, None, 0.0, {}, {}, {}, 0, 0, None, str(exc), error=str(exc),
                             order=order)
-    nbytes = dict(zip(KINDS, byte_counts))
+    sizes, flops, visited = tiling.sizes, tiling.flops, tiling.tiles_visited
+    nbytes = dict(zip(KINDS, tiling.hbm_bytes))
     intensity = {k: flops / b for k, b in nbytes.items()}
     attain = {k: float(attainable_flops_per_s(i, roof.peak_flops_per_s, roof.bandwidth_bytes_per_s))
               for k, i in intensity.items()}
-    tr, tc, sr, sc, *_ = _grid(n, sizes.rows, sizes.cols, MAX_MAP_CELLS)
+    tr, tc, sr, sc, *_ = tile_grid(n, sizes.rows, sizes.cols, MAX_MAP_CELLS)
     ridge = roof.ridge_point_flop_per_byte
     eager = float(attention_flops(n, head_dim, False))
     counted = (f"one head does {si(flops, 'FLOP')} of unmasked work, the count every dot and intensity here uses "
@@ -162,24 +110,13 @@ def lesson06_view(n: int, head_dim: int, sram_kib: int, causal: bool, part_id: s
             f"HBM traffic: {said}. The {roof.label} ridge is at {num(ridge)} FLOP/byte. "
             f"Tiles of {sizes.rows} query × {sizes.cols} key rows (FlashAttention-1's rule, B_r ≤ d, borrowed for "
             f"both orders: {sizes.paper_rows} × {sizes.paper_cols} before shrinking to fit).")
-    skipped = tr * tc - visited
     notes = (f"The kernel visits {count(visited)} of {count(tr * tc)} tiles ({count(tr)} query blocks × {count(tc)} "
-             f"key blocks" + (f"; {count(skipped)} skipped above the diagonal" if causal else "") + ")"
+             f"key blocks" + (f"; {count(tr * tc - visited)} skipped above the diagonal" if causal else "") + ")"
              + (f"; each map cell stands for {count(sr)} × {count(sc)} tiles." if (sr, sc) != (1, 1) else "."),
              "Tiled byte counts assume every tile comes from HBM (no reuse through the L2 cache).")
     return Lesson06View(n, head_dim, sram, causal, roof, flops, nbytes, intensity, attain, sizes.rows, sizes.cols,
-                        _cached_map(n, sizes.rows, sizes.cols, bool(causal), order, MAX_MAP_CELLS), text,
-                        order=order, notes=notes, tile_grid=(tr, tc), tiles_visited=visited, tiles_per_cell=(sr, sc),
-                        standard_computed_flops=eager)
-
-
-def _at_least_min_font(fig) -> None:
-    """Raise every text of ``fig`` below MIN_FONT_PT to it (roofline_chart's legend and ridge label use 8 pt)."""
-    from matplotlib.text import Text
-
-    for t in fig.findobj(Text):
-        if t.get_fontsize() < MIN_FONT_PT:
-            t.set_fontsize(MIN_FONT_PT)
+                        tiles, text, order=order, notes=notes, tile_grid=(tr, tc), tiles_visited=visited,
+                        tiles_per_cell=(sr, sc), standard_computed_flops=eager)
 
 
 #: the kind drawn hollow (a thick coloured outline, on top of the others): Algorithm 1's triangle, which often
@@ -205,44 +142,57 @@ DOT_ZORDER = (3, 5, 4, 4)
 COINCIDE_PX = 8.0 * CHART_DPI / 80
 
 
-def _build(roof):
-    from matplotlib.lines import Line2D
+class Lesson06Chart(FigurePerKeyChart):
+    """A figure per roof (one attention head on it, and the tile map); a move draws the four dots and the map."""
 
-    fig = bare_figure((11, 4.6))
-    fig.subplots_adjust(left=0.075, right=0.985, bottom=0.12, top=0.84, wspace=0.16)
-    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.45, 1]})
-    roofline_chart([roof], [], title=f"One attention head on the {roof.label} roofline", intensity_range=INTENSITY_RANGE,
-                   ax=ax1, fast=True)
-    set_roof_ylim(ax1, [roof], INTENSITY_RANGE)
-    for label in ax1.texts:  # the ridge label goes under the flat roof, where no dot can sit on it
-        if label.get_text().startswith("ridge"):
-            label.set_position((6, -16))
-    ax1.set_ylabel("Attainable (TFLOP/s)")
-    look = part_style(roof.part_id)
-    ax1.legend(handles=[Line2D([], [], color=look.colour, linestyle=look.linestyle, linewidth=2.2, label=roof.label)]
-               + [Line2D([], [], markersize=8, label=k, **_dot_style(i, look.colour)) for i, k in enumerate(KINDS)],
-               fontsize=MIN_FONT_PT, loc="lower right", framealpha=0.9)
-    dots = [ax1.plot([], [], markersize=DOT_SIZES[i], animated=True, zorder=DOT_ZORDER[i],
-                     **_dot_style(i, look.colour))[0] for i in range(len(KINDS))]
-    ax2.set_title("Tiles the kernel computes\n(dark: visited first, light: last; white: skipped)", fontsize=10)
-    ax2.set_xlabel("key/value block j →")
-    ax2.set_ylabel("← query block i")  # rotated 90°: the arrow points down, the way i grows (origin="upper")
-    image = ax2.imshow(np.zeros((2, 2)), cmap="cividis", origin="upper", aspect="auto", interpolation="nearest",
-                       extent=(0, 1, 1, 0), animated=True)
-    ax2.set_xticks([])
-    ax2.set_yticks([])
-    grid = ax2.text(0.5, -0.075, "", transform=ax2.transAxes, ha="center", va="top", fontsize=MIN_FONT_PT,
-                    animated=True)
-    fig.suptitle("FlashAttention tiling: bytes moved and tiles visited", fontsize=12)
-    _at_least_min_font(fig)
-    return fig, (dots, image, grid)
+    #: kind -> (x, y) pixel centre of its dot in the last PNG drawn (each move puts a new dict here)
+    dot_pixels: dict[str, tuple[float, float]] = {}
 
+    def figure_key(self, view: Lesson06View):
+        return view.roof
 
-class Lesson06Chart:
-    def __init__(self) -> None:
-        self.figures = CachedFigure(_build)
-        #: kind -> (x, y) pixel centre of its dot in the last PNG drawn
-        self.dot_pixels: dict[str, tuple[float, float]] = {}
+    def skeleton(self, roof) -> dict:
+        from matplotlib.lines import Line2D
+
+        fig = bare_figure((11, 4.6))
+        fig.subplots_adjust(left=0.075, right=0.985, bottom=0.12, top=0.84, wspace=0.16)
+        ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.45, 1]})
+        roofline_chart([roof], [], title=f"One attention head on the {roof.label} roofline",
+                       intensity_range=INTENSITY_RANGE, ax=ax1, fast=True)
+        set_roof_ylim(ax1, [roof], INTENSITY_RANGE)
+        for label in ax1.texts:  # the ridge label goes under the flat roof, where no dot can sit on it
+            if label.get_text().startswith("ridge"):
+                label.set_position((6, -16))
+        ax1.set_ylabel("Attainable (TFLOP/s)")
+        look = part_style(roof.part_id)
+        ax1.legend(handles=[roof_key(roof, roof.label, 2.2)]
+                   + [Line2D([], [], markersize=8, label=k, **_dot_style(i, look.colour)) for i, k in enumerate(KINDS)],
+                   fontsize=MIN_FONT_PT, loc="lower right", framealpha=0.9)
+        dots = [ax1.plot([], [], markersize=DOT_SIZES[i], animated=True, zorder=DOT_ZORDER[i],
+                         **_dot_style(i, look.colour))[0] for i in range(len(KINDS))]
+        ax2.set_title("Tiles the kernel computes\n(dark: visited first, light: last; white: skipped)", fontsize=10)
+        # the y label is rotated 90°: its arrow points down, the way i grows (origin="upper")
+        ax2.set(xlabel="key/value block j →", ylabel="← query block i", xticks=[], yticks=[])
+        image = ax2.imshow(np.zeros((2, 2)), cmap="cividis", origin="upper", aspect="auto", interpolation="nearest",
+                           extent=(0, 1, 1, 0), animated=True)
+        grid = ax2.text(0.5, -0.075, "", transform=ax2.transAxes, ha="center", va="top", fontsize=MIN_FONT_PT,
+                        animated=True)
+        fig.suptitle("FlashAttention tiling: bytes moved and tiles visited", fontsize=12)
+        raise_small_text(fig)
+        return {"fig": fig, "dots": dots, "image": image, "grid": grid}
+
+    def move(self, shared: dict, view: Lesson06View) -> list:
+        self.dot_pixels = {}
+        for dot, kind in zip(shared["dots"], KINDS):
+            xy = (view.intensity_by_kind[kind], view.attainable_by_kind[kind] / 1e12)
+            dot.set_data([xy[0]], [xy[1]])
+            self.dot_pixels[kind] = tuple(float(v) for v in dot.axes.transData.transform(xy))
+        shared["image"].set_data(np.ma.masked_invalid(view.tile_map))
+        shared["image"].set_clim(0, max(float(np.nanmax(view.tile_map)), 1.0))
+        (tr, tc), (sr, sc) = view.tile_grid, view.tiles_per_cell
+        shared["grid"].set_text(f"{count(tr)} × {count(tc)} tiles of {view.block_rows} × {view.block_cols} rows"
+                                + (f"; a cell = {count(sr)} × {count(sc)} tiles" if (sr, sc) != (1, 1) else ""))
+        return [*shared["dots"], shared["image"], shared["grid"]]
 
     def coinciding(self) -> list[tuple[str, str, float]]:
         """Pairs of kinds whose dots in the last PNG lie within :data:`COINCIDE_PX` pixels, with the distance."""
@@ -250,27 +200,6 @@ class Lesson06Chart:
         return [(a, b, float(np.hypot(pa[0] - pb[0], pa[1] - pb[1])))
                 for n, (a, pa) in enumerate(items) for b, pb in items[n + 1:]
                 if np.hypot(pa[0] - pb[0], pa[1] - pb[1]) < COINCIDE_PX]
-
-    def png(self, view: Lesson06View) -> bytes:
-        if view.roof is None:
-            return message_png(view.text)
-
-        def update(state):
-            dots, image, grid = state
-            self.dot_pixels = {}
-            for dot, kind in zip(dots, KINDS):
-                xy = (view.intensity_by_kind[kind], view.attainable_by_kind[kind] / 1e12)
-                dot.set_data([xy[0]], [xy[1]])
-                self.dot_pixels[kind] = tuple(float(v) for v in dot.axes.transData.transform(xy))
-            image.set_data(np.ma.masked_invalid(view.tile_map))
-            image.set_clim(0, max(float(np.nanmax(view.tile_map)), 1.0))
-            tr, tc = view.tile_grid
-            sr, sc = view.tiles_per_cell
-            grid.set_text(f"{count(tr)} × {count(tc)} tiles of {view.block_rows} × {view.block_cols} rows"
-                          + (f"; a cell = {count(sr)} × {count(sc)} tiles" if (sr, sc) != (1, 1) else ""))
-            return [*dots, image, grid]
-
-        return self.figures.render(view.roof, update)
 
 
 def lesson06_alt(view: Lesson06View, coinciding=()) -> str:
@@ -285,54 +214,36 @@ def lesson06_alt(view: Lesson06View, coinciding=()) -> str:
     shape = ("a lower triangle: tiles above the diagonal, whose keys all come after their queries, are skipped"
              if view.causal else "the full square: every tile is visited")
     names = dict(zip(KINDS, SHORT))
-    overlap = "".join(f" The dots of {names[a]} and {names[b]} coincide on the chart ({num(d, 2)} pixels apart; "
-                      f"{names[KINDS[HOLLOW_KIND]]} is the hollow triangle around the other)."
-                      if KINDS[HOLLOW_KIND] in (a, b) else
-                      f" The dots of {names[a]} and {names[b]} coincide on the chart ({num(d, 2)} pixels apart)."
-                      for a, b, d in coinciding)
+    hollow = f"; {names[KINDS[HOLLOW_KIND]]} is the hollow triangle around the other"
+    overlap = "".join(f" The dots of {names[a]} and {names[b]} coincide on the chart ({num(d, 2)} pixels apart"
+                      f"{hollow if KINDS[HOLLOW_KIND] in (a, b) else ''})." for a, b, d in coinciding)
     return (f"Left: log-log roofline of the {roof.label} ({num(roof.peak_flops_per_s / 1e12)} TFLOP/s, "
             f"{num(roof.bandwidth_bytes_per_s / 1e12)} TB/s, ridge {num(roof.ridge_point_flop_per_byte)} FLOP/byte) "
             f"with one head of attention at N = {count(view.n)}, head dim {view.head_dim}: {where}.{overlap} "
-            f"Right: the {count(tr)} × {count(tc)} grid of query-block × key-block tiles, {count(view.tiles_visited)} "
-            f"visited, shaded in visiting order {walk}; the visited region is {shape}.")
+            f"Right: the {count(tr)} × {count(tc)} grid of query-block × key-block tiles, "
+            f"{count(view.tiles_visited)} visited, shaded in visiting order {walk}; the visited region is {shape}.")
 
 
 def lesson06_frame(view: Lesson06View, chart: Lesson06Chart) -> Frame:
     """What the dashboard shows for ``view``: the verdict, the notes, the chart and its alt text; an error
     view shows its message once, with no chart."""
-    if view.error is not None or view.roof is None:
-        return Frame(verdict=f"This setting cannot be drawn: {view.error or view.text}", png=None, alt="", error=True)
+    if view.error is not None:
+        return Frame(verdict=f"This setting cannot be drawn: {view.error}", png=None, alt="", error=True)
     png = chart.png(view)
     return Frame(verdict=view.text, png=png, alt=lesson06_alt(view, chart.coinciding()), notes=view.notes)
 
 
 def lesson06_dashboard(part_id: str = "h100-sxm"):
     """N, head dim, SRAM size, causality and loop order -> bytes, intensity, the four dots and the tile map."""
-    import ipywidgets as widgets
-    from IPython.display import display
-
-    from ..panel import build_dashboard
-
-    style = {"description_width": "initial"}
-    wide, narrow = widgets.Layout(width="26em"), widgets.Layout(width="15em")
-    controls = {
-        "n": widgets.SelectionSlider(options=N_CHOICES, value=8192, description="N (tokens)", style=style,
-                                     layout=wide),
-        "sram": widgets.SelectionSlider(options=SRAM_CHOICES_KIB, value=228, description="SRAM (KiB)", style=style,
-                                        layout=wide),
-        "d": widgets.Dropdown(options=D_CHOICES, value=128, description="head dim", style=style, layout=narrow),
-        "part": widgets.Dropdown(options=list_parts(), value=part_id, description="roof of", style=style,
-                                 layout=narrow),
-        "causal": widgets.Checkbox(value=True, description="causal", style=style, indent=False,
-                                   layout=widgets.Layout(width="8em")),
-        "order": widgets.ToggleButtons(options=list(ORDERS), value=next(iter(ORDERS)), description="tile order",
-                                       style={**style, "button_width": "17em"}),
-    }
+    controls = {"n": slider("N (tokens)", N_CHOICES, 8192, "26em", fmt=None),
+                "sram": slider("SRAM (KiB)", SRAM_CHOICES_KIB, 228, "26em", fmt=None),
+                "d": dropdown("head dim", D_CHOICES, 128, "15em"),
+                "part": dropdown("roof of", list_parts(), part_id, "15em"),
+                "causal": checkbox("causal", True, "8em"),
+                "order": toggle("tile order", list(ORDERS), next(iter(ORDERS)), "17em")}
     chart = Lesson06Chart()
 
     def render(n, sram, d, part, causal, order):
         return lesson06_frame(lesson06_view(n, d, sram, causal, part, ORDERS[order]), chart)
 
-    ui = build_dashboard(controls, [["n", "sram"], ["d", "part", "causal"], ["order"]], render)
-    display(ui)
-    return ui
+    return dashboard(controls, [["n", "sram"], ["d", "part", "causal"], ["order"]], render)

@@ -24,26 +24,21 @@ import numpy as np
 
 from ...core.errors import RooflineInputError
 from ...core.hardware import get_part, list_parts
-from ...core.placement import place
 from ...core.roofline import attainable_flops_per_s
-from ...core.units import binary, count, duration, num, percent
-from ...topics.levers import (BASELINE, KV_FORMATS, LEVER_SPECS, WEIGHT_RECIPES, per_channel_scale_share,
-                               recipe_fields, regime)
-from ..charts import MARKERS, MIN_FONT_PT, PALETTE, Roof, roofline_chart, set_roof_ylim
-from ..fastfig import CachedFigure, bare_figure, message_png
+from ...core.units import binary, count, duration, num
+from ...topics.levers import (BASELINE, KV_FORMATS, RECIPE_FORMATS, WEIGHT_RECIPES, recipe_not_counted, recipe_steps,
+                              regime)
+from ..charts import MARKERS, MIN_FONT_PT, PALETTE, TERA, Roof, roofline_chart, roofs_for, set_roof_ylim
+from ..dashboard_base import (INTEGER_FORMATS, FigurePerKeyChart, bandwidth, dashboard, dropdown,  # noqa: F401
+                              moving_marker, point_key, raise_small_text, rate, rate_unit, roof_label, slider, toggle)
+from ..fastfig import bare_figure
 from ..panel import Frame
 
 MODEL = "qwen3.8-27b"
-#: every compute format a recipe uses (BF16 first): the chart draws the roof of each one the part has a rate for
-FORMATS = tuple(dict.fromkeys(["bf16"] + [lev.changes["compute_dtype"] for lev in WEIGHT_RECIPES.values()
-                                          if "compute_dtype" in lev.changes]))
-#: integer formats: the catalog stores their peak in the same field as FLOP/s, but they are operations, not FLOPs
-INTEGER_FORMATS = ("int8",)
 INTENSITY_RANGE = (0.1, 1e5)
 RECIPES = tuple(WEIGHT_RECIPES)
 KV_CHOICES = tuple(KV_FORMATS)
 BATCH_CHOICES = (1, 4, 16, 64, 256)
-TERA = 1e12
 CHOSEN_COLOUR = PALETTE[4]  #: the filled dot (reddish purple: no roof uses it)
 BAND_COLOUR = "0.35"  #: the chosen ceiling's band (grey, drawn translucent under the roofs' colours)
 
@@ -76,50 +71,18 @@ class Lesson07View:
     notes: tuple[str, ...] = ()
 
 
-def rate_unit(formats: str) -> str:
-    """``"TOPS"`` (tera-operations per second) when an integer format is in ``formats`` (a dtype or a
-    description such as ``"int8 matmuls, bf16 rest"``), else ``"TFLOP/s"``."""
-    return "TOPS" if any(f in formats for f in INTEGER_FORMATS) else "TFLOP/s"
-
-
-def rate(flops_per_s: float, formats: str) -> str:
-    """A compute rate in tera units: ``"312 TFLOP/s"``, or ``"624 TOPS"`` for an integer format."""
-    return f"{num(flops_per_s / TERA)} {rate_unit(formats)}"
-
-
-def bandwidth(bytes_per_s: float) -> str:
-    """Bandwidth in TB/s as roofline_chart's alt text gives it: ``"2.04 TB/s"``, ``"0.819 TB/s"``."""
-    return f"{num(bytes_per_s / TERA)} TB/s"
-
-
-def roof_label(roof: Roof) -> str:
-    """A roof's legend entry: ``"a100-80gb int8: 624 TOPS (integer ops/s), 2.04 TB/s, ridge 306"``."""
-    fmt = roof.label.split()[-1]
-    unit = " (integer ops/s)" if rate_unit(fmt) == "TOPS" else ""
-    return (f"{roof.label}: {rate(roof.peak_flops_per_s, fmt)}{unit}, {bandwidth(roof.bandwidth_bytes_per_s)}, "
-            f"ridge {num(roof.ridge_point_flop_per_byte)}")
-
-
-def _roofs(part) -> tuple[Roof, ...]:
-    return tuple(Roof(f"{part.id} {dt}", part.peak_flops_per_s(dt), part.memory_bandwidth_bytes_per_s, part.id)
-                 for dt in FORMATS if dt in part.dense_flops_per_s)
-
-
 def _speed_words(speedup: float) -> str:
     """``"1.97× faster"``, ``"1.25× slower"`` or ``"as fast as all-BF16"`` (within 0.5 %)."""
-    if abs(speedup - 1) < 5e-3:
-        return "as fast as all-BF16"
-    return f"{num(speedup)}× faster" if speedup > 1 else f"{num(1 / speedup)}× slower"
+    return ("as fast as all-BF16" if abs(speedup - 1) < 5e-3 else
+            f"{num(speedup)}× faster" if speedup > 1 else f"{num(1 / speedup)}× slower")
 
 
 def ceiling_change(base_ceiling: float, ceiling: float, formats: str) -> str:
     """How the compute ceiling moved, worded from the numbers: ``"rises from 989 TFLOP/s to 1,979 TFLOP/s"``,
     ``"stays at 989 TFLOP/s"`` (within a part in 10⁹) or ``"falls from 989 TFLOP/s to 66.7 TFLOP/s"``."""
-    if ceiling > base_ceiling * (1 + 1e-9):
-        return f"rises from {num(base_ceiling / TERA)} TFLOP/s to {rate(ceiling, formats)}"
-    if ceiling < base_ceiling * (1 - 1e-9):
-        return f"falls from {num(base_ceiling / TERA)} TFLOP/s to {rate(ceiling, formats)}"
-    return f"stays at {rate(ceiling, formats)}"
+    word = "rises" if ceiling > base_ceiling * (1 + 1e-9) else "falls" if ceiling < base_ceiling * (1 - 1e-9) else ""
+    now = rate(ceiling, formats)
+    return f"{word} from {num(base_ceiling / TERA)} TFLOP/s to {now}" if word else f"stays at {now}"
 
 
 def _dequant_note(new) -> str:
@@ -127,10 +90,9 @@ def _dequant_note(new) -> str:
     dequant_s = float(new.dequant_time_s)
     if dequant_s <= 0:
         return ""
-    bound_ceiling = float(new.cost.flops) / float(new.compute_lower_bound_s)
     return (f" (the estimate adds dequantising the weights on the vector units, {duration(dequant_s)}, in series "
             f"with the tensor cores' {duration(float(new.tensor_time_s))}; the lower bound overlaps the two, a "
-            f"ceiling of {num(bound_ceiling / TERA)} TFLOP/s)")
+            f"ceiling of {num(float(new.cost.flops) / float(new.compute_lower_bound_s) / TERA)} TFLOP/s)")
 
 
 def _why(new, base, ceiling: float, base_ceiling: float) -> str:
@@ -140,58 +102,44 @@ def _why(new, base, ceiling: float, base_ceiling: float) -> str:
                   and np.isclose(float(new.attainable_flops_per_s), float(base.attainable_flops_per_s), rtol=1e-9))
     raised = ceiling > base_ceiling * (1 + 1e-9)
     compute_t, memory_t = float(new.compute_time_s), float(new.memory_time_s)
-    w = new.workload
-    formats = f"{w.compute_dtype} {w.other_compute_dtype}"
+    formats = f"{new.workload.compute_dtype} {new.workload.other_compute_dtype}"
     moved = ceiling_change(base_ceiling, ceiling, formats) + _dequant_note(new)
+    traffic = f"({duration(float(base.memory_time_s))} of memory traffic all-BF16, {duration(memory_t)} now)"
     if not raised and same_place and moved.startswith("stays"):
         return "This is the all-BF16 step itself: the filled dot sits on the open square."
     if raised and str(new.bound) == "memory":
-        dot = (f"it runs at intensity × bandwidth = {rate(float(new.attainable_flops_per_s), formats)} under "
-               "either ceiling")
         moved = ("so the dot did not move: it sits on the open square" if same_place else
-                 "so the faster ceiling alone would not move the dot; what moved it from the open square is the "
-                 f"bytes ({duration(float(base.memory_time_s))} of memory traffic all-BF16, {duration(memory_t)} now)")
+                 f"so the faster ceiling alone would not move the dot; what moved it from the open square is the bytes "
+                 f"{traffic}")
         return (f"Your recipe raises the compute ceiling from {num(base_ceiling / TERA)} TFLOP/s to "
-                f"{rate(ceiling, formats)}, but the step is memory-bound: its FLOPs need {duration(compute_t)} at that ceiling "
-                f"({duration(float(base.compute_time_s))} at BF16's), its bytes {duration(memory_t)} at "
+                f"{rate(ceiling, formats)}, but the step is memory-bound: its FLOPs need {duration(compute_t)} at that "
+                f"ceiling ({duration(float(base.compute_time_s))} at BF16's), its bytes {duration(memory_t)} at "
                 f"{bandwidth(float(new.bandwidth_bytes_per_s))}. A faster compute roof does not help a step the bytes "
-                f"hold back: {dot}, {moved}.")
+                f"hold back: it runs at intensity × bandwidth = {rate(float(new.attainable_flops_per_s), formats)} "
+                f"under either ceiling, {moved}.")
     if raised:
         return (f"The step is compute-bound, so the higher ceiling lifts it: its FLOPs need {duration(compute_t)} at "
                 f"{rate(ceiling, formats)} against {duration(float(base.compute_time_s))} at BF16's "
                 f"{num(base_ceiling / TERA)} TFLOP/s.")
     if str(new.bound) == "memory":
         return (f"The compute ceiling {moved}; the step is memory-bound (its FLOPs need {duration(compute_t)}, its "
-                f"bytes {duration(memory_t)}), so fewer bytes moved the dot along the bandwidth slope "
-                f"({duration(float(base.memory_time_s))} of memory traffic all-BF16, {duration(memory_t)} now).")
+                f"bytes {duration(memory_t)}), so fewer bytes moved the dot along the bandwidth slope {traffic}.")
     return (f"The compute ceiling {moved}, and the step is compute-bound there: its FLOPs need {duration(compute_t)}, "
             f"its bytes only {duration(memory_t)}, so fewer bytes do not shorten it.")
-
-
-def _sized(not_counted: str) -> str:
-    """A lever's ``not_counted`` with the size of the per-channel weight scales it names, computed
-    (:func:`~roofline_lessons.topics.levers.per_channel_scale_share`), not called small in words."""
-    said = "the per-channel weight scales' bytes"
-    if said not in not_counted:
-        return not_counted
-    return not_counted.replace(said, f"{said} (at most {percent(per_channel_scale_share(MODEL), 3)} of an 8-bit "
-                                     "weight matrix's bytes)")
 
 
 def lesson07_view(part_id: str, phase: str, recipe: str = BASELINE, kv: str = "BF16 KV cache", tokens: int = 8192,
                   batch: int = 1) -> Lesson07View:
     """The all-BF16 step and the step with the chosen recipe and KV format, on the part's compute ceilings."""
-    fields = {"prompt_tokens": tokens} if phase == "prefill" else {"context_tokens": tokens}
     try:
         part = get_part(part_id)
     except RooflineInputError as exc:
         return Lesson07View(str(part_id), phase, (), None, None, None, None, f"Cannot place this: {exc}", str(exc),
                             recipe=recipe, kv=kv)
-    roofs = _roofs(part)
+    # a roof per compute format a recipe uses (BF16 first) that the part has a rate for
+    roofs = tuple(roofs_for(part, [dt for dt in RECIPE_FORMATS if dt in part.dense_flops_per_s]))
     try:
-        change = recipe_fields(recipe, kv)
-        base = place(MODEL, part, phase=phase, batch=batch, **fields)
-        new = place(MODEL, part, phase=phase, batch=batch, **fields, **change)
+        base, new, change = recipe_steps(MODEL, part, phase, recipe, kv, tokens, batch)
     except RooflineInputError as exc:
         return Lesson07View(part.id, phase, roofs, None, None, None, None,
                             f"{recipe} with {kv} is not available on {part.id} (no sourced rate for its format in "
@@ -199,37 +147,28 @@ def lesson07_view(part_id: str, phase: str, recipe: str = BASELINE, kv: str = "B
     speedup = float(base.time_estimate_s / new.time_estimate_s)
     fits = bool(new.fits_in_memory)
     ceiling, base_ceiling = float(new.peak_flops_per_s), float(base.peak_flops_per_s)
-    w = new.workload
-    mixed = w.compute_dtype != w.other_compute_dtype
-    formats = f"{w.compute_dtype} matmuls, {w.other_compute_dtype} rest" if mixed else f"all {w.compute_dtype}"
-    formats_said = (f"{w.compute_dtype} weight matmuls, {w.other_compute_dtype} for attention and the rest" if mixed
-                    else f"all {w.compute_dtype}")
-    if float(new.dequant_time_s) > 0:  # the ceiling is no format's rate: dequantisation in series lowers it
-        formats += ", dequant in series"
-        formats_said += ", plus dequantising the weights in series"
+    a, b = new.workload.compute_dtype, new.workload.other_compute_dtype
+    dequant = float(new.dequant_time_s) > 0  # then the ceiling is no format's rate: dequantisation in series lowers it
+    formats = (f"{a} matmuls, {b} rest" if a != b else f"all {a}") + (", dequant in series" if dequant else "")
+    formats_said = ((f"{a} weight matmuls, {b} for attention and the rest" if a != b else f"all {a}")
+                    + (", plus dequantising the weights in series" if dequant else ""))
     what = (f"Prefill of {count(tokens)} tokens × batch {batch}" if phase == "prefill"
             else f"Decode, batch {batch}, {count(tokens)} cached tokens")
     fit_text = (f"Memory: weights, KV cache and state take {binary(float(new.memory_required_bytes))}, which "
                 + ("fits" if fits else "does NOT fit") + f" in the {part.id}'s {binary(part.memory_capacity_bytes)} "
                 "(no headroom kept).")
-    specs = {lev.name: lev for lev in LEVER_SPECS}
-    lever = WEIGHT_RECIPES[recipe]
-    not_charged = [_sized(lev.not_counted) for lev in ((lever,) if lever.changes else ())
-                   + ((specs["FP8 KV cache"],) if KV_FORMATS[kv] else ())]
+    not_charged = recipe_not_counted(MODEL, recipe, kv)
     caveat = f" Not charged by either: {'; '.join(not_charged)}." if not_charged else ""
     bound_s, base_bound_s = float(new.time_lower_bound_s), float(base.time_lower_bound_s)
     speedup_lb = base_bound_s / bound_s
     figures = (f"Step: lower bound {duration(bound_s)}, estimate {duration(float(new.time_estimate_s))} "
-               f"(unfused activations{', dequantisation in series' if float(new.dequant_time_s) > 0 else ''})")
-    if not change:
-        timing = f"{figures}. "
-    else:
-        timing = (f"{figures}; all-BF16: {duration(base_bound_s)} and {duration(float(base.time_estimate_s))}. "
-                  f"The lower bound is {_speed_words(speedup_lb)}, the estimate {_speed_words(speedup)}.{caveat} ")
-    integer = rate_unit(formats) == "TOPS"
+               f"(unfused activations{', dequantisation in series' if dequant else ''})")
+    timing = (f"{figures}. " if not change else
+              f"{figures}; all-BF16: {duration(base_bound_s)} and {duration(float(base.time_estimate_s))}. "
+              f"The lower bound is {_speed_words(speedup_lb)}, the estimate {_speed_words(speedup)}.{caveat} ")
     unit_said = (" (tera-operations per second: the INT8 ops/s of the weight matmuls and the BF16 FLOP/s of the "
-                 "rest, counted alike)" if integer else "")
-    recipe_said = f" ({lever.recipe})" if "weights_dtype" in lever.changes else ""
+                 "rest, counted alike)" if rate_unit(formats) == "TOPS" else "")
+    recipe_said = f" ({WEIGHT_RECIPES[recipe].recipe})" if "weights_dtype" in change else ""
     text = (f"{what} on the {part.id}: {recipe}{recipe_said}, {kv}. " + timing
             + f"The chart is the estimate's view. Compute ceiling for this FLOP mix ({formats_said}): "
             f"{rate(ceiling, formats)}{unit_said}, ridge {num(float(new.ridge_point_flop_per_byte))} FLOP/byte. "
@@ -240,87 +179,70 @@ def lesson07_view(part_id: str, phase: str, recipe: str = BASELINE, kv: str = "B
     return Lesson07View(part.id, phase, roofs, (float(base.intensity), float(base.attainable_flops_per_s)),
                         (float(new.intensity), chosen_attainable), float(new.ridge_point_flop_per_byte), speedup, text,
                         fits=fits, ceiling_flops_per_s=ceiling, baseline_ceiling_flops_per_s=base_ceiling,
-                        bandwidth_bytes_per_s=float(new.bandwidth_bytes_per_s), compute_time_s=float(new.compute_time_s),
-                        memory_time_s=float(new.memory_time_s), baseline_time_s=float(base.time_estimate_s),
+                        bandwidth_bytes_per_s=float(new.bandwidth_bytes_per_s),
+                        compute_time_s=float(new.compute_time_s), memory_time_s=float(new.memory_time_s),
+                        baseline_time_s=float(base.time_estimate_s),
                         speedup_lower_bound=speedup_lb, time_lower_bound_s=bound_s,
                         time_estimate_s=float(new.time_estimate_s), baseline_time_lower_bound_s=base_bound_s,
                         recipe=recipe, kv=kv, ceiling_formats=formats, notes=(fit_text,))
 
 
-def _at_least_min_font(fig) -> None:
-    """Raise every text of ``fig`` below MIN_FONT_PT to it (roofline_chart's legend uses 8 pt)."""
-    from matplotlib.text import Text
+class Lesson07Chart(FigurePerKeyChart):
+    """A figure per part's roofs; a move draws the band along the ceiling in force, the two points, its label."""
 
-    for t in fig.findobj(Text):
-        if t.get_fontsize() < MIN_FONT_PT:
-            t.set_fontsize(MIN_FONT_PT)
+    def figure_key(self, view: Lesson07View):
+        return view.roofs
 
+    def skeleton(self, roofs) -> dict:
+        from matplotlib.lines import Line2D
 
-def _build(roofs):
-    from matplotlib.lines import Line2D
+        fig = bare_figure((8.4, 5.0))
+        ax = fig.add_subplot()
+        fig.subplots_adjust(left=0.1, right=0.95, bottom=0.1, top=0.93)
+        roofline_chart(list(roofs), [], title=f"Qwen3.8-27B on the {roofs[0].label.split()[0]}: one compute ceiling "
+                                              "per format", intensity_range=INTENSITY_RANGE, ax=ax, fast=True)
+        set_roof_ylim(ax, roofs, INTENSITY_RANGE)  # top: 2.5 × the highest roof, so every recipe's ceiling is inside
+        integer = any(rate_unit(r.label.split()[-1]) == "TOPS" for r in roofs)
+        ax.set_ylabel("Attainable (TFLOP/s; TOPS for INT8)" if integer else "Attainable (TFLOP/s)")
+        for line, roof in zip([ln for ln in ax.get_lines() if not ln.get_label().startswith("_")], roofs):
+            line.set_label(roof_label(roof))  # num()-formatted, as in every other chart's alt text
+        band, = ax.plot([], [], color=BAND_COLOUR, linewidth=10, alpha=0.35, solid_capstyle="butt", animated=True,
+                        zorder=1.5)
+        base = moving_marker(ax, MARKERS[1], "white", 15, markeredgewidth=1.6)
+        chosen = moving_marker(ax, MARKERS[0], CHOSEN_COLOUR, 9)
+        ceiling_label = ax.text(0.02, 0.97, "", transform=ax.transAxes, ha="left", va="top", fontsize=10, animated=True,
+                                bbox={"boxstyle": "round", "fc": "white", "ec": BAND_COLOUR, "alpha": 0.95})
+        handles = ax.get_legend_handles_labels()[0]  # the roofs, drawn and labelled by roofline_chart
+        handles += [Line2D([], [], color=BAND_COLOUR, linewidth=10, alpha=0.35,
+                           label="grey band: your recipe's compute ceiling"),
+                    point_key(MARKERS[1], "open square: all-BF16 step", "white", 11),
+                    point_key(MARKERS[0], "filled dot: your recipe", CHOSEN_COLOUR)]
+        ax.legend(handles=handles, fontsize=MIN_FONT_PT, loc="lower right", framealpha=0.92)
+        raise_small_text(fig)
+        return {"fig": fig, "moving": (band, base, chosen, ceiling_label)}
 
-    fig = bare_figure((8.4, 5.0))
-    ax = fig.add_subplot()
-    fig.subplots_adjust(left=0.1, right=0.95, bottom=0.1, top=0.93)
-    roofline_chart(list(roofs), [], title=f"Qwen3.8-27B on the {roofs[0].label.split()[0]}: one compute ceiling "
-                                          "per format", intensity_range=INTENSITY_RANGE, ax=ax, fast=True)
-    set_roof_ylim(ax, roofs, INTENSITY_RANGE)  # the top is 2.5 × the highest roof: every recipe's ceiling is inside
-    integer = any(rate_unit(r.label.split()[-1]) == "TOPS" for r in roofs)
-    ax.set_ylabel("Attainable (TFLOP/s; TOPS for INT8)" if integer else "Attainable (TFLOP/s)")
-    for line, roof in zip([ln for ln in ax.get_lines() if not ln.get_label().startswith("_")], roofs):
-        line.set_label(roof_label(roof))  # num()-formatted, as in every other chart's alt text
-    band, = ax.plot([], [], color=BAND_COLOUR, linewidth=10, alpha=0.35, solid_capstyle="butt", animated=True,
-                    zorder=1.5)
-    base, = ax.plot([], [], marker=MARKERS[1], markersize=15, linestyle="none", color="black",
-                    markerfacecolor="white", markeredgewidth=1.6, animated=True)
-    chosen, = ax.plot([], [], marker=MARKERS[0], markersize=9, linestyle="none", color="black",
-                      markerfacecolor=CHOSEN_COLOUR, animated=True)
-    ceiling_label = ax.text(0.02, 0.97, "", transform=ax.transAxes, ha="left", va="top", fontsize=10, animated=True,
-                            bbox={"boxstyle": "round", "fc": "white", "ec": BAND_COLOUR, "alpha": 0.95})
-    handles = ax.get_legend_handles_labels()[0]  # the roofs, drawn and labelled by roofline_chart
-    handles += [Line2D([], [], color=BAND_COLOUR, linewidth=10, alpha=0.35, label="grey band: your recipe's compute ceiling"),
-                Line2D([], [], marker=MARKERS[1], markersize=11, linestyle="none", color="black", markerfacecolor="white",
-                       label="open square: all-BF16 step"),
-                Line2D([], [], marker=MARKERS[0], markersize=8, linestyle="none", color="black",
-                       markerfacecolor=CHOSEN_COLOUR, label="filled dot: your recipe")]
-    ax.legend(handles=handles, fontsize=MIN_FONT_PT, loc="lower right", framealpha=0.92)
-    _at_least_min_font(fig)
-    return fig, (band, base, chosen, ceiling_label)
-
-
-class Lesson07Chart:
-    def __init__(self) -> None:
-        self.figures = CachedFigure(_build)
-
-    def png(self, view: Lesson07View) -> bytes:
-        if view.baseline is None or not view.roofs:
-            return message_png(view.text)
-
-        def update(state):
-            band, base, chosen, ceiling_label = state
-            # the flat part of the roof in force: from its ridge to the right edge
-            band.set_data([view.ridge_point_flop_per_byte, INTENSITY_RANGE[1]], [view.ceiling_flops_per_s / TERA] * 2)
-            base.set_data([view.baseline[0]], [view.baseline[1] / TERA])
-            chosen.set_data([view.chosen[0]], [view.chosen[1] / TERA])
-            ceiling_label.set_text(f"your recipe's ceiling: {rate(view.ceiling_flops_per_s, view.ceiling_formats)}\n"
-                                   f"({view.ceiling_formats}; ridge {num(view.ridge_point_flop_per_byte)})")
-            return [band, base, chosen, ceiling_label]
-
-        return self.figures.render(view.roofs, update)
+    def move(self, shared: dict, view: Lesson07View) -> list:
+        band, base, chosen, ceiling_label = shared["moving"]
+        # the flat part of the roof in force: from its ridge to the right edge
+        band.set_data([view.ridge_point_flop_per_byte, INTENSITY_RANGE[1]], [view.ceiling_flops_per_s / TERA] * 2)
+        base.set_data([view.baseline[0]], [view.baseline[1] / TERA])
+        chosen.set_data([view.chosen[0]], [view.chosen[1] / TERA])
+        ceiling_label.set_text(f"your recipe's ceiling: {rate(view.ceiling_flops_per_s, view.ceiling_formats)}\n"
+                               f"({view.ceiling_formats}; ridge {num(view.ridge_point_flop_per_byte)})")
+        return [band, base, chosen, ceiling_label]
 
 
 def lesson07_alt(view: Lesson07View) -> str:
     """The chart's message in words, with the live numbers."""
     ceilings = ", ".join(f"{r.label} {rate(r.peak_flops_per_s, r.label.split()[-1])}" for r in view.roofs)
-    same = (view.chosen == view.baseline)
     return (f"Log-log roofline of the {view.part} (bandwidth {bandwidth(view.bandwidth_bytes_per_s)}) with one "
             f"compute ceiling per format its recipes use: {ceilings}. The ceiling in force for {view.recipe} with "
-            f"{view.kv} is marked by a band at {rate(view.ceiling_flops_per_s, view.ceiling_formats)} ({view.ceiling_formats}; "
-            f"ridge {num(view.ridge_point_flop_per_byte)} FLOP/byte). The all-BF16 {view.phase} step (open square) is at {num(view.baseline[0])} FLOP/byte, "
-            f"{num(view.baseline[1] / TERA)} TFLOP/s; the chosen step (filled dot) is at {num(view.chosen[0])} "
-            f"FLOP/byte, {rate(view.chosen[1], view.ceiling_formats)}, "
-            f"{regime(view.chosen[0], view.ridge_point_flop_per_byte)}"
-            + (", on top of the open square" if same else "")
+            f"{view.kv} is marked by a band at {rate(view.ceiling_flops_per_s, view.ceiling_formats)} "
+            f"({view.ceiling_formats}; ridge {num(view.ridge_point_flop_per_byte)} FLOP/byte). The all-BF16 "
+            f"{view.phase} step (open square) is at {num(view.baseline[0])} FLOP/byte, {num(view.baseline[1] / TERA)} "
+            f"TFLOP/s; the chosen step (filled dot) is at {num(view.chosen[0])} FLOP/byte, "
+            f"{rate(view.chosen[1], view.ceiling_formats)}, {regime(view.chosen[0], view.ridge_point_flop_per_byte)}"
+            + (", on top of the open square" if view.chosen == view.baseline else "")
             + f"; the step's lower bound is {_speed_words(view.speedup_lower_bound)}, its estimate "
             f"{_speed_words(view.speedup)}.")
 
@@ -335,29 +257,14 @@ def lesson07_frame(view: Lesson07View, chart: Lesson07Chart) -> Frame:
 
 def lesson07_dashboard(part_id: str = "h100-sxm"):
     """Part; phase; batch; weight-and-matmul recipe; KV format -> ceilings, the two points, the speed-up."""
-    import ipywidgets as widgets
-    from IPython.display import display
-
-    from ..panel import build_dashboard
-
-    style = {"description_width": "initial"}
-    controls = {
-        "part": widgets.Dropdown(options=list_parts(), value=part_id, description="part", style=style,
-                                 layout=widgets.Layout(width="14em")),
-        "phase": widgets.ToggleButtons(options=["decode", "prefill"], value="decode", description="phase",
-                                       style={**style, "button_width": "6em"}),
-        "batch": widgets.SelectionSlider(options=BATCH_CHOICES, value=1, description="batch", style=style,
-                                         layout=widgets.Layout(width="18em")),
-        "recipe": widgets.Dropdown(options=RECIPES, value=BASELINE, description="recipe", style=style,
-                                   layout=widgets.Layout(width="24em")),
-        "kv": widgets.Dropdown(options=KV_CHOICES, value=KV_CHOICES[0], description="KV cache", style=style,
-                               layout=widgets.Layout(width="16em")),
-    }
+    controls = {"part": dropdown("part", list_parts(), part_id, "14em"),
+                "phase": toggle("phase", ["decode", "prefill"], "decode", "6em"),
+                "batch": slider("batch", BATCH_CHOICES, 1, "18em", fmt=None),
+                "recipe": dropdown("recipe", RECIPES, BASELINE, "24em"),
+                "kv": dropdown("KV cache", KV_CHOICES, KV_CHOICES[0], "16em")}
     chart = Lesson07Chart()
 
     def render(part, phase, batch, recipe, kv):
         return lesson07_frame(lesson07_view(part, phase, recipe, kv, batch=batch), chart)
 
-    ui = build_dashboard(controls, [["part", "phase", "batch"], ["recipe", "kv"]], render)
-    display(ui)
-    return ui
+    return dashboard(controls, [["part", "phase", "batch"], ["recipe", "kv"]], render)
