@@ -75,6 +75,10 @@ def test_batches_meeting_both_slos_are_goodputs(setting):
     good = goodput_requests_per_s(model, part, prompt_tokens=prompt, output_tokens=output,
                                   batches=l10.CURVE_BATCHES, ttft_slo_s=ttft, tpot_slo_s=tpot)
     np.testing.assert_array_equal(view.curve_meets, good.meets_slo)
+    # the largest slider batch among them (topics.serving.Frontier.largest_meeting), and its tokens/s
+    meeting = [i for i, (b, ok) in enumerate(zip(good.batch, good.meets_slo)) if ok and b in l10.BATCH_CHOICES]
+    assert view.best_batch == (int(good.batch[meeting[-1]]) if meeting else None)
+    assert view.best_tokens_per_s == (view.curve_tokens_per_s[meeting[-1]] if meeting else None)
 
 
 def test_the_failing_slo_is_named_with_its_numbers():

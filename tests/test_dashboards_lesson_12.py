@@ -116,6 +116,29 @@ def test_weight_only_formats_count_the_dequant_and_w4a4_does_not():
     assert "Dequantising" in wo.text
 
 
+def test_the_view_reads_its_numbers_from_the_format_step_and_an_error_view_has_none():
+    """The numbers are topics.shrinking.format_step's (the dashboard words and draws them); the view
+    reads them as its own. An error view has no step: asking it for a number is an AttributeError."""
+    import copy
+
+    from roofline_lessons.topics.shrinking import format_step
+
+    view = l12.lesson12_view("gemma-3-27b", "h100-sxm", 32768, "int4", "fp8", 8)
+    step = format_step("gemma-3-27b", "h100-sxm", 32768, 8, "fp8", weights_dtype="int4")
+    for name in ("total_bytes", "baseline_total_bytes", "step_s", "baseline_step_lower_bound_s", "intensity",
+                 "achieved_flops_per_s", "memory_required_bytes", "kv_sliding_bytes_per_sequence",
+                 "kv_cache_bytes_per_sequence", "dequant_s", "what_if", "warnings"):
+        assert getattr(view, name) == getattr(step, name), name
+    pl = place("gemma-3-27b", "h100-sxm", batch=8, context_tokens=32768, weights_dtype="int4", kv_dtype="fp8")
+    assert view.step_s == float(pl.time_estimate_s) and view.bound == str(pl.bound)
+    assert view.achieved_flops_per_s == float(pl.cost.flops) / float(pl.time_estimate_s)
+    assert copy.copy(view).text == view.text and copy.copy(view).step_s == view.step_s
+    error = l12.lesson12_view("llama-3.1-70b", "h100-sxm", 4096, "fp4 W4A4")
+    assert error.step is None and error.error
+    with pytest.raises(AttributeError):
+        error.step_s  # noqa: B018
+
+
 def test_w4a4_on_h100_is_an_error_view_naming_the_missing_fp4_rate():
     view = l12.lesson12_view("llama-3.1-70b", "h100-sxm", 4096, "fp4 W4A4")
     assert view.error is not None and "fp4" in view.error and "h100-sxm" in view.error

@@ -28,8 +28,9 @@ from ...core.models import get_model
 from ...core.units import binary, count, duration, num
 from ...topics.serving import Frontier, RequestTimeline, frontier, request_timeline
 from ..charts import MARKERS, MIN_FONT_PT, PALETTE, padded_log_range, set_log_axis
-from ..dashboard_base import (StackedChart, dashboard, fit_curve, layer_axes, look_patches, model_and_part_controls,
-                              moving_text, percent_ticks, point_key, positive, slider, view_frame, whole)
+from ..dashboard_base import (StackedChart, dashboard, fit_curve, layer_axes, line_key, look_patches,
+                              model_and_part_controls, moving_marker, moving_text, percent_ticks, point_key, positive,
+                              slider, view_frame, whole)
 from ..fastfig import bare_figure
 from ..labels import curve_labels
 from ..panel import Frame
@@ -87,7 +88,8 @@ class Lesson10View:
     curve_tokens_per_s = property(lambda v: v.frontier.pareto.output_tokens_per_s)
     curve_fits = property(lambda v: v.frontier.pareto.fits_in_memory)
     max_batch_that_fits = property(lambda v: v.frontier.max_batch_that_fits, doc="at prompt + output tokens")
-    critical_batch = property(lambda v: v.frontier.pareto.critical_batch, doc="decode at mid-request context")
+    critical_batch = property(lambda v: v.frontier.pareto.critical_batch,
+                              doc="decode at prompt + output // 2 reaches the ridge (None: never)")
     critical_point = property(lambda v: v.frontier.critical_point, doc="(TPOT s, tokens/s) at the critical batch")
     prefill_share = property(lambda v: v.ttft_s / v.e2e_s, doc="TTFT / E2E (a fraction)")
 
@@ -247,7 +249,6 @@ class Lesson10Chart(StackedChart):
     def skeleton(self) -> dict:
         """The figure with everything no control changes: the two panels, the timeline's axis, the
         legend; and the animated artists (the frontier layer's and the moving ones), drawn over it."""
-        from matplotlib.lines import Line2D
         from matplotlib.patches import Patch, Rectangle
 
         fig = bare_figure(FIGSIZE)
@@ -270,8 +271,7 @@ class Lesson10Chart(StackedChart):
         mv["slo_line"] = ax.axvline(1, color=MEETS_COLOUR, linewidth=1.8, linestyle="--", animated=True)
         mv["meets"], = ax.plot([], [], marker=MARKERS[1], markersize=9, linestyle="none", markerfacecolor="none",
                                markeredgecolor=MEETS_COLOUR, markeredgewidth=2, animated=True)
-        mv["point"], = ax.plot([], [], marker=MARKERS[0], markersize=11, linestyle="none", color="black",
-                               markerfacecolor=POINT_COLOUR, animated=True, zorder=5)
+        mv["point"] = moving_marker(ax, MARKERS[0], POINT_COLOUR, 11, zorder=5)
         mv["status"] = moving_text(fig, RIGHT_COLUMN_X, STATUS_TOP, MIN_FONT_PT + 1, va="top", ha="left",
                                    linespacing=1.4)
         for name, (colour, hatch) in (("prefill", PREFILL_LOOK), ("decode", DECODE_LOOK)):
@@ -282,8 +282,7 @@ class Lesson10Chart(StackedChart):
         mv["tl_left"] = moving_text(tl, 0, 1.12, transform=tl.transAxes, ha="left", va="bottom")
         mv["tl_right"] = moving_text(tl, 1, 1.12, transform=tl.transAxes, ha="right", va="bottom")
         fig.legend(handles=[
-            Line2D([], [], color=PALETTE[0], linewidth=2.2, label="fits in memory"),
-            Line2D([], [], color="0.45", linewidth=2, linestyle=":", label="does not fit"),
+            line_key("fits in memory", PALETTE[0], linewidth=2.2), line_key("does not fit", "0.45", ":", 2),
             Patch(facecolor=MEETS_COLOUR, alpha=0.3, edgecolor=MEETS_COLOUR, linestyle="--",
                   label="TPOT within its SLO"),
             point_key(MARKERS[1], "meets both SLOs, fits", "none", markeredgecolor=MEETS_COLOUR, markeredgewidth=2),
