@@ -68,6 +68,19 @@ def one_of(name: str, value, allowed: Sequence) -> Any:
 # ---- the frame --------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, kw_only=True)
+class ViewTexts:
+    """What a dashboard's view says, besides its numbers (keyword-only, after the view's own fields):
+    the verdict, the error (None for a good view), the title, and the chart's heading where it differs
+    from the title."""
+
+    text: str = ""
+    error: str | None = None
+    title: str = ""
+    heading: str = ""
+
+
+
 def view_frame(view, chart, alt: Callable[[Any], str]) -> Frame:
     """The verdict (``view.text``), the chart (``chart.png(view)``) and its alt text for one view, with
     the view's warnings as notes and its table, if it has them; an error view (``view.error`` set)

@@ -28,6 +28,7 @@ from ...core.models import get_model
 from ...core.units import binary, count, duration, num
 from ...topics.serving import Frontier, RequestTimeline, frontier, request_timeline
 from ..charts import MARKERS, MIN_FONT_PT, PALETTE, padded_log_range, set_log_axis
+from ..dashboard_base import ViewTexts
 from ..dashboard_base import (StackedChart, dashboard, fit_curve, layer_axes, line_key, look_patches,
                               model_and_part_controls, moving_marker, moving_text, percent_ticks, point_key, positive,
                               slider, view_frame, whole)
@@ -54,7 +55,7 @@ CRITICAL_COLOUR = PALETTE[4]
 
 
 @dataclass(frozen=True)
-class Lesson10View:
+class Lesson10View(ViewTexts):
     """One setting and what it gives. Seconds, tokens, tokens/s, bytes, one chip; times and rates are
     the static batch's estimates unless named a lower or an upper bound. The request's numbers are
     ``timeline``'s and the frontier's ``frontier``'s, read by the names below; an error view has neither."""
@@ -66,9 +67,6 @@ class Lesson10View:
     output_tokens: int
     ttft_slo_s: float
     tpot_slo_s: float
-    text: str
-    error: str | None = None
-    title: str = ""
     timeline: RequestTimeline | None = None  #: this batch's request: estimates, lower bounds, memory
     frontier: Frontier | None = None  #: the frontier at CURVE_BATCHES, the largest batch that fits, the critical point
     meets_ttft: bool | None = None
@@ -175,7 +173,7 @@ def lesson10_view(model_id: str, part_id: str, batch: int, prompt_tokens: int, o
             + fit_text(t.fits_in_memory, t.memory_required_bytes, t.memory_capacity_bytes, fr.max_batch_that_fits,
                        prompt + output)
             + " " + best_text(best, best_tps) + " " + critical_text(fr.pareto.critical_batch))
-    return Lesson10View(model.id, part.id, b, prompt, output, ttft_slo, tpot_slo, text,
+    return Lesson10View(model.id, part.id, b, prompt, output, ttft_slo, tpot_slo, text=text,
                         title=f"{model.name} on {part.name}: {count(prompt)} tokens in, {count(output)} out",
                         timeline=t, frontier=fr, meets_ttft=meets_ttft, meets_tpot=meets_tpot, curve_meets=curve_meets,
                         best_batch=best, best_tokens_per_s=best_tps)

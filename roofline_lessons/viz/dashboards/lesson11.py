@@ -37,6 +37,7 @@ from ...core.placement import Placement
 from ...core.units import binary, count, duration, num, percent, si
 from ...topics.many_chips import SplitStep, split_step
 from ..charts import MIN_FONT_PT, TERA, part_style
+from ..dashboard_base import ViewTexts
 from ..dashboard_base import (UNHINTED, StackedChart, animated_rects, bandwidth_roof, checkbox, dashboard, dropdown,
                               look_patches, model_and_part_controls, one_of, percent_ticks, roofline_axes, set_piece,
                               slider, toggle, view_frame, whole)
@@ -79,7 +80,7 @@ ROOF_CLEARANCE_PX = 6.0
 
 
 @dataclass(frozen=True)
-class Lesson11View(SplitStep):
+class Lesson11View(SplitStep, ViewTexts):
     """One setting and what it gives: the controls' values, the step's numbers (the keyword-only fields
     of :class:`~roofline_lessons.topics.many_chips.SplitStep`: seconds, bytes, FLOP/s and FLOP/byte, one
     chip's with more than one chip; the estimate's unless they say bound), the texts and the bar."""
@@ -93,10 +94,6 @@ class Lesson11View(SplitStep):
     prompt_tokens: object
     strategy: object
     overlap_comm: object
-    text: str
-    error: str | None = None
-    title: str = ""
-    heading: str = ""  #: the chart's heading: the title without the batch
     model_name: str = ""
     part_name: str = ""
     label: str = ""  #: the split: "TP 2", "EP 8", "1 chip"

@@ -38,6 +38,7 @@ from ...core.models import get_model
 from ...core.units import binary, count, duration, num, percent, si
 from ...topics.shrinking import FormatStep, format_step
 from ..charts import MIN_FONT_PT, TERA, part_style
+from ..dashboard_base import ViewTexts
 from ..dashboard_base import (UNHINTED, StackedChart, animated_rects, bandwidth_roof, dashboard, dropdown, fit_words,
                               line_key, look_patches, model_and_part_controls, moving_marker, moving_text, one_of,
                               percent_ticks, point_key, roofline_axes, set_piece, slider, view_frame, whole)
@@ -97,7 +98,7 @@ SOLID = 25.0
 
 
 @dataclass(frozen=True)
-class Lesson12View:
+class Lesson12View(ViewTexts):
     """One setting and what it gives: its words, and its numbers, those of ``step`` (a
     :class:`~roofline_lessons.topics.shrinking.FormatStep`: this decode step beside the same step in
     BF16; bytes per step, seconds, FLOP/s, as named there), read as the view's own: ``view.step_s``
@@ -109,10 +110,6 @@ class Lesson12View:
     weights: object
     kv: object
     batch: object
-    text: str
-    error: str | None = None
-    title: str = ""
-    heading: str = ""  #: the chart's heading: the title without the batch
     part_name: str = ""
     step: FormatStep | None = None
     kv_note: str = ""  #: what kind of cache the model keeps, in a sentence
