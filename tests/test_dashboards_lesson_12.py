@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass
 
 import matplotlib
 import numpy as np
@@ -350,16 +349,7 @@ def test_dashboard_panel_follows_every_control(capsys):
 
 # ---- the notebook charts (viz.plots) ------------------------------------------------------------
 
-@dataclass(frozen=True)
-class KvCurve:
-    """A stand-in with the fields of roofline_lessons.topics.shrinking.KvCurve."""
-
-    label: str
-    context_tokens: np.ndarray
-    kv_bytes: np.ndarray
-    state_bytes: float
-    beyond_limit_from: int | None
-    kind: str
+from roofline_lessons.topics.shrinking import KvCurve  # noqa: E402  (curves built by hand below)
 
 
 CONTEXTS = 2.0 ** np.arange(10, 21)
