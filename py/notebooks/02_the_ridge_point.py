@@ -76,9 +76,6 @@ for r in rows:
 # rates the note gives with FP32 accumulation (float tensor formats only: integers accumulate in INT32)
 ACCUMULATE = {(r["part"], dt) for r in rows for dt in ("bf16", "fp8", "fp4")
               if r[dt] is not None and note_sentences(r["part"], dt.upper(), "FP32 accumulate")}
-# the RTX 4090's whitepaper rates in the catalog are its FP32-accumulate ones
-assert ("rtx-4090", "bf16") in ACCUMULATE and ("rtx-4090", "fp8") in ACCUMULATE
-assert "mi300x" in FP32_MARK
 
 GAP_CELL = {RATE_NO_UNITS: "no units", RATE_NOT_PUBLISHED: "not published", RATE_NOT_IN_CATALOG: "not in catalog"}
 
@@ -95,6 +92,11 @@ show_table(["part", "bandwidth"] + [header.get(dt, f"ridge {dt}") for dt in DTYP
            [[r["part"], si(r["bandwidth_bytes_per_s"], "B/s")] + [ridge_cell(r, dt) for dt in DTYPES_SHOWN]
             for r in rows])
 
+# %% jupyter={"source_hidden": true}
+# the RTX 4090's whitepaper rates in the catalog are its FP32-accumulate ones
+assert ("rtx-4090", "bf16") in ACCUMULATE and ("rtx-4090", "fp8") in ACCUMULATE
+assert "mi300x" in FP32_MARK
+
 # %%
 gaps = {}
 for r in rows:
@@ -107,9 +109,11 @@ md("Cells without a ridge, by reason: " + "; ".join(
 marked = {pid: note_sentences(pid, "FP32", "matrix") for pid in FP32_MARK}
 for pid in sorted({pid for pid, _ in ACCUMULATE}):
     marked[pid] = marked.get(pid, []) + note_sentences(pid, "is with FP32 accumulate")
-assert all(marked.values())
 md("The catalog's notes behind the marked cells: " + "; ".join(
     f"**{pid}**: “{' '.join(said)}”" for pid, said in marked.items()) + ".")
+
+# %% jupyter={"source_hidden": true}
+assert all(marked.values())
 
 # %% [markdown]
 # A few things worth noticing, each computed below rather than asserted:
@@ -317,7 +321,6 @@ from roofline_lessons.core.units import MiB
 # its header: comments, not data, so the lesson takes them from here)
 NVIDIA_SMI_TOTAL_MIB = {"h100-sxm": 81_559, "h200": 143_771, "b200": 183_359}
 device_bytes = {pid: mib * MiB for pid, mib in NVIDIA_SMI_TOTAL_MIB.items()}
-assert all(device_bytes[pid] < get_part(pid).memory_capacity_bytes for pid in device_bytes)
 
 
 def gib(n_bytes):  # two decimals: the nominal and device figures differ in the first
@@ -328,6 +331,9 @@ show_table(["part", "nominal (datasheet)", "nvidia-smi total", "kept back"],
            [[pid, gib(get_part(pid).memory_capacity_bytes), f"{mib:,} MiB = {gib(device_bytes[pid])}",
              binary(get_part(pid).memory_capacity_bytes - device_bytes[pid])]
             for pid, mib in NVIDIA_SMI_TOTAL_MIB.items()])
+
+# %% jupyter={"source_hidden": true}
+assert all(device_bytes[pid] < get_part(pid).memory_capacity_bytes for pid in device_bytes)
 
 # %% [markdown]
 # A serving engine does not get all of that either. vLLM's `gpu_memory_utilization` (0.9 by

@@ -69,9 +69,11 @@ show_table(["batch", "FLOP / weight byte", "attainable by that lens", "FLOP / by
 
 # %%
 fig = intensity_vs_batch("qwen3.8-27b", "h100-sxm", contexts=(1024, 8192, 32768, 131072))
+fig
+
+# %% jupyter={"source_hidden": true}
 # its alt text gives critical_batch's figure, the one the table below and the checker use (not a grid point)
 assert f"reach the ridge at batch {critical_batch('qwen3.8-27b', h100, 131072, lens='weights only'):,}." in alt_of(fig)
-fig
 
 # %% [markdown]
 # ## The critical batch size
@@ -160,8 +162,6 @@ show_table(["tokens cached"] + [f"{p} (all / {UTIL:.0%})" for p in fits],
 ridge = h100.ridge_point_flop_per_byte("bf16")
 ceilings = {c: (intensity_ceiling("qwen3.8-27b", c), intensity_ceiling("qwen3.8-27b", c, compulsory=True))
             for c in (0, *contexts)}
-# the table's "never" for Qwen3.8-27B, by the unfused count and by compulsory bytes alike
-assert all(max(pair) < ridge for pair in ceilings.values())
 CTX = 8192
 i = list(contexts).index(CTX)
 parts_8k = {}
@@ -171,9 +171,6 @@ for pid in fits:
     assert bool(at_cap.fits_in_memory[0])  # the table's batch fits the step (its cache holds one more token after it)
     parts_8k[pid] = (cap, float(at_cap.tokens_per_s[0]), throughput_limit_tokens_per_s("qwen3.8-27b", pid, CTX))
 h100_cap, h100_tps, h100_limit = parts_8k["h100-sxm"]
-# "more memory buys more of that limit": every larger part's share exceeds the H100's
-assert all(tps / limit > h100_tps / h100_limit and cap > h100_cap for pid, (cap, tps, limit) in parts_8k.items()
-           if pid != "h100-sxm")
 md(f"For Qwen3.8-27B there is no compute limit to reach: at every context in the table its ceiling as B → ∞ stays "
    f"below the H100's ridge ({ridge:,.0f} FLOP/byte) — from {min(a for a, _ in ceilings.values()):,.0f} to "
    f"{max(a for a, _ in ceilings.values()):,.0f} FLOP/byte counting every operator's activations, and from "
@@ -184,6 +181,13 @@ md(f"For Qwen3.8-27B there is no compute limit to reach: at every context in the
    "approaches as the batch grows without limit. More memory buys more of that limit: "
    + "; ".join(f"{pid}: {cap} sequences, {tps:,.0f} tokens/s, {percent(tps / limit, 0)} of {limit:,.0f}"
                for pid, (cap, tps, limit) in parts_8k.items() if pid != "h100-sxm") + ".")
+
+# %% jupyter={"source_hidden": true}
+# the table's "never" for Qwen3.8-27B, by the unfused count and by compulsory bytes alike
+assert all(max(pair) < ridge for pair in ceilings.values())
+# "more memory buys more of that limit": every larger part's share exceeds the H100's
+assert all(tps / limit > h100_tps / h100_limit and cap > h100_cap for pid, (cap, tps, limit) in parts_8k.items()
+           if pid != "h100-sxm")
 
 # %% [markdown]
 # ## Throughput against latency
@@ -196,10 +200,12 @@ md(f"For Qwen3.8-27B there is no compute limit to reach: at every context in the
 
 # %%
 fig = throughput_vs_latency("qwen3.8-27b", ["h100-sxm", "h200", "b200"], context_tokens=8192)
+fig
+
+# %% jupyter={"source_hidden": true}
 # its alt text states the capacity table's largest batches at 8,192 tokens, not points of the plotting grid
 assert contexts[1] == 8192 and all(f"{p}: " in alt_of(fig) and f"the largest batch that fits, {fits[p][1]:,}:"
                                    in alt_of(fig) for p in fits)
-fig
 
 # %% [markdown]
 # ## Mixture of experts: batching buys less

@@ -113,6 +113,8 @@ for name, kernel in (("Algorithm 1", tiled_attention), ("FlashAttention-2 order"
         print(f"{name:>22}, causal={causal!s:5}: max |tiled − naive| = {errors[-1]:.1e}; "
               f"tiles {traffic.block_rows} × {traffic.block_cols}; SRAM peak {binary(traffic.sram_peak_bytes)} "
               f"of {binary(sram_small)}; HBM {si(traffic.hbm_bytes, 'B')} (float64) in {len(traffic.visited):,} tiles")
+
+# %% jupyter={"source_hidden": true}
 assert max(errors) < 1e-10
 
 # %% [markdown]
@@ -381,12 +383,9 @@ md(f"Qwen3.8-27B: head dim {qwen.head_dim}, {qwen.num_attention_heads} query hea
 # %%
 fa3 = best_measurement(h100, "attention_flops_per_s", "fp16")
 l2_figs = l2_bandwidth_figures(h100)  # highest first: the near partition, then the whole L2
-assert len(l2_figs) == 2 and all("H100 PCIe" in m.conditions for m in l2_figs)  # the text above says so
 l2_near, l2_whole = l2_figs
 md("L2 figures in the catalog:\n\n" + "\n".join(f"- **{si(m.value, 'B/s')}**, {m.kernel}: {m.conditions} "
                                                   f"({m.source}, {m.date})." for m in l2_figs))
-# the conditions of the measurement, from its catalog entry (Measurement.head_dim, .causal, .sequence_length)
-assert fa3.head_dim is not None and fa3.causal is not None and fa3.sequence_length is not None and fa3.conditions
 fa3_d, fa3_causal, fa3_n = fa3.head_dim, fa3.causal, fa3.sequence_length
 peak16 = h100.peak_flops_per_s("fp16")
 f_bench = float(attention_matmul_flops(fa3_n, fa3_d, fa3_causal))  # the benchmark's FLOP count: matmuls only
@@ -426,6 +425,11 @@ for what, intensity, slope in (("FA-2 order, every tile from L2", i_tiled, tiled
               capped(slope[m.kernel])]
              for m in l2_figs]
 show_table(["one head, FP16", "FLOP/byte", "roof"], rows)
+
+# %% jupyter={"source_hidden": true}
+assert len(l2_figs) == 2 and all("H100 PCIe" in m.conditions for m in l2_figs)  # the text above says so
+# the conditions of the measurement, from its catalog entry (Measurement.head_dim, .causal, .sequence_length)
+assert fa3.head_dim is not None and fa3.causal is not None and fa3.sequence_length is not None and fa3.conditions
 
 # %% jupyter={"source_hidden": true}
 above_hbm = fa3.value > hbm_tiled_roof

@@ -85,7 +85,6 @@ show_table(["lever", "which weights take the narrow format (the recipe)", "what 
             "not charged for by the cost model"],
            [[lev.name, lev.recipe, lev.what, lev.not_counted or "—"] for lev in LEVER_SPECS])
 scale_share = per_channel_scale_share(MODEL)
-assert scale_share < 1e-3  # "under a thousandth" below
 md("The recipe is the default for 8-bit weights, as published FP8 checkpoints are made (NVIDIA ModelOpt, "
    "llm-compressor: the linear layers of the blocks, lm_head ignored). `quantized_weights=\"all\"` quantises "
    "every weight instead; a matmul whose weights stay BF16 runs at the BF16 rate.\n\n"
@@ -97,6 +96,9 @@ md("The recipe is the default for 8-bit weights, as published FP8 checkpoints ar
    f"16) would cost {weight_bytes_per_element('fp4', group_size=16):g}. What it leaves out "
    "of the 8-bit formats' bytes, the per-channel scales, is under a thousandth of them for Qwen3.8-27B: one BF16 "
    f"scale per output channel adds at most {percent(scale_share, 3)} to a weight matrix's bytes.")
+
+# %% jupyter={"source_hidden": true}
+assert scale_share < 1e-3  # "under a thousandth" below
 
 # %% [markdown]
 # Each lever's speed-up is a ratio, all-BF16 ÷ lever, with the roof that binds after the change,
@@ -296,10 +298,12 @@ for pid in ("h100-sxm", "b200"):
     est_moved.append(abs(float(by_acts["bf16"].time_estimate_s / by_acts["fp8"].time_estimate_s) - 1) > 0.005)
 show_table(["part", "activation bytes counted as", "W8A8 speed-up of the lower bound, prefill 512 (roof)",
             "W8A8 speed-up of the estimate (roof)"], rows)
-assert all(est_moved), "the prose below says the estimate moves"
 md("The estimate moves; the bound " + ("moves too" if any(moved) else "does not")
    + ": its compulsory bytes hold no activations, only the weights, the KV cache and state read and written, "
    "the token ids in and the logits out.")
+
+# %% jupyter={"source_hidden": true}
+assert all(est_moved), "the prose below says the estimate moves"
 
 # %% [markdown]
 # Batch-1 decode is memory-bound on every part here, both before and after the lever, so its
@@ -317,13 +321,15 @@ for pid in PARTS:
                  f"{float(w8.placement.time_estimate_s) * 1e3:,.2f} ms",
                  f"{float(w8.placement.tokens_per_s_upper_bound):,.0f}",
                  f"{float(w8.placement.tokens_per_s_estimate):,.0f}"])
+show_table(["part", "batch-1 decode, BF16: lower bound", "BF16: estimate", "weight-only 8-bit: lower bound",
+            "weight-only 8-bit: estimate", "tokens/s ≤ (weight-only 8-bit, upper bound)",
+            "tokens/s (weight-only 8-bit, estimate)"], rows)
+
+# %% jupyter={"source_hidden": true}
 assert all(results[pid, "decode, batch 1, 8,192 cached"][n].placement.lower_bound_roof == "memory"
            for pid in PARTS for n in (BASELINE, W8)), "the prose above says memory-bound on every part"
 assert max(results[pid, "decode, batch 1, 8,192 cached"][W8].speedup_lower_bound for pid in PARTS) - min(
     results[pid, "decode, batch 1, 8,192 cached"][W8].speedup_lower_bound for pid in PARTS) < 1e-3
-show_table(["part", "batch-1 decode, BF16: lower bound", "BF16: estimate", "weight-only 8-bit: lower bound",
-            "weight-only 8-bit: estimate", "tokens/s ≤ (weight-only 8-bit, upper bound)",
-            "tokens/s (weight-only 8-bit, estimate)"], rows)
 
 # %% [markdown]
 # ## Datasheet FP8 vs measured FP8
@@ -413,12 +419,14 @@ md(f"What these rows establish: with this software and these shapes, the best FP
 
 # %%
 show_table(["hypothesis", "mechanism", "how to test it"], [[h.name, h.mechanism, h.test] for h in FP8_GAP_HYPOTHESES])
-assert "h100-sxm" in resolved and "b200" in unresolved  # the summary's claims
 md(f"The arithmetic behind the second one: operand bytes per second at peak, FP8 ÷ BF16, on the H100 = "
    f"(peak ratio) × (bytes per element ratio) = "
    f"{get_part('h100-sxm').peak_flops_per_s('fp8') / get_part('h100-sxm').peak_flops_per_s('bf16'):.0f} × "
    f"{bytes_per_element('fp8') / bytes_per_element('bf16'):.1f} = {operand_bytes_per_s_ratio('h100-sxm'):.1f}.\n\n"
    f"Not an explanation of this gap: {NOT_IN_THE_MATMUL_MEASUREMENT}.")
+
+# %% jupyter={"source_hidden": true}
+assert "h100-sxm" in resolved and "b200" in unresolved  # the summary's claims
 
 # %% [markdown]
 # ## The interview answer

@@ -236,9 +236,7 @@ md(f"- **Cache against DRAM.** The {small_n}×{small_n} matrix–vector product 
    + f": {si(big_rate, 'B/s')}, {percent(big_rate / dram, 0)} of the DRAM roof. Batch-1 decode on a GPU is the "
    "DRAM case: its weights never fit in any cache.")
 gemms = sorted((k for k in mine.kernels if k.name.startswith("gemm")), key=lambda k: k.intensity)
-assert all(a.intensity < b.intensity for a, b in zip(gemms, gemms[1:]))  # more rows, more reuse per byte
 peak64 = mine.peak_flops_per_s("float64")
-assert all(k.flops_per_s <= peak64 for k in gemms)  # the compute roof is the best matmul measured, these included
 rows_of = {k.name: k.name.split('×')[0].removeprefix('gemm ') for k in gemms}
 labels = [f"{rows_of[k.name]} rows" for k in gemms]
 rates = [k.flops_per_s for k in gemms]
@@ -313,6 +311,10 @@ md(f"- **Large vectors.** dot moved {si(dot_rate, 'B/s')} ({percent(dot_rate / d
    "numpy's fixed cost per call would dominate — the reason the bandwidth probe amortises it. (axpy is two numpy "
    "passes per block, and its estimate counts one.)")
 
+# %% jupyter={"source_hidden": true}
+assert all(a.intensity < b.intensity for a, b in zip(gemms, gemms[1:]))  # more rows, more reuse per byte
+assert all(k.flops_per_s <= peak64 for k in gemms)  # the compute roof is the best matmul measured, these included
+
 # %% [markdown]
 # ### What the DRAM roof counts
 #
@@ -329,7 +331,6 @@ md(f"- **Large vectors.** dot moved {si(dot_rate, 'B/s')} ({percent(dot_rate / d
 example = results.example()
 factor = write_allocate_factor("triad")
 counted, on_bus = STREAM_ARRAYS["triad"], STREAM_ARRAYS["triad"] + STREAM_WRITES["triad"]
-assert factor == Fraction(on_bus, counted) and factor > 1
 checks = {"shipped example": dram_roof_check(example), "this machine": dram_roof_check(mine)}
 show_table(["dot (reads two vectors, stores nothing)", *checks],
            [["bytes read per call", *[binary(c.working_set_bytes) for c in checks.values()]],
@@ -393,6 +394,9 @@ if llc_reach and not any(s.working_set_bytes >= 4 * llc_reach for s in triad):
     md(f"**Caution:** no triad working set in this sweep reached 4× the {binary(llc_reach)} of cache its threads can "
        f"fill (the largest was {binary(triad[-1].working_set_bytes)}), so this machine's \"DRAM\" roof is the largest "
        "sizes' rate, and a cache may serve part of it. Full mode sweeps further.")
+
+# %% jupyter={"source_hidden": true}
+assert factor == Fraction(on_bus, counted) and factor > 1
 
 # %% [markdown]
 # So read every numpy plateau as a **lower bound** on what that level of memory can deliver. It is
@@ -558,7 +562,6 @@ i_tiled6 = f6 / flash_hbm_bytes(n6, d6, smem6, 2, causal=True)  # Algorithm 1 or
 i_fa2_6 = f6 / flash2_hbm_bytes(n6, d6, smem6, 2, causal=True)  # FlashAttention-2 order
 i_ideal6 = f6 / float(compulsory_hbm_bytes(n6, d6))
 l2_figs6 = l2_bandwidth_figures(h100)  # the near-partition and the whole-L2 read figures, highest first
-assert all("H100 PCIe" in m.conditions for m in l2_figs6)  # the labels say where they were measured
 hbm6 = h100.memory_bandwidth_bytes_per_s
 kind = {"compute": "compute-bound", "L2": "L2-bound", "HBM": "HBM-bound"}
 fig6 = lambda m: f"{si(m.value, 'B/s')}, {m.kernel.removeprefix('read, ')}"  # noqa: E731
@@ -591,6 +594,9 @@ md(f"Causal attention, N = {n6:,}, d = {d6}, tiled in {binary(smem6)} of shared 
    f"- {placed(i_tiled6, 'Algorithm 1 order')}\n- {placed(i_fa2_6, 'FlashAttention-2 order')}\n\n"
    f"At the L2 the FlashAttention-2 order's intensity is {ratio_words(i_fa2_6, i_tiled6, ('higher', 'lower'))} "
    "than Algorithm 1's for this N, d and SRAM.")
+
+# %% jupyter={"source_hidden": true}
+assert all("H100 PCIe" in m.conditions for m in l2_figs6)  # the labels say where they were measured
 
 # %% [markdown]
 # ## Summary

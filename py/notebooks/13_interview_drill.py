@@ -52,9 +52,11 @@ show_table(["lesson", "cards", "numeric", "with follow-ups", "with a memory aid"
              sum(bool(c.memory_aid) for c in cs), sum(bool(c.references) for c in cs)]
             for n, cs in sorted(by_lesson.items())])
 with_aid = sum(bool(c.memory_aid) for c in deck)
+md(f"{len(deck)} cards in all, {with_aid} of them with a memory aid. Progress file: `{data_file()}`.")
+
+# %% jupyter={"source_hidden": true}
 assert 0 < with_aid < len(deck)  # "some cards add a memory aid"
 assert all(c.sources() for c in deck)  # "every card lists its sources"
-md(f"{len(deck)} cards in all, {with_aid} of them with a memory aid. Progress file: `{data_file()}`.")
 
 # %% [markdown]
 # ## A numeric card, answered by the package
