@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from roofline_lessons.course.exercisegen import (ExerciseGenerationError, exercise_source, generate, stale_files,
+from roofline_lessons.course.exercisegen import (ExerciseGenerationError, exercise_source, exercise_texts, generate,
+                                                 stale_files,
                                                  stub_for_region)
 
 SOLUTION = '''# ---
@@ -61,8 +62,9 @@ def _setup(tmp_path: Path):
 def test_generate_writes_runnable_stubs_and_drops_solution_cells(tmp_path):
     sol, ex = _setup(tmp_path)
     written = generate(sol, ex)
-    assert {p.name for p in written} == {"01_demo.py", "01_demo.ipynb"}
-    text = (tmp_path / "py" / "exercises" / "01_demo.py").read_text()
+    assert {p.name for p in written} == {"01_demo.ipynb"}  # a notebook only: no script twin
+    assert not (tmp_path / "py" / "exercises").exists()
+    text = exercise_texts(tmp_path / "py" / "solutions" / "01_demo.py")[1]
     assert "6 * 7" not in text and "Only in the solutions" not in text
     assert "x = ...  # your answer here" in text and "def f(n, *, scale=2):" in text
     compile(text, "01_demo.py", "exec")  # the stub is valid Python
@@ -75,14 +77,14 @@ def test_generate_writes_runnable_stubs_and_drops_solution_cells(tmp_path):
 def test_edited_exercise_is_never_overwritten_silently(tmp_path):
     sol, ex = _setup(tmp_path)
     generate(sol, ex)
-    mine = tmp_path / "py" / "exercises" / "01_demo.py"
+    mine = ex / "01_demo.ipynb"
     mine.write_text(mine.read_text().replace("x = ...", "x = 42"))
     (tmp_path / "py" / "solutions" / "01_demo.py").write_text(SOLUTION.replace("6 * 7", "7 * 6"))
     with pytest.raises(ExerciseGenerationError, match="edited"):
         generate(sol, ex)
     assert "x = 42" in mine.read_text()  # untouched
     generate(sol, ex, force=True)
-    backups = list(mine.parent.glob("01_demo.py.bak-*"))
+    backups = list(mine.parent.glob("01_demo.ipynb.bak-*"))
     assert len(backups) == 1 and "x = 42" in backups[0].read_text()
     assert "x = 42" not in mine.read_text()
     assert not list(ex.glob(".*.tmp")) and not list(mine.parent.glob(".*.tmp"))  # atomic writes leave no temporaries

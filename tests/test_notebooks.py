@@ -29,7 +29,10 @@ def committed_text(path: Path) -> str | None:
         return None
     return r.stdout if r.returncode == 0 else None
 DIRS = ("notebooks", "exercises", "solutions")
-SCRIPTS = sorted(p for d in DIRS for p in scripts_dir(ROOT / d).glob("[0-9]*.py"))
+#: the folders whose notebooks are authored and paired with a script; exercises/ is generated from the
+#: solutions and holds notebooks only
+PAIRED = ("notebooks", "solutions")
+SCRIPTS = sorted(p for d in PAIRED for p in scripts_dir(ROOT / d).glob("[0-9]*.py"))
 SOLUTIONS = sorted(scripts_dir(ROOT / "solutions").glob("[0-9]*.py"))
 
 
@@ -45,7 +48,7 @@ def test_the_file_browser_shows_each_lesson_once(folder):
     assert sorted((ROOT / folder).glob("*.py")) == []
 
 
-@pytest.mark.parametrize("folder", DIRS)
+@pytest.mark.parametrize("folder", PAIRED)
 def test_jupytext_pairs_each_folder_with_its_mirror(folder):
     """The folder configs pair both ways: from the notebook and from its script."""
     from jupytext.config import find_jupytext_configuration_file, load_jupytext_configuration_file
@@ -106,8 +109,20 @@ def test_no_prose_hiding_in_code_cells(script):
                               f"give it a `# %% [markdown]` cell): {headings}")
 
 
+def test_generated_exercises_are_notebooks_only():
+    """A learner works in the exercise notebook; nothing pairs it with a script a save would rewrite."""
+    from jupytext.config import find_jupytext_configuration_file, load_jupytext_configuration_file
+    from jupytext.paired_paths import paired_paths
+
+    assert not (ROOT / "py" / "exercises").exists()
+    nb = sorted((ROOT / "exercises").glob("[0-9]*.ipynb"))[0]
+    config = load_jupytext_configuration_file(find_jupytext_configuration_file(str(nb.parent)))
+    pairs = {Path(p).resolve() for p, _ in paired_paths(str(nb), "ipynb", config.default_formats(str(nb)))}
+    assert pairs == {nb.resolve()}, pairs
+
+
 def test_every_ipynb_has_its_script():
-    for d in DIRS:
+    for d in PAIRED:
         for nb in (ROOT / d).glob("*.ipynb"):
             assert script_for(nb).exists(), f"{nb} has no paired .py script"
 
@@ -148,12 +163,11 @@ def test_solutions_are_accepted_and_stubs_rejected(solution, tmp_path):
     assert not rejected_solutions, f"solutions rejected: {rejected_solutions}"
 
     # Run the stubs exactly as the generator writes them (a learner's answered copy may differ).
-    from roofline_lessons.course.exercisegen import plan
+    from roofline_lessons.course.exercisegen import exercise_texts
 
-    generated = next(p for p in plan(ROOT / "solutions", ROOT / "exercises") if p.path.name == solution.name)
     stub_script = tmp_path / "exercises" / solution.name
     stub_script.parent.mkdir()
-    stub_script.write_text(generated.text, encoding="utf-8")
+    stub_script.write_text(exercise_texts(solution)[1], encoding="utf-8")
     stubs = _run_and_log(stub_script, tmp_path)
     assert {r["exercise"] for r in stubs} == expected_ids
     accepted_stubs = [r for r in stubs if r["status"] == "correct"]

@@ -121,17 +121,20 @@ class Planned:
     text: str
 
 
+def exercise_texts(solution_script: Path | str) -> tuple[str, str]:
+    """The exercise generated from one solution script: its ``.ipynb`` text (what is written) and the
+    same notebook as a percent script (what the tests run to prove the stubs are rejected)."""
+    sol = Path(solution_script)
+    return pair_texts(exercise_notebook(read_notebook(sol), sol.name))
+
+
 def plan(solutions_dir: Path, exercises_dir: Path) -> list[Planned]:
-    """Every exercise file (both halves of each pair) and the text it should hold. The solutions are
-    read from their scripts (``py/solutions/``); each exercise is written as ``exercises/x.ipynb``
-    and ``py/exercises/x.py``."""
-    planned = []
-    for sol in sorted(scripts_dir(solutions_dir).glob("[0-9]*.py")):
-        ex_nb = exercise_notebook(read_notebook(sol), sol.name)
-        ipynb_text, py_text = pair_texts(ex_nb)
-        planned.append(Planned(Path(exercises_dir) / sol.with_suffix(".ipynb").name, ipynb_text))
-        planned.append(Planned(scripts_dir(exercises_dir) / sol.name, py_text))
-    return planned
+    """Every exercise notebook and the text it should hold. The solutions are read from their scripts
+    (``py/solutions/``, the one source); each exercise is written as ``exercises/x.ipynb`` only: a
+    generated notebook needs no tracked script twin (no one edits it as a script), and a learner
+    works in the notebook."""
+    return [Planned(Path(exercises_dir) / sol.with_suffix(".ipynb").name, exercise_texts(sol)[0])
+            for sol in sorted(scripts_dir(solutions_dir).glob("[0-9]*.py"))]
 
 
 def _sha(text: str) -> str:
