@@ -658,13 +658,13 @@ def test_main_path_tables_have_at_most_five_columns():
 
 def test_main_path_asserts_are_out_of_the_learners_way():
     """Issue 26: the checks still run (nbval), in collapsed cells; a visible cell holds at most a few."""
-    from roofline_lessons.course.notebook_files import is_narration
+    from roofline_lessons.course.notebook_files import is_source_hidden
 
     visible = 0
     for cell in _cells():
         if cell.cell_type == "markdown" and cell.source.startswith("## Going further"):
             break
-        if cell.cell_type == "code" and not is_narration(cell.source):
+        if cell.cell_type == "code" and not is_source_hidden(cell):
             visible += sum(1 for line in cell.source.splitlines() if line.lstrip().startswith("assert "))
     assert visible <= 5
 
@@ -772,3 +772,11 @@ def test_strict_readers_findings_stay_fixed(lesson_text):
         assert muddled not in lesson_text and muddled not in text, muddled
     assert "when n exceeds the number of KV heads, each KV head is stored on\n# n / KV-heads chips" in text
     assert "NCCL's low-latency protocols, LL and LL128" in lesson_text and "one-shot kernels (each chip" in lesson_text
+
+
+def test_split_step_reports_the_per_call_latency_it_was_given():
+    """The step's assumed latency follows Parallelism.collective_latency_s, as comm_split's does."""
+    default = mc.split_step("llama-3.1-70b", "h100-sxm", Parallelism(tensor=2))
+    none = mc.split_step("llama-3.1-70b", "h100-sxm", Parallelism(tensor=2, collective_latency_s=0.0))
+    assert default.comm_latency_s > 0
+    assert none.comm_latency_s == 0.0

@@ -756,3 +756,13 @@ def test_summary_says_int4_is_slower_only_at_short_context():
                        .replace("#", " ").split())
     assert "at short context, becomes slower than BF16 at a large enough batch" in summary
     assert "at long context the KV cache keeps both memory-bound and it never does" in summary
+
+
+def test_a_lever_names_its_what_if_and_its_misfit_once_each():
+    import dataclasses
+
+    levers = sh.byte_levers("llama-3.1-70b", "b200", context_tokens=8192)
+    misfit = next(e for e in levers if not e.fits_in_memory)
+    assert misfit.display_name.count("what-if") == 1 and misfit.display_name.endswith("what-if (does not fit)")
+    both = dataclasses.replace(misfit, what_if=True)
+    assert both.display_name.endswith("— what-if — does not fit") and both.display_name.count("what-if") == 1

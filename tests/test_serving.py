@@ -349,3 +349,15 @@ def test_speculation_speedup_is_the_ratio_of_two_timelines():
     drafted = s.speculation_speedup("llama-3.1-70b", "h200", prompt_tokens=2048, output_tokens=256,
                                     speculative_tokens=4, acceptance=0.7, draft_model="llama-3.1-8b")
     assert not drafted.fits_in_memory and drafted.plain.fits_in_memory  # the draft's memory counts
+
+
+def test_the_frontier_and_goodput_judge_a_one_token_answer_alike():
+    """A one-token answer has no TPOT (NaN): it cannot miss a TPOT objective, by goodput or the frontier."""
+    from roofline_lessons.topics.serving import frontier, goodput_requests_per_s
+
+    batches = (1, 2, 4)
+    fr = frontier("llama-3.1-8b", "h100-sxm", 512, 1, batches)
+    g = goodput_requests_per_s("llama-3.1-8b", "h100-sxm", prompt_tokens=512, output_tokens=1, batches=batches,
+                               ttft_slo_s=10.0, tpot_slo_s=0.001)
+    assert np.isnan(fr.pareto.tpot_s).all()
+    assert fr.meets(10.0, 0.001).tolist() == g.meets_slo.tolist() == [True, True, True]

@@ -94,9 +94,8 @@ md(f"**Question.** An H200 holds {binary(get_part('h200').memory_capacity_bytes)
 
 # %% jupyter={"source_hidden": true}
 from roofline_lessons.core.parallel import max_batch_that_fits_on_chips
+from roofline_lessons.core.memory import VLLM_DEFAULT_MEMORY_UTILIZATION as VLLM_UTILIZATION  # the share vLLM lets itself use
 from roofline_lessons.topics.many_chips import Setup, compare_setups, seventy_b_setups
-
-VLLM_UTILIZATION = 0.9  # vLLM's long-standing default gpu_memory_utilization: the share of memory it lets itself use
 
 
 def fits_at(row, utilization):

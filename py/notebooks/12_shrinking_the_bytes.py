@@ -153,7 +153,9 @@ kv_bytes_vs_context_chart(curves, title="KV cache per sequence against context, 
 at_kv = {c.label: c.kv_bytes_at(KV_CONTEXT) for c in curves}
 gqa8, mqa8 = get_model("llama-3.1-8b"), next(c for c in curves if c.kind == "MQA")
 dsv3, gemma, qwen = get_model("deepseek-v3"), get_model("gemma-3-27b"), get_model("qwen3.8-27b")
-per_head_kv = dsv3.num_attention_heads * (dsv3.head_dim + dsv3.v_head_dim)  # were K and V cached per head
+from roofline_lessons.topics.shrinking import mla_per_head_kv_elements
+
+per_head_kv = mla_per_head_kv_elements(dsv3)  # were K and V cached per head
 qwen_state = next(c for c in curves if c.label == qwen.name).state_bytes
 state_equals_kv_tokens = qwen_state / qwen.kv_bytes_per_token("bf16")
 near = dsv3.kv_bytes_per_token("bf16") / qwen.kv_bytes_per_token("bf16")
@@ -515,7 +517,7 @@ md("<details><summary>Answer</summary>\n\n"
 # window spans.
 
 # %% jupyter={"source_hidden": true}
-UTILIZATION = 0.9  # vLLM's long-standing default gpu_memory_utilization
+from roofline_lessons.core.memory import VLLM_DEFAULT_MEMORY_UTILIZATION as UTILIZATION  # vLLM's default share
 md(f"Pages of {count(DEFAULT_PAGE_TOKENS)} tokens and {percent(UTILIZATION, 0)} of the memory, vLLM's defaults; "
    "gpt-oss-120b stored as shipped (MXFP4 experts):")
 
@@ -664,7 +666,7 @@ mla_row = next(r for r in rows if r.label == dsv3.name)
 paper_mha = 2 * dsv3.num_attention_heads * dsv3.v_head_dim  # the DeepSeek-V2 paper's MHA baseline, d_h = 128
 assert not any(r.beyond_limit for r in rows)  # 32K is within every model's limit
 assert mla_row.bytes_per_token_per_layer == (dsv3.kv_lora_rank + dsv3.qk_rope_head_dim) * 2
-assert mla_per_head_kv_elements("deepseek-v3") == per_head_kv
+assert per_head_kv == dsv3.num_attention_heads * (dsv3.head_dim + dsv3.v_head_dim)  # K (nope + rope) and V
 assert all(abs(r.kv_bytes - at_kv[r.label]) < 1 for r in rows)  # the table and the chart agree
 md("Two more ways to miscount MLA. The DeepSeek-V2 paper compares MLA with multi-head attention at "
    f"2 × heads × d_h elements per token and layer, d_h = {count(dsv3.v_head_dim)}: {count(paper_mha)} elements, "
@@ -736,7 +738,7 @@ md("In prefill the expanded form also moves fewer unfused bytes (the absorbed on
 
 # %% jupyter={"source_hidden": true}
 from roofline_lessons.core.dtypes import bytes_per_element
-from roofline_lessons.topics.shrinking import int4_bytes_per_weight, nvfp4_bytes_per_weight
+from roofline_lessons.topics.shrinking import NVFP4_BLOCK, int4_bytes_per_weight, nvfp4_bytes_per_weight
 
 nvfp4_b = nvfp4_bytes_per_weight()
 assert int4_b < int4_bytes_per_weight(128, True) < nvfp4_b  # the zero point and NVFP4's smaller blocks cost bytes
@@ -752,14 +754,16 @@ md("The int4 above is the minimum. Real checkpoints often carry a 4-bit zero poi
 
 # %%
 all_formats = formats[:3] + [("int4", 64)] + formats[3:]
+BF16_BYTES, INT4_GROUP = bytes_per_element("bf16"), DEFAULT_WEIGHT_GROUP["int4"]
+int4_zp = int4_bytes_per_weight(INT4_GROUP, True)  # with a 4-bit zero point per group
 show_table(["format", "group", "bytes per weight", "of which the scale", "BF16 ÷ it"],
            [[("MXFP4 (fp4)" if d == "fp4" else d), count(g) if g else "—", num(weight_bytes_per_element(d, g), 6),
              num(weight_bytes_per_element(d, g) - bytes_per_element(d), 6) if g else "—",
-             f"{num(2 / weight_bytes_per_element(d, g))}×"] for d, g in all_formats]
-           + [["int4 with a 4-bit zero point (asymmetric)", count(128), num(int4_bytes_per_weight(128, True), 6),
-               num(int4_bytes_per_weight(128, True) - 0.5, 6), f"{num(2 / int4_bytes_per_weight(128, True))}×"],
-              ["NVFP4 (not priced by the placements)", count(16), num(nvfp4_b, 6), num(nvfp4_b - 0.5, 6),
-               f"{num(2 / nvfp4_b)}×"]])
+             f"{num(BF16_BYTES / weight_bytes_per_element(d, g))}×"] for d, g in all_formats]
+           + [["int4 with a 4-bit zero point (asymmetric)", count(INT4_GROUP), num(int4_zp, 6),
+               num(int4_zp - bytes_per_element("int4"), 6), f"{num(BF16_BYTES / int4_zp)}×"],
+              ["NVFP4 (not priced by the placements)", count(NVFP4_BLOCK), num(nvfp4_b, 6),
+               num(nvfp4_b - bytes_per_element("fp4"), 6), f"{num(BF16_BYTES / nvfp4_b)}×"]])
 
 # %%
 MODELS = ("llama-3.1-70b", "gemma-3-27b", "deepseek-v3", "gpt-oss-120b")

@@ -11,7 +11,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ._catalog import load_catalog
-from .dtypes import check_dtype
+from .dtypes import DTYPES, check_dtype
 from .errors import RooflineInputError, unknown_name_error
 from .units import GiB
 
@@ -375,6 +375,13 @@ _PARTS: dict[str, Part] | None = None
 def list_parts() -> tuple[str, ...]:
     """All part ids in catalog order."""
     return tuple(_all())
+
+
+def compute_dtypes() -> tuple[str, ...]:
+    """The dtypes (in ``DTYPES`` order) that at least one catalog part has a dense rate for: what a
+    "compute in" control can offer (a 4-bit *storage* format no part computes in is left out)."""
+    rated = {d for part in _all().values() for d in part.dense_flops_per_s}
+    return tuple(d for d in DTYPES if d in rated)
 
 
 def _all() -> dict[str, Part]:

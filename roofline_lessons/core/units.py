@@ -69,6 +69,17 @@ def percent(fraction: float, digits: int = 2) -> str:
     return f"{fraction * 100:,.{digits}f} %"
 
 
+def share_percent(fraction: float) -> str:
+    """A share for a person to read: whole percents from 1 % (as rounded), one decimal below,
+    "under 0.1 %" below that, never a bare "0 %" for a share that is not zero; so "1 %" and
+    "1.0 %" never appear side by side (0.996 is "1 %", not "1.0 %")."""
+    if fraction <= 0:
+        return "0 %"
+    if fraction < 0.001:
+        return "under 0.1 %"
+    return percent(fraction, 0 if round(fraction * 100, 1) >= 1 else 1)
+
+
 def quantity(value: float, singular: str, plural: str | None = None, digits: int = 3, whole: bool = False) -> str:
     """A number with its unit in the grammatical number the printed figure takes: ``quantity(1, "byte")``
     → ``"1 byte"``, ``quantity(0.516, "byte")`` → ``"0.516 bytes"``, ``quantity(255, "decode step",

@@ -109,8 +109,9 @@ HIDDEN_SOURCE = {"jupyter": {"source_hidden": True}}
 def is_narration(source: str) -> bool:
     """True for a code cell whose only job is to say something in prose: every top-level statement
     is an ``md(...)`` call, an assignment, a helper function or an import feeding it, or an
-    ``assert`` that keeps its words honest, with at least one ``md`` call or ``assert``. A cell of
-    asserts alone (the checks that keep the prose above it honest) counts too. Such a cell is shown
+    ``assert`` that keeps its words honest, with at least one ``md`` call or ``assert``. So a cell
+    with no ``md`` call counts too when it asserts something and otherwise only assigns, imports or
+    defines (the checks that keep the prose above it honest, and what they need). Such a cell is shown
     collapsed, so a lesson reads as prose with live numbers (the asserts still run under the notebook
     tests); its code is one click away."""
     try:

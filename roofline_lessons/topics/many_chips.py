@@ -953,7 +953,7 @@ def split_step(model, part, parallelism: Parallelism, *, phase: str = "decode", 
         link_bytes_per_s=None if lk is None else float(lk.per_direction_bytes_per_s),
         link_intensity=sent if sent is not None and np.isfinite(sent) and sent > 0 else None,
         link_ridge=None if lk is None else float(pl.interconnect_ridge_point_flop_per_byte),
-        comm_latency_s=0.0 if comm is None else float(comm.calls * lk.latency_s),
+        comm_latency_s=0.0 if comm is None else float(comm_split(pl).latency_s),  # the set per-call latency
         memory_required_bytes=float(pl.memory_required_bytes), capacity_bytes=float(p.memory_capacity_bytes),
         fits=bool(pl.fits_in_memory), tokens_per_s=float(pl.tokens_per_s_estimate),
         lower_bound_s=float(pl.time_lower_bound_s), lower_bound_roof=str(pl.lower_bound_roof),

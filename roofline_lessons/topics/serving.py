@@ -833,6 +833,12 @@ class Goodput:
                                            ("memory", self.fits_in_memory[i])) if not ok)
 
 
+def _slo_checks(ttft_s, tpot_s, ttft_slo_s: float, tpot_slo_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per batch: TTFT within its SLO, and TPOT within its SLO (seconds); a one-token answer has no
+    TPOT (NaN) and so cannot miss it."""
+    return (np.asarray(ttft_s) <= ttft_slo_s), np.where(np.isnan(tpot_s), True, np.asarray(tpot_s) <= tpot_slo_s)
+
+
 def goodput_requests_per_s(model: Model | str, part: Part | str, *, prompt_tokens: int, output_tokens: int,
                            batches, ttft_slo_s: float, tpot_slo_s: float, figures: str = "estimate",
                            **workload_dtypes) -> Goodput:
@@ -866,8 +872,7 @@ def goodput_requests_per_s(model: Model | str, part: Part | str, *, prompt_token
     else:
         ttft, tpot, e2e = pa.ttft_lower_bound_s, pa.tpot_lower_bound_s, pa.e2e_lower_bound_s
     rps = pa.batch / e2e
-    ttft_ok = ttft <= ttft_slo
-    tpot_ok = np.where(np.isnan(tpot), True, tpot <= tpot_slo)
+    ttft_ok, tpot_ok = _slo_checks(ttft, tpot, ttft_slo, tpot_slo)
     meets = ttft_ok & tpot_ok & pa.fits_in_memory
     good = np.where(meets, rps, 0.0)
     best = int(np.argmax(good))
@@ -935,7 +940,8 @@ class Frontier:
     def meets(self, ttft_slo_s: float, tpot_slo_s: float) -> np.ndarray:
         """Per batch: TTFT and TPOT within their SLOs (seconds, by the estimates) and fits in memory."""
         pa = self.pareto
-        return (pa.ttft_s <= ttft_slo_s) & (pa.tpot_s <= tpot_slo_s) & pa.fits_in_memory
+        ttft_ok, tpot_ok = _slo_checks(pa.ttft_s, pa.tpot_s, ttft_slo_s, tpot_slo_s)
+        return ttft_ok & tpot_ok & pa.fits_in_memory
 
     def largest_meeting(self, ttft_slo_s: float, tpot_slo_s: float, among) -> tuple[int | None, float | None]:
         """The largest of the batches ``among`` that meets both SLOs and fits, and its total output

@@ -444,7 +444,9 @@ class LeverEffect:
     def display_name(self) -> str:
         """The lever's name with its caveats: "what-if" for an architecture nobody released, "what-if
         (does not fit)" for a step that does not fit the part."""
-        marks = (["what-if"] if self.what_if else []) + ([] if self.fits_in_memory else ["what-if (does not fit)"])
+        marks = (["what-if"] if self.what_if else []) + ([] if self.fits_in_memory else ["does not fit"])
+        if marks and marks[-1] == "does not fit" and not self.what_if:
+            marks = ["what-if (does not fit)"]
         return " — ".join([self.lever] + marks)
 
     @property

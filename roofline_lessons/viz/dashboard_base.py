@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import RooflineInputError
-from ..core.units import count
+from ..core.units import count, share_percent
 from .charts import MIN_FONT_PT, TERA, set_log_axis
 from .fastfig import CachedFigure, Layers, message_png
 from .panel import Frame, build_dashboard
@@ -437,9 +437,6 @@ class FigurePerKeyChart(LayeredChart):
         with matplotlib.rc_context(dict(self.rc)):
             return self._render(view)
 
-    def close(self) -> None:
-        self.figures.close()
-
 
 def percent_of(fraction: float) -> str:
     """A share in per cent with three significant figures: ``"0.356 %"``, ``"10.8 %"``, ``"100 %"``
@@ -500,17 +497,8 @@ def replace_layer(shared: dict, artists: list) -> None:
     shared["layer"] = artists
 
 
-def share_text(fraction: float) -> str:
-    """A share for a person to read: whole percents from 1 % (as rounded), one decimal below,
-    "under 0.1 %" below that, never a bare "0 %" for a share that is not zero; so "1 %" and
-    "1.0 %" never appear side by side."""
-    from ..core.units import percent
-
-    if fraction <= 0:
-        return "0 %"
-    if fraction < 0.001:
-        return "under 0.1 %"
-    return percent(fraction, 0 if round(fraction * 100, 1) >= 1 else 1)  # 0.996 % is "1 %", not "1.0 %"
+#: a share for a person to read (lessons 4 and 5 name it so)
+share_text = share_percent
 
 
 def point_key(marker: str, label: str, face, size: float = 8, **look):

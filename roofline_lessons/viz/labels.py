@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-NO_OBSTACLES = np.zeros((0, 5))
+from .fastfig import CHART_DPI
+
 NO_LINES = np.zeros((0, 3))
 
 
@@ -330,7 +331,6 @@ def layer_obstacles(artists, ax, renderer, weight: float = 1.0, dotted_weight: f
 
 # ---- labels on a rising curve (appended: the lesson 4 and 10 dashboards' batch labels) ----------------
 
-from .fastfig import CHART_DPI  # noqa: E402
 
 #: a batch label's size in pixels of the PNG, with room to spare ("B=512" at 9 pt is 33 x 11 px at 80 dpi)
 LABEL_BOX_PX = (40 * CHART_DPI / 80, 16 * CHART_DPI / 80)

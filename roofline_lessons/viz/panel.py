@@ -83,21 +83,6 @@ def error_frame(exc: BaseException) -> Frame:
     return Frame(verdict=f"This setting could not be drawn: {last}", png=None, alt="", error=True)
 
 
-def model_and_part(model_id: str, part_id: str, style: dict | None = None):
-    """The two dropdowns most dashboards start with: every catalog model, every catalog part."""
-    import ipywidgets as widgets
-
-    from ..core.hardware import list_parts
-    from ..core.models import list_models
-
-    style = {"description_width": "initial"} if style is None else style
-    model_w = widgets.Dropdown(options=list_models(), value=model_id, description="model", style=style,
-                               layout=widgets.Layout(width="260px"))
-    part_w = widgets.Dropdown(options=list_parts(), value=part_id, description="part", style=style,
-                              layout=widgets.Layout(width="220px"))
-    return model_w, part_w
-
-
 def _inline(w):
     """ToggleButtons draw their description above the buttons, out of line with every other
     control's; show it as a label beside them instead."""

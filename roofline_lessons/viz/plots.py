@@ -17,13 +17,14 @@ from ..core.hardware import get_part
 from ..core.memory import max_batch_that_fits
 from ..core.models import get_model
 from ..core.placement import Placement, place
-from ..core.units import binary, count, duration, num, percent, si
+from ..core.units import binary, count, duration, num, percent, share_percent, si
 from ..measure.probes import cache_capacity_bytes
 from ..topics.batching import critical_batch, decode_sweep, intensity_ceiling
 from .charts import (LINE_COLOURS, LINESTYLES, MARKERS, MIN_FONT_PT, PALETTE, TERA, Roof, part_style, plain_log_ticks,
                      point_on_roof, roofline_chart)
 from .display import set_alt
 from .fastfig import bare_figure
+from .labels import number_ranges
 
 DEFAULT_BATCHES = np.unique(np.round(np.logspace(0, 11, 89, base=2)))  # 1 … 2,048 sequences
 
@@ -252,18 +253,6 @@ def _kernel_kind(name: str):
     return next((k for k in _KERNEL_KINDS if name.startswith(k[0])), _OTHER_KIND)
 
 
-def _number_ranges(numbers: Sequence[int]) -> str:
-    """``[1, 2, 3, 5]`` → ``"1–3, 5"``."""
-    out, start = [], None
-    for i, n in enumerate(numbers):
-        if start is None:
-            start = n
-        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
-            out.append(str(start) if start == n else f"{start}–{n}")
-            start = None
-    return ", ".join(out)
-
-
 def _place_labels(ax, xy: Sequence[tuple[float, float]], texts: Sequence[str], marker_pt: float,
                   obstacles=(), gid: str = "point-label", fontsize: float = LABEL_PT) -> list:
     """Annotate each point of ``xy`` (data coordinates) with its text where it overlaps no marker,
@@ -381,7 +370,7 @@ def measured_roofline(measurement, title: str | None = None, kernels: bool = Tru
             said_kernels.append(f"{j} {k.name}: {num(k.intensity)} FLOP/byte, {si(k.flops_per_s, 'FLOP/s')}, {where}")
         for kind, (marker, face, numbers) in kinds.items():
             ax.plot([], [], marker=marker, markersize=8, linestyle="none", color="black", markerfacecolor=face,
-                    label=f"{kind}: {_number_ranges(numbers)}")
+                    label=f"{kind}: {number_ranges(numbers)}")
         _place_labels(ax, [(k.intensity, k.flops_per_s / 1e9) for k in m.kernels],
                       [str(j) for j in range(1, len(m.kernels) + 1)], marker_pt=8, obstacles=obstacles,
                       gid="kernel-number")
@@ -1032,16 +1021,6 @@ def _step_bytes_by_kind(placement: Placement) -> dict[str, float]:
             "activations": float(c.activation_bytes)}
 
 
-def _share(fraction: float) -> str:
-    """A share for a person to read: whole percents from 1 %, one decimal below, "under 0.1 %" below
-    that; never "0.0 %" for a share that is not zero."""
-    if fraction <= 0:
-        return "0 %"
-    if fraction < 0.001:
-        return "under 0.1 %"
-    return percent(fraction, 0 if round(fraction * 100, 1) >= 1 else 1)
-
-
 def _byte_unit(value_bytes: float) -> tuple[float, str, str]:
     """(divisor, unit, what the unit is) to show SI byte counts up to ``value_bytes`` on an axis."""
     for factor, unit, said in ((1e12, "TB", "10¹²"), (1e9, "GB", "10⁹"), (1e6, "MB", "10⁶"), (1e3, "kB", "10³")):
@@ -1436,7 +1415,7 @@ def byte_budget_chart(placements, labels, title=None):
               framealpha=0.9)
     said = []
     for label, by_kind, total, pl in zip(labels, kinds, totals, placements):
-        parts = ", ".join(f"{k} {si(v, 'B')} ({_share(v / total)})" for k, v in by_kind.items() if v > 0)
+        parts = ", ".join(f"{k} {si(v, 'B')} ({share_percent(v / total)})" for k, v in by_kind.items() if v > 0)
         fits = "" if bool(np.all(pl.fits_in_memory)) else \
             f"; it does not fit the {binary(pl.part.memory_capacity_bytes)} of memory"
         said.append(f"{label}: {si(total, 'B')} per step ({parts}); lower bound {duration(pl.time_lower_bound_s)} "

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...core.dtypes import DTYPES, bytes_per_element
+from ...core.dtypes import bytes_per_element
 from ...core.errors import RooflineInputError
-from ...core.hardware import get_part, list_parts
+from ...core.hardware import compute_dtypes, get_part, list_parts
 from ...core.memory import usable_capacity_bytes
 from ...core.models import list_models
 from ...core.placement import Placement
@@ -447,7 +447,7 @@ def lesson01_dashboard(model_id: str = "qwen3.8-27b", part_id: str = "h100-sxm")
     # and changing the part never fires a second, spurious update.
     controls = {"model": dropdown("model", list_models(), model_id, "16em"),
                 "part": dropdown("part", list_parts(), part_id, "14em"),
-                "dtype": dropdown("dtype", DTYPES, REFERENCE_DTYPE, "10em"),
+                "dtype": dropdown("dtype", compute_dtypes(), REFERENCE_DTYPE, "10em"),
                 "phase": toggle("phase", ["decode", "prefill"], "decode"),
                 "batch": slider("batch", BATCH_CHOICES, 1, "17em", fmt=None),
                 "tokens": slider("tokens", TOKEN_CHOICES, 8192, "20em", fmt=None,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ...core.dtypes import DTYPES
 from ...core.errors import RooflineInputError
-from ...core.hardware import list_parts
+from ...core.hardware import compute_dtypes, list_parts
 from ...core.units import TERA, num
 from ...topics.datasheets import PartAtIntensity, parts_at_intensity
 from ...topics.levers import AT_RIDGE_TOLERANCE
@@ -209,7 +209,7 @@ def lesson02_frame(view: Lesson02View, chart: Lesson02Chart) -> Frame:
 def lesson02_dashboard(parts=("h100-sxm", "h200", "b200", "mi300x"), dtype: str = "bf16"):
     """Choose parts and a dtype; see their roofs, ridge points and a verdict at one intensity."""
     controls = {"parts": multiple("parts", list_parts(), parts, rows=7, width="15em"),
-                "dtype": dropdown("dtype", DTYPES, dtype, "10em"),
+                "dtype": dropdown("dtype", compute_dtypes(), dtype, "10em"),
                 "intensity": log_slider("FLOP/byte", 32.0, -1, 5, 0.05, "26em", readout_format=",.3r")}
     chart = Lesson02Chart()
     return dashboard(controls, [["parts", "dtype", "intensity"]],

@@ -35,7 +35,7 @@ from ...core.dtypes import weight_bytes_per_element
 from ...core.errors import RooflineInputError
 from ...core.hardware import get_part
 from ...core.models import get_model
-from ...core.units import binary, count, duration, num, percent, si
+from ...core.units import binary, count, duration, num, percent, share_percent, si
 from ...topics.shrinking import FormatStep, format_step
 from ..charts import MIN_FONT_PT, TERA, part_style
 from ..dashboard_base import ViewTexts
@@ -46,7 +46,7 @@ from ..display import html_table
 from ..fastfig import bare_figure
 from ..labels import box_rows, clamp, marker_boxes, place_in_turn, point_label, spots
 from ..panel import Frame
-from ..plots import BOUND_ROOF, BYTES_LOOK, COMPUTE_ROOF_COLOUR, _share
+from ..plots import BOUND_ROOF, BYTES_LOOK, COMPUTE_ROOF_COLOUR
 
 #: the weight formats a learner picks -> the Workload fields they set (everything else BF16)
 WEIGHT_FORMATS: dict[str, dict[str, str]] = {
@@ -182,7 +182,7 @@ def lesson12_view(model, part, context_tokens, weights="bf16", kv="bf16", batch=
 # ---- words ---------------------------------------------------------------------------------------
 
 def _split_text(by_kind: dict, total: float) -> str:
-    return ", ".join(f"{k} {si(v, 'B')} ({_share(v / total)})" for k, v in by_kind.items() if v > 0)
+    return ", ".join(f"{k} {si(v, 'B')} ({share_percent(v / total)})" for k, v in by_kind.items() if v > 0)
 
 
 def _format_text(view: Lesson12View) -> str:
@@ -229,7 +229,7 @@ def _verdict(view: Lesson12View) -> str:
         text += "This is the BF16 baseline: pick a narrower weight or KV format to shrink the bytes. "
     else:
         text += (f"Against BF16 weights and KV cache for the same step ({si(view.baseline_total_bytes, 'B')}), the "
-                 f"formats save {si(saved, 'B')} ({_share(saved / view.baseline_total_bytes)}): weights "
+                 f"formats save {si(saved, 'B')} ({share_percent(saved / view.baseline_total_bytes)}): weights "
                  f"{si(theirs['weights'] - mine['weights'], 'B')}, KV cache "
                  f"{si(theirs['KV cache'] - mine['KV cache'], 'B')}. ")
     text += (f"The step takes at least {duration(view.step_lower_bound_s)} (the lower bound: compulsory bytes"
@@ -288,7 +288,7 @@ def lesson12_alt(view: Lesson12View) -> str:
             f"{si(view.baseline_total_bytes, 'B')}: BF16 weights and KV, "
             f"{_split_text(view.baseline_bytes_by_kind, view.baseline_total_bytes)}; "
             f"weights {view.weights} and KV {view.kv}, {si(view.total_bytes, 'B')} "
-            f"({_share(view.total_bytes / view.baseline_total_bytes)} of it): "
+            f"({share_percent(view.total_bytes / view.baseline_total_bytes)} of it): "
             f"{_split_text(view.bytes_by_kind, view.total_bytes)}. Right: a log-log roofline of {view.part_name}, "
             f"compute roof {si(view.peak_flops_per_s, 'FLOP/s')} ({view.compute_format} matmuls), HBM roof "
             f"{si(view.bandwidth_bytes_per_s, 'B/s')}. This step (filled) sits at {num(view.intensity)} FLOP/byte and "
