@@ -191,10 +191,10 @@ def test_deck_nits():
     assert "exactly on its roof" not in text
 
 
-def test_lesson13_does_not_type_the_card_count():
+def test_lesson14_does_not_type_the_card_count():
     from pathlib import Path
 
-    lesson = (Path(__file__).resolve().parents[1] / "py" / "notebooks" / "13_interview_drill.py").read_text("utf-8")
+    lesson = (Path(__file__).resolve().parents[1] / "py" / "notebooks" / "14_interview_drill.py").read_text("utf-8")
     assert "Forty-odd" not in lesson and "len(deck)" in lesson
     # N11: the bound assumes full overlap and no latency, so not "nothing assumed"
     flat = lesson.replace('"\n   "', "")

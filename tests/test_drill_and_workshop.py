@@ -1,4 +1,4 @@
-"""Lesson 13 (the interview drill) and the workshop kit: the deck, scheduling, persistence (corrupt files included), the
+"""Lesson 14 (the interview drill) and the workshop kit: the deck, scheduling, persistence (corrupt files included), the
 drill session, the cheat sheet and doctor (export: tests/test_handouts.py)."""
 
 import json
@@ -292,7 +292,7 @@ def test_paging_is_not_called_a_byte_lever():
 
 
 def test_drill_progress_does_not_depend_on_where_the_drill_notebook_lives(monkeypatch, tmp_path):
-    """The drill moved from lesson 9 to lesson 13: progress lives in the learner's data folder under
+    """The drill moved from lesson 9 to lesson 13, then to 14: progress lives in the learner's data folder under
     a fixed name, so what was saved before the move is found after it."""
     from roofline_lessons.course.drill import data_file
 

@@ -190,7 +190,7 @@ def _numbers() -> list[tuple[str, str]]:
 
 
 INTRO = ("Generated from the Roofline Lessons package: numbers are computed from its catalogs (dense, datasheet "
-         "figures). Each question and red flag names its card; the drill (lesson 13) and the printed deck give every "
+         "figures). Each question and red flag names its card; the drill (lesson 14) and the printed deck give every "
          "card's sources, the catalog's datasheets and configs included.")
 #: the questions to expect: one card per lesson, the question an interviewer is likeliest to open with
 QUESTION_CARDS = (
