@@ -8,15 +8,21 @@ import re
 
 #: device-name patterns -> catalog part ids (first match wins)
 _NAME_TO_PART = (
+    (r"GB300", "gb300"),
+    (r"B300", "b300"),
     (r"GB200", "gb200"),
     (r"B200", "b200"),
     (r"H200", "h200"),
+    (r"H800(?!.*PCIe)", "h800"),
     (r"H100.*PCIe", "h100-pcie"),
     (r"H100", "h100-sxm"),
     (r"A100.*80", "a100-80gb"),
+    (r"A100.*40", "a100-40gb"),
+    (r"RTX PRO 6000.*Workstation", "rtx-pro-6000"),  # the catalog's edition (600 W); Server and Max-Q differ
     (r"L40S", "l40s"),
     (r"\bL4\b", "l4"),
     (r"RTX 4090", "rtx-4090"),
+    (r"MI355X", "mi355x"),
     (r"MI325X", "mi325x"),
     (r"MI300X", "mi300x"),
 )

@@ -81,7 +81,7 @@ KINDS = tuple(BYTES_LOOK)  # weights, KV cache, state, activations
 #: 1,250) and every compute roof (up to 10 PFLOP/s, FP4) lies inside, in as few decades as that allows
 #: (4 across, 5.5 up) so that the slope-one HBM roof reads as a slope
 X_RANGE = (0.5, 5e3)
-Y_RANGE_TFLOPS = (0.1, 3e4)
+Y_RANGE_TFLOPS = (0.1, 6e4)
 FIGSIZE = (10.5, 5.8)
 #: left, bottom, width, height (figure fractions): the roofline axes 391 px tall at 100 dpi, about 71 px
 #: a decade up against 138 across
