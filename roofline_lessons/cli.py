@@ -103,7 +103,8 @@ def cmd_hardware(args) -> int:
                       "memory_bandwidth_bytes_per_s": p.memory_bandwidth_bytes_per_s,
                       "memory_capacity_bytes": _whole(float(p.memory_capacity_bytes)),
                       "ridge_point_bf16": p.ridge_point_flop_per_byte("bf16"), "as_of": p.as_of, "source": p.source,
-                      "scale_up_link": _link_json(p.scale_up_link), "host_link": _link_json(p.host_link)}
+                      "scale_up_link": _link_json(p.scale_up_link), "host_link": _link_json(p.host_link),
+                      "scale_out_link": _link_json(p.scale_out_link)}
                      for pid in list_parts() for p in [get_part(pid)]])
         return 0
     headers = ["id", "name", "bf16 dense", "fp8 dense", "bandwidth", "memory", "ridge bf16", "link per dir.", "as of"]
@@ -127,7 +128,7 @@ def _link_json(link) -> dict | None:
     return {"name": link.name, "per_direction_bytes_per_s": link.per_direction_bytes_per_s,
             "bidirectional_bytes_per_s": link.bidirectional_bytes_per_s, "max_chips": link.max_chips,
             "latency_s": link.latency_s, "latency_basis": link.latency_basis, "source": link.source,
-            "as_of": link.as_of}
+            "as_of": link.as_of, "in_switch_reduction": link.in_switch_reduction}
 
 
 def _link_text(p) -> str:
@@ -266,12 +267,22 @@ def cmd_place(args) -> int:
             else f"one decode step with {count(w.context_tokens)} tokens cached")
     attn = "" if w.other_compute_dtype == w.compute_dtype else f" (attention, softmax, norms {w.other_compute_dtype})"
     chips = f"{count(p.chips)} × {p.part.name} ({p.parallelism.label})" if p.per_chip else p.part.name
-    print(f"{p.model.name} on {chips}: {what}, batch {count(w.batch)}, weight matmuls in {w.compute_dtype}{attn}")
+    per_copy = f" per copy (each of the {count(p.replicas)} copies its own)" if p.replicas > 1 else ""
+    print(f"{p.model.name} on {chips}: {what}, batch {count(w.batch)}{per_copy}, weight matmuls in "
+          f"{w.compute_dtype}{attn}")
     if p.per_chip:
         stage = " (the busiest pipeline stage)" if p.parallelism.pipeline > 1 else ""
-        print(f"  every figure below is PER CHIP{stage}, over {p.link.name} at "
-              f"{si(p.interconnect_bandwidth_bytes_per_s, 'B/s')} per direction "
-              f"({si(p.link.bidirectional_bytes_per_s, 'B/s')} bidirectional headline)")
+        if p.comm is None:
+            print(f"  every figure below is PER CHIP: each copy runs on one chip, and the copies do not talk")
+        else:
+            print(f"  every figure below is PER CHIP{stage}, over {p.link.name} at "
+                  f"{si(p.interconnect_bandwidth_bytes_per_s, 'B/s')} per direction "
+                  f"({si(p.link.bidirectional_bytes_per_s, 'B/s')} bidirectional headline)")
+        if p.scale_out_link is not None:
+            net = p.scale_out_link
+            print(f"  {'past one server':<21}each copy spans {count(p.servers_per_replica)} servers of "
+                  f"{count(p.server_chips)} chips ({p.link.name} inside each); between them {net.name} at "
+                  f"{si(net.per_direction_bytes_per_s, 'B/s')} per direction (TP innermost, then EP, then PP)")
     if w.weights_dtype != "bf16" or w.kv_dtype != "bf16":
         per = weight_bytes_per_element(w.weights_dtype, w.weight_group_size)
         # a KV scale covers one head's head_dim elements, or an MLA layer's whole latent
@@ -307,7 +318,7 @@ def cmd_place(args) -> int:
         print(f"  attainable           {si(d['attainable_flops_per_s'], 'FLOP/s')} = "
               f"{percent(roof['fraction_of_part_peak'])} of the part's {roof['part_dtype']} dense peak on unfused "
               f"traffic; the bound's binding roof on this chip: {d['lower_bound_roof']}")
-    if p.per_chip:
+    if p.comm is not None:
         overlap = ("overlapped with compute (best case)" if p.parallelism.overlap_comm
                    else "not overlapped with compute (added)")
         send = (f" (of it {si(d['pipeline_send_bytes'], 'B')} to the next pipeline stage, timed below)"
@@ -318,10 +329,19 @@ def cmd_place(args) -> int:
         print(f"  communication        {si(d['comm_bytes'], 'B')} sent{send}; {count(d['collective_calls'])} "
               f"collective calls -> {duration(d['comm_time_s'])} in the estimate, {overlap}; latency "
               f"{duration(latency_s)} per call ({basis})")
+        if p.scale_out_link is not None:
+            net_basis = (p.scale_out_link.latency_basis if p.parallelism.network_latency_s is None
+                         else "--network-latency")
+            crossing = (f"; {quantity(p.comm.pipeline_network_sends, 'send', whole=True)} between stages cross it"
+                        if p.parallelism.pipeline > 1 else "")
+            print(f"                       of it {si(d['network_bytes'], 'B')} in collectives over the network "
+                  f"between servers, {duration(d['network_latency_s'])} per call there ({net_basis}){crossing}; "
+                  "the estimate adds each link's time")
         sends_too = "; sends between pipeline stages overlap too" if p.parallelism.pipeline > 1 else ""
+        at = ("at the link's bandwidth" if p.scale_out_link is None
+              else "each link at its bandwidth, the two links at once")
         print(f"                       least collective traffic ({algo}): {si(d['comm_bound_bytes'], 'B')} -> "
-              f"{duration(d['comm_lower_bound_s'])} at the link's bandwidth, no latency, overlapped (the bound"
-              f"{sends_too})")
+              f"{duration(d['comm_lower_bound_s'])} {at}, no latency, overlapped (the bound{sends_too})")
         if p.parallelism.pipeline > 1:
             stages, sends = p.parallelism.pipeline, p.parallelism.pipeline - 1
             print(f"  pipeline             {count(stages)} stages one after another: the busiest "
@@ -335,14 +355,26 @@ def cmd_place(args) -> int:
                       f"part's {roof['part_dtype']} peak ÷ the link: "
                       f"{num(roof['part_peak'] / p.interconnect_bandwidth_bytes_per_s)})")
         print(f"  interconnect         {num(d['interconnect_intensity'])} FLOP per byte sent; ridge {link_ridge}")
+        if p.scale_out_link is not None and d["network_intensity"] is not None:
+            print(f"                       over the network: {num(d['network_intensity'])} FLOP per byte; ridge "
+                  f"{num(d['network_ridge_point'])} FLOP/byte ("
+                  + ("this step's compute roof" if roof["blended"] else f"the part's {roof['part_dtype']} peak")
+                  + " ÷ the network)")
     together = " for all chips together" if p.per_chip else ""
+    if p.replicas > 1:
+        together = (f" for one copy of {quantity(p.chips_per_replica, 'chip', whole=True)}; "
+                    "× {r} copies = {total} tokens/s over all {chips} chips, the aggregate")
     unfit = "" if d["fits_in_memory"] else " (as if it fit: it does not, see memory below)"
+    def scope(total):
+        return together.format(r=count(p.replicas), total=num(total), chips=count(p.chips))
+
     print(f"  time lower bound     {duration(d['time_lower_bound_s'])} for the whole step{unfit}: compulsory traffic, "
           f"units and communication overlapped, no latency "
-          f"(≤ {num(d['tokens_per_s_upper_bound'])} tokens/s{together}); no implementation of this split, "
-          f"these formats and these kernels' FLOPs{' and routing' if p.model.is_moe else ''} is faster")
+          f"(≤ {num(d['tokens_per_s_upper_bound'])} tokens/s{scope(d['aggregate_tokens_per_s_upper_bound'])}); no "
+          f"implementation of this split, these formats and these kernels' FLOPs"
+          f"{' and routing' if p.model.is_moe else ''} is faster")
     print(f"  time estimate        {duration(d['time_estimate_s'])}{unfit} -> {d['bound']}-bound "
-          f"({num(d['tokens_per_s_estimate'])} tokens/s{together}); conventions: "
+          f"({num(d['tokens_per_s_estimate'])} tokens/s{scope(d['aggregate_tokens_per_s_estimate'])}); conventions: "
           + "; ".join(d["estimate_conventions"]))
     print(f"                       {duration(d['time_estimate_per_op_sum_s'])} as a kernel per operator, "
           "one after another (an estimate)")
@@ -384,6 +416,12 @@ def _least_traffic_label(p) -> str:
     if any(n.startswith("expert all-to-all") for n in names):
         out.append("all-to-alls sending each token once per other expert group its experts live on, "
                    "under uniform routing")
+    net = p.scale_out_link
+    if net is not None and any(n.endswith("across servers") and "all-reduce" in n for n in names):
+        out.append("across servers, all-reduces " + ("reduced in the network (SHARP): each byte of the shard sent once"
+                                                     if net.in_switch_reduction else "by the ring"))
+    if net is not None and any(n.startswith("expert all-to-all") and n.endswith("across servers") for n in names):
+        out.append("each token over the network once per other server its experts live on")
     return ", ".join(out) if out else "no collectives in this split"
 
 
@@ -510,7 +548,9 @@ def _parallelism(args):
 
     par = Parallelism(tensor=args.tensor_parallel, expert=args.expert_parallel, pipeline=args.pipeline_parallel,
                       overlap_comm=args.overlap_comm, link=args.link,
-                      collective_latency_s=args.collective_latency)
+                      collective_latency_s=args.collective_latency, network_latency_s=args.network_latency,
+                      expert_slots=args.expert_slots, attention_data_parallel=args.attention_data_parallel,
+                      replicas=args.replicas)
     return None if par == Parallelism() else par
 
 
@@ -526,8 +566,22 @@ def _parallel_flags(sp, names) -> None:
     sp.add_argument("--collective-latency", type=_seconds("collective-latency"), default=None, metavar="SECONDS",
                     help="seconds per collective call in the estimate (default: the catalog's assumed figure, "
                          "10 µs); the lower bound never counts a per-call latency")
+    sp.add_argument("--network-latency", type=_seconds("network-latency"), default=None, metavar="SECONDS",
+                    help="seconds per call on the network between servers in the estimate (default: the catalog's "
+                         "assumed figure, 20 µs); the lower bound never counts it")
+    sp.add_argument("--expert-slots", type=_count("expert-slots", 1), default=None, metavar="N",
+                    help="expert slots with redundant copies, as DeepSeek's EPLB (default: the model's experts); "
+                         ">= the experts and divisible by the expert-parallel degree")
+    sp.add_argument("--attention-data-parallel", action="store_true",
+                    help="DeepSeek/SGLang decode layout: attention data parallel over the expert-parallel groups "
+                         "(TP --tensor-parallel inside each), the MoE layers expert parallel over all tensor × "
+                         "expert chips, whole experts per chip (MoE models only)")
+    sp.add_argument("--replicas", type=_count("replicas", 1), default=1, metavar="N",
+                    help="independent copies of the split (plain data parallel), each serving its own --batch; "
+                         "figures stay per chip, aggregate throughput is N × one copy's (default 1)")
     sp.add_argument("--link", choices=names.LINK_CHOICES, default="auto",
-                    help="link between chips (default auto: the scale-up link when the chips fit its domain, else PCIe)")
+                    help="link between chips inside a server (default auto: the scale-up link when the chips fit "
+                         "its domain, else PCIe); past one server the part's scale-out network joins the servers")
 
 
 #: width of the labels of ``serve``'s text ("time per output token" and a space)
@@ -535,7 +589,10 @@ SERVE_LABEL = 23
 
 
 def cmd_serve(args) -> int:
+    from dataclasses import replace
+
     from .core.errors import RooflineInputError
+    from .core.parallel import Parallelism, check_parallelism
     from .core.hardware import get_part
     from .core.models import get_model
     from .core.memory import check_memory_utilization
@@ -549,12 +606,24 @@ def cmd_serve(args) -> int:
         raise RooflineInputError(f"--price-per-hour must be a price in US dollars >= 0, got {args.price_per_hour!r}")
     util = check_memory_utilization(args.memory_utilization)
     model = get_model(_model(args))
+    par = _parallelism(args)
+    # replicas are independent copies: one copy is timed (the figures per chip are its), the aggregate is r ×
+    replicas = 1 if par is None else par.replicas
+    copy = None if par is None or replace(par, replicas=1) == Parallelism() else replace(par, replicas=1)
+    if par is not None and copy is None:  # one chip per copy: still refuse what the model cannot take
+        check_parallelism(model, par)
     t = request_timeline(model, args.hardware, prompt_tokens=args.prompt, output_tokens=args.output,
                          batch=args.batch, prefix_cached_tokens=args.prefix_cached,
                          speculative_tokens=args.speculative_tokens, acceptance=args.acceptance,
                          draft_model=args.draft_model, chunk_tokens=args.chunk,
-                         parallelism=_parallelism(args), **dtypes)
+                         parallelism=copy, **dtypes)
     d = t.to_dict()
+    all_chips = t.chips * replicas
+    d.update(replicas=replicas, chips_per_replica=t.chips, chips=all_chips, per_chip=all_chips > 1,
+             parallelism=t.parallelism_label if par is None else par.label,
+             aggregate_output_tokens_per_s=replicas * t.output_tokens_per_s,
+             aggregate_output_tokens_per_s_upper_bound=(None if d["output_tokens_per_s_upper_bound"] is None
+                                                        else replicas * t.output_tokens_per_s_upper_bound))
     cost = (None if args.price_per_hour is None
             else float(cost_per_million_output_tokens(args.price_per_hour, t.output_tokens_per_s_per_chip)))
     d["price_per_hour_usd"] = args.price_per_hour
@@ -570,7 +639,7 @@ def cmd_serve(args) -> int:
                                       "tokens") for wn in d["warnings"]]
     if not t.fits_in_memory:
         d["warnings"].append(_does_not_fit_warning(t.memory_required_bytes, get_part(t.part_id),
-                                                   "the request at its final context", t.chips > 1))
+                                                   "the request at its final context", all_chips > 1))
     for warning in d["warnings"]:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     if args.json:
@@ -582,11 +651,12 @@ def cmd_serve(args) -> int:
 
     more = " " * (2 + SERVE_LABEL)
     m, p = model, get_part(t.part_id)
-    on = f"{count(t.chips)} × {p.name} ({t.parallelism_label})" if t.chips > 1 else p.name
-    print(f"{m.name} on {on}: batch {count(t.batch)}, prompt {quantity(t.prompt_tokens, 'token', whole=True)}"
+    on = f"{count(all_chips)} × {p.name} ({d['parallelism']})" if all_chips > 1 else p.name
+    per_copy = f" per copy (each of the {count(replicas)} copies its own)" if replicas > 1 else ""
+    print(f"{m.name} on {on}: batch {count(t.batch)}{per_copy}, prompt {quantity(t.prompt_tokens, 'token', whole=True)}"
           f"{f' ({count(t.prefix_cached_tokens)} cached)' if t.prefix_cached_tokens else ''}, "
           f"output {quantity(t.output_tokens, 'token', whole=True)}")
-    if t.chips > 1:
+    if all_chips > 1:
         print(f"  per chip: every chip waits the same times; rates, cost and memory below are one chip's share")
     if t.speculative_tokens:
         draft = t.draft_model_id or "an MTP-style draft layer"
@@ -606,7 +676,18 @@ def cmd_serve(args) -> int:
                                       f"{quantity(t.decode_steps, 'decode step', whole=True)} "
                                       f"(mean step {duration(t.mean_step_s)}, estimate){unfit}")
     line("end to end", pair(t.e2e_s, t.e2e_lower_bound_s) + unfit)
-    if t.chips > 1:
+    if replicas > 1:
+        copy_chips = quantity(t.chips, "chip", whole=True)
+        line("output tokens/s", f"{num(t.output_tokens_per_s_per_chip)} per chip, static batch (estimate; "
+                                f"{num(t.output_tokens_per_s)} for one copy's batch over {copy_chips}, "
+                                f"{num(d['aggregate_output_tokens_per_s'])} over all {count(all_chips)} chips, the "
+                                f"aggregate), {num(t.output_tokens_per_s_per_sequence)} per sequence{unfit}")
+        if d["output_tokens_per_s_upper_bound"] is not None:
+            print(f"{more}{num(t.output_tokens_per_s_upper_bound_per_chip)} per chip, continuous batching (upper "
+                  f"bound; {num(t.output_tokens_per_s_upper_bound)} for one copy over {copy_chips}, "
+                  f"{num(d['aggregate_output_tokens_per_s_upper_bound'])} over all {count(all_chips)} chips, the "
+                  f"aggregate){unfit}")
+    elif t.chips > 1:
         line("output tokens/s", f"{num(t.output_tokens_per_s_per_chip)} per chip, static batch (estimate; "
                                 f"{num(t.output_tokens_per_s)} for the batch over {count(t.chips)} chips), "
                                 f"{num(t.output_tokens_per_s_per_sequence)} per sequence{unfit}")
@@ -627,7 +708,7 @@ def cmd_serve(args) -> int:
              + f", at {num(args.price_per_hour)} US dollars per chip-hour{unfit}")
     fits = "fits" if t.fits_in_memory else "does NOT fit"
     fits_u = "fits" if d["fits_in_usable_memory"] else "does NOT fit"
-    line("memory per chip" if t.chips > 1 else "memory",
+    line("memory per chip" if all_chips > 1 else "memory",
          f"{binary(t.memory_required_bytes)} of {binary(t.memory_capacity_bytes)} at the final context -> {fits}; "
          f"in {percent(util, 0)} of it ({binary(d['usable_memory_bytes'])}) -> {fits_u}")
     note = ("Estimates: each step by the conventions `place` names (operators unfused, dequantisation in series")
@@ -643,7 +724,7 @@ def cmd_serve(args) -> int:
                  "prefills riding in the decode steps; no engine on this split beats it without speculative decoding (one "
                  "token per sequence per step)"
                  + (" (under uniform expert routing)" if model.is_moe else ""))
-    if t.batch > 1 and t.chips == 1:
+    if t.batch > 1 and all_chips == 1:
         note += f". Figures are per chip: all {count(t.batch)} sequences on a single chip"
     print(f"\n{note}.")
     return 0

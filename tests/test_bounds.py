@@ -22,7 +22,11 @@ FORMATS = (
     {"weights_dtype": "int4"},  # weight-only, the linear recipe: dequantised on the fly
 )
 SPLITS = (None, Parallelism(tensor=8), Parallelism(tensor=2, pipeline=2), Parallelism(expert=2),
-          Parallelism(tensor=2, overlap_comm=True))
+          Parallelism(tensor=2, overlap_comm=True),
+          # past one 8-chip server: TP across two servers, pipeline stages on different servers, and the
+          # attention-data-parallel layout whose all-to-all spans two servers
+          Parallelism(tensor=16), Parallelism(tensor=8, pipeline=2),
+          Parallelism(tensor=2, expert=8, attention_data_parallel=True))
 #: an NVSwitch node that reduces in the switch, one that does not (and has no FP8 units), AMD, a TPU
 PARTS = ("h100-sxm", "a100-80gb", "mi300x", "tpu-v5e")
 
@@ -49,6 +53,17 @@ def test_the_bound_never_exceeds_the_estimate(model_id):
             assert np.all(np.asarray(p.cost.compulsory_bytes) <= np.asarray(p.cost.bytes) * (1 + 1e-12))
             assert np.all(np.asarray(p.tokens_per_s_upper_bound) >= np.asarray(p.tokens_per_s_estimate))
     assert seen > 20  # the grid really ran
+
+
+def test_the_grid_reaches_past_one_server():
+    """The bound-vs-estimate grid above really prices splits over two servers (not only refusals)."""
+    crossing = [p for mid in ("llama-3.1-70b", "qwen3-30b-a3b") for p in _placements(mid, "h100-sxm")
+                if p.scale_out_link is not None]
+    assert len(crossing) >= 8
+    assert any(p.parallelism.attention_data_parallel for p in crossing)
+    for p in crossing:
+        assert np.all(np.asarray(p.time_lower_bound_s) <= np.asarray(p.time_estimate_s) * (1 + 1e-12))
+        assert np.all(np.asarray(p.network_bytes) > 0) or p.parallelism.pipeline > 1
 
 
 def _llama_8b_hand_count(batch: float, *, prompt: int = 0, cached: int = 0) -> float:

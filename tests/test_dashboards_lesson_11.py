@@ -197,10 +197,11 @@ def test_error_frame_shows_the_error_once_and_no_image(setting, wanted):
 def test_the_errors_are_the_packages():
     from roofline_lessons.core.errors import RooflineInputError
 
-    for chips, strategy in ((3, "tensor"), (16, "tensor"), (8, "expert")):
+    # 16 H100 PCIe cards: past the PCIe server, and the PCIe card has no scale-out link in the catalog
+    for part, chips, strategy in (("h100-sxm", 3, "tensor"), ("h100-pcie", 16, "tensor"), ("h100-sxm", 8, "expert")):
         with pytest.raises(RooflineInputError) as exc:
-            placement_of("llama-3.1-70b", "h100-sxm", chips, 1, strategy=strategy)
-        assert l11.lesson11_view("llama-3.1-70b", "h100-sxm", chips, 1, strategy=strategy).error == str(exc.value)
+            placement_of("llama-3.1-70b", part, chips, 1, strategy=strategy)
+        assert l11.lesson11_view("llama-3.1-70b", part, chips, 1, strategy=strategy).error == str(exc.value)
 
 
 @pytest.mark.parametrize("setting", EXTREMES[::5] + [DEFAULT, L4_PREFILL, MOE_EP])

@@ -542,8 +542,8 @@ def test_link_choice():
     assert p.link.kind == "pcie" and any("PCIe" in w for w in p.warnings)
     with pytest.raises(RooflineInputError, match="domain of 2"):
         choose_link(pcie_card, Parallelism(tensor=4, link="scale-up"))
-    with pytest.raises(RooflineInputError, match="network"):
-        place(L70, "h100-sxm", phase="decode", parallelism=Parallelism(tensor=8, pipeline=2))
+    with pytest.raises(RooflineInputError, match="no scale-out link"):
+        place(L70, "h100-pcie", phase="decode", parallelism=Parallelism(tensor=8, pipeline=2))
     l4 = get_part("l4")
     link, notes = choose_link(l4, Parallelism(tensor=2))
     assert link is l4.host_link and "no scale-up link" in notes[0]
@@ -765,7 +765,7 @@ CLI_BAD = [
     (("--expert-parallel", "2"), "dense"),
     (("--tensor-parallel", "0"), "tensor-parallel"),
     (("--tensor-parallel", "two"), "tensor-parallel"),
-    (("--tensor-parallel", "16"), "network"),
+    (("--replicas", "0"), "replicas"),
 ]
 
 

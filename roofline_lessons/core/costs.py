@@ -68,6 +68,20 @@ Conventions (what a lesson can quote):
 - **Sliding-window layers** (Gemma 3, gpt-oss) attend to and read at most ``sliding_window`` keys;
   they are the ``sliding_attention`` block. A model whose every layer slides (Mistral-7B-v0.1)
   keeps them under ``full_attention`` with the window applied.
+- **Chunked local attention** (Llama 4's ``chunked_attention`` block, chunks of C =
+  ``attention_chunk_size`` tokens) is not a sliding window. In decode the new token at position
+  p = ``context_tokens`` attends only to the tokens of its own chunk: p mod C history keys (read:
+  compulsory) and itself (p mod C + 1 keys, so right after a chunk boundary a single key). In a
+  prefill of t tokens each chunk attends causally within itself: ⌊t/C⌋ · C(C+1)/2 + r(r+1)/2
+  query–key pairs (r = t mod C); the eager kernel still computes the t² square and masks it. The
+  K and V that must reach the cache are those a later token reads: in prefill the last, unfinished
+  chunk's t mod C tokens; in decode the new token's, unless it closes its chunk. The other new
+  K and V (earlier chunks of a prompt, a chunk's last token) are still written in the unfused
+  view, as scratch: counted in ``activation_bytes`` (at the cache's bytes per element), not in
+  ``kv_write_bytes``, so the lower bound does not charge them. The footprint follows the same
+  rule (:meth:`~roofline_lessons.core.models.Model.kv_cache_bytes_per_sequence`). Llama 4's
+  global layers skip RoPE (NoPE) and its chunked layers L2-normalise q and k without weights:
+  both are elementwise work left out (the ``rope`` operator is charged on every layer).
 - **MLA** (DeepSeek-V3): the cache holds one latent of kv_lora_rank + qk_rope_head_dim elements per
   token and layer, shared by all heads. ``mla_absorbed`` picks the form: absorbed (W_UK folded into
   the query, W_UV after attention: attention runs in the latent space and reads only the latent) or
@@ -463,20 +477,38 @@ class _Ctx:
                        act_write=1.0 * self.N * h, note="1 FLOP/element")
 
 
-def _attention_pairs(w: Workload, window: int | None):
-    """(query–key pairs per head per sequence, keys read per sequence, score elements if stored)."""
+def _attention_pairs(w: Workload, window: int | None, chunk: int | None = None):
+    """(query–key pairs per head per sequence, keys read per sequence, score elements if stored).
+
+    ``chunk``: chunked local attention (module docstring): each token sees only its own chunk."""
     if w.phase == "prefill":
         t = w.prompt_tokens
         full = t * (t + 1) / 2.0
-        if window is None:
+        if chunk is not None:
+            r = np.mod(t, chunk)
+            pairs = np.floor(t / chunk) * chunk * (chunk + 1) / 2.0 + r * (r + 1) / 2.0
+        elif window is None:
             pairs = full
         else:
             pairs = np.where(t <= window, full, window * (window + 1) / 2.0 + (t - window) * window)
         return pairs, t, t * t
     keys = w.context_tokens + 1.0
-    if window is not None:
+    if chunk is not None:
+        keys = np.mod(w.context_tokens, chunk) + 1.0
+    elif window is not None:
         keys = np.minimum(keys, window)
     return keys, keys, keys
+
+
+def _kept_new_tokens(w: Workload, chunk: int | None):
+    """New tokens per sequence whose K and V a later token reads (the rest are scratch): all of
+    them, except in a chunked layer, where only those of the chunk still open after the step
+    (prefill: t mod C; decode: the new token unless it closes its chunk)."""
+    n = w.new_tokens_per_sequence
+    if chunk is None:
+        return n
+    after = np.mod(w.cached_tokens_after, chunk)
+    return after if w.phase == "prefill" else np.where(after == 0, 0.0, 1.0)
 
 
 def _own_share(w: Workload, keys):
@@ -487,7 +519,7 @@ def _own_share(w: Workload, keys):
 
 
 def _full_attention_ops(c: _Ctx, layers: int, window: int | None = None,
-                        blk: str = "full_attention") -> list[OpCost]:
+                        blk: str = "full_attention", chunk: int | None = None) -> list[OpCost]:
     m, w, N, b = c.m, c.w, c.N, c.b
     h, nq, nkv, hd = m.hidden_size, m.num_attention_heads, m.num_key_value_heads, m.head_dim
     q_out = nq * hd * (2 if m.attn_output_gate else 1)
@@ -499,14 +531,22 @@ def _full_attention_ops(c: _Ctx, layers: int, window: int | None = None,
         c.linear("v_proj", blk, layers, N, h, nkv * hd),
     ]
     if m.qk_norm:
-        ops.append(c.rmsnorm("qk_norm", blk, layers, N * (nq + nkv), hd, 2 * hd))
+        ops.append(c.rmsnorm("qk_norm", blk, layers, N * (nq + nkv), hd, m.qk_norm_parameters))
     rot = N * (nq + nkv) * hd * m.partial_rotary_factor
     ops.append(c.op("rope", blk, layers, flops=3.0 * rot, act_read=rot, act_write=rot,
                     note="3 FLOPs per rotated element"))
     kv_new = N * nkv * hd * 2.0  # K and V elements of the new tokens
-    ops.append(c.op("kv_cache_write", blk, layers, act_read=kv_new, kv_write_bytes=kv_new * c.kvb,
-                    note="store the new tokens' K and V"))
-    pairs, keys, score_elems = _attention_pairs(w, window)
+    if chunk is None:
+        ops.append(c.op("kv_cache_write", blk, layers, act_read=kv_new, kv_write_bytes=kv_new * c.kvb,
+                        note="store the new tokens' K and V"))
+    else:
+        kept = b * _kept_new_tokens(w, chunk) * nkv * hd * 2.0
+        scratch = (kv_new - kept) * c.kvb / c.ab  # written in the cache's format, counted as activations
+        ops.append(c.op("kv_cache_write", blk, layers, act_read=kv_new, act_write=scratch,
+                        kv_write_bytes=kept * c.kvb,
+                        note="store the new tokens' K and V; only the open chunk's are kept (the others are "
+                             "scratch: no later token reads them)"))
+    pairs, keys, score_elems = _attention_pairs(w, window, chunk)
     own = _own_share(w, keys)
     if not w.flash_attention:
         pairs = score_elems  # an eager kernel computes every score of the square, then masks
@@ -517,6 +557,8 @@ def _full_attention_ops(c: _Ctx, layers: int, window: int | None = None,
     where = "causal over the prompt" if w.phase == "prefill" else "over the whole cache"
     if window is not None:
         where += f", at most {window:,} keys (sliding window)"
+    if chunk is not None:
+        where += f", within its own {chunk:,}-token chunk (chunked local attention)"
     if w.flash_attention:
         ops.append(c.op("attention (fused: QKᵀ, softmax, ×V)", blk, layers,
                         flops=2.0 * qk_flops + sm_flops, act_read=q_elems, act_write=q_elems,
@@ -677,11 +719,14 @@ def _moe_ops(c: _Ctx, layers: int) -> list[OpCost]:
     touched = expected_experts_touched(E, k, N)
     routed = N * k
     gu_params, down_params = E * 2 * h * ie, E * ie * h
+    g = 1 if m.shared_expert_gate else 0  # the shared expert's gate: one more router output
     return [
         c.rmsnorm("post_attention_norm", blk, layers, N, h, h),
-        c.op("router", blk, layers, flops=2.0 * N * h * E + 5.0 * N * E, weight_matmul_flops=2.0 * N * h * E,
-             params=h * E,
-             act_read=N * h, act_write=N * E, note="logits, softmax and top-k over the experts"),
+        c.op("router", blk, layers, flops=2.0 * N * h * (E + g) + 5.0 * N * (E + g),
+             weight_matmul_flops=2.0 * N * h * (E + g), params=h * (E + g),
+             act_read=N * h, act_write=N * (E + g),
+             note="logits, softmax and top-k over the experts"
+                  + (" (+ the shared expert's sigmoid gate, one more output)" if g else "")),
         c.op("experts_gate_up", blk, layers, flops=2.0 * routed * h * 2 * ie,
              weight_matmul_flops=2.0 * routed * h * 2 * ie, params=gu_params,
              weights_read=touched * 2 * h * ie, active_params=k * 2 * h * ie,
@@ -693,19 +738,21 @@ def _moe_ops(c: _Ctx, layers: int) -> list[OpCost]:
              params=down_params,
              weights_read=touched * ie * h, active_params=k * ie * h,
              act_read=routed * ie, act_write=routed * h),
-        c.op("expert_combine", blk, layers, flops=2.0 * routed * h, act_read=routed * h, act_write=N * h,
-             note="weighted sum of the k expert outputs"),
+        c.op("expert_combine", blk, layers, flops=2.0 * routed * h + (2.0 * N * h if g else 0.0),
+             act_read=routed * h, act_write=N * h,
+             note="weighted sum of the k expert outputs" + (" (and the gated shared expert's)" if g else "")),
         *_shared_expert_ops(c, layers),
         c.residual("residual", blk, layers),
     ]
 
 
 def _shared_expert_ops(c: _Ctx, layers: int) -> list[OpCost]:
-    """Always-on experts (DeepSeek-V3: one of moe_intermediate_size): a small dense SwiGLU on every token."""
+    """Always-on experts (DeepSeek-V3: one of moe_intermediate_size; Qwen2-MoE: one of its own
+    shared_expert_intermediate_size): a small dense SwiGLU on every token."""
     m, N = c.m, c.N
-    if not m.n_shared_experts:
+    if not m.shared_expert_width:
         return []
-    h, ie = m.hidden_size, m.moe_intermediate_size * m.n_shared_experts
+    h, ie = m.hidden_size, m.shared_expert_width
     blk = "moe"
     return [
         c.linear("shared_expert_gate_up", blk, layers, N, h, 2 * ie, note="the always-on expert: every token"),
@@ -734,12 +781,15 @@ def model_cost(model: Model | str, workload: Workload | None = None, **workload_
                     act_write=N * h, active_params=m.vocab_size * h, ids_in=N,
                     note="gather: reads only the looked-up rows (one per token, at most the vocabulary)"))
     n_full, n_slide, n_dn = m.num_full_attention_layers, m.num_sliding_attention_layers, m.num_deltanet_layers
+    n_chunk = m.num_chunked_attention_layers
     if m.is_mla:
         ops += _mla_ops(c, m.num_mla_layers)
     if n_full:
         ops += _full_attention_ops(c, n_full, m.full_attention_window, "full_attention")
     if n_slide:
         ops += _full_attention_ops(c, n_slide, m.sliding_window, "sliding_attention")
+    if n_chunk:
+        ops += _full_attention_ops(c, n_chunk, None, "chunked_attention", chunk=m.attention_chunk_size)
     if n_dn:
         ops += _deltanet_ops(c, n_dn)
     if m.num_dense_mlp_layers:

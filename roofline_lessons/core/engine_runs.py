@@ -55,7 +55,7 @@ DTYPE_CHOICES: tuple[str, ...] = DTYPES + (NOT_STATED,)
 _REQUIRED_TEXT = ("id", "regime", "engine", "engine_version", "part", "model", "model_as_published",
                   "weights_dtype", "compute_dtype", "kv_dtype", "metric", "value_as_published", "source",
                   "source_url", "source_file", "published", "taken", "conditions", "unsaid")
-_OPTIONAL_COUNTS = ("tensor", "expert", "pipeline", "replicas", "expert_slots", "prompt_tokens",
+_OPTIONAL_COUNTS = ("tensor", "expert", "pipeline", "replicas", "expert_slots", "speculative_tokens", "prompt_tokens",
                     "output_tokens", "batch")
 _FIELDS = frozenset(_REQUIRED_TEXT + _OPTIONAL_COUNTS + (
     "chips", "value", "parallelism_stated", "attention_data_parallel", "bits_per_weight", "notes"))
@@ -100,6 +100,8 @@ class EngineRun:
     replicas: int | None = None  #: data-parallel copies of the whole model
     attention_data_parallel: bool | None = None  #: attention run data-parallel across the ranks
     expert_slots: int | None = None  #: routed-expert copies placed in all, when redundant experts are stated
+    #: tokens drafted per verify step when the run decodes speculatively (MTP layers, a draft model); None: off
+    speculative_tokens: int | None = None
     bits_per_weight: float | None = None  #: stored bits per weight, scales included, where the source gives the layout
     prompt_tokens: int | None = None  #: input tokens per request (a dataset mean says so in ``unsaid``)
     output_tokens: int | None = None  #: output tokens per request

@@ -72,8 +72,11 @@ class AlternativeFigure:
     why_not_used: str  #: which figure the course uses and why
 
 
-LINK_KINDS = ("scale-up", "pcie")  #: the links a placement may ask for by name
+#: the links a part may have: the scale-up fabric inside a server (NVLink, Infinity Fabric, ICI), PCIe to
+#: the host, and the scale-out network between servers (a reference NIC per chip: InfiniBand, RoCE)
+LINK_KINDS = ("scale-up", "pcie", "scale-out")
 LATENCY_BASES = ("assumed", "measured")
+_LINK_FIELDS = {"scale-up": "scale_up_link", "pcie": "host_link", "scale-out": "scale_out_link"}
 
 
 @dataclass(frozen=True)
@@ -85,11 +88,13 @@ class Link:
     the trap; the catalog refuses a pair whose per-direction figure is not half the total.
     """
 
-    kind: str  #: "scale-up" (NVLink, Infinity Fabric, ICI) or "pcie" (the host link)
+    kind: str  #: "scale-up" (NVLink, Infinity Fabric, ICI), "pcie" (the host link) or "scale-out" (the NIC)
     name: str
     per_direction_bytes_per_s: float
     bidirectional_bytes_per_s: float  #: the vendor's headline, kept beside the figure we use
-    max_chips: int  #: most chips one domain of this link joins
+    #: most chips one domain of this link joins (a server's, for scale-up and PCIe); None for a scale-out
+    #: network: the course does not bound the cluster (it assumes a non-blocking fabric)
+    max_chips: int | None
     latency_s: float  #: fixed cost of one collective call, seconds
     latency_basis: str  #: "assumed" (an order of magnitude) or "measured"
     latency_source: str  #: where ``latency_s`` comes from (for an assumption: what it rests on)
@@ -97,8 +102,8 @@ class Link:
     as_of: str
     notes: str = ""
     #: True when the link's switch reduces in the switch (NVLink SHARP, "NVLS", on third-generation
-    #: NVSwitch, NVLink 4 and later): an all-reduce then sends each byte once instead of the ring's
-    #: 2(n − 1)/n; ``in_switch_source`` says where that comes from
+    #: NVSwitch, NVLink 4 and later; InfiniBand SHARP in the network's switches): an all-reduce then
+    #: sends each byte once instead of the ring's 2(n − 1)/n; ``in_switch_source`` says where that comes from
     in_switch_reduction: bool = False
     in_switch_source: str = ""
 
@@ -129,6 +134,8 @@ class Part:
     board_power_as_of: str = ""  #: date of that source (ISO)
     scale_up_link: Link | None = None  #: NVLink / Infinity Fabric / ICI; None for PCIe-only parts
     host_link: Link | None = None  #: PCIe to the host (the only path between PCIe-only parts)
+    #: the scale-out network between servers: one reference NIC per chip (None: no published reference)
+    scale_out_link: Link | None = None
     #: special-function (multi-function unit) operations per second: exponentials, reciprocals, … (one
     #: operation per result, no FMA doubling); None where the catalog has no sourced figure
     special_function_ops_per_s: float | None = None
@@ -189,13 +196,14 @@ class Part:
         return self.peak_flops_per_s(dtype) / self.memory_bandwidth_bytes_per_s
 
     def link(self, kind: str = "scale-up") -> Link:
-        """The link of ``kind`` ("scale-up" or "pcie"); a clear error when the part has none."""
+        """The link of ``kind`` ("scale-up", "pcie" or "scale-out"); a clear error when the part has none."""
         if kind not in LINK_KINDS:
             raise RooflineInputError(f"unknown link {kind!r}; links are: {', '.join(LINK_KINDS)}")
-        link = self.scale_up_link if kind == "scale-up" else self.host_link
+        link = getattr(self, _LINK_FIELDS[kind])
         if link is None:
-            has = [k for k in LINK_KINDS if (self.scale_up_link if k == "scale-up" else self.host_link)]
-            what = "no scale-up link (PCIe only)" if kind == "scale-up" else "no PCIe host link in the catalog"
+            has = [k for k in LINK_KINDS if getattr(self, _LINK_FIELDS[k]) is not None]
+            what = {"scale-up": "no scale-up link (PCIe only)", "pcie": "no PCIe host link in the catalog",
+                    "scale-out": "no scale-out link in the catalog (no published reference NIC per chip)"}[kind]
             raise RooflineInputError(f"{self.id} has {what}; links it has: {', '.join(has) or 'none'}")
         return link
 
@@ -257,6 +265,7 @@ def _part_from_entry(part_id: str, entry: dict) -> Part:
         board_power_as_of=str(entry.get("board_power_as_of", "")),
         scale_up_link=_link(part_id, "scale-up", entry.get("scale_up_link")),
         host_link=_link(part_id, "pcie", entry.get("host_link")),
+        scale_out_link=_link(part_id, "scale-out", entry.get("scale_out_link")),
         special_function_ops_per_s=_special_function(part_id, entry),
         special_function_source=entry.get("special_function_source", ""),
         special_function_as_of=str(entry.get("special_function_as_of", "")),
@@ -312,17 +321,19 @@ def _link(part_id: str, kind: str, entry: dict | None) -> Link | None:
     where = f"hardware.toml: part {part_id!r} {kind} link"
     for key in ("name", "per_direction_bytes_per_s", "bidirectional_bytes_per_s", "max_chips", "latency_s",
                 "latency_basis", "latency_source", "source", "as_of"):
-        if key not in entry:
+        if key not in entry and not (key == "max_chips" and kind == "scale-out"):
             raise ValueError(f"{where} needs {key}")
+    if kind == "scale-out" and "max_chips" in entry:
+        raise ValueError(f"{where}: a scale-out network has no max_chips (the course does not bound the cluster)")
     for key in ("name", "source", "as_of", "latency_source"):
         if not str(entry[key]).strip():
             raise ValueError(f"{where}: {key} must not be empty")
     per, both = float(entry["per_direction_bytes_per_s"]), float(entry["bidirectional_bytes_per_s"])
     if not per > 0:
         raise ValueError(f"{where}: per_direction_bytes_per_s must be > 0, got {per:g}")
-    if isinstance(entry["max_chips"], bool) or not isinstance(entry["max_chips"], int) or entry["max_chips"] < 2:
-        raise ValueError(f"{where}: max_chips must be a whole number >= 2 (a link joins chips), "
-                         f"got {entry['max_chips']!r}")
+    max_chips = entry.get("max_chips")
+    if kind != "scale-out" and (isinstance(max_chips, bool) or not isinstance(max_chips, int) or max_chips < 2):
+        raise ValueError(f"{where}: max_chips must be a whole number >= 2 (a link joins chips), got {max_chips!r}")
     if not float(entry["latency_s"]) >= 0:
         raise ValueError(f"{where}: latency_s must be >= 0 seconds, got {entry['latency_s']!r}")
     if abs(2 * per - both) > 1e-9 * both:
@@ -331,7 +342,7 @@ def _link(part_id: str, kind: str, entry: dict | None) -> Link | None:
     if entry["latency_basis"] not in LATENCY_BASES:
         raise ValueError(f"{where}: latency_basis must be one of {', '.join(LATENCY_BASES)}")
     return Link(kind=kind, name=entry["name"], per_direction_bytes_per_s=per, bidirectional_bytes_per_s=both,
-                max_chips=int(entry["max_chips"]), latency_s=float(entry["latency_s"]),
+                max_chips=None if max_chips is None else int(max_chips), latency_s=float(entry["latency_s"]),
                 latency_basis=entry["latency_basis"], latency_source=entry["latency_source"],
                 source=entry["source"], as_of=str(entry["as_of"]), notes=entry.get("notes", ""),
                 in_switch_reduction=_in_switch(where, entry), in_switch_source=entry.get("in_switch_source", ""))

@@ -85,7 +85,8 @@ def weight_bytes(model: Model | str, weights_dtype: str = "bf16", *, weight_grou
 
 def kv_cache_bytes_per_sequence(model: Model | str, cached_tokens, kv_dtype: str = "bf16"):
     """KV cache of one sequence holding ``cached_tokens`` tokens: full-attention and MLA layers keep
-    every token, a sliding-window layer at most its window (:meth:`Model.kv_cache_bytes_per_sequence`)."""
+    every token, a sliding-window layer at most its window, a chunked layer (Llama 4) only the open
+    chunk's ``cached_tokens`` mod ``attention_chunk_size`` (:meth:`Model.kv_cache_bytes_per_sequence`)."""
     check_dtype(kv_dtype)
     return get_model(model).kv_cache_bytes_per_sequence(cached_tokens, kv_dtype)
 

@@ -8,9 +8,42 @@ the architecture fields of the families the cost model knows and maps them exact
 family (``model_type``)       fields read beyond the common ones
 ============================  ================================================================
 ``llama``, ``mistral``        ``sliding_window`` (Mistral-7B-v0.1: every layer slides)
+``granite``                   as ``llama``; its ``embedding_multiplier``, ``residual_multiplier``,
+                              ``attention_multiplier`` and ``logits_scaling`` scale activations
+                              and change no count
+``phi3``                      as ``llama`` (its fused ``qkv_proj`` and ``gate_up_proj`` hold the same
+                              weights); ``sliding_window`` applies to every layer, as in Mistral, and
+                              is dropped when it is at least ``max_position_embeddings`` (Phi-3-128k's
+                              262,144). Convention: the window is applied, as the config says and as
+                              transformers and vLLM do (Phi-3-mini-4k: 2,047; vLLM's FlashAttention
+                              path sees 2,048 keys, its other backends 2,047, vLLM PR #4380), while
+                              llama.cpp ignores it for Phi models (PR #13676, 2025-05): the smaller
+                              count keeps a lower bound below every engine
+``olmo2``                     ``qk_norm`` on, one norm over all heads (a weight per element of the
+                              q and k projections, not per head)
+``gemma2``                    ``sliding_window`` (or ``sliding_window_size``) on every other layer,
+                              layer 0 first (``layer_types`` where given); ``head_dim``; embeddings
+                              tied unless told otherwise. Its two extra norms per layer (before and
+                              after the MLP) are not counted (hidden_size weights each)
 ``qwen2``, ``qwen3``          ``qk_norm`` on for Qwen3; ``use_sliding_window`` must be off
-``qwen3_moe``                 ``num_experts``, ``num_experts_per_tok``, ``moe_intermediate_size``,
-                              ``mlp_only_layers`` (only a leading run: the first k layers dense)
+``qwen3_moe``, ``qwen2_moe``  ``num_experts``, ``num_experts_per_tok``, ``moe_intermediate_size``,
+                              ``mlp_only_layers`` (only a leading run: the first k layers dense),
+                              ``decoder_sparse_step`` (MoE every k-th layer, a dense MLP of
+                              ``intermediate_size`` between); Qwen2-MoE adds
+                              ``shared_expert_intermediate_size``: one always-on expert of that
+                              width, scaled by a sigmoid gate (hidden_size → 1)
+``mixtral``                   ``num_local_experts``, ``num_experts_per_tok``; every expert is
+                              ``intermediate_size`` wide; ``sliding_window`` as in Mistral (null in
+                              Mixtral-8x7B-v0.1's published file)
+``llama4`` / ``llama4_text``  ``text_config``: ``num_local_experts``, ``num_experts_per_tok`` (top-1
+                              routing), one shared expert, experts and shared expert
+                              ``intermediate_size`` wide; ``moe_layers`` or
+                              ``interleave_moe_layer_step`` (MoE every k-th layer, a dense MLP of
+                              ``intermediate_size_mlp`` elsewhere); ``layer_types``, else
+                              ``no_rope_layers`` (1: a RoPE layer with chunked local attention, 0: a
+                              global NoPE layer), else ``no_rope_layer_interval`` (default 4), with
+                              ``attention_chunk_size``. ``use_qk_norm`` is a weightless L2 norm
+                              (no count); the vision tower is not read
 ``qwen3_5`` / ``qwen3_5_text``  the Gated DeltaNet hybrid (Qwen3.8-27B): ``layer_types``
                               (``linear_attention`` / ``full_attention``) or
                               ``full_attention_interval``, ``linear_*``, ``attn_output_gate``,
@@ -21,9 +54,10 @@ family (``model_type``)       fields read beyond the common ones
 ``gpt_oss``                   ``num_local_experts``, ``num_experts_per_tok`` (or
                               ``experts_per_token``), ``layer_types``, ``sliding_window``; every
                               expert is ``intermediate_size`` wide
-``deepseek_v3``               MLA (``q_lora_rank``, ``kv_lora_rank``, ``qk_nope_head_dim``,
-                              ``qk_rope_head_dim``, ``v_head_dim``; the per-head query/key width is
-                              nope + rope), ``n_routed_experts``, ``n_shared_experts``,
+``deepseek_v3``,              MLA (``q_lora_rank``, ``kv_lora_rank``, ``qk_nope_head_dim``,
+``deepseek_v2``               ``qk_rope_head_dim``, ``v_head_dim``; the per-head query/key width is
+                              nope + rope; ``q_lora_rank`` null, as in DeepSeek-V2-Lite: a plain
+                              query projection), ``n_routed_experts``, ``n_shared_experts``,
                               ``first_k_dense_replace``, ``num_nextn_predict_layers``
 ============================  ================================================================
 
@@ -54,7 +88,9 @@ from .models import Model
 MODEL_TYPES: dict[str, str] = {
     "llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "qwen3": "qwen3", "qwen3_moe": "qwen3_moe",
     "qwen3_5": "qwen3_5", "qwen3_5_text": "qwen3_5", "gemma3": "gemma3", "gemma3_text": "gemma3",
-    "gpt_oss": "gpt_oss", "deepseek_v3": "deepseek_v3",
+    "gpt_oss": "gpt_oss", "deepseek_v3": "deepseek_v3", "deepseek_v2": "deepseek_v2", "mixtral": "mixtral",
+    "llama4": "llama4", "llama4_text": "llama4", "qwen2_moe": "qwen2_moe", "phi3": "phi3", "gemma2": "gemma2",
+    "olmo2": "olmo2", "granite": "granite",
 }
 #: ``architectures[0]`` → family, for a config without ``model_type``
 ARCHITECTURES: dict[str, str] = {
@@ -62,10 +98,15 @@ ARCHITECTURES: dict[str, str] = {
     "Qwen3ForCausalLM": "qwen3", "Qwen3MoeForCausalLM": "qwen3_moe", "Qwen3_5ForCausalLM": "qwen3_5",
     "Qwen3_5ForConditionalGeneration": "qwen3_5", "Gemma3ForCausalLM": "gemma3",
     "Gemma3ForConditionalGeneration": "gemma3", "GptOssForCausalLM": "gpt_oss",
-    "DeepseekV3ForCausalLM": "deepseek_v3",
+    "DeepseekV3ForCausalLM": "deepseek_v3", "DeepseekV2ForCausalLM": "deepseek_v2",
+    "MixtralForCausalLM": "mixtral", "Llama4ForConditionalGeneration": "llama4", "Llama4ForCausalLM": "llama4",
+    "Qwen2MoeForCausalLM": "qwen2_moe", "Phi3ForCausalLM": "phi3", "Gemma2ForCausalLM": "gemma2",
+    "Olmo2ForCausalLM": "olmo2", "GraniteForCausalLM": "granite",
 }
 #: families whose transformers config ties the embedding to the lm_head unless told otherwise
-TIED_BY_DEFAULT = frozenset({"gemma3"})
+TIED_BY_DEFAULT = frozenset({"gemma3", "gemma2"})
+#: transformers' Llama4TextConfig default: a global NoPE layer every 4th layer
+LLAMA4_NO_ROPE_LAYER_INTERVAL = 4
 #: transformers' Gemma3TextConfig defaults for fields gemma-3's published ``text_config`` omits
 GEMMA3_TEXT_DEFAULTS = {"vocab_size": 262_208, "max_position_embeddings": 131_072, "sliding_window_pattern": 6}
 #: config.json dtype names → the course's dtype names (the recurrent state's ``mamba_ssm_dtype``)
@@ -201,6 +242,11 @@ def _family(raw: dict, where: str) -> tuple[str, dict]:
         f"the cost model knows model_type {', '.join(sorted(MODEL_TYPES))}")
 
 
+def supported_model_types() -> tuple[str, ...]:
+    """The ``model_type`` values :func:`model_from_config` reads, sorted."""
+    return tuple(sorted(MODEL_TYPES))
+
+
 def _last_part(path: str) -> str | None:
     """The last component of a path or repo id (``"meta-llama/Llama-3.1-8B"`` → ``"Llama-3.1-8B"``);
     None for one that names nothing (``"./"``, ``"."``, ``""``)."""
@@ -323,15 +369,26 @@ def _read(family: str, cfg: dict, where: str) -> dict:
         max_context_tokens=f.count("max_position_embeddings"),
         tie_word_embeddings=f.flag("tie_word_embeddings", family in TIED_BY_DEFAULT),
     )
-    if family in ("qwen2", "qwen3", "qwen3_moe") and f.flag("use_sliding_window", False):
+    if family in ("qwen2", "qwen3", "qwen3_moe", "qwen2_moe") and f.flag("use_sliding_window", False):
         raise RooflineInputError(f"{where}: use_sliding_window true (sliding attention from layer "
                                  f"max_window_layers on) is not a layout the cost model represents")
-    if family in ("qwen3", "qwen3_moe", "qwen3_5", "gemma3"):
-        out["qk_norm"] = True  # these families always normalise q and k per head
-    if family == "mistral" and f.has("sliding_window"):
-        out["sliding_window"] = f.count("sliding_window")
-    if family == "qwen3_moe":
-        out.update(_qwen3_moe(f, layers))
+    if family in ("qwen3", "qwen3_moe", "qwen3_5", "gemma3", "olmo2"):
+        out["qk_norm"] = True  # these families always normalise q and k
+    if family == "olmo2":
+        out["qk_norm_per_head"] = False  # one norm over the whole projection (a weight per element)
+    if family in ("mistral", "mixtral", "phi3") and f.has("sliding_window"):
+        window = f.count("sliding_window")
+        if family != "phi3" or window < out["max_context_tokens"]:
+            out["sliding_window"] = window
+    if family in ("qwen3_moe", "qwen2_moe"):
+        out.update(_qwen_moe(f, layers, shared=family == "qwen2_moe"))
+    elif family == "mixtral":
+        out.update(num_experts=f.count("num_local_experts"), num_experts_per_tok=f.count("num_experts_per_tok"),
+                   moe_intermediate_size=out["intermediate_size"])  # every expert is intermediate_size wide
+    elif family == "llama4":
+        out.update(_llama4(f, out))
+    elif family == "gemma2":
+        out.update(_gemma2(f, layers))
     elif family == "qwen3_5":
         out.update(_hybrid(f, layers))
     elif family == "gemma3":
@@ -342,7 +399,7 @@ def _read(family: str, cfg: dict, where: str) -> dict:
             else "num_experts_per_tok"
         out.update(num_experts=f.count("num_local_experts"), num_experts_per_tok=f.count(per_token),
                    moe_intermediate_size=out["intermediate_size"])  # every expert is intermediate_size wide
-    elif family == "deepseek_v3":
+    elif family in ("deepseek_v3", "deepseek_v2"):
         out.update(_deepseek_v3(f, out))
     _check_shapes(out, where)
     return out
@@ -366,16 +423,75 @@ def _check_shapes(out: dict, where: str) -> None:
                                  f"of linear_num_key_heads {out['linear_num_key_heads']}")
 
 
-def _qwen3_moe(f: _Fields, layers: int) -> dict:
-    if f.count("decoder_sparse_step", default=1) != 1:
-        raise RooflineInputError(f"{f.where}: decoder_sparse_step {f.cfg['decoder_sparse_step']!r} (MoE only every "
-                                 f"few layers) is not a layout the cost model represents; it needs 1")
+def _qwen_moe(f: _Fields, layers: int, shared: bool) -> dict:
+    """Qwen3-MoE and Qwen2-MoE: layer i is MoE when it is not in ``mlp_only_layers`` and
+    (i + 1) % ``decoder_sparse_step`` == 0 (transformers' rule), a dense MLP otherwise."""
+    step = f.count("decoder_sparse_step", default=1)
     dense = f.cfg.get("mlp_only_layers") or []
     if not isinstance(dense, list) or dense != list(range(len(dense))) or len(dense) >= layers:
         raise RooflineInputError(f"{f.where}: mlp_only_layers {_short(dense)} is not a layout the cost model "
                                  f"represents; it needs the dense layers first: [0, 1, ..., k-1]")
-    return dict(num_experts=f.count("num_experts"), num_experts_per_tok=f.count("num_experts_per_tok"),
-                moe_intermediate_size=f.count("moe_intermediate_size"), first_k_dense_replace=len(dense))
+    if not any((i + 1) % step == 0 for i in range(len(dense), layers)):
+        raise RooflineInputError(f"{f.where}: decoder_sparse_step {step} with mlp_only_layers {_short(dense)} "
+                                 f"leaves no MoE layer of {layers}")
+    out = dict(num_experts=f.count("num_experts"), num_experts_per_tok=f.count("num_experts_per_tok"),
+               moe_intermediate_size=f.count("moe_intermediate_size"), first_k_dense_replace=len(dense),
+               moe_layer_interval=step)
+    if shared:
+        width = f.count("shared_expert_intermediate_size", default=0, minimum=0)
+        if width:  # one always-on expert of its own width, behind a sigmoid gate
+            out.update(n_shared_experts=1, shared_expert_intermediate_size=width, shared_expert_gate=True)
+    return out
+
+
+def _llama4(f: _Fields, out: dict) -> dict:
+    """Llama 4's text model (module table): MoE layers, chunked and global attention layers."""
+    layers = out["num_hidden_layers"]
+    step = f.count("interleave_moe_layer_step", default=1)
+    moe = f.cfg.get("moe_layers")
+    if moe is not None:
+        if not isinstance(moe, list) or not moe or any(isinstance(i, bool) or not isinstance(i, int) for i in moe):
+            raise RooflineInputError(f"{f.where}: field 'moe_layers' must list the MoE layers' indices, "
+                                     f"got {_short(moe)}")
+        step = moe[0] + 1
+        if moe != list(range(step - 1, layers, step)):
+            raise RooflineInputError(f"{f.where}: moe_layers {_short(moe)} is not a layout the cost model represents; "
+                                     f"it needs MoE on every k-th layer (layers k-1, 2k-1, ...)")
+    types = f.layer_types(layers, ("chunked_attention", "full_attention"))
+    key = "layer_types"
+    if types is None:
+        rope = f.cfg.get("no_rope_layers")
+        if rope:  # a list (an empty one means the default, as transformers reads it)
+            if not isinstance(rope, list) or len(rope) != layers or any(r not in (0, 1) or isinstance(r, bool)
+                                                                         for r in rope):
+                raise RooflineInputError(f"{f.where}: field 'no_rope_layers' must give 1 (RoPE, chunked attention) "
+                                         f"or 0 (NoPE, global attention) for each of the {layers} layers, "
+                                         f"got {_short(rope)}")
+            key = "no_rope_layers"
+        else:
+            k = f.count("no_rope_layer_interval", default=LLAMA4_NO_ROPE_LAYER_INTERVAL)
+            rope = [int((i + 1) % k != 0) for i in range(layers)]
+        types = ["chunked_attention" if r else "full_attention" for r in rope]
+    pattern = f.period(types, key)
+    fields = dict(num_experts=f.count("num_local_experts"), num_experts_per_tok=f.count("num_experts_per_tok"),
+                  moe_intermediate_size=out["intermediate_size"], n_shared_experts=1,  # experts: intermediate_size
+                  moe_layer_interval=step)
+    dense_layers = any((i + 1) % step for i in range(layers))
+    # the dense MLP layers' width (unused where every layer is MoE, as in Scout)
+    fields["intermediate_size"] = (f.count("intermediate_size_mlp") if dense_layers
+                                   else f.count("intermediate_size_mlp", default=out["intermediate_size"]))
+    if "chunked_attention" in types:
+        fields.update(attention_chunk_size=f.count("attention_chunk_size"),
+                      chunked_attention_pattern=pattern if pattern <= layers else None)
+    return fields
+
+
+def _gemma2(f: _Fields, layers: int) -> dict:
+    """Gemma 2: sliding-window and global layers alternate, layer 0 sliding."""
+    types = f.layer_types(layers, ("sliding_attention", "full_attention"))
+    pattern = f.period(types, "sliding_window_pattern") if types is not None else 2
+    key = "sliding_window" if f.has("sliding_window") or not f.has("sliding_window_size") else "sliding_window_size"
+    return dict(sliding_window=f.count(key), sliding_window_pattern=pattern)
 
 
 def _hybrid(f: _Fields, layers: int) -> dict:
@@ -440,4 +556,4 @@ def _deepseek_v3(f: _Fields, out: dict) -> dict:
     )
 
 
-__all__ = ["ARCHITECTURES", "MODEL_TYPES", "model_config_notes", "model_from_config"]
+__all__ = ["ARCHITECTURES", "MODEL_TYPES", "model_config_notes", "model_from_config", "supported_model_types"]

@@ -17,6 +17,8 @@ from .errors import unknown_name_error
 
 FULL_ATTENTION = "full_attention"
 SLIDING_ATTENTION = "sliding_attention"
+#: chunked local attention (Llama 4): a token attends only to the tokens of its own chunk
+CHUNKED_ATTENTION = "chunked_attention"
 GATED_DELTANET = "gated_deltanet"
 MLA = "mla"  #: multi-head latent attention (DeepSeek-V2/V3): the cache holds a compressed latent
 
@@ -38,6 +40,10 @@ class Model:
     max_context_tokens: int  #: config.json max_position_embeddings: the longest context it was built for
     tie_word_embeddings: bool = False
     qk_norm: bool = False
+    #: True: one RMSNorm weight of head_dim shared by every head (Qwen3, Gemma 3: 2 × head_dim weights).
+    #: False: one norm over the whole q and k projections, a weight per element (OLMo 2:
+    #: (heads + KV heads) × head_dim weights)
+    qk_norm_per_head: bool = True
     attn_output_gate: bool = False
     partial_rotary_factor: float = 1.0
     sliding_window: int | None = None  #: tokens a sliding-window layer attends to (and caches)
@@ -45,6 +51,14 @@ class Model:
     #: others slide (Gemma 3: 6, five local then one global; gpt-oss: 2, alternating). Without a
     #: pattern a window applies to every layer (Mistral-7B-v0.1).
     sliding_window_pattern: int | None = None
+    #: Chunked local attention (Llama 4): the sequence is cut into chunks of attention_chunk_size
+    #: tokens; in a chunked layer the token at position p (0-based) attends only to the tokens of its
+    #: own chunk, positions C·⌊p/C⌋ … p (p mod C + 1 of them), so an engine keeps only the current
+    #: chunk's K and V. Not a sliding window: right after a chunk boundary a token sees one key.
+    attention_chunk_size: int | None = None
+    #: with a chunk size: layer i (0-based) is global (full) attention when (i + 1) % pattern == 0,
+    #: the others are chunked (Llama 4: 4, three chunked RoPE layers then one global NoPE layer)
+    chunked_attention_pattern: int | None = None
     # Multi-head latent attention (DeepSeek-V3): queries through a rank-q_lora_rank bottleneck; keys
     # and values from one kv_lora_rank latent per token (cached) plus a shared qk_rope_head_dim key part
     q_lora_rank: int = 0
@@ -65,7 +79,16 @@ class Model:
     num_experts_per_tok: int = 0
     moe_intermediate_size: int = 0
     n_shared_experts: int = 0  #: always-on experts of moe_intermediate_size each (DeepSeek-V3: 1)
+    #: width of the always-on expert(s) together where it is not n_shared_experts × moe_intermediate_size
+    #: (Qwen2-MoE: one shared expert of shared_expert_intermediate_size 5,632); 0: that product
+    shared_expert_intermediate_size: int = 0
+    #: a sigmoid gate (one hidden_size → 1 projection) scales the shared expert's output (Qwen2-MoE)
+    shared_expert_gate: bool = False
     first_k_dense_replace: int = 0  #: the first k layers keep a dense MLP of intermediate_size
+    #: past the first k: layer i (0-based) has a routed MoE when (i + 1) % interval == 0 and a dense
+    #: MLP of intermediate_size otherwise (Llama 4 Maverick's interleave_moe_layer_step 2; Qwen-MoE's
+    #: decoder_sparse_step). 1: every layer past the first k.
+    moe_layer_interval: int = 1
     mtp_layers: int = 0  #: multi-token-prediction layers shipped beside the model (not counted here)
     # Reference figures for the tests only (never used in a computation)
     published_total_params: float | None = None
@@ -91,8 +114,19 @@ class Model:
 
     @property
     def num_moe_layers(self) -> int:
-        """Layers with a routed MoE block (0 for a dense model)."""
-        return self.num_hidden_layers - self.first_k_dense_replace if self.is_moe else 0
+        """Layers with a routed MoE block (0 for a dense model): past the first k dense layers, every
+        ``moe_layer_interval``-th one."""
+        if not self.is_moe:
+            return 0
+        k = self.moe_layer_interval
+        return sum(1 for i in range(self.first_k_dense_replace, self.num_hidden_layers) if (i + 1) % k == 0)
+
+    @property
+    def shared_expert_width(self) -> int:
+        """Intermediate width of the always-on expert(s) together (0: none)."""
+        if self.shared_expert_intermediate_size:
+            return self.shared_expert_intermediate_size
+        return self.n_shared_experts * self.moe_intermediate_size
 
     @property
     def num_dense_mlp_layers(self) -> int:
@@ -100,9 +134,13 @@ class Model:
 
     def layer_types(self) -> tuple[str, ...]:
         """Token mixer of every layer, in order: ``"full_attention"``, ``"sliding_attention"``,
-        ``"mla"`` or ``"gated_deltanet"``."""
+        ``"chunked_attention"``, ``"mla"`` or ``"gated_deltanet"``."""
         if self.is_mla:
             return (MLA,) * self.num_hidden_layers
+        if self.attention_chunk_size is not None:
+            k = self.chunked_attention_pattern or self.num_hidden_layers + 1
+            return tuple(FULL_ATTENTION if (i + 1) % k == 0 else CHUNKED_ATTENTION
+                         for i in range(self.num_hidden_layers))
         if self.sliding_window_pattern is not None:
             k = self.sliding_window_pattern
             return tuple(FULL_ATTENTION if (i + 1) % k == 0 else SLIDING_ATTENTION
@@ -121,6 +159,10 @@ class Model:
     @property
     def num_sliding_attention_layers(self) -> int:
         return self.layer_types().count(SLIDING_ATTENTION)
+
+    @property
+    def num_chunked_attention_layers(self) -> int:
+        return self.layer_types().count(CHUNKED_ATTENTION)
 
     @property
     def num_mla_layers(self) -> int:
@@ -164,9 +206,11 @@ class Model:
         kv_lora_rank + qk_rope_head_dim elements; each element in ``kv_dtype`` plus its share of a
         scale (:func:`~roofline_lessons.core.dtypes.kv_bytes_per_element`). Gated DeltaNet layers
         keep no per-token history, so they add nothing here. A sliding-window layer stops growing at
-        its window: :func:`~roofline_lessons.core.memory.kv_cache_bytes_per_sequence` applies that cap.
+        its window and a chunked layer keeps only its current chunk:
+        :func:`~roofline_lessons.core.memory.kv_cache_bytes_per_sequence` applies those caps.
         """
-        layers = self.num_full_attention_layers + self.num_sliding_attention_layers + self.num_mla_layers
+        layers = (self.num_full_attention_layers + self.num_sliding_attention_layers
+                  + self.num_chunked_attention_layers + self.num_mla_layers)
         return layers * self.kv_bytes_per_token_per_layer(kv_dtype) if layers else 0.0
 
     def kv_bytes_per_token_per_layer(self, kv_dtype: str = "bf16") -> float:
@@ -177,7 +221,12 @@ class Model:
 
     def kv_cache_bytes_per_sequence(self, cached_tokens, kv_dtype: str = "bf16"):
         """KV cache of one sequence holding ``cached_tokens`` tokens: full and MLA layers hold every
-        token, sliding-window layers at most their window (numpy arrays welcome)."""
+        token, sliding-window layers at most their window, chunked layers (Llama 4) only the tokens
+        the next token will attend to: those of the current chunk, ``cached_tokens`` mod
+        ``attention_chunk_size`` (none right at a chunk boundary, where the next token starts a new
+        chunk). That is what the sequence holds at that length, not the most it held on the way: a
+        sequence that decoded past a boundary held chunk size − 1 tokens per chunked layer just
+        before it (numpy arrays welcome)."""
         t = np.asarray(cached_tokens, dtype=float)
         per_layer = self.kv_bytes_per_token_per_layer(kv_dtype)
         full = (self.num_full_attention_layers + self.num_mla_layers) * per_layer
@@ -186,6 +235,8 @@ class Model:
         out = full * held_full
         if self.num_sliding_attention_layers:
             out = out + self.num_sliding_attention_layers * per_layer * np.minimum(t, self.sliding_window)
+        if self.num_chunked_attention_layers:
+            out = out + self.num_chunked_attention_layers * per_layer * np.mod(t, self.attention_chunk_size)
         return float(out) if np.ndim(out) == 0 else out
 
     def deltanet_state_bytes_per_layer(self, state_dtype: str | None = None) -> float:
@@ -231,17 +282,18 @@ class Model:
         table = self.vocab_size * h
         shared = table + (0 if self.tie_word_embeddings else table) + h  # embedding, lm_head, final norm
         q_out = nq * hd * (2 if self.attn_output_gate else 1)
-        full = h + h * q_out + 2 * h * nkv * hd + (2 * hd if self.qk_norm else 0) + nq * hd * h
+        full = h + h * q_out + 2 * h * nkv * hd + self.qk_norm_parameters + nq * hd * h
         nv, dv = self.linear_num_value_heads, self.linear_value_head_dim
         vd, conv = self.deltanet_value_dim, self.deltanet_conv_dim
         deltanet = (h + h * conv + h * vd + h * 2 * nv + conv * self.linear_conv_kernel_dim + 2 * nv + dv
                     + vd * h) if self.is_hybrid else 0
-        attention = ((self.num_full_attention_layers + self.num_sliding_attention_layers) * full
+        attention = ((self.num_full_attention_layers + self.num_sliding_attention_layers
+                      + self.num_chunked_attention_layers) * full
                      + self.num_deltanet_layers * deltanet + self.num_mla_layers * self.mla_layer_parameters)
         dense_mlp = h + 3 * h * self.intermediate_size
         if self.is_moe:
             e, k, ie = self.num_experts, self.num_experts_per_tok, self.moe_intermediate_size
-            shared_experts = self.n_shared_experts * 3 * h * ie
+            shared_experts = 3 * h * self.shared_expert_width + (h if self.shared_expert_gate else 0)
             mlp_total = h + h * e + e * 3 * h * ie + shared_experts
             mlp_active = h + h * e + k * 3 * h * ie + shared_experts
         else:
@@ -250,6 +302,15 @@ class Model:
         mlps_total = moe * mlp_total + dense * dense_mlp if self.is_moe else self.num_hidden_layers * dense_mlp
         mlps_active = moe * mlp_active + dense * dense_mlp if self.is_moe else mlps_total
         return shared + attention + mlps_total, shared + attention + mlps_active
+
+    @property
+    def qk_norm_parameters(self) -> int:
+        """Weights of one attention layer's q and k norms (0 without them)."""
+        if not self.qk_norm:
+            return 0
+        if self.qk_norm_per_head:
+            return 2 * self.head_dim
+        return (self.num_attention_heads + self.num_key_value_heads) * self.head_dim
 
     @property
     def mla_layer_parameters(self) -> int:

@@ -1,4 +1,4 @@
-"""Many chips: one step split by tensor, expert and pipeline parallelism, and what the links cost.
+"""Many chips: one step split by tensor, expert and pipeline parallelism, within a server and past it.
 
 Conventions (what a lesson can quote):
 
@@ -14,15 +14,36 @@ Conventions (what a lesson can quote):
   embedding, and an all-gather of the logits after the lm_head. A ring all-reduce makes every chip
   send 2(t−1)/t of the message; an all-gather (t−1)/t.
 - **Expert parallel** over ``expert`` = e groups (MoE models only): the routed experts are spread
-  over the e groups (E/e experts each), and the sequences too (attention is data-parallel across
-  the groups: each group runs ⌈batch/e⌉ sequences). A group's chips receive the tokens routed to
-  their experts from every group: 1/e of all routed tokens and the experts touched among their
-  E/e. Two all-to-alls per MoE layer (dispatch and combine). The estimate sends one copy per chosen
+  over the e groups (slots/e each, see expert slots below), and the sequences too (attention is
+  data-parallel across the groups: each group runs ⌈batch/e⌉ sequences, with TP t inside the group,
+  and the group's experts are TP-split t ways). A group's chips receive the tokens routed to
+  their experts from every group: 1/e of all routed tokens and the experts touched among theirs.
+  Two all-to-alls per MoE layer (dispatch and combine). The estimate sends one copy per chosen
   expert: a group's tokens × k × hidden, the (e−1)/e of it bound for other groups. Under TP t > 1 inside
   a group, every chip of the receiving group needs the whole vector of each token routed to it (its
   expert slices are split by columns), so each chip *receives* all the copies bound for its group —
   (e−1)/e of tokens × k × hidden, not 1/t of it — and, with no multicast, the group's chips send as
   much as they receive: the per-chip figure is that receive side, whatever t.
+- **Attention data parallel** (``attention_data_parallel=True``, DeepSeek's and SGLang's decode
+  layout; MoE models only): attention (and the dense layers) as above — e data-parallel groups of t
+  chips, TP t inside each — but the MoE layers run expert parallel over ALL t × e chips of the stage,
+  each chip holding whole experts (slots/(t·e) of them) and no TP split of the experts. After the
+  attention a reduce-scatter leaves each chip of a group 1/t of the group's tokens (fully reduced);
+  each chip routes those (the router, the MoE norm and residual, the shared experts — whole on every
+  chip — all on 1/t of the group's tokens); one all-to-all dispatches them to the t·e chips and one
+  combines them back; an all-gather inside the group restores every token before the next attention.
+  The reduce-scatter + all-gather move the bytes of the one all-reduce they replace (2 calls), and
+  the MoE block needs no all-reduce of its own (whole experts leave no partial sums). With t = 1 it
+  is the expert-parallel layout above (each chip its own group).
+- **Expert slots** (``expert_slots``, None: the model's expert count E): redundant slots as
+  DeepSeek's EPLB places them (hot experts replicated). The slots must be ≥ E and divisible by the
+  expert-parallel degree (e, or t × e under attention data parallel), which need no longer divide E.
+  Each group (chip, under attention data parallel) holds slots/degree experts' weights, so the weights
+  per chip and the memory grow by slots/E for the experts; each replica serves an equal share of its
+  expert's tokens. Routing is assumed uniform over the slots (a token's k experts each served by one of
+  their replicas at random, as if it chose k of the slots): the weights read per chip are the slots
+  touched, slots·(1 − (1 − k/slots)^tokens) ÷ degree (more than E's, every replica reads its own copy);
+  the FLOPs per chip do not change.
 - **Pipeline parallel** over ``pipeline`` = p stages: the layers are split into p stages of
   ⌈layers/p⌉ or ⌊layers/p⌋ layers; the embedding sits on the first stage, the lm_head on the last.
   Between stages the activations (tokens × hidden) are sent once. One step of one batch passes
@@ -33,36 +54,63 @@ Conventions (what a lesson can quote):
   (p − 1)/(m + p − 1) (:func:`bubble_fraction`); a server that keeps m independent batches
   circulating through the stages in steady decode idles max(0, 1 − m/p)
   (:func:`steady_state_idle_fraction`): none once m ≥ p.
-- **Per chip.** Chips = t × e × p. Every FLOP, byte and second of a multi-chip placement is per
+- **Replicas** (``replicas`` = r, plain data parallel): r independent copies of the whole split, each
+  serving its own batch (``batch`` is ONE copy's); they never talk. Every per-chip figure is one
+  copy's (unchanged by r); chips = t × e × p × r, and the aggregate throughput is r × one copy's
+  (:attr:`~roofline_lessons.core.placement.Placement.aggregate_tokens_per_s_estimate`).
+- **Per chip.** Chips = t × e × p (× r). Every FLOP, byte and second of a multi-chip placement is per
   chip, for the busiest stage (the one with the longest stage time; with arrays of batch or
   tokens, element by element). Memory is the fullest chip's, since every chip must fit: with
   stages of unequal size that is the first stage (most layers, and the embedding), which need not
   be the busiest. Communication bytes are what each chip *sends* in the step — for the expert
   all-to-all under TP × EP, what it must receive, the larger side (multicast could cut the sends).
+- **Past one server.** A server is the in-server link's domain (``max_chips`` of the scale-up link:
+  8 on an HGX board, 72 in a GB200 NVL72 rack; of PCIe for a part without one). Chips are placed TP
+  innermost, then EP, then PP, then replicas: a copy of more chips than one server holds spans
+  servers, and t, t × e and t × e × p must each divide the server or be whole multiples of it (no
+  group straddles two servers). Between servers the chips talk over the part's scale-out link (one
+  reference NIC per chip, ``Part.scale_out_link``); a part with none is refused, and says so.
+  TP within a server uses the scale-up link. TP across servers (t = t_in × t_out, t_in = the server's
+  chips) is hierarchical: a reduce-scatter inside the server (ring: (t_in − 1)/t_in of the message
+  per chip), an all-reduce of 1/t_in of the message among the t_out chips of the same rank across
+  servers over the NIC (ring: 2(t_out − 1)/t_out of it), an all-gather inside the server; the logits
+  all-gather likewise (across, then inside). Expert parallel beyond a server: of the expert groups a
+  token's copies go to, those on the chip's own server are reached over the scale-up link, the others
+  over the NIC (with uniform routing, (u_on − 1)/units and (units − u_on)/units of the copies, units
+  the expert groups — chips under attention data parallel — and u_on those on one server). A send
+  between pipeline stages on different servers crosses the NIC.
 - **Time.** A collective costs latency_s per call + bytes / the link's per-direction bandwidth.
   The per-call latency is ONE fixed cost whatever the number of chips (the catalog's figure is an
   assumption, ``latency_basis = "assumed"``: about 10 µs, the order of one NCCL call in an 8-GPU
-  node). That is a one-shot, switch-style model: a textbook ring pays 2(n − 1) hop latencies
+  node; 20 µs per call on the scale-out network). That is a one-shot, switch-style model: a textbook
+  ring pays 2(n − 1) hop latencies
   (NCCL's LL and LL128 protocols make each hop cheaper, not fewer); NCCL's tree is a chain inside a
   node, so its latency is linear in the GPUs per node, logarithmic only in the number of nodes (NCCL's
   cost model, ``ncclTopoTuneModel`` in src/graph/tuning.cc, charges a tree all-reduce
   2 × ((GPUs per node − 1) × intra-node hop + log2(nodes) × inter-node hop)); NVLS (the reduction
   in the switch) and custom one-shot kernels stay roughly flat in n, the latter a few µs. Every
   time that includes it is an estimate at the assumed latency, not a lower bound
-  (``collective_latency_s`` sets another figure for the estimate). In the estimate communication is by
-  default *not* overlapped with compute: a stage takes max(compute, memory) + communication;
-  ``overlap_comm=True`` makes it max(compute, memory, communication).
+  (``collective_latency_s`` sets another figure for the in-server link, ``network_latency_s`` for the
+  scale-out link). A collective that uses both links pays each link's latency once per call, and the
+  estimate ADDS the two links' times (the hierarchical phases one after another; an all-to-all's
+  on-server and off-server shares one after the other, the conservative convention). In the estimate
+  communication is by default *not* overlapped with compute: a stage takes max(compute, memory) +
+  communication; ``overlap_comm=True`` makes it max(compute, memory, communication).
 - **The lower bound** (:attr:`~roofline_lessons.core.placement.Placement.time_lower_bound_s`) counts
-  no per-call latency, overlaps communication with compute and memory, and takes the least bytes
-  any algorithm the link supports sends: where the switch reduces in the switch (NVLink SHARP on
-  NVLink 4 NVSwitch and later, ``Link.in_switch_reduction``) an all-reduce sends each byte once
+  no per-call latency, overlaps communication with compute and memory — and, past one server, the
+  scale-up link and the NIC with each other (its communication time is the larger of the two links'
+  least bytes ÷ their bandwidths) — and takes the least bytes any algorithm the link supports sends:
+  where the switch reduces in the switch (NVLink SHARP on NVLink 4 NVSwitch and later, InfiniBand
+  SHARP in the network, ``Link.in_switch_reduction``) an all-reduce sends each byte once
   instead of the ring's 2(t−1)/t (the same for t = 2); elsewhere the ring's bytes. The logits
   all-gather counts 0 (vocab-parallel sampling exchanges each chip's top candidates, not its
   logits); an all-to-all moves each token once per other expert group its k experts live on
   (:func:`remote_groups_per_token`), not once per chosen expert, and counts per chip the larger of
   what it sends and what it receives: every chip of a group receives each such token whole (with
   TP t inside the group, t copies enter the group, one per chip, so the bound does not divide by t).
-  The combine is priced like the dispatch: each chip of the token's group receives one partial
+  Across servers it takes on each link its least: over the NIC each token crosses once per other
+  SERVER its experts live on (shared by the server's NICs), over the scale-up link once per other
+  on-server group. The combine is priced like the dispatch: each chip of the token's group receives one partial
   result per token and remote group (from its counterpart chip there), and the tensor all-reduce
   after the MoE block, counted already, sums the t partial results. The expert-parallel figures,
   bound and estimate alike, assume uniform routing (the mean experts touched, the mean groups
@@ -78,9 +126,10 @@ Conventions (what a lesson can quote):
   long prompt in chunks, a large batch) the busiest stage can. The sends between stages overlap in
   both (no latency).
 - **Which link.** ``link="auto"`` uses the scale-up link (NVLink, Infinity Fabric, ICI) when the
-  chips fit its domain, else PCIe (a part with no scale-up link, or the H100 PCIe's bridge past 2
-  chips), and says so. More chips than the link's domain is refused: that traffic would cross a
-  network between servers, which this course does not model.
+  chips of a copy fit its domain, else PCIe (a part with no scale-up link, or the H100 PCIe's bridge
+  past 2 chips), and says so; past the largest in-server domain, the in-server link with it and the
+  scale-out link between servers. ``link="scale-up"`` or ``"pcie"`` forces the in-server link (past
+  its domain, the scale-out link joins the servers).
 """
 
 from __future__ import annotations
@@ -90,14 +139,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .costs import ModelCost, OpCost, Workload, model_cost
+from .costs import ModelCost, OpCost, Workload, expected_experts_touched, model_cost
 from .dtypes import bytes_per_element
 from .errors import RooflineInputError
-from .hardware import LINK_KINDS, Link, Part, get_part
+from .hardware import Link, Part, get_part
 from .memory import Footprint, check_memory_utilization, kv_cache_bytes_per_sequence, state_bytes_per_sequence
 from .models import Model, get_model
 
-LINK_CHOICES = ("auto",) + LINK_KINDS
+#: the link a split may ask for inside a server ("auto": the scale-up link when the chips fit it, else PCIe);
+#: past one server the part's scale-out link joins the servers, whichever is chosen
+LINK_CHOICES = ("auto", "scale-up", "pcie")
 
 #: operators every tensor-parallel chip runs whole
 _REPLICATED = ("input_norm", "post_attention_norm", "residual", "final_norm", "router", "expert_combine",
@@ -111,44 +162,96 @@ _EXPERT_OPS = ("experts_gate_up", "experts_silu_mul", "experts_down")
 
 @dataclass(frozen=True)
 class Parallelism:
-    """How one step is split: ``tensor`` × ``expert`` × ``pipeline`` chips (see the module docstring)."""
+    """How one step is split: ``tensor`` × ``expert`` × ``pipeline`` chips per copy, × ``replicas``
+    copies (see the module docstring)."""
 
     tensor: int = 1
     expert: int = 1
     pipeline: int = 1
     overlap_comm: bool = False
     link: str = "auto"
-    #: seconds per collective call in the estimate (None: the link's catalogued, assumed figure);
-    #: the lower bound never counts a per-call latency
+    #: seconds per collective call on the in-server link in the estimate (None: the link's catalogued,
+    #: assumed figure); the lower bound never counts a per-call latency
     collective_latency_s: float | None = None
+    #: seconds per call on the scale-out network in the estimate (None: its catalogued, assumed figure)
+    network_latency_s: float | None = None
+    #: expert slots, redundant copies included (None: the model's expert count); >= the experts and
+    #: divisible by the expert-parallel degree
+    expert_slots: int | None = None
+    #: attention data-parallel over e groups of ``tensor`` chips, MoE expert parallel over all t × e chips
+    attention_data_parallel: bool = False
+    replicas: int = 1  #: independent copies (plain data parallel), each with its own batch
 
     def __post_init__(self) -> None:
         for name in ("tensor", "expert", "pipeline"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise RooflineInputError(f"{name} parallel must be a whole number of chips >= 1, got {v!r}")
+        r = self.replicas
+        if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 1:
+            raise RooflineInputError(f"replicas must be a whole number of copies >= 1, got {r!r}")
+        slots = self.expert_slots
+        if slots is not None and (isinstance(slots, bool) or not isinstance(slots, (int, np.integer)) or slots < 1):
+            raise RooflineInputError(f"expert_slots must be a whole number >= 1 (or None for the model's experts), "
+                                     f"got {slots!r}")
         if self.link not in LINK_CHOICES:
             raise RooflineInputError(f"unknown link {self.link!r}; links are: {', '.join(LINK_CHOICES)}")
-        if not isinstance(self.overlap_comm, (bool, np.bool_)):
-            raise RooflineInputError(f"overlap_comm must be True or False, got {self.overlap_comm!r}")
-        lat = self.collective_latency_s
-        if lat is not None and (isinstance(lat, bool) or not isinstance(lat, (int, float, np.floating, np.integer))
-                                or not math.isfinite(lat) or lat < 0):
-            raise RooflineInputError(f"collective_latency_s must be a number of seconds >= 0 (or None for the "
-                                     f"catalog's assumed figure), got {lat!r}")
+        for name in ("overlap_comm", "attention_data_parallel"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise RooflineInputError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        for name, what in (("collective_latency_s", "catalog's assumed figure"),
+                           ("network_latency_s", "catalog's assumed figure for the scale-out link")):
+            lat = getattr(self, name)
+            if lat is not None and (isinstance(lat, bool) or not isinstance(lat, (int, float, np.floating, np.integer))
+                                    or not math.isfinite(lat) or lat < 0):
+                raise RooflineInputError(f"{name} must be a number of seconds >= 0 (or None for the {what}), "
+                                         f"got {lat!r}")
 
     @property
     def chips(self) -> int:
+        """Every chip: tensor × expert × pipeline × replicas."""
+        return int(self.tensor * self.expert * self.pipeline * self.replicas)
+
+    @property
+    def chips_per_replica(self) -> int:
+        """The chips of one copy: tensor × expert × pipeline."""
         return int(self.tensor * self.expert * self.pipeline)
 
     @property
+    def stage_chips(self) -> int:
+        """The chips of one pipeline stage of one copy: tensor × expert."""
+        return int(self.tensor * self.expert)
+
+    @property
+    def expert_parallel_degree(self) -> int:
+        """Ways the MoE experts are spread: ``expert``, or tensor × expert under attention data parallel."""
+        return self.stage_chips if self.attention_data_parallel else int(self.expert)
+
+    @property
     def label(self) -> str:
-        """``TP 2``, ``TP 4 × EP 2``, … or ``1 chip``."""
-        parts = [f"{k} {v}" for k, v in (("TP", self.tensor), ("EP", self.expert), ("PP", self.pipeline)) if v > 1]
-        return " × ".join(parts) if parts else "1 chip"
+        """``TP 2``, ``TP 4 × EP 2``, ``TP 8 × DP 2`` (replicas), ``TP 4 × attention DP 80, MoE EP 320``,
+        ``EP 16, 160 expert slots`` … or ``1 chip``."""
+        t, e, p, r = self.tensor, self.expert, self.pipeline, self.replicas
+        if self.attention_data_parallel:
+            parts = [f"TP {t}"] if t > 1 else []
+            parts.append(f"attention DP {e}")
+        else:
+            parts = [f"{k} {v}" for k, v in (("TP", t), ("EP", e)) if v > 1]
+        parts += [f"{k} {v}" for k, v in (("PP", p), ("DP", r)) if v > 1]
+        text = " × ".join(parts) if parts else "1 chip"
+        if self.attention_data_parallel:
+            text += f", MoE EP {t * e}"
+        if self.expert_slots is not None:
+            text += f", {self.expert_slots} expert slots"
+        return text
 
 
 SINGLE_CHIP = Parallelism()
+
+
+def expert_slots(model: Model, par: Parallelism) -> int:
+    """The expert slots of ``par`` on ``model`` (its experts when ``par.expert_slots`` is None)."""
+    return int(model.num_experts if par.expert_slots is None else par.expert_slots)
 
 
 def check_parallelism(model: Model | str, par: Parallelism) -> tuple[str, ...]:
@@ -176,12 +279,40 @@ def check_parallelism(model: Model | str, par: Parallelism) -> tuple[str, ...]:
     if t > kv and attention:
         warnings.append(f"tensor parallel {t} exceeds {m.id}'s {kv} KV heads: each KV head is stored on {t // kv} "
                         f"chips (the KV cache is replicated {t // kv}×, 1/{kv} of it per chip)")
-    if e > 1:
+    if par.attention_data_parallel:
         if not m.is_moe:
-            raise RooflineInputError(f"expert parallel {e} needs a mixture-of-experts model; {m.id} is dense "
-                                     "(use tensor or pipeline parallel)")
-        if m.num_experts % e:
-            raise RooflineInputError(f"expert parallel {e} does not divide {m.id}'s {m.num_experts} experts")
+            raise RooflineInputError(f"attention data parallel runs the MoE layers expert parallel over every chip; "
+                                     f"{m.id} is dense (for plain data parallel give replicas)")
+        if t * e == 1:
+            raise RooflineInputError("attention data parallel needs more than one chip per pipeline stage "
+                                     "(tensor × expert > 1)")
+    if e > 1 and not m.is_moe:
+        raise RooflineInputError(f"expert parallel {e} needs a mixture-of-experts model; {m.id} is dense "
+                                 "(use tensor or pipeline parallel)")
+    if par.expert_slots is not None and not m.is_moe:
+        raise RooflineInputError(f"expert_slots {par.expert_slots} needs a mixture-of-experts model; {m.id} is dense")
+    if m.is_moe:
+        E, slots, degree = m.num_experts, expert_slots(m, par), par.expert_parallel_degree
+        what = (f"MoE expert parallel {degree} (tensor {t} × expert {e}, attention data parallel)"
+                if par.attention_data_parallel else f"expert parallel {degree}")
+        if slots < E:
+            raise RooflineInputError(f"expert_slots {slots} is fewer than {m.id}'s {E} experts; slots hold every "
+                                     f"expert at least once (allowed: {E} or more, divisible by {degree})")
+        if slots % degree:
+            fit = -(-E // degree) * degree
+            if par.expert_slots is None:
+                raise RooflineInputError(f"{what} does not divide {m.id}'s {E} experts; divisors of {E}: "
+                                         f"{', '.join(str(d) for d in _divisors(E))}, or give expert slots "
+                                         f"(redundant copies, e.g. {fit})")
+            raise RooflineInputError(f"{what} does not divide {slots} expert slots; allowed: a multiple of "
+                                     f"{degree} >= {E} (e.g. {fit})")
+        if slots != E and degree == 1:
+            raise RooflineInputError(f"expert_slots {slots}: redundant expert slots need expert parallel "
+                                     f"(expert > 1, or attention data parallel with tensor > 1)")
+        if slots > E:
+            warnings.append(f"{slots} expert slots for {m.id}'s {E} experts: {slots - E} redundant copies, "
+                            f"{slots // degree} slots per {'chip' if par.attention_data_parallel else 'expert group'}"
+                            f"; routing assumed uniform over the slots (each replica an equal share)")
     if p > m.num_hidden_layers:
         raise RooflineInputError(f"pipeline parallel {p} is more stages than {m.id}'s {m.num_hidden_layers} layers")
     return tuple(warnings)
@@ -196,31 +327,75 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def choose_link(part: Part | str, par: Parallelism) -> tuple[Link | None, tuple[str, ...]]:
-    """The link the split's traffic uses, and what the reader should know about the choice."""
+# ---- which links, and where the server ends ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Where one copy of a split sits: the link inside a server, the chips one server joins over it,
+    and the scale-out link between servers (None while the copy fits one server)."""
+
+    link: Link | None  #: the in-server link (None: one chip per copy)
+    server_chips: int  #: chips one server joins over ``link`` (its domain)
+    scale_out: Link | None = None  #: the network between servers, when the copy spans them
+    notes: tuple[str, ...] = ()  #: what the reader should know about the choice
+
+    def servers(self, chips: int) -> int:
+        """Servers ``chips`` chips of a copy span (1 while they fit one)."""
+        return 1 if self.scale_out is None else int(chips // self.server_chips)
+
+
+def split_topology(part: Part | str, par: Parallelism) -> Topology:
+    """The links one copy of ``par`` uses on ``part``: the in-server link, and past its domain the
+    part's scale-out link (refused, with the reason, when the part has none or a group would
+    straddle two servers)."""
     _check_par(par)
     part = get_part(part)
-    if par.chips == 1:
-        return None, ()
-    n = par.chips
+    n = par.chips_per_replica
+    if n == 1:
+        return Topology(link=None, server_chips=1)
     if par.link != "auto":
-        link = part.link(par.link)
-        if n > link.max_chips:
-            raise RooflineInputError(f"{n} chips exceed {part.id}'s {link.name} domain of {link.max_chips}; past it "
-                                     "the traffic crosses a network between servers, which this course does not model")
-        return link, ()
-    up = part.scale_up_link
+        inner = part.link(par.link)
+        if n <= inner.max_chips:
+            return Topology(link=inner, server_chips=inner.max_chips)
+        return _across_servers(part, par, inner, ())
+    up, host = part.scale_up_link, part.host_link
     if up is not None and n <= up.max_chips:
-        return up, ()
-    host = part.host_link
+        return Topology(link=up, server_chips=up.max_chips)
     if host is not None and n <= host.max_chips:
         why = (f"{part.id} has no scale-up link" if up is None
                else f"{n} chips exceed the {up.name}'s domain of {up.max_chips}")
-        return host, (f"{why}: the chips talk over {host.name} "
-                      f"({host.per_direction_bytes_per_s / 1e9:,.0f} GB/s per direction)",)
-    biggest = max((lk.max_chips for lk in (up, host) if lk is not None), default=1)
-    raise RooflineInputError(f"{n} chips exceed the largest domain {part.id}'s links join ({biggest}); past it the "
-                             "traffic crosses a network between servers, which this course does not model")
+        return Topology(link=host, server_chips=host.max_chips,
+                        notes=(f"{why}: the chips talk over {host.name} "
+                               f"({host.per_direction_bytes_per_s / 1e9:,.0f} GB/s per direction)",))
+    inner = max((lk for lk in (up, host) if lk is not None), key=lambda lk: lk.max_chips)
+    return _across_servers(part, par, inner, ())
+
+
+def _across_servers(part: Part, par: Parallelism, inner: Link, notes: tuple[str, ...]) -> Topology:
+    n, S = par.chips_per_replica, inner.max_chips
+    net = part.scale_out_link
+    if net is None:
+        raise RooflineInputError(
+            f"{n} chips per copy exceed {part.id}'s {inner.name} domain of {S}, and {part.id} has no scale-out link "
+            f"in the catalog (no published reference NIC per chip) to join servers; use at most {S} chips per copy "
+            "(tensor × expert × pipeline), or replicas for more copies")
+    t, e = par.tensor, par.expert
+    for what, b in (("tensor parallel", t), ("tensor × expert (one pipeline stage)", t * e),
+                    ("tensor × expert × pipeline (one copy)", n)):
+        if S % b and b % S:
+            raise RooflineInputError(
+                f"{what} = {b} chips straddles {part.id}'s {S}-chip {inner.name} domain: past one server, tensor, "
+                f"tensor × expert and tensor × expert × pipeline must each divide {S} or be a whole multiple of it "
+                "(chips are placed TP innermost, then EP, then PP)")
+    return Topology(link=inner, server_chips=S, scale_out=net, notes=notes)
+
+
+def choose_link(part: Part | str, par: Parallelism) -> tuple[Link | None, tuple[str, ...]]:
+    """The link the split's traffic uses inside a server, and what the reader should know about the
+    choice (:func:`split_topology` has the scale-out link past one server)."""
+    topo = split_topology(part, par)
+    return topo.link, topo.notes
 
 
 # ---- per-chip cost ---------------------------------------------------------------------------
@@ -228,6 +403,8 @@ def choose_link(part: Part | str, par: Parallelism) -> tuple[Link | None, tuple[
 _FIELDS = ("flops", "weight_matmul_flops", "dequant_flops", "weight_bytes", "activation_bytes", "kv_read_bytes", "kv_write_bytes",
            "state_read_bytes", "state_write_bytes", "weight_params", "active_weight_params",
            "unquantized_matmul_flops", "kv_scratch_bytes", "state_scratch_bytes", "io_bytes")
+#: fields that follow the weights an operator holds and reads, not the tokens it processes
+_WEIGHT_FIELDS = ("weight_bytes", "weight_params", "dequant_flops", "active_weight_params")
 
 
 def _scaled(op: OpCost, factor: float, *, kv_factor: float | None = None, note: str = "") -> OpCost:
@@ -235,6 +412,29 @@ def _scaled(op: OpCost, factor: float, *, kv_factor: float | None = None, note: 
     changes = {f: getattr(op, f) * (kvf if f.startswith("kv_") else factor) for f in _FIELDS}
     if note:
         changes["note"] = f"{op.note}; {note}" if op.note else note
+    return replace(op, **changes)
+
+
+def _token_split(op: OpCost, factor: float, note: str) -> OpCost:
+    """``op`` on ``factor`` of its tokens with its weights whole (held and read whole)."""
+    changes = {f: getattr(op, f) * (1.0 if f in _WEIGHT_FIELDS else factor) for f in _FIELDS}
+    changes["note"] = f"{op.note}; {note}" if op.note else note
+    return replace(op, **changes)
+
+
+def _expert_share(op: OpCost, factor: float, model: Model, slots: int, tokens, note: str) -> OpCost:
+    """One chip's share (``factor`` of the whole step's) of a routed-expert operator over ``slots``
+    expert slots: the FLOPs and activations of ``factor`` of the routed tokens; the weights held grow
+    by slots/E, the weights read to the slots touched under uniform routing over the slots."""
+    E, k = model.num_experts, model.num_experts_per_tok
+    held = slots / E
+    touched = (np.divide(expected_experts_touched(slots, k, tokens), expected_experts_touched(E, k, tokens))
+               if slots != E else 1.0)
+    changes = {f: getattr(op, f) * factor for f in _FIELDS}
+    changes["weight_params"] = op.weight_params * factor * held
+    changes["weight_bytes"] = op.weight_bytes * factor * touched
+    changes["dequant_flops"] = op.dequant_flops * factor * touched
+    changes["note"] = f"{op.note}; {note}" if op.note else note
     return replace(op, **changes)
 
 
@@ -263,15 +463,17 @@ def _stage_layers(layers: int, p: int) -> list[int]:
 
 @dataclass(frozen=True)
 class CommPart:
-    """One kind of collective in a chip's stage: calls, bytes this chip sends and seconds by the
-    estimate's algorithm (ring, per-call latency), and the least bytes any algorithm the link
-    supports sends (``bound_bytes``: in-switch reduction where the switch does it)."""
+    """One kind of collective in a chip's stage, on one link: calls, bytes this chip sends and seconds
+    by the estimate's algorithm (ring, per-call latency), and the least bytes any algorithm the link
+    supports sends (``bound_bytes``: in-switch reduction where the switch does it). A collective that
+    crosses servers comes as two parts, one per link (the second named "… across servers")."""
 
     name: str
     calls: float
     bytes: object
     time_s: object
     bound_bytes: object = None  #: None: the same as ``bytes``
+    link: Link | None = None  #: the link these bytes use (None: the Comm's in-server link)
 
     @property
     def least_bytes(self):
@@ -282,41 +484,76 @@ class CommPart:
 class Comm:
     """A chip's communication in one step of its stage (sends between stages kept apart)."""
 
-    link: Link | None
+    link: Link | None  #: the in-server link
     parts: tuple[CommPart, ...]
     pipeline_send_bytes: object = 0.0  #: bytes one chip sends to the next stage
-    pipeline_send_s: object = 0.0  #: seconds of one send between stages
+    #: seconds of one send between stages, the mean over the p − 1 sends (a send between servers crosses
+    #: the scale-out link, with its latency and bandwidth)
+    pipeline_send_s: object = 0.0
+    scale_out_link: Link | None = None  #: the network between servers (None: the copy fits one server)
+    server_chips: int | None = None  #: chips one server joins over ``link``
+    pipeline_network_sends: int = 0  #: of the p − 1 sends between stages, those between servers
+
+    def _link_of(self, part: CommPart) -> Link | None:
+        return self.link if part.link is None else part.link
 
     @property
     def bytes(self):
-        """Bytes this chip sends within its stage's step (collectives), summed."""
+        """Bytes this chip sends within its stage's step (collectives, every link), summed."""
         return sum((c.bytes for c in self.parts), 0.0)
 
     @property
+    def network_bytes(self):
+        """Bytes this chip sends over the scale-out link in its stage's collectives (0 in one server)."""
+        if self.scale_out_link is None:
+            return 0.0
+        return sum((c.bytes for c in self.parts if c.link is self.scale_out_link), 0.0)
+
+    @property
     def time_s(self):
-        """Seconds of this chip's collectives in the step, summed (sends between stages excluded)."""
+        """Seconds of this chip's collectives in the step, summed over the links (sends between stages
+        excluded): the estimate's."""
         return sum((c.time_s for c in self.parts), 0.0)
 
     @property
     def calls(self):
-        """Collective calls this chip makes in the step (sends between stages excluded), summed."""
-        return _plain(sum((c.calls for c in self.parts), 0.0))
+        """Collective calls this chip makes in the step (sends between stages excluded), summed; a
+        collective over both links counts once."""
+        names = {c.name for c in self.parts}
+        return _plain(sum((c.calls for c in self.parts
+                           if not c.name.endswith(_ACROSS) or c.name[:-len(_ACROSS)] not in names), 0.0))
 
     @property
     def bound_bytes(self):
-        """The least bytes this chip must send in its stage's collectives (any algorithm the link supports)."""
+        """The least bytes this chip must send in its stage's collectives (any algorithm the links
+        support), summed over the links."""
         return sum((c.least_bytes for c in self.parts), 0.0)
 
     @property
     def bound_time_s(self):
-        """Seconds those least bytes need at the link's per-direction bandwidth, no per-call latency."""
+        """Seconds those least bytes need, each link's at its per-direction bandwidth, the links
+        running at once (the larger of the two), no per-call latency."""
         if self.link is None:
             return 0.0
-        return np.divide(self.bound_bytes, self.link.per_direction_bytes_per_s)
+        per_link: dict[int, list] = {}
+        for c in self.parts:
+            lk = self._link_of(c)
+            entry = per_link.setdefault(id(lk), [lk, 0.0])
+            entry[1] = entry[1] + c.least_bytes
+        if not per_link:
+            return 0.0
+        times = [np.divide(b, lk.per_direction_bytes_per_s) for lk, b in per_link.values()]
+        out = times[0]
+        for x in times[1:]:
+            out = np.maximum(out, x)
+        return out
+
+
+_ACROSS = " across servers"  #: the name suffix of a collective's part on the scale-out link
 
 
 def _collective(link: Link, name: str, calls: float, nbytes, latency_s: float, bound_bytes=None) -> CommPart:
-    return CommPart(name=name, calls=calls, bytes=nbytes, bound_bytes=bound_bytes,
+    return CommPart(name=name, calls=calls, bytes=nbytes, bound_bytes=bound_bytes, link=link,
                     time_s=calls * latency_s + np.divide(nbytes, link.per_direction_bytes_per_s))
 
 
@@ -330,23 +567,101 @@ def remote_groups_per_token(experts: int, chosen: int, groups: int) -> float:
     low-latency decode kernels send one copy per chosen expert (the estimate's convention). At
     most k·(e − 1)/e, the copies one per chosen expert that the estimate sends; equal to it when
     each group holds one expert. A mean over uniform routing: one step's draw can reach more
-    groups, so a bound built on it bounds the mean step, not every step.
+    groups, so a bound built on it bounds the mean step, not every step. With expert slots, pass the
+    slots as ``experts`` (routing uniform over the slots).
     """
     E, k, e = int(experts), int(chosen), int(groups)
     if e <= 1:
         return 0.0
-    miss = math.comb(E - E // e, k) / math.comb(E, k)  # a given group holds none of the k
-    return (e - 1) * (1.0 - miss)
+    return (e - 1) * _hit(E, k, e)
+
+
+def _hit(slots: int, k: int, groups: int) -> float:
+    """Chance that one given group of ``groups`` (holding slots/groups of the ``slots``) holds at least
+    one of a token's k choices, under uniform routing over the slots."""
+    return 1.0 - math.comb(slots - slots // groups, k) / math.comb(slots, k)
+
+
+def _all_reduce(name: str, calls: float, count: float, message, t: int, server: int, up: Link, net: Link | None,
+                lat_up: float, lat_net: float) -> list[CommPart]:
+    """``count`` all-reduces of ``message`` bytes over t chips in ``calls`` calls: in one server the
+    ring (least: once, in the switch); across servers hierarchical: reduce-scatter and all-gather
+    inside the server (the ring's 2(t_in − 1)/t_in), all-reduce of message/t_in over the t_out
+    servers on the network (the ring's 2(t_out − 1)/t_out of it; least once with in-network reduction)."""
+    if net is None or t <= server:
+        ring = 2.0 * (t - 1) / t
+        least = 1.0 if up.in_switch_reduction else ring
+        return [_collective(up, name, calls, count * ring * message, lat_up, count * least * message)]
+    t_in, t_out = server, t // server
+    ring_in, ring_out = 2.0 * (t_in - 1) / t_in, 2.0 * (t_out - 1) / t_out
+    least_in = 1.0 if up.in_switch_reduction else ring_in
+    least_out = 1.0 if net.in_switch_reduction else ring_out
+    shard = message / t_in
+    return [_collective(up, name, calls, count * ring_in * message, lat_up, count * least_in * message),
+            _collective(net, f"{name}{_ACROSS}", calls, count * ring_out * shard, lat_net,
+                        count * least_out * shard)]
+
+
+def _all_gather(name: str, total, t: int, server: int, up: Link, net: Link | None, lat_up: float,
+                lat_net: float) -> list[CommPart]:
+    """One all-gather of ``total`` bytes (1/t on each chip) over t chips; least 0 (vocab-parallel
+    sampling exchanges each chip's top candidates, not its logits). Across servers: first across
+    (t_out − 1)/t_out of total/t_in on the network, then inside the server (t_in − 1)/t_in of total."""
+    if net is None or t <= server:
+        return [_collective(up, name, 1.0, (t - 1) / t * total, lat_up, 0.0)]
+    t_in, t_out = server, t // server
+    return [_collective(up, name, 1.0, (t_in - 1) / t_in * total, lat_up, 0.0),
+            _collective(net, f"{name}{_ACROSS}", 1.0, (t_out - 1) / t_out * total / t_in, lat_net, 0.0)]
+
+
+def _all_to_all(model: Model, par: Parallelism, tokens_local, moe_layers: float, server: int, up: Link,
+                net: Link | None, lat_up: float, lat_net: float, ab: float) -> list[CommPart]:
+    """The expert all-to-alls (dispatch + combine) of one chip's stage, per link (module docstring)."""
+    t, e = par.tensor, par.expert
+    h, k = model.hidden_size, model.num_experts_per_tok
+    slots = expert_slots(model, par)
+    if par.attention_data_parallel:
+        units, unit_chips, tok = t * e, 1, tokens_local / t  # every chip routes 1/t of its group's tokens
+    else:
+        units, unit_chips, tok = e, t, tokens_local  # per chip, the receive side of its group
+    stage = t * e
+    if net is None or stage <= server:
+        on = units  # every unit of the stage in this server
+    else:
+        on = server // unit_chips if unit_chips <= server else 1
+    calls, name = 2.0 * moe_layers, "expert all-to-all (2 per MoE layer)"
+    vec = h * ab
+    p_unit = _hit(slots, k, units)
+    est_up = tok * k * (on - 1) / units * vec
+    least_up = tok * (on - 1) * p_unit * vec
+    # a group of a whole server (or more) reaches every other group over the network only: no in-server part
+    parts = [] if on == 1 and net is not None and units > 1 else [
+        _collective(up, name, calls, calls * est_up, lat_up, calls * least_up)]
+    if on < units:
+        est_net = tok * k * (units - on) / units * vec
+        if unit_chips <= server:
+            srv = units // on  # servers the stage spans
+            # each token crosses once per other server its experts live on, spread over the server's NICs
+            least_net = (srv - 1) * _hit(slots, k, srv) * tok / unit_chips * vec
+        else:  # a group spans servers: each of its servers takes each token routed to it once
+            least_net = (units - 1) * p_unit * tok / server * vec
+        parts.append(_collective(net, f"{name}{_ACROSS}", calls, calls * est_net, lat_net, calls * least_net))
+    return parts
 
 
 def communication(model: Model, workload: Workload, par: Parallelism, link: Link | None, *, layers: int,
-                  first: bool, last: bool) -> Comm:
+                  first: bool, last: bool, topology: Topology | None = None) -> Comm:
     """What one chip sends in one step of a stage holding ``layers`` layers (arrays of batch or tokens ok).
 
-    ``workload`` is the whole step (all sequences); the expert groups split its sequences.
+    ``workload`` is one copy's whole step (all its sequences); the expert (data-parallel) groups split
+    its sequences. ``topology`` places the copy past one server (None: it fits ``link``'s domain).
     """
-    if link is None or par.chips == 1:
+    n = par.chips_per_replica
+    if link is None or n == 1:
         return Comm(link=None, parts=())
+    topo = topology if topology is not None else Topology(link=link, server_chips=max(n, link.max_chips or n))
+    S = topo.server_chips
+    net = topo.scale_out if n > S else None
     t, e, p = par.tensor, par.expert, par.pipeline
     ab = bytes_per_element(workload.activations_dtype)
     h = model.hidden_size
@@ -354,34 +669,37 @@ def communication(model: Model, workload: Workload, par: Parallelism, link: Link
     tokens_local = b_local * workload.new_tokens_per_sequence
     message = tokens_local * h * ab
     lat = link.latency_s if par.collective_latency_s is None else float(par.collective_latency_s)
-    parts = []
+    lat_net = 0.0 if net is None else (net.latency_s if par.network_latency_s is None else float(par.network_latency_s))
+    moe_layers = layers * model.num_moe_layers / model.num_hidden_layers
+    parts: list[CommPart] = []
     if t > 1:
-        ring = 2.0 * (t - 1) / t
-        # in-switch reduction (NVLS): each byte of the message is sent once, whatever t
-        least = 1.0 if link.in_switch_reduction else ring
-        parts.append(_collective(link, "tensor all-reduce (2 per layer)", 2.0 * layers, 2.0 * layers * ring * message,
-                                 lat, 2.0 * layers * least * message))
+        if par.attention_data_parallel:
+            # attention's all-reduce (in MoE layers a reduce-scatter + all-gather around the MoE), the dense
+            # MLPs' all-reduce; the MoE block none: 2 calls per layer, 1 + (dense) all-reduces' bytes
+            count = layers + (layers - moe_layers)
+            name = "tensor all-reduce (attention and dense MLP; MoE layers: reduce-scatter + all-gather)"
+        else:
+            count, name = 2.0 * layers, "tensor all-reduce (2 per layer)"
+        parts += _all_reduce(name, 2.0 * layers, count, message, t, S, link, net, lat, lat_net)
         if first:
-            parts.append(_collective(link, "embedding all-reduce", 1.0, ring * message, lat, least * message))
+            parts += _all_reduce("embedding all-reduce", 1.0, 1.0, message, t, S, link, net, lat, lat_net)
         if last:
-            logits = b_local * model.vocab_size * ab
-            # least 0: vocab-parallel sampling exchanges each chip's top candidates, not its logits
-            parts.append(_collective(link, "logits all-gather", 1.0, (t - 1) / t * logits, lat, 0.0))
-    if e > 1 and model.is_moe:
-        # per chip, the receive side: under uniform routing a group receives, from the other groups, as
-        # many token copies as it sends (tokens_local × k × (e−1)/e, or one per remote group in the
-        # bound), and each of its t chips needs every one of them whole (column-split expert slices),
-        # so no /t; without multicast the group's sends match its chips' receives
-        routed = tokens_local * model.num_experts_per_tok * h * ab * (e - 1) / e
-        least = tokens_local * remote_groups_per_token(model.num_experts, model.num_experts_per_tok, e) * h * ab
-        moe_layers = layers * model.num_moe_layers / model.num_hidden_layers
-        parts.append(_collective(link, "expert all-to-all (2 per MoE layer)", 2.0 * moe_layers,
-                                 2.0 * moe_layers * routed, lat, 2.0 * moe_layers * least))
-    send_bytes, send_s = 0.0, 0.0
+            parts += _all_gather("logits all-gather", b_local * model.vocab_size * ab, t, S, link, net, lat, lat_net)
+    if par.expert_parallel_degree > 1 and model.is_moe:
+        parts += _all_to_all(model, par, tokens_local, moe_layers, S, link, net, lat, lat_net, ab)
+    send_bytes, send_s, crossing = 0.0, 0.0, 0
     if p > 1:
         send_bytes = message / t
-        send_s = lat + np.divide(send_bytes, link.per_direction_bytes_per_s)
-    return Comm(link=link, parts=tuple(parts), pipeline_send_bytes=send_bytes, pipeline_send_s=send_s)
+        up_s = lat + np.divide(send_bytes, link.per_direction_bytes_per_s)
+        if net is not None:
+            stage = t * e
+            crossing = p - 1 if stage >= S else n // S - 1
+            net_s = lat_net + np.divide(send_bytes, net.per_direction_bytes_per_s)
+            send_s = (crossing * net_s + (p - 1 - crossing) * up_s) / (p - 1)
+        else:
+            send_s = up_s
+    return Comm(link=link, parts=tuple(parts), pipeline_send_bytes=send_bytes, pipeline_send_s=send_s,
+                scale_out_link=net, server_chips=S, pipeline_network_sends=int(crossing))
 
 
 @dataclass(frozen=True)
@@ -397,13 +715,24 @@ class ChipShare:
     stages: int = 1  #: how many pipeline stages look like this one
 
 
-def chip_shares(model: Model, workload: Workload, par: Parallelism, link: Link | None) -> tuple[ChipShare, ...]:
+def chip_shares(model: Model, workload: Workload, par: Parallelism, link: Link | None, *,
+                topology: Topology | None = None) -> tuple[ChipShare, ...]:
     """Each distinct pipeline stage's per-chip share (one entry per distinct stage, busiest not chosen)."""
     t, e, p = par.tensor, par.expert, par.pipeline
     L = model.num_hidden_layers
     b_local = np.ceil(np.asarray(workload.batch, dtype=float) / e)
     local = model_cost(model, replace(workload, batch=b_local if np.ndim(b_local) else float(b_local)))
-    whole = model_cost(model, workload) if e > 1 else local
+    degree = par.expert_parallel_degree
+    ep = degree > 1 and model.is_moe
+    whole = model_cost(model, workload) if ep and e > 1 else local
+    adp = par.attention_data_parallel and t > 1
+    slots = expert_slots(model, par) if model.is_moe else 0
+    tokens = np.asarray(workload.batch, dtype=float) * workload.new_tokens_per_sequence
+    if par.attention_data_parallel:
+        held = f"{slots // degree} whole experts per chip (MoE expert parallel {degree} over every chip)"
+    else:
+        held = (f"{slots // max(e, 1)} experts per group" + (f", each split {t} ways" if t > 1 else "")
+                + ", tokens from every group")
     layer_counts = _stage_layers(L, p)
     seen: dict[tuple, ChipShare] = {}
     for i, n_layers in enumerate(layer_counts):
@@ -423,11 +752,13 @@ def chip_shares(model: Model, workload: Workload, par: Parallelism, link: Link |
                 if not last:
                     continue
                 ops.append(_tp_op(op, model, t))
-            elif op.name in _EXPERT_OPS and e > 1:
+            elif op.name in _EXPERT_OPS and ep:
                 g = next(o for o in whole.ops if o.name == op.name)
-                ops.append(_scaled(g, share / (e * t),
-                                   note=f"expert parallel {e}: {model.num_experts // e} experts per group, "
-                                        "tokens from every group"))
+                what = "expert parallel" if not par.attention_data_parallel else "attention data parallel"
+                ops.append(_expert_share(g, share / (e * t), model, slots, tokens, note=f"{what}: {held}"))
+            elif adp and op.block == "moe" and (op.name in _REPLICATED or op.name.startswith("shared_expert")):
+                ops.append(_token_split(op, share / t, note=f"attention data parallel: 1/{t} of the group's "
+                                                             "tokens on each chip, weights whole"))
             else:
                 ops.append(_scaled(_tp_op(op, model, t), share) if share != 1 else _tp_op(op, model, t))
         if p > 1:
@@ -435,7 +766,7 @@ def chip_shares(model: Model, workload: Workload, par: Parallelism, link: Link |
                                   "layers") if o.block not in ("embedding", "head") else o for o in ops]
         cost = ModelCost(model=model, workload=workload, ops=tuple(ops))
         fp = _footprint(model, workload, par, cost, share, first, last, b_local)
-        comm = communication(model, workload, par, link, layers=n_layers, first=first, last=last)
+        comm = communication(model, workload, par, link, layers=n_layers, first=first, last=last, topology=topology)
         seen[key] = ChipShare(cost=cost, footprint=fp, comm=comm, layers=n_layers, first=first, last=last)
     return tuple(seen.values())
 
@@ -497,10 +828,12 @@ def max_batch_that_fits_on_chips(model: Model | str, part: Part | str, cached_to
                                  weights_dtype: str = "bf16", kv_dtype: str = "bf16", state_dtype: str | None = None,
                                  activations_dtype: str = "bf16", memory_utilization: float = 1.0,
                                  weight_group_size: int | None = None, quantized_weights: str | None = None):
-    """Largest batch (all sequences, every expert group) whose per-chip weights + KV + state fit every chip.
+    """Largest batch of ONE copy (all its sequences, every expert group; each replica holds its own)
+    whose per-chip weights + KV + state fit every chip.
 
-    Each chip holds its stage's weights (1/t of the split ones, its E/e experts) and, for the
-    sequences of its expert group, 1/min(t, KV heads) of its stage's KV cache and 1/t of its state.
+    Each chip holds its stage's weights (1/t of the split ones, its slots/e experts — slots/(t·e) whole
+    ones under attention data parallel) and, for the sequences of its group, 1/min(t, KV heads) of its
+    stage's KV cache and 1/t of its state.
     """
     util = check_memory_utilization(memory_utilization)
     model, part = get_model(model), get_part(part)

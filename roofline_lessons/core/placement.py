@@ -2,8 +2,10 @@
 
 With more than one chip (a :class:`~roofline_lessons.core.parallel.Parallelism`), every FLOP, byte
 and second is **per chip**, for the busiest pipeline stage (element by element when batch or tokens
-are arrays), and the step gains a third term: the communication over the link (see
-:mod:`roofline_lessons.core.parallel`). Memory (footprint, fit) is the fullest chip's.
+are arrays), and the step gains a third term: the communication over the link — past one server over
+the in-server link and the scale-out network both (see :mod:`roofline_lessons.core.parallel`). Memory
+(footprint, fit) is the fullest chip's. With replicas the workload is ONE copy's: every per-chip figure
+is unchanged by them, ``tokens_per_s_*`` are one copy's and ``aggregate_tokens_per_s_*`` every copy's.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from .errors import RooflineInputError
 from .hardware import Part, get_part
 from .memory import Footprint, footprint
 from .models import Model
-from .parallel import SINGLE_CHIP, Comm, CommPart, Parallelism, check_parallelism, chip_shares, choose_link
+from .parallel import SINGLE_CHIP, Comm, CommPart, Parallelism, check_parallelism, chip_shares, split_topology
 from .parallel import interconnect_ridge_flop_per_byte
 
 INTERCONNECT = "interconnect"
@@ -33,6 +35,12 @@ ESTIMATE_CONVENTIONS = {
     "latency": "{us:g} µs per collective call (assumed)",
     "serial": "communication after the compute, not overlapped",
     "stages": "pipeline stages one after another, each send with its latency",
+    "network": "across servers: {what}; each link's time added to the other's",
+    "network_all_reduce": ("all-reduces hierarchical (reduce-scatter in the server, all-reduce of 1/t_in of the "
+                           "message across servers by the ring, all-gather in the server)"),
+    "network_all_to_all": "an all-to-all's off-server copies over the network, after its on-server ones",
+    "network_sends": "sends between stages on different servers over the network",
+    "network_latency": "{us:g} µs per call on the network between servers (assumed)",
 }
 
 
@@ -45,7 +53,7 @@ class Placement:
     footprint: Footprint  #: per chip when ``chips`` > 1: the fullest chip's (every chip must fit), which with
     #: pipeline stages of unequal size is the first stage's, not necessarily the busiest one's
     parallelism: Parallelism = SINGLE_CHIP
-    comm: Comm | None = None  #: what one chip sends; None on one chip
+    comm: Comm | None = None  #: what one chip sends; None on one chip (per copy)
     parallel_warnings: tuple[str, ...] = ()
     other_stages_s: object = 0.0  #: seconds of every other pipeline stage of the step, summed (the estimate)
     other_stages_lower_bound_s: object = 0.0  #: the largest lower bound of any other pipeline stage
@@ -57,7 +65,63 @@ class Placement:
 
     @property
     def chips(self) -> int:
+        """Every chip: tensor × expert × pipeline × replicas."""
         return self.parallelism.chips
+
+    @property
+    def replicas(self) -> int:
+        """Independent copies of the split, each serving its own batch (the workload is one copy's)."""
+        return self.parallelism.replicas
+
+    @property
+    def chips_per_replica(self) -> int:
+        """The chips of one copy: tensor × expert × pipeline."""
+        return self.parallelism.chips_per_replica
+
+    @property
+    def scale_out_link(self):
+        """The network between servers when one copy spans several (None in one server)."""
+        return None if self.comm is None else self.comm.scale_out_link
+
+    @property
+    def server_chips(self):
+        """Chips one server joins over the in-server link (None on one chip)."""
+        return None if self.comm is None else self.comm.server_chips
+
+    @property
+    def servers_per_replica(self) -> int:
+        """Servers one copy spans (1 while it fits one)."""
+        if self.scale_out_link is None:
+            return 1
+        return int(self.chips_per_replica // self.server_chips)
+
+    @property
+    def network_bytes(self):
+        """Bytes each chip sends over the network between servers in its collectives (0 in one server)."""
+        return 0.0 if self.comm is None else self.comm.network_bytes
+
+    @property
+    def network_intensity(self):
+        """FLOPs per byte this chip sends over the network between servers (None in one server)."""
+        if self.scale_out_link is None:
+            return None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.divide(self.cost.flops, self.network_bytes)
+
+    @property
+    def network_ridge_point_flop_per_byte(self):
+        """Peak ÷ the network's per-direction bandwidth: the network's ridge (None in one server)."""
+        if self.scale_out_link is None:
+            return None
+        return interconnect_ridge_flop_per_byte(self.peak_flops_per_s, self.scale_out_link)
+
+    @property
+    def network_latency_s(self):
+        """The estimate's per-call latency on the network between servers (None in one server)."""
+        if self.scale_out_link is None:
+            return None
+        lat = self.parallelism.network_latency_s
+        return self.scale_out_link.latency_s if lat is None else float(lat)
 
     @property
     def per_chip(self) -> bool:
@@ -356,6 +420,15 @@ class Placement:
                 out.append(ESTIMATE_CONVENTIONS["serial"])
             if self.parallelism.pipeline > 1:
                 out.append(ESTIMATE_CONVENTIONS["stages"])
+            if self.scale_out_link is not None:
+                across = [n for n in names if n.endswith("across servers")]
+                what = ([ESTIMATE_CONVENTIONS["network_all_reduce"]]
+                        if any("all-to-all" not in n for n in across) else [])
+                what += [ESTIMATE_CONVENTIONS["network_all_to_all"]] if any("all-to-all" in n for n in across) else []
+                what += [ESTIMATE_CONVENTIONS["network_sends"]] if self.comm.pipeline_network_sends else []
+                if what:
+                    out.append(ESTIMATE_CONVENTIONS["network"].format(what=", ".join(what)))
+                    out.append(ESTIMATE_CONVENTIONS["network_latency"].format(us=self.network_latency_s * 1e6))
         return tuple(out)
 
     def op_compute_time_s(self, op):
@@ -385,8 +458,19 @@ class Placement:
 
     @property
     def tokens_per_s_estimate(self):
-        """New tokens per second by the estimate's conventions (tokens / :attr:`time_estimate_s`)."""
+        """New tokens per second by the estimate's conventions (tokens / :attr:`time_estimate_s`): one
+        copy's (with replicas, :attr:`aggregate_tokens_per_s_estimate` is every copy's)."""
         return np.divide(self.workload.tokens, self.time_estimate_s)
+
+    @property
+    def aggregate_tokens_per_s_estimate(self):
+        """Every copy's new tokens per second together (replicas × one copy's), the estimate's."""
+        return self.replicas * np.asarray(self.tokens_per_s_estimate)
+
+    @property
+    def aggregate_tokens_per_s_upper_bound(self):
+        """Every copy's new tokens per second together (replicas × one copy's upper bound)."""
+        return self.replicas * np.asarray(self.tokens_per_s_upper_bound)
 
     @property
     def memory_required_bytes(self):
@@ -521,6 +605,15 @@ class Placement:
             "fits_in_memory": num(self.fits_in_memory),
             "chips": self.chips,
             "per_chip": self.per_chip,
+            "replicas": self.replicas,
+            "chips_per_replica": self.chips_per_replica,
+            "aggregate_tokens_per_s_estimate": num(self.aggregate_tokens_per_s_estimate),
+            "aggregate_tokens_per_s_upper_bound": num(self.aggregate_tokens_per_s_upper_bound),
+            "expert_slots": (None if not self.model.is_moe else
+                             int(self.model.num_experts if self.parallelism.expert_slots is None
+                                 else self.parallelism.expert_slots)),
+            "attention_data_parallel": bool(self.parallelism.attention_data_parallel),
+            "parallelism": self.parallelism.label,
             "tensor_parallel": self.parallelism.tensor,
             "expert_parallel": self.parallelism.expert,
             "pipeline_parallel": self.parallelism.pipeline,
@@ -532,12 +625,26 @@ class Placement:
                 self.link.latency_s if self.parallelism.collective_latency_s is None
                 else float(self.parallelism.collective_latency_s)),
             "in_switch_reduction": None if self.link is None else self.link.in_switch_reduction,
+            "server_chips": self.server_chips,
+            "servers_per_replica": self.servers_per_replica,
+            "scale_out_link": None if self.scale_out_link is None else self.scale_out_link.name,
+            "scale_out_bandwidth_bytes_per_s": (None if self.scale_out_link is None
+                                                else self.scale_out_link.per_direction_bytes_per_s),
+            "scale_out_in_network_reduction": (None if self.scale_out_link is None
+                                               else self.scale_out_link.in_switch_reduction),
+            "network_latency_s": self.network_latency_s,
+            "network_bytes": num(self.network_bytes),
+            "network_intensity": None if self.scale_out_link is None else num(self.network_intensity),
+            "network_ridge_point": (None if self.scale_out_link is None
+                                    else num(self.network_ridge_point_flop_per_byte)),
+            "pipeline_network_sends": 0 if self.comm is None else self.comm.pipeline_network_sends,
             "comm_bound_bytes": num(0.0 if self.comm is None else self.comm.bound_bytes),
             "collective_calls": 0 if self.comm is None else num(self.comm.calls),
             "comm_bytes": num(self.comm_bytes),
             "comm_time_s": num(self.comm_time_s),
             "comm": [] if self.comm is None else [
-                {"name": c.name, "calls": num(c.calls), "bytes": num(c.bytes), "time_s": num(c.time_s)}
+                {"name": c.name, "link": (c.link or self.link).name, "calls": num(c.calls), "bytes": num(c.bytes),
+                 "bound_bytes": num(c.least_bytes), "time_s": num(c.time_s)}
                 for c in self.comm.parts],
             "pipeline_send_bytes": num(0.0 if self.comm is None else self.comm.pipeline_send_bytes),
             "pipeline_send_s": num(self.pipeline_send_s),
@@ -583,22 +690,24 @@ def stage_placements(model: Model | str, part: Part | str, workload: Workload | 
     par = SINGLE_CHIP if parallelism is None else parallelism
     if not isinstance(par, Parallelism):
         raise RooflineInputError(f"parallelism must be a Parallelism(tensor=…, expert=…, pipeline=…), got {par!r}")
-    if par.chips == 1 and not par.overlap_comm and par.link == "auto":
+    if par == replace(SINGLE_CHIP, collective_latency_s=par.collective_latency_s,
+                      network_latency_s=par.network_latency_s):
         return (Placement(part=p, cost=cost, footprint=footprint(cost.model, cost.workload)),)
     warnings = check_parallelism(cost.model, par)
-    link, link_notes = choose_link(p, par)
+    topo = split_topology(p, par)
+    link = topo.link
     out = tuple(Placement(part=p, cost=s.cost, footprint=s.footprint, parallelism=par,
-                          comm=None if par.chips == 1 else s.comm, parallel_warnings=warnings + link_notes,
-                          stage_repeats=s.stages)
-                for s in chip_shares(cost.model, cost.workload, par, link))
+                          comm=None if par.chips_per_replica == 1 else s.comm,
+                          parallel_warnings=warnings + topo.notes, stage_repeats=s.stages)
+                for s in chip_shares(cost.model, cost.workload, par, link, topology=topo))
     total = sum(s.stage_repeats * np.asarray(s.stage_time_s, dtype=float) for s in out)
-    crossing = _crossing_lower_bound(p, cost.model, cost.workload, par, link) if par.pipeline > 1 else 0.0
+    crossing = _crossing_lower_bound(p, cost.model, cost.workload, par, topo) if par.pipeline > 1 else 0.0
     return tuple(replace(s, other_stages_s=_plain(total - np.asarray(s.stage_time_s, dtype=float)),
                          other_stages_lower_bound_s=_largest_other(out, i), pipeline_crossing_lower_bound_s=crossing)
                  for i, s in enumerate(out))
 
 
-def _crossing_lower_bound(part: Part, model: Model, workload: Workload, par: Parallelism, link):
+def _crossing_lower_bound(part: Part, model: Model, workload: Workload, par: Parallelism, topo):
     """Σ over the pipeline's stages of each one's lower bound for the least work one token takes
     through it: a decode step of one sequence at the same context (each sequence's next token needs
     this one, so it crosses every stage in turn), or in prefill a one-token chunk (the prompt's last
@@ -608,7 +717,7 @@ def _crossing_lower_bound(part: Part, model: Model, workload: Workload, par: Par
             else replace(workload, batch=1, prompt_tokens=1))
     cost = model_cost(model, unit)
     total = 0.0
-    for s in chip_shares(cost.model, cost.workload, par, link):
+    for s in chip_shares(cost.model, cost.workload, par, topo.link, topology=topo):
         stage = Placement(part=part, cost=s.cost, footprint=s.footprint, parallelism=par, comm=s.comm)
         total = total + s.stages * np.asarray(stage.stage_lower_bound_s, dtype=float)
     return _plain(total)
@@ -689,10 +798,11 @@ def _busiest(cands: list[Placement]) -> Placement:
         parts.append(CommPart(name=name, calls=choose([0.0 if x is None else x.calls for x in present]),
                               bytes=choose([0.0 if x is None else x.bytes for x in present]),
                               time_s=choose([0.0 if x is None else x.time_s for x in present]),
-                              bound_bytes=choose([0.0 if x is None else x.least_bytes for x in present])))
+                              bound_bytes=choose([0.0 if x is None else x.least_bytes for x in present]),
+                              link=next(x for x in present if x is not None).link))
     first = cands[0]
-    comm = Comm(link=first.comm.link, parts=tuple(parts),
-                pipeline_send_bytes=choose([c.comm.pipeline_send_bytes for c in cands]),
-                pipeline_send_s=choose([c.comm.pipeline_send_s for c in cands]))
+    comm = replace(first.comm, parts=tuple(parts),
+                   pipeline_send_bytes=choose([c.comm.pipeline_send_bytes for c in cands]),
+                   pipeline_send_s=choose([c.comm.pipeline_send_s for c in cands]))
     return replace(first, cost=ModelCost(model=first.cost.model, workload=first.cost.workload, ops=tuple(ops)),
                    comm=comm)

@@ -197,6 +197,7 @@ QUESTION_CARDS = (
     "concept-plain-language", "hedge-sparse-headline", "prefill-vs-decode-why", "batching-decode-more",
     "hybrid-two-dots", "flash-position", "fp8-knee", "measure-empirical", "reality-batch1-gap",
     "serving-tpot-definitions", "many-chips-pipeline-latency", "shrink-which-lever-which-byte",
+    "engines-how-close",
 )
 #: the red flags: one per lesson, the classic mistake of that lesson, as (card id, index of the red flag)
 RED_FLAG_CARDS = (
@@ -212,7 +213,18 @@ RED_FLAG_CARDS = (
     ("serving-tpot-definitions", 0),  # TPOTs of two tools compared blind
     ("many-chips-pipeline-latency", 0),  # pipeline parallel to cut one user's latency
     ("shrink-int4-batch1-speedup", 0),  # "4-bit weights, 4x faster decode"
+    ("engines-beats-the-bound", 1),  # a speculative-decoding rate against a one-token-per-step bound
 )
+
+
+def _engine_rows() -> list[list[str]]:
+    """Lesson 13: each regime's published runs as fractions of their bound (lowest, median, highest)."""
+    from ..topics.real_engines import priced_runs, spread_by_regime
+    return [["MoE" if s.regime == "moe" else s.regime, f"{s.runs}", f"{s.lowest:.2f}", f"{s.median:.2f}",
+             f"{s.highest:.2f}"] for s in spread_by_regime(priced_runs())]
+
+
+ENGINE_HEADERS = ("regime", "runs", "lowest", "median", "highest")
 
 
 def _further_sources(card: Card) -> list[str]:
@@ -249,6 +261,9 @@ def markdown() -> str:
     lines += ["", f"| model | attention | KV per token (BF16) | KV per sequence at {KV_CONTEXT_TOKENS:,} tokens |",
               "|---|---|---|---|"]
     lines += ["| " + " | ".join(r) + " |" for r in _kv_rows()]
+    lines += ["", "## How close real engines get (fraction of the bound, published runs)", "",
+              "| " + " | ".join(ENGINE_HEADERS) + " |", "|" + "---|" * len(ENGINE_HEADERS)]
+    lines += ["| " + " | ".join(r) + " |" for r in _engine_rows()]
     lines += ["", "## Numbers worth knowing", ""] + [f"- {k}: **{v}**" for k, v in _numbers()]
     lines += ["", "## Levers per regime", ""] + [f"- **{k}**: {v}" for k, v in LEVERS]
     lines += ["", "## Questions to expect", ""]
@@ -292,6 +307,9 @@ def html_page() -> str:
         "<table><tr><th>weight format</th><th>bytes per weight</th><th>Llama-3.1-70B weights</th></tr>"
         f"{formats}</table><table><tr><th>model</th><th>attention</th><th>KV per token (BF16)</th>"
         f"<th>KV per sequence at {KV_CONTEXT_TOKENS:,} tokens</th></tr>{kv}</table>",
+        "<h2>How close real engines get (fraction of the bound, published runs)</h2><table><tr>"
+        + "".join(f"<th>{e(h)}</th>" for h in ENGINE_HEADERS) + "</tr>"
+        + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in _engine_rows()) + "</table>",
         "<h2>Numbers worth knowing</h2><ul>" + "".join(f"<li>{e(k)}: <b>{e(v)}</b></li>" for k, v in _numbers()) + "</ul>",
         "<h2>Levers per regime</h2><ul>" + "".join(f"<li><b>{e(k)}</b>: {e(v)}</li>" for k, v in LEVERS) + "</ul>",
         "<h2>Questions to expect</h2><ul>" + "".join(_question_html(c, q) for c, q in _questions()) + "</ul>",

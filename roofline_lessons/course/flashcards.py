@@ -1028,6 +1028,55 @@ def _dequant_tokens_equivalent(model, part):
     return (DEQUANT_FLOPS_PER_WEIGHT / vector) / (2.0 / get_part(part).peak_flops_per_s("bf16"))
 
 
+# ---- lesson 13: how close real engines get ---------------------------------------------------
+
+
+def _engine_run(run, quantity="fraction", scale=1.0):
+    """A published run as lesson 13 prices it (:func:`~roofline_lessons.topics.real_engines.price_run`):
+    its ``"fraction"`` of the bound, or its ``"bound"``, ``"estimate"`` or ``"measured"`` figure in its
+    metric's unit, or ``"bound_over_estimate"`` (how far the estimate's conventions fall below the
+    bound), × ``scale``."""
+    from ..topics.real_engines import price_run
+    p = price_run(run)
+    value = {"fraction": p.fraction_of_bound, "bound": p.bound, "estimate": p.estimate, "measured": p.measured,
+             "bound_over_estimate": p.as_rate(p.bound) / p.as_rate(p.estimate)}[quantity]
+    return value * scale
+
+
+def _engine_regime(regime="all", quantity="median", scale=1.0):
+    """The lowest, median or highest fraction of the bound among the catalogued runs of one regime
+    (``"all"``: every run), × ``scale``; ``quantity="runs"``: how many."""
+    import numpy as np
+
+    from ..topics.real_engines import priced_runs
+    f = [p.fraction_of_bound for p in priced_runs() if regime in ("all", p.run.regime)]
+    return {"lowest": min(f), "median": float(np.median(f)), "highest": max(f), "runs": len(f)}[quantity] * scale
+
+
+def _engine_forecast_error(quantity="median"):
+    """Lesson 13's leave-one-out forecasts: the median or worst absolute error, as a percentage."""
+    import numpy as np
+
+    from ..topics.real_engines import leave_one_out, priced_runs
+    errors = np.abs([f.error for f in leave_one_out(priced_runs())])
+    return 100.0 * float(np.median(errors) if quantity == "median" else errors.max())
+
+
+def _engine_sizing(model, part, target, tpot_ms, prompt, output, tensor=1, regime="max throughput", which="median",
+                   weights="bf16", quantity="chips"):
+    """Lesson 13's sizing: chips (or ``"batch"`` per copy, ``"copies"``, ``"tpot_ms"``) for ``target``
+    output tokens/s at TPOT ≤ ``tpot_ms``, at the ``which`` (lowest, median, highest) fraction of the
+    bound of the ``regime``'s runs; ``which="bound"``: an efficiency of 1."""
+    from ..topics.real_engines import calibrate, priced_runs, size_deployment
+    eff = 1.0 if which == "bound" else dict(zip(("lowest", "median", "highest"),
+                                                calibrate(priced_runs(), regime)))[which]
+    fmt = {"weights_dtype": weights, "kv_dtype": weights, "compute_dtype": weights if weights != "int4" else "bf16"}
+    s = size_deployment(model, part, target_output_tokens_per_s=target, tpot_slo_s=tpot_ms / 1e3,
+                        prompt_tokens=prompt, output_tokens=output, efficiency=eff, tensor=tensor, **fmt)
+    return {"chips": s.chips, "copies": s.copies, "batch": s.batch, "tpot_ms": s.tpot_s * 1e3,
+            "efficiency": s.efficiency}[quantity]
+
+
 NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
     "peak_tflops": _peak_tflops, "bandwidth_tbs": _bandwidth_tbs, "bandwidth_ratio": _bandwidth_ratio, "capacity_gib": _capacity_gib,
     "weights_gib": _weights_gib, "free_gib": _free_gib, "kv_gib": _kv_gib, "state_gib": _state_gib,
@@ -1060,6 +1109,8 @@ NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
     "with_cuda_graphs": _with_cuda_graphs, "reported_gib": _reported_gib, "bandwidth_over": _bandwidth_over,
     "tokens_per_s_at": _tokens_per_s_at, "halved_bytes_speedup": _halved_bytes_speedup,
     "serving_change": _serving_change,
+    "engine_run": _engine_run, "engine_regime": _engine_regime, "engine_forecast_error": _engine_forecast_error,
+    "engine_sizing": _engine_sizing,
 }
 
 
@@ -1218,6 +1269,9 @@ NO_SETUP = frozenset({
     "mla_expanded_kv_kib", "paged_batch", "model_field", "kv_element_bytes", "zero_point_bytes_per_weight",
     "mla_fp8_vllm_bytes", "special_function_tflops", "exp_time_share", "stated", "params_time_ms",
     "weight_read_ratio", "gpt_fast_bound", "with_cuda_graphs", "reported_gib", "bandwidth_over",
+    # lesson 13: published runs, priced as the lesson prices them (a throughput bound takes the largest
+    # batch that fits; the sizing only batches that fit 90 % of memory)
+    "engine_run", "engine_regime", "engine_forecast_error", "engine_sizing",
 })
 
 

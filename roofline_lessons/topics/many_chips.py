@@ -5,7 +5,10 @@ Everything here is built on :func:`~roofline_lessons.core.placement.place` with 
 :mod:`roofline_lessons.core.parallel` (read its docstring). What a lesson can quote:
 
 - **Per chip.** With more than one chip every FLOP, byte and second is one chip's (the busiest
-  pipeline stage's); ``tokens_per_s`` is the whole group's rate.
+  pipeline stage's); ``tokens_per_s`` is the whole group's rate (one copy's, with replicas).
+- **Past one server.** A split of more chips than the scale-up domain joins spans servers: the
+  traffic between them crosses the part's scale-out link (a NIC per chip), priced hierarchically
+  (see :mod:`roofline_lessons.core.parallel`); a part with no scale-out link in the catalog is refused.
 - **Not overlapped by default.** A stage takes max(compute, memory) + communication; a setup with
   ``overlap_comm=True`` is the best case, max(compute, memory, communication).
 - **Per direction.** A collective's bytes move at the link's per-direction bandwidth, half the
@@ -98,6 +101,15 @@ def _parallelism(par) -> Parallelism:
         raise RooflineInputError(
             f"parallelism must be a Parallelism(tensor=…, expert=…, pipeline=…), got {par!r}")
     return par
+
+
+def _in_one_server(part: Part, par: Parallelism, what: str) -> None:
+    """Refuse a split whose copy spans servers where ``what`` compares splits inside one server."""
+    domain = max((lk.max_chips for lk in (part.scale_up_link, part.host_link) if lk is not None), default=1)
+    n = par.chips_per_replica
+    if n > domain:
+        raise RooflineInputError(f"{n} chips exceed {part.id}'s in-server domain of {domain}: {what} compares splits "
+                                 "inside one server (place prices a split across servers, over the scale-out link)")
 
 
 def _step_fields(phase: str, batch, context_tokens, prompt_tokens) -> dict:
@@ -231,9 +243,10 @@ def _latency_per_call_s(p: Placement) -> float:
 def _latency_total_s(p: Placement) -> float:
     """Seconds of the estimate that are assumed per-call latency: the estimate minus the same
     estimate with free calls (``collective_latency_s=0``); 0 on one chip."""
-    if p.comm is None or _latency_per_call_s(p) == 0:
+    if p.comm is None or (_latency_per_call_s(p) == 0 and not p.network_latency_s):
         return 0.0
-    free = place(p.model, p.part, p.workload, parallelism=replace(p.parallelism, collective_latency_s=0.0))
+    free = place(p.model, p.part, p.workload,
+                 parallelism=replace(p.parallelism, collective_latency_s=0.0, network_latency_s=0.0))
     return float(p.time_estimate_s) - float(free.time_estimate_s)
 
 
@@ -272,14 +285,15 @@ def seventy_b_setups() -> tuple[Setup, ...]:
 
 
 def with_link_latency(part, latency_s: float) -> Part:
-    """A what-if copy of ``part`` whose links (scale-up and PCIe) cost ``latency_s`` seconds per
-    collective call instead of the catalog's assumed figure (``place`` accepts the Part)."""
+    """A what-if copy of ``part`` whose links (scale-up, PCIe and scale-out) cost ``latency_s`` seconds
+    per collective call instead of the catalog's assumed figures (``place`` accepts the Part)."""
     p = _part(part)
     if isinstance(latency_s, bool) or not isinstance(latency_s, (int, float, np.integer, np.floating)) \
             or not math.isfinite(latency_s) or latency_s < 0:
         raise RooflineInputError(f"latency_s must be a number of seconds >= 0, got {latency_s!r}")
     links = {k: replace(lk, latency_s=float(latency_s), latency_basis="what-if")
-             for k, lk in (("scale_up_link", p.scale_up_link), ("host_link", p.host_link)) if lk is not None}
+             for k, lk in (("scale_up_link", p.scale_up_link), ("host_link", p.host_link),
+                           ("scale_out_link", p.scale_out_link)) if lk is not None}
     return replace(p, **links)
 
 
@@ -359,7 +373,8 @@ def tensor_parallel_sweep(model, part, *, phase: str = "decode", batch: int = 1,
     """The same step at each tensor-parallel size (default: :func:`allowed_tensor_sizes`), one row
     each: per-chip compute, memory and communication seconds (the estimate's), the step's estimate
     and lower bound, the assumed latency inside the estimate, memory per chip, whether it fits,
-    tokens/s of the group, and the largest batch that fits at this context."""
+    tokens/s of the group, and the largest batch that fits at this context. Every size stays inside one
+    server (refused past the in-server link's domain)."""
     m, p = _model(model), _part(part)
     if sizes is None:
         sizes = allowed_tensor_sizes(m, p)
@@ -369,6 +384,7 @@ def tensor_parallel_sweep(model, part, *, phase: str = "decode", batch: int = 1,
     rows = []
     for t in sizes:
         par = Parallelism(tensor=t, overlap_comm=overlap_comm)
+        _in_one_server(p, par, "the tensor-parallel sweep")
         setup = Setup(f"{t} × {p.name}" + (f", TP {t}" if t > 1 else ""), p.id, par, weights_dtype, kv_dtype)
         rows.append(_row(setup.label, place_setup(m, setup, phase=phase, batch=batch, context_tokens=context_tokens,
                                                   prompt_tokens=prompt_tokens)))
@@ -442,18 +458,22 @@ def one_all_reduce(part, tensor: int, message_bytes: float, *, link: str = "auto
 
 @dataclass(frozen=True)
 class CommSplit:
-    """A chip's collectives in one step, split into the latency term and the bandwidth term."""
+    """A chip's collectives in one step, split into the latency term and the bandwidth term. Past one
+    server both sum over the two links (the in-server link's figures are the ones named here; the
+    network's per-call latency and bytes are in ``network_*``)."""
 
     calls: float  #: collective calls in the step (per chip, busiest stage)
-    latency_per_call_s: float  #: the link's per-call latency (see ``latency_basis``)
+    latency_per_call_s: float  #: the in-server link's per-call latency (see ``latency_basis``)
     latency_basis: str  #: "assumed" or "measured", from the catalog
-    latency_s: float  #: calls × latency per call
-    sent_bytes: float  #: bytes the chip sends in those calls
-    per_direction_bytes_per_s: float
-    bandwidth_s: float  #: sent bytes ÷ per-direction bandwidth
+    latency_s: float  #: Σ calls × each link's latency per call
+    sent_bytes: float  #: bytes the chip sends in those calls (every link)
+    per_direction_bytes_per_s: float  #: the in-server link's
+    bandwidth_s: float  #: Σ sent bytes ÷ each link's per-direction bandwidth
     total_s: float  #: latency_s + bandwidth_s (the placement's comm_time_s): the estimate's
     bound_bytes: float  #: the least bytes the chip must send (in-switch reduction where the link does it)
-    bound_s: float  #: bound_bytes ÷ per-direction bandwidth, no latency: the lower bound's communication
+    bound_s: float  #: the least bytes ÷ each link's per-direction bandwidth, links at once, no latency: the bound's
+    network_latency_per_call_s: float = 0.0  #: the scale-out link's per-call latency (0 in one server)
+    network_bytes: float = 0.0  #: of ``sent_bytes``, those over the network between servers
 
     @property
     def latency_share(self) -> float:
@@ -470,16 +490,21 @@ def comm_split(placement: Placement) -> CommSplit:
     if placement.comm is None or placement.link is None:
         raise RooflineInputError("comm_split needs a placement on more than one chip (parallelism with "
                                  "tensor, expert or pipeline > 1): one chip sends nothing")
-    lk = placement.link
+    lk, net = placement.link, placement.scale_out_link
     calls = placement.comm.calls
     sent = float(placement.comm.bytes)
     per_call = _latency_per_call_s(placement)
-    latency = calls * per_call
-    bandwidth = sent / lk.per_direction_bytes_per_s
+    net_call = 0.0 if net is None else float(placement.network_latency_s)
+    latency = bandwidth = 0.0
+    for c in placement.comm.parts:
+        on_net = net is not None and c.link is net
+        latency += float(c.calls) * (net_call if on_net else per_call)
+        bandwidth += float(c.bytes) / (net if on_net else lk).per_direction_bytes_per_s
     return CommSplit(calls=calls, latency_per_call_s=per_call, latency_basis=lk.latency_basis, latency_s=latency,
                      sent_bytes=sent, per_direction_bytes_per_s=lk.per_direction_bytes_per_s, bandwidth_s=bandwidth,
                      total_s=latency + bandwidth, bound_bytes=float(placement.comm.bound_bytes),
-                     bound_s=float(placement.comm_lower_bound_s))
+                     bound_s=float(placement.comm_lower_bound_s), network_latency_per_call_s=net_call,
+                     network_bytes=float(placement.network_bytes))
 
 
 # ---- the third roof --------------------------------------------------------------------------
@@ -536,12 +561,18 @@ class LinkRidge:
 
 
 def link_ridges(parts, chips: int = 8, dtype: str = "bf16") -> tuple[LinkRidge, ...]:
-    """For each part, the link ``chips`` chips would use (scale-up if they fit its domain, else
-    PCIe) and its ridge at ``dtype``'s dense peak."""
+    """For each part, the link ``chips`` chips of one server would use (scale-up if they fit its
+    domain, else PCIe) and its ridge at ``dtype``'s dense peak; more chips than a server joins are
+    refused (two links would carry their traffic)."""
     n = whole_number("chips", chips, 2)
     rows = []
     for pid in parts:
         p = _part(pid)
+        domain = max((lk.max_chips for lk in (p.scale_up_link, p.host_link) if lk is not None), default=1)
+        if n > domain:
+            raise RooflineInputError(f"link_ridges compares the link inside one server: {n} chips exceed the "
+                                     f"largest in-server domain of {p.id} ({domain} chips); past it two links "
+                                     "carry the traffic (see place's scale-out link)")
         lk, _ = choose_link(p, Parallelism(tensor=n))
         peak = p.peak_flops_per_s(dtype)
         rows.append(LinkRidge(part_id=p.id, link=lk, chips=n, hbm_ridge=peak / p.memory_bandwidth_bytes_per_s,
@@ -660,7 +691,9 @@ class ExpertRow:
     """One split of an MoE step. Per chip where chips > 1 (see :class:`SplitRow`)."""
 
     row: SplitRow
-    experts_held_per_chip: int  #: routed experts whose weights (a 1/t column slice of each) sit on one chip
+    #: routed experts (slots) whose weights sit on one chip: a 1/t column slice of each of slots/e, or under
+    #: attention data parallel slots/(t·e) whole ones
+    experts_held_per_chip: int
     experts_touched_per_chip: float  #: expected distinct experts of those the step's tokens reach (uniform routing)
     all_reduce_bytes: float  #: bytes one chip sends in tensor-parallel all-reduces and the logits all-gather
     #: bytes one chip moves in expert-parallel all-to-alls (dispatch + combine), counted on the receive
@@ -697,8 +730,10 @@ def expert_parallel_compare(model=MOE_MODEL, part="h200", splits=None, *, batch:
         a2a = sum((float(c.bytes) for c in comm.parts if "all-to-all" in c.name), 0.0) if comm else 0.0
         ar = (float(comm.bytes) - a2a) if comm else 0.0
         tokens = float(r.placement.workload.tokens)
-        touched = float(expected_experts_touched(m.num_experts, m.num_experts_per_tok, tokens)) / par.expert
-        rows.append(ExpertRow(row=r, experts_held_per_chip=m.num_experts // par.expert,
+        slots = m.num_experts if par.expert_slots is None else par.expert_slots
+        degree = par.expert_parallel_degree
+        touched = float(expected_experts_touched(slots, m.num_experts_per_tok, tokens)) / degree
+        rows.append(ExpertRow(row=r, experts_held_per_chip=slots // degree,
                               experts_touched_per_chip=touched, all_reduce_bytes=ar, all_to_all_bytes=a2a))
     return tuple(rows)
 
@@ -934,10 +969,12 @@ def split_step(model, part, parallelism: Parallelism, *, phase: str = "decode", 
     """One step of ``model`` split over chips of ``part`` by ``parallelism`` (decode at
     ``context_tokens`` cached, or a prefill of ``prompt_tokens``), the same step on one chip, and what
     the split adds: the exposed communication (not hidden under compute and memory), a pipeline's
-    wait for the other stages and the assumed per-call latency (see :class:`SplitStep`)."""
+    wait for the other stages and the assumed per-call latency (see :class:`SplitStep`). The split must fit
+    one server (its chips within the in-server link's domain): one link carries all its traffic."""
     m, p, par = _model(model), _part(part), _parallelism(parallelism)
     fields = _step_fields(phase, batch, context_tokens, prompt_tokens)
-    pl = place(m, p, parallelism=par, **fields)
+    pl = place(m, p, parallelism=par, **fields)  # the package's own refusals first
+    _in_one_server(p, par, "this view of one split beside one chip")
     one = place(m, p, **fields) if par.chips > 1 else pl
     step, lk, comm = float(pl.time_estimate_s), pl.link, pl.comm
     exposed = max(step - par.pipeline * max(float(pl.compute_time_s), float(pl.memory_time_s)), 0.0)

@@ -566,7 +566,7 @@ def request_timeline(model: Model | str, part: Part | str, *, prompt_tokens: int
         ttft_s=ttft, decode_steps=steps, step_s=step, step_context_tokens=contexts,
         e2e_s=ttft + float(np.sum(step)), tokens_per_verify_step=float(per_step),
         memory_required_bytes=memory,
-        memory_capacity_bytes=float(p.memory_capacity_bytes), warnings=warnings, chips=final.chips,
+        memory_capacity_bytes=float(p.memory_capacity_bytes), warnings=warnings, chips=final.chips_per_replica,
         parallelism_label=final.parallelism.label, ttft_lower_bound_s=ttft_lb, step_lower_bound_s=step_lb,
         e2e_lower_bound_s=ttft_lb + float(np.sum(step_lb)),
         output_tokens_per_s_upper_bound=b * output / cycle_lb, upper_bound_unit=unit)

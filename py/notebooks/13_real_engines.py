@@ -1,0 +1,307 @@
+# ---
+# jupyter:
+#   jupytext:
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lesson 13 — How close do real engines get?
+#
+# Twelve lessons built a **lower bound**: the time no implementation can beat on a given part, in
+# given number formats. It counts only the compulsory bytes and FLOPs at the datasheet's peaks, lets
+# the units and the links overlap, and assumes no latency. Engine teams publish what their engines
+# reach: vendor performance tables, MLPerf results, blog posts. This lesson puts the two side by side.
+# Each published run is priced for its own workload, and the published figure is read as a
+# **fraction of the bound**.
+#
+# **By the end of this lesson you can**
+#
+# 1. price a published run against its bound, and read the result as a fraction at most 1;
+# 2. say how far below the bound each regime runs (batch-1 latency, maximum throughput, prefill,
+#    many chips, MoE, 4-bit weights), and name what the gap is made of;
+# 3. spot what a published setup leaves unsaid, and what that does to any comparison;
+# 4. calibrate an efficiency on some runs, forecast others, and report the error honestly;
+# 5. size a deployment from the bound and a calibrated efficiency, with an error bar.
+#
+# > **Conventions.** Every run is priced by `roofline_lessons.topics.real_engines` (its docstring
+# > lists the rules). In short:
+# >
+# > - The **bound** is the course's lower bound for the run's own part, model, formats, lengths,
+# >   batch and split over chips. For a maximum-throughput run it takes the largest batch that fits
+# >   the whole memory, and prefills ride inside the decode steps (continuous batching's steady state).
+# >   The **estimate** adds the course's conventions: unfused operators, a static batch, an assumed
+# >   per-call latency on every collective, and 90 % of memory.
+# > - **Fraction of the bound** = measured ÷ bound for a rate, bound ÷ measured for a time. Either
+# >   way it is at most 1 wherever the bound holds.
+# > - Where a source leaves a figure unsaid (a length, a KV format, the split), the course fills the
+# >   gap with an **assumption that keeps the bound loose**: the shortest prompt, the smallest KV
+# >   format the part offers, the split with the highest bound. Every assumption is listed (section 1).
+# > - Figures are per chip where the source gives them per chip (a per-node figure over its stated 8
+# >   GPUs). Otherwise they are for all the run's chips, and the table says which.
+# > - Parts are the catalog's, at their datasheet figures (dense, no sparsity). A run on a part with a
+# >   lower power cap (gpt-fast's A100s at 330 W) is held to the uncapped part's bound: still a bound,
+# >   only a looser one.
+
+# %%
+# %matplotlib inline
+from roofline_lessons.core.engine_runs import list_engine_runs
+from roofline_lessons.core.units import count, duration, num, percent, quantity
+from roofline_lessons.topics.real_engines import (
+    calibrate,
+    leave_one_out,
+    priced_runs,
+    runs_table,
+    size_deployment,
+    spread_by_regime,
+)
+from roofline_lessons.viz.display import md, show_table
+from roofline_lessons.viz.engines import engines_vs_bound_chart, regime_name, regime_table
+
+priced = priced_runs()
+by_id = {p.run.id: p for p in priced}
+
+# %% [markdown]
+# ## 1. The runs
+#
+# Each row is one figure a primary source published, with the conditions it states (the catalog,
+# `roofline_lessons/data/engine_runs.toml`, keeps every field: engine version, power cap,
+# scheduler settings, and what the source leaves unsaid). Beside it is the course's bound for the
+# same workload.
+
+# %%
+headers, rows = runs_table(priced)
+show_table(headers, rows)
+
+# %% jupyter={"source_hidden": true}
+assert len(priced) == len(list_engine_runs()) >= 20  # "at least 20 published measurements"
+engines = sorted({p.run.engine.split(" (")[0] for p in priced})
+parts = sorted({p.run.part for p in priced})
+md(f"{count(len(priced))} runs from {count(len(engines))} engines ({', '.join(engines)}) on "
+   f"{count(len(parts))} kinds of part. A `*` beside a format marks one the source does not state.")
+
+# %% [markdown]
+# Some sources leave out a figure the bound needs. Each gap is filled by the assumption below. Every
+# one is chosen to make the bound **looser** (higher): a run priced this way can only look further
+# from its bound than it really is, never closer.
+
+# %%
+show_table(["run", "assumed"], [[p.run.id, "; ".join(p.pricing.assumed)] for p in priced if p.pricing.assumed])
+
+# %% [markdown]
+# **Question.** MLPerf's Llama-2-70B prompts come from a dataset, and their lengths are not stated.
+# Why does pricing them as 1-token prompts give a bound that still holds, and what does it do to the
+# fraction you read?
+
+# %% [markdown]
+# ## 2. Does any engine beat the bound?
+#
+# The chart puts every run at (bound, measured). Time figures (TTFT, TPOT) appear as their
+# reciprocals, so up always means faster. The diagonal y = x is the bound; a point above it would
+# mean the bound was wrong.
+
+# %%
+engines_vs_bound_chart(priced)
+
+# %% jupyter={"source_hidden": true}
+beaten = [p.run.id for p in priced if p.beats_bound]
+assert not beaten, beaten  # "no run beats its bound"
+best = max(priced, key=lambda p: p.fraction_of_bound)
+worst = min(priced, key=lambda p: p.fraction_of_bound)
+fractions = sorted(p.fraction_of_bound for p in priced)
+median = fractions[len(fractions) // 2] if len(fractions) % 2 else sum(fractions[len(fractions) // 2 - 1:][:2]) / 2
+md(f"None of the {count(len(priced))} runs beats its bound. The closest is **{best.run.id}** at "
+   f"{num(best.fraction_of_bound, 2)} of it; the farthest is **{worst.run.id}** at "
+   f"{num(worst.fraction_of_bound, 2)}. Half the runs reach at least {num(median, 2)} of their bound.")
+
+# %% [markdown]
+# **Question.** A colleague shows you a run at 1.3× the course's bound. Before doubting the bound,
+# which three things about the run would you check first?
+
+# %% [markdown]
+# ## 3. How far below, regime by regime
+#
+# The runs fall into six regimes, each with its own reason for the gap.
+
+# %%
+show_table(*regime_table(priced))
+
+# %% jupyter={"source_hidden": true}
+spread = {s.regime: s for s in spread_by_regime(priced)}
+b1, tput, pre, many, moe, w4 = (spread[r] for r in ("batch-1 latency", "max throughput", "prefill and TTFT",
+                                                      "many chips", "moe", "4-bit weights"))
+gf = by_id["gpt-fast-llama-2-7b-bf16-a100-bs1"]
+r1 = by_id["trtllm-deepseek-r1-b200x8-bs1-no-mtp"]
+assert gf.fraction_of_bound > 2 * r1.fraction_of_bound  # one chip runs far closer to its bound than eight
+assert tput.lowest > b1.lowest and tput.median > moe.median
+md(f"**Batch-1 latency** (median {num(b1.median, 2)}). One chip at batch 1 comes closest: gpt-fast's Llama-2-7B "
+   f"reaches {num(gf.fraction_of_bound, 2)} of its bound. Eight chips at batch 1 sit much lower: DeepSeek-R1 on "
+   f"8 × B200 without MTP reaches {num(r1.fraction_of_bound, 2)}. Its bound is {num(r1.bound)} tok/s, because "
+   "each of the eight chips reads only its share of the weights and no time is charged per call. The course's "
+   f"estimate, which charges an assumed 10 µs per collective call, gives {num(r1.estimate)} tok/s, "
+   f"{num(r1.bound / r1.estimate, 2)}× below the bound and {num(r1.estimate / r1.measured, 2)}× above the run. "
+   "Hypothesis: at batch 1 on many chips the gap is per-call latency (collectives, kernel launches), not bandwidth.")
+
+# %% jupyter={"source_hidden": true}
+multi = [x for x in spread.values() if x.runs > 2]
+narrowest = min(multi, key=lambda x: x.highest / x.lowest)
+md(f"**Maximum throughput** (median {num(tput.median, 2)}, from {num(tput.lowest, 2)} to {num(tput.highest, 2)}). "
+   "Large batches on one chip spread the least: "
+   + (f"the highest is {num(tput.highest / tput.lowest, 2)}× the lowest, the narrowest ratio of any regime with "
+      "more than two runs. " if narrowest is tput else
+      f"the highest is {num(tput.highest / tput.lowest, 2)}× the lowest ({regime_name(narrowest.regime)} spreads "
+      f"less, {num(narrowest.highest / narrowest.lowest, 2)}×). ")
+   + "The bound takes the largest batch that fits *all* of memory. An engine keeps a margin for activations and "
+   "fragmentation, and often caps its batch lower still. Its prefills also interrupt the decode steps instead of "
+   "hiding inside them.")
+
+# %% jupyter={"source_hidden": true}
+ttft = by_id["trtllm-0.14-llama-3.1-8b-h100-ttft-467"]
+md(f"**Prefill and TTFT** (median {num(pre.median, 2)}). A client-measured TTFT includes the network, "
+   f"tokenisation and any queueing. TensorRT-LLM's 467-token prompt on one H100 has a bound of "
+   f"{duration(ttft.bound)} against a measured {duration(ttft.measured)}. At 2 requests/s, most of the "
+   "difference is not the prefill itself (a hypothesis: the source does not split the time).")
+
+# %% jupyter={"source_hidden": true}
+md(f"**Many chips** (median {num(many.median, 2)}, {quantity(many.runs, 'run', whole=True)}) and **MoE** "
+   f"(median {num(moe.median, 2)}). Two more costs enter here. One is communication: the all-reduces and "
+   "all-to-alls, their latency, and their imbalance. The other is the MoE routing itself: the bound assumes "
+   "uniform routing and perfectly balanced experts. Real traffic loads some experts more than others, which "
+   "is why DeepSeek and SGLang replicate hot experts (EPLB).")
+
+# %% jupyter={"source_hidden": true}
+q4 = by_id["gpt-fast-llama-2-7b-int4-a100-bs1"]
+bound_speedup, measured_speedup = q4.bound / gf.bound, q4.measured / gf.measured
+assert measured_speedup < bound_speedup
+md(f"**4-bit weights** (median {num(w4.median, 2)}). At batch 1 a 4-bit weight saves bytes, but the kernel must "
+   f"unpack it. gpt-fast's int4 Llama-2-7B runs at {num(q4.fraction_of_bound, 2)} of its bound, against "
+   f"{num(gf.fraction_of_bound, 2)} for the BF16 model on the same chip. The bound's speed-up from BF16 to int4 is "
+   f"{num(bound_speedup, 2)}×; the measured one is {num(measured_speedup, 2)}×. Hypothesis: the dequantisation and "
+   "the smaller matmuls' fixed costs take a larger share once the bytes shrink.")
+
+# %% [markdown]
+# **Question.** Two runs of the same model on the same part reach 0.6 and 0.1 of their bounds. One is
+# batch 1 over eight chips, the other a maximum-throughput run on one. Which is which, and what would
+# you change to move the lower one?
+
+# %% [markdown]
+# ## 4. Does the estimate track better?
+#
+# The bound is a floor. The estimate adds conventions (unfused operators, a static batch, an assumed
+# per-call latency) that real engines partly share. If those conventions are close to the truth, a
+# run's fraction of the estimate should vary less from run to run than its fraction of the bound.
+
+# %%
+import numpy as np  # noqa: E402
+
+priced_with_estimate = [p for p in priced if np.isfinite(p.estimate)]
+log_spread_bound = float(np.std(np.log([p.fraction_of_bound for p in priced_with_estimate])))
+log_spread_estimate = float(np.std(np.log([p.fraction_of_estimate for p in priced_with_estimate])))
+show_table(["against", "runs", "spread (std of log fraction)", "lowest", "highest"],
+           [["the bound", count(len(priced_with_estimate)), num(log_spread_bound, 2),
+             num(min(p.fraction_of_bound for p in priced_with_estimate), 2),
+             num(max(p.fraction_of_bound for p in priced_with_estimate), 2)],
+            ["the estimate", count(len(priced_with_estimate)), num(log_spread_estimate, 2),
+             num(min(p.fraction_of_estimate for p in priced_with_estimate), 2),
+             num(max(p.fraction_of_estimate for p in priced_with_estimate), 2)]])
+
+# %% jupyter={"source_hidden": true}
+tighter = log_spread_estimate < log_spread_bound
+above = [p.run.id for p in priced_with_estimate if p.fraction_of_estimate > 1]
+md(("The estimate tracks the runs more tightly" if tighter else "The estimate does not track the runs more tightly")
+   + f": the spread of the log fraction is {num(log_spread_estimate, 2)} against {num(log_spread_bound, 2)} for "
+   "the bound. "
+   + (f"{quantity(len(above), 'run', whole=True)} beat the estimate ({', '.join(above)}). That is allowed: the "
+      "estimate is not a bound, and a fused kernel or an overlapped collective does better than its conventions."
+      if above else "No run beats the estimate here, but nothing guarantees that: it is not a bound."))
+
+# %% [markdown]
+# **Question.** Why can a run beat the estimate but never the bound? Name one convention in the
+# estimate that a good engine does not pay.
+
+# %% [markdown]
+# ## 5. Forecasting: calibrate on some runs, predict the others
+#
+# To predict a new deployment, multiply its bound by an **efficiency**, the fraction of the bound
+# that similar runs reach. To test this honestly, forecast each run from the *other* runs of its
+# regime (their median fraction), so no run calibrates its own prediction. A regime with one run has
+# nothing to calibrate on, so that run is left out.
+
+# %%
+forecasts = leave_one_out(priced)
+show_table(["run", "regime", "efficiency (others' median)", "forecast ÷ measured − 1"],
+           [[f.priced.run.id, regime_name(f.priced.run.regime), num(f.efficiency, 2), percent(f.error, 0)]
+            for f in forecasts])
+
+# %% jupyter={"source_hidden": true}
+errors = np.abs([f.error for f in forecasts])
+within_half = float(np.mean(errors <= 0.5))
+md(f"Over {quantity(len(forecasts), 'forecast', whole=True)}, the median error is {percent(float(np.median(errors)), 0)} "
+   f"and the worst {percent(float(errors.max()), 0)}. {percent(within_half, 0)} of the forecasts land within ±50 % "
+   "of what was measured. A regime's median is a usable first guess, but the error bar is wide: quote a range "
+   "(the regime's lowest and highest fraction), not a point.")
+
+# %% [markdown]
+# **Question.** The error is smallest for maximum-throughput runs on one chip and largest for batch 1
+# on many. What is different about the second kind that a single efficiency number cannot capture?
+
+# %% [markdown]
+# ## 6. Sizing a deployment
+#
+# A typical interview question: *how many H200s do you need to serve 50,000 output tokens/s of
+# Llama-3.1-70B in FP8, with every request's TPOT at most 50 ms?* The method:
+#
+# 1. Choose a split (here TP 4: one copy on four chips).
+# 2. Find the largest batch whose forecast TPOT (the bound ÷ the efficiency) meets the limit and whose
+#    KV fits in 90 % of memory.
+# 3. Forecast one copy's output rate (the continuous-batching bound × the efficiency).
+# 4. Divide the target by that rate and round up to whole copies.
+#
+# The efficiency comes from the maximum-throughput runs: their median, and their lowest and highest
+# for the error bar.
+
+# %%
+TARGET_TOKENS_PER_S, TPOT_SLO_S, PROMPT, OUTPUT = 50_000, 0.050, 1000, 1000
+low, mid, high = calibrate(priced, "max throughput")
+sizes = {name: size_deployment("llama-3.1-70b", "h200", target_output_tokens_per_s=TARGET_TOKENS_PER_S,
+                               tpot_slo_s=TPOT_SLO_S, prompt_tokens=PROMPT, output_tokens=OUTPUT, efficiency=eff,
+                               tensor=4, weights_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8")
+         for name, eff in (("lowest", low), ("median", mid), ("highest", high))}
+show_table(["efficiency", "fraction of the bound", "batch per copy", "forecast TPOT", "tok/s per copy", "copies",
+            "H200s"],
+           [[name, num(s.efficiency, 2), count(s.batch), duration(s.tpot_s), num(s.copy_output_tokens_per_s),
+             count(s.copies), count(s.chips)] for name, s in sizes.items()])
+
+# %% jupyter={"source_hidden": true}
+assert sizes["lowest"].chips >= sizes["median"].chips >= sizes["highest"].chips
+md(f"With the median efficiency ({num(mid, 2)} of the bound), {count(sizes['median'].chips)} H200s. The error bar "
+   f"runs from {count(sizes['highest'].chips)} (the best throughput run's efficiency) to "
+   f"{count(sizes['lowest'].chips)} (the worst's). Quote the range. The bound alone (an efficiency of 1) would "
+   f"need only {count(size_deployment('llama-3.1-70b', 'h200', target_output_tokens_per_s=TARGET_TOKENS_PER_S, tpot_slo_s=TPOT_SLO_S, prompt_tokens=PROMPT, output_tokens=OUTPUT, efficiency=1.0, tensor=4, weights_dtype='fp8', kv_dtype='fp8', compute_dtype='fp8').chips)}: "
+   "that is the fewest chips possible, not a plan.")
+
+# %% [markdown]
+# **Question.** Tighten the TPOT limit to 20 ms. Which column moves first, and why does the chip
+# count rise faster than the limit falls?
+
+# %% [markdown]
+# ## Going further
+#
+# - **What the setup leaves unsaid.** Open `list_engine_runs()` and read the `unsaid` field of the
+#   MLPerf and DeepSeek rows. For a production figure (DeepSeek's day of traffic) only the compute
+#   roof bounds it, at any batch and context. A hypothesis for its wide gap: a service keeps a
+#   per-user speed target, which caps the batch per GPU far below what memory would hold; the
+#   source does not state the batch, so the course cannot test it.
+# - **Speculative decoding.** The two MTP rows are priced with every drafted token accepted, the most
+#   a verify step can yield. Compare each with its sibling without MTP: how much of the gap does the
+#   drafting close?
+# - **Add a run.** Copy a row in the catalog, fill it from a primary source, and run
+#   `python -m pytest tests/test_engine_runs.py tests/test_real_engines.py`: the test holds that it
+#   does not beat its bound.
