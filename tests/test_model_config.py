@@ -514,7 +514,7 @@ def test_decoder_sparse_step_interleaves_moe_and_dense_layers():
     per_moe = (every.parameter_count() - m.parameter_count()) / 12 + dense_mlp
     assert per_moe == 2048 + 2048 * 61 + 60 * 3 * 2048 * 1408 + 3 * 2048 * 5632  # one MoE block
     first_dense = model_from_config({**QWEN15_MOE, "decoder_sparse_step": 2, "mlp_only_layers": [0, 1, 2]})
-    assert first_dense.num_moe_layers == len([i for i in range(3, 24) if (i + 1) % 2 == 0]) == 10
+    assert first_dense.num_moe_layers == len([i for i in range(3, 24) if (i + 1) % 2 == 0]) == 11
 
 
 #: DeepSeek-V2-Lite's config.json as a public C++ test fixture copies it "verbatim except for HF
@@ -786,5 +786,5 @@ def test_the_kv_cache_keeps_only_the_open_chunk():
     ctx = np.array([10, C - 1, C, 3 * C + 4])
     c = model_cost(m, phase="decode", context_tokens=ctx)
     np.testing.assert_allclose(c.kv_read_bytes - c.kv_scratch_bytes, kv_cache_bytes_per_sequence(m, ctx))
-    fits = max_batch_that_fits(m, "h200", np.array([C - 1, C]))
+    fits = max_batch_that_fits(m, "h200", np.array([C - 1, C]), weights_dtype="fp8")  # 108 GB of weights
     assert fits[1] > fits[0]  # at a chunk boundary the chunked layers hold nothing

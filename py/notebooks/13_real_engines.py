@@ -150,17 +150,15 @@ md(f"**Batch-1 latency** (median {num(b1.median, 2)}). One chip at batch 1 comes
    "Hypothesis: at batch 1 on many chips the gap is per-call latency (collectives, kernel launches), not bandwidth.")
 
 # %% jupyter={"source_hidden": true}
-multi = [x for x in spread.values() if x.runs > 2]
-narrowest = min(multi, key=lambda x: x.highest / x.lowest)
+tput_runs = sorted((p for p in priced if p.run.regime == "max throughput"), key=lambda p: p.fraction_of_bound)
+lowest_tput = tput_runs[0]
 md(f"**Maximum throughput** (median {num(tput.median, 2)}, from {num(tput.lowest, 2)} to {num(tput.highest, 2)}). "
-   "Large batches on one chip spread the least: "
-   + (f"the highest is {num(tput.highest / tput.lowest, 2)}× the lowest, the narrowest ratio of any regime with "
-      "more than two runs. " if narrowest is tput else
-      f"the highest is {num(tput.highest / tput.lowest, 2)}× the lowest ({regime_name(narrowest.regime)} spreads "
-      f"less, {num(narrowest.highest / narrowest.lowest, 2)}×). ")
-   + "The bound takes the largest batch that fits *all* of memory. An engine keeps a margin for activations and "
-   "fragmentation, and often caps its batch lower still. Its prefills also interrupt the decode steps instead of "
-   "hiding inside them.")
+   "The bound takes the largest batch that fits *all* of memory. An engine keeps a margin for activations and "
+   "fragmentation, and often caps its batch lower still; its prefills also interrupt the decode steps instead of "
+   f"hiding inside them. The lowest run, **{lowest_tput.run.id}** ({num(lowest_tput.fraction_of_bound, 2)}), is "
+   + ("one whose lengths the source leaves unsaid and the course prices at the loosest case (section 1): part of "
+      "its gap is the assumption's, not the engine's." if lowest_tput.pricing.assumed else
+      "priced at its stated lengths."))
 
 # %% jupyter={"source_hidden": true}
 ttft = by_id["trtllm-0.14-llama-3.1-8b-h100-ttft-467"]
@@ -194,7 +192,7 @@ md(f"**4-bit weights** (median {num(w4.median, 2)}). At batch 1 a 4-bit weight s
 # %% [markdown]
 # ## 4. Does the estimate track better?
 #
-# The bound is a floor. The estimate adds conventions (unfused operators, a static batch, an assumed
+# The bound is a limit no run can pass. The estimate adds conventions (unfused operators, a static batch, an assumed
 # per-call latency) that real engines partly share. If those conventions are close to the truth, a
 # run's fraction of the estimate should vary less from run to run than its fraction of the bound.
 
@@ -248,9 +246,23 @@ md(f"Over {quantity(len(forecasts), 'forecast', whole=True)}, the median error i
    "of what was measured. A regime's median is a usable first guess, but the error bar is wide: quote a range "
    "(the regime's lowest and highest fraction), not a point.")
 
+# %%
+by_regime = {}
+for f in forecasts:
+    by_regime.setdefault(f.priced.run.regime, []).append(abs(f.error))
+regime_errors = sorted(((float(np.median(e)), r) for r, e in by_regime.items()))
+show_table(["regime", "forecasts", "median error", "worst error"],
+           [[regime_name(r), count(len(by_regime[r])), percent(m, 0), percent(max(by_regime[r]), 0)]
+            for m, r in regime_errors])
+
+# %% jupyter={"source_hidden": true}
+best_regime, worst_regime = regime_errors[0][1], regime_errors[-1][1]
+md(f"The forecasts are best for **{regime_name(best_regime)}** (median error {percent(regime_errors[0][0], 0)}) and "
+   f"worst for **{regime_name(worst_regime)}** ({percent(regime_errors[-1][0], 0)}).")
+
 # %% [markdown]
-# **Question.** The error is smallest for maximum-throughput runs on one chip and largest for batch 1
-# on many. What is different about the second kind that a single efficiency number cannot capture?
+# **Question.** Look at the worst regime's runs in the table above. What differs between them that a
+# single efficiency number cannot capture?
 
 # %% [markdown]
 # ## 6. Sizing a deployment
@@ -285,20 +297,20 @@ md(f"With the median efficiency ({num(mid, 2)} of the bound), {count(sizes['medi
    f"runs from {count(sizes['highest'].chips)} (the best throughput run's efficiency) to "
    f"{count(sizes['lowest'].chips)} (the worst's). Quote the range. The bound alone (an efficiency of 1) would "
    f"need only {count(size_deployment('llama-3.1-70b', 'h200', target_output_tokens_per_s=TARGET_TOKENS_PER_S, tpot_slo_s=TPOT_SLO_S, prompt_tokens=PROMPT, output_tokens=OUTPUT, efficiency=1.0, tensor=4, weights_dtype='fp8', kv_dtype='fp8', compute_dtype='fp8').chips)}: "
-   "that is the fewest chips possible, not a plan.")
+   "no deployment of this layout can do with fewer, and none should be planned on it.")
 
 # %% [markdown]
-# **Question.** Tighten the TPOT limit to 20 ms. Which column moves first, and why does the chip
-# count rise faster than the limit falls?
+# **Question.** Tighten the TPOT limit to 20 ms and rerun the cell. Which column moves first, and
+# by how much does the chip count rise?
 
 # %% [markdown]
 # ## Going further
 #
 # - **What the setup leaves unsaid.** Open `list_engine_runs()` and read the `unsaid` field of the
-#   MLPerf and DeepSeek rows. For a production figure (DeepSeek's day of traffic) only the compute
-#   roof bounds it, at any batch and context. A hypothesis for its wide gap: a service keeps a
-#   per-user speed target, which caps the batch per GPU far below what memory would hold; the
-#   source does not state the batch, so the course cannot test it.
+#   MLPerf and DeepSeek rows. A production figure (DeepSeek's day of traffic) states neither lengths
+#   nor batch, so the course bounds it at any batch and the shortest context: only the per-token
+#   costs remain. Which unit sets that bound for the EP-144 decode (`by_id[...].bound_unit`), and
+#   why is it not the HBM?
 # - **Speculative decoding.** The two MTP rows are priced with every drafted token accepted, the most
 #   a verify step can yield. Compare each with its sibling without MTP: how much of the gap does the
 #   drafting close?

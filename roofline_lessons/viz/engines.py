@@ -66,9 +66,9 @@ def engines_vs_bound_chart(priced: Sequence[PricedRun], title: str = "Published 
 
 def regime_table(priced: Sequence[PricedRun]) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of the per-regime spread (the lesson's table; the alt text uses the same numbers)."""
-    rows = [[regime_name(s.regime), count(s.runs), percent(s.lowest, 0), percent(s.median, 0), percent(s.highest, 0)]
+    rows = [[regime_name(s.regime), count(s.runs), num(s.lowest, 2), num(s.median, 2), num(s.highest, 2)]
             for s in spread_by_regime(priced)]
-    return ["regime", "runs", "lowest", "median", "highest"], rows
+    return ["regime", "runs", "lowest fraction of the bound", "median", "highest"], rows
 
 
 def regime_name(regime: str) -> str:

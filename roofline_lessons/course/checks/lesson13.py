@@ -148,14 +148,25 @@ def _chips_mistakes() -> tuple[Mistake, ...]:
     s = _sizing()
     bound_only = _sizing(1.0)
     exact_copies = SIZE["target_output_tokens_per_s"] / s.copy_output_tokens_per_s
-    return _distinct(_chips(), (
+    return _unique(_distinct(_chips(), (
         Mistake(f"count copies, not chips: each copy is TP {SIZE['tensor']}, so chips = copies × "
                 f"{SIZE['tensor']}", float(s.copies)),
         Mistake("plan on the bound (an efficiency of 1): the fewest chips possible, not a deployment",
                 float(bound_only.chips)),
         Mistake("round the copies down: a fraction of a copy must be a whole one more",
                 float(math.floor(exact_copies) * SIZE["tensor"])),
-    ), rel_tol=0.0)
+    ), rel_tol=0.0))
+
+
+def _unique(mistakes: tuple[Mistake, ...]) -> tuple[Mistake, ...]:
+    """The first mistake of each distinct value: two mistakes that give the same whole number cannot both be
+    named for it."""
+    seen, out = set(), []
+    for m in mistakes:
+        if m.value not in seen:
+            seen.add(m.value)
+            out.append(m)
+    return tuple(out)
 
 
 def h200s_needed(answer) -> CheckResult:
