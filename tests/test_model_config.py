@@ -764,7 +764,8 @@ def test_prefill_arrays_of_prompts_match_scalars():
 def test_within_the_first_chunk_a_chunked_layer_costs_what_a_full_layer_does():
     """Before the first chunk boundary nothing is cut off: the same FLOPs and bytes as full attention."""
     chunked = get_model("llama-4-scout")
-    full = dataclasses.replace(chunked, id="scout-all-global", attention_chunk_size=None, chunked_attention_pattern=None)
+    full = dataclasses.replace(chunked, id="scout-all-global", attention_chunk_size=None,
+                               chunked_attention_pattern=None)
     for kwargs in ({"phase": "decode", "context_tokens": C - 2}, {"phase": "prefill", "prompt_tokens": C - 1}):
         a, b = model_cost(chunked, batch=4, **kwargs), model_cost(full, batch=4, **kwargs)
         assert (a.flops, a.bytes, a.compulsory_bytes) == pytest.approx((b.flops, b.bytes, b.compulsory_bytes))
