@@ -227,3 +227,19 @@ def test_softmax_norms_and_elementwise_flops_are_the_small_share_the_docstring_g
     share = (elementwise + softmax) / float(c.flops)
     assert 0.0004 < share < 0.0006
     assert "about 0.05 % of the FLOPs" in costs.__doc__ and "convention" in costs.__doc__
+
+
+def test_a_sliding_window_prefill_keeps_only_the_last_window_of_new_kv():
+    """Of a long prompt's K and V, a sliding-window layer must keep only the last W − 1 tokens' (no later
+    token reads older ones): the bound charges those writes, the unfused view writes the rest as scratch."""
+    from roofline_lessons import get_model
+    from roofline_lessons.core.costs import model_cost
+
+    m = get_model("mistral-7b")
+    W, t = m.sliding_window, 3 * m.sliding_window
+    per_token = m.num_key_value_heads * m.head_dim * 2 * 2 * m.num_hidden_layers  # K and V, BF16, every layer
+    long = model_cost("mistral-7b", phase="prefill", prompt_tokens=t)
+    short = model_cost("mistral-7b", phase="prefill", prompt_tokens=W // 2)
+    assert float(long.kv_write_bytes) == pytest.approx((W - 1) * per_token)
+    assert float(short.kv_write_bytes) == pytest.approx(W // 2 * per_token)
+    assert float(long.bytes) > float(long.compulsory_bytes)

@@ -67,7 +67,9 @@ Conventions (what a lesson can quote):
 - **KV formats.** ``kv_dtype`` int8/int4 carry one bf16 scale per token and head (MLA: per latent).
 - **Sliding-window layers** (Gemma 3, gpt-oss) attend to and read at most ``sliding_window`` keys;
   they are the ``sliding_attention`` block. A model whose every layer slides (Mistral-7B-v0.1)
-  keeps them under ``full_attention`` with the window applied.
+  keeps them under ``full_attention`` with the window applied. Of a prompt's new K and V, only the
+  last W − 1 tokens' must reach the cache (no later token reads older ones): the others are written
+  in the unfused view as scratch, counted in ``activation_bytes``, not in ``kv_write_bytes``.
 - **Chunked local attention** (Llama 4's ``chunked_attention`` block, chunks of C =
   ``attention_chunk_size`` tokens) is not a sliding window. In decode the new token at position
   p = ``context_tokens`` attends only to the tokens of its own chunk: p mod C history keys (read:
@@ -500,11 +502,15 @@ def _attention_pairs(w: Workload, window: int | None, chunk: int | None = None):
     return keys, keys, keys
 
 
-def _kept_new_tokens(w: Workload, chunk: int | None):
+def _kept_new_tokens(w: Workload, chunk: int | None, window: int | None = None):
     """New tokens per sequence whose K and V a later token reads (the rest are scratch): all of
     them, except in a chunked layer, where only those of the chunk still open after the step
-    (prefill: t mod C; decode: the new token unless it closes its chunk)."""
+    (prefill: t mod C; decode: the new token unless it closes its chunk), and in a sliding-window
+    layer, where only the last W − 1 (a later token reads at most W − 1 keys before its own; an
+    engine whose window counts W earlier keys keeps one more, so this is the least)."""
     n = w.new_tokens_per_sequence
+    if chunk is None and window is not None:
+        return np.minimum(n, max(int(window) - 1, 0))
     if chunk is None:
         return n
     after = np.mod(w.cached_tokens_after, chunk)
@@ -536,9 +542,16 @@ def _full_attention_ops(c: _Ctx, layers: int, window: int | None = None,
     ops.append(c.op("rope", blk, layers, flops=3.0 * rot, act_read=rot, act_write=rot,
                     note="3 FLOPs per rotated element"))
     kv_new = N * nkv * hd * 2.0  # K and V elements of the new tokens
-    if chunk is None:
+    if chunk is None and window is None:
         ops.append(c.op("kv_cache_write", blk, layers, act_read=kv_new, kv_write_bytes=kv_new * c.kvb,
                         note="store the new tokens' K and V"))
+    elif chunk is None:
+        kept = b * _kept_new_tokens(w, None, window) * nkv * hd * 2.0
+        scratch = (kv_new - kept) * c.kvb / c.ab  # written in the cache's format, counted as activations
+        ops.append(c.op("kv_cache_write", blk, layers, act_read=kv_new, act_write=scratch,
+                        kv_write_bytes=kept * c.kvb,
+                        note="store the new tokens' K and V; only the last window's are kept (older ones are "
+                             "scratch: no later token reads them)"))
     else:
         kept = b * _kept_new_tokens(w, chunk) * nkv * hd * 2.0
         scratch = (kv_new - kept) * c.kvb / c.ab  # written in the cache's format, counted as activations

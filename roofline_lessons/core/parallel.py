@@ -445,7 +445,7 @@ def _tp_op(op: OpCost, model: Model, t: int) -> OpCost:
     kv_share = 1.0 / kv_split(model, t)
     if op.name in _KV_OPS:
         return _scaled(op, kv_share)
-    if op.block in ("full_attention", "sliding_attention", "mla") and op.kv_read_bytes is not None and np.any(np.asarray(op.kv_read_bytes) > 0):
+    if op.block in ("full_attention", "sliding_attention", "chunked_attention", "mla") and op.kv_read_bytes is not None and np.any(np.asarray(op.kv_read_bytes) > 0):
         return _scaled(op, 1.0 / t, kv_factor=kv_share)
     return _scaled(op, 1.0 / t)
 
