@@ -54,6 +54,8 @@ KV_MODELS = ("llama-3.1-70b", MQA_BASE, "llama-3.1-8b-mqa-what-if", "deepseek-v3
 DEFAULT_CONTEXTS = tuple(2 ** k for k in range(10, 21))
 #: attention kinds, as :func:`attention_kind` names them
 KINDS = ("GQA", "MQA", "MLA", "sliding window + global", "hybrid linear + GQA")
+#: every kind :func:`attention_kind` names: lesson 12's, and Llama 4's chunked local attention (not in its chart)
+ALL_KINDS = KINDS + ("chunked local + global",)
 #: the byte budget's parts, in stacking order
 BUDGET_PARTS = ("weights", "KV cache", "state", "activations")
 #: a lever "moves" a part when that part's bytes per generated token change by more than this fraction
@@ -92,7 +94,7 @@ def sliding_what_if(model: Model | str, window: int = 1024, pattern: int = 6) ->
     """``model`` with Gemma 3's layout: of every ``pattern`` layers, the first ``pattern`` − 1 attend to
     (and cache) at most ``window`` tokens, the last is global. A what-if; the weights are unchanged."""
     m = get_model(model)
-    if m.is_mla or m.is_hybrid or m.sliding_window is not None:
+    if m.is_mla or m.is_hybrid or m.sliding_window is not None or m.attention_chunk_size is not None:
         raise RooflineInputError(f"the sliding-window what-if needs a plain full-attention model, got {m.id} "
                                  f"({attention_kind(m)})")
     window, pattern = whole_number("window", window, 1), whole_number("pattern", pattern, 2)
@@ -106,7 +108,7 @@ def mla_what_if(model: Model | str, like: Model | str = "deepseek-v3") -> Model:
     """``model`` with ``like``'s multi-head latent attention sizes (query and KV ranks, head widths)
     on its own heads: a what-if. The attention weights change shape too (the latent's projections)."""
     m, src = get_model(model), get_model(like)
-    if m.is_mla or m.is_hybrid or m.sliding_window is not None or not src.is_mla:
+    if m.is_mla or m.is_hybrid or m.sliding_window is not None or m.attention_chunk_size is not None or not src.is_mla:
         raise RooflineInputError(f"the MLA what-if needs a plain full-attention model and an MLA model to copy, "
                                  f"got {m.id} and {src.id}")
     return replace(m, id=f"{m.id}-mla-what-if", name=f"{m.name}, MLA what-if ({src.name}'s latent)",
@@ -119,7 +121,8 @@ def hybrid_what_if(model: Model | str, like: Model | str = "qwen3.8-27b") -> Mod
     """``model`` with ``like``'s layout: of every ``full_attention_interval`` layers, all but the last
     are Gated DeltaNet layers with ``like``'s head sizes. A what-if; the attention weights change."""
     m, src = get_model(model), get_model(like)
-    if m.is_mla or m.is_hybrid or m.sliding_window is not None or not src.is_hybrid:
+    if (m.is_mla or m.is_hybrid or m.sliding_window is not None or m.attention_chunk_size is not None
+            or not src.is_hybrid):
         raise RooflineInputError(f"the hybrid what-if needs a plain full-attention model and a hybrid model to copy, "
                                  f"got {m.id} and {src.id}")
     return replace(m, id=f"{m.id}-hybrid-what-if",
@@ -144,7 +147,7 @@ def is_what_if(model: Model | str) -> bool:
 
 
 def attention_kind(model: Model | str) -> str:
-    """How ``model``'s layers keep their history: one of :data:`KINDS`."""
+    """How ``model``'s layers keep their history: one of :data:`ALL_KINDS`."""
     m = _resolve(model) if isinstance(model, str) else model
     if m.is_mla:
         return "MLA"
@@ -152,6 +155,8 @@ def attention_kind(model: Model | str) -> str:
         return "hybrid linear + GQA"
     if m.num_sliding_attention_layers:
         return "sliding window + global"
+    if m.num_chunked_attention_layers:
+        return "chunked local + global"
     return "MQA" if m.num_key_value_heads == 1 else "GQA"
 
 
@@ -861,7 +866,8 @@ def paged_capacity(model: Model | str = "gemma-3-27b", part: Part | str = "h100-
 def kv_split_bytes_per_sequence(model: Model | str, context_tokens: int, kv_dtype: str = "bf16") -> tuple[float, float]:
     """One sequence's KV cache at ``context_tokens`` cached tokens, in ``kv_dtype``, split in two
     (bytes): the sliding-window layers' (each capped at its window) and the rest's (the layers that
-    keep every token, or a model-wide window)."""
+    keep every token, or a model-wide window; a chunked-attention model's chunked layers, which hold
+    only the open chunk, count with the rest)."""
     m = _resolve(model)
     sliding = m.num_sliding_attention_layers * m.kv_bytes_per_token_per_layer(kv_dtype) * min(context_tokens,
                                                                                               m.sliding_window or 0)

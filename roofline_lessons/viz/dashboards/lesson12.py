@@ -139,6 +139,11 @@ def _kv_note(m, kv: str, step: FormatStep) -> str:
                 f"{count(m.sliding_window)} tokens: their cache stops growing there ({binary(sliding)} per sequence "
                 f"at this context); only the {m.num_full_attention_layers} global layers keep every token "
                 f"({binary(growing)}).")
+    if m.num_chunked_attention_layers:
+        return (f"{m.num_chunked_attention_layers} of its {layers} layers attend only within chunks of "
+                f"{count(m.attention_chunk_size)} tokens: they hold just the open chunk's tokens (none right at a "
+                f"chunk boundary); the {m.num_full_attention_layers} global layers keep every token. All its layers: "
+                f"{binary(sliding + growing)} per sequence at this context.")
     if m.full_attention_window is not None:
         return (f"Every one of its {layers} layers slides over a window of {count(m.full_attention_window)} tokens: "
                 f"the cache stops growing there ({binary(growing)} per sequence at this context).")
