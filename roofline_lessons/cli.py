@@ -326,7 +326,8 @@ def cmd_place(args) -> int:
         latency_s = d["collective_latency_s"]
         basis = p.link.latency_basis if p.parallelism.collective_latency_s is None else "--collective-latency"
         algo = _least_traffic_label(p)
-        print(f"  communication        {si(d['comm_bytes'], 'B')} sent{send}; {count(d['collective_calls'])} "
+        print(f"  communication        {si(d['comm_bytes'], 'B')} {_comm_bytes_label(p)}{send}; "
+              f"{count(d['collective_calls'])} "
               f"collective calls -> {duration(d['comm_time_s'])} in the estimate, {overlap}; latency "
               f"{duration(latency_s)} per call ({basis})")
         if p.scale_out_link is not None:
@@ -339,7 +340,7 @@ def cmd_place(args) -> int:
                   "the estimate adds each link's time")
         sends_too = "; sends between pipeline stages overlap too" if p.parallelism.pipeline > 1 else ""
         at = ("at the link's bandwidth" if p.scale_out_link is None
-              else "each link at its bandwidth, the two links at once")
+              else "the two links at once: the network carries the cross-server bytes, both links share the rest")
         print(f"                       least collective traffic ({algo}): {si(d['comm_bound_bytes'], 'B')} -> "
               f"{duration(d['comm_lower_bound_s'])} {at}, no latency, overlapped (the bound{sends_too})")
         if p.parallelism.pipeline > 1:
@@ -354,7 +355,8 @@ def cmd_place(args) -> int:
                       f"{num(d['interconnect_ridge_point'])} FLOP/byte (this step's compute roof ÷ the link; the "
                       f"part's {roof['part_dtype']} peak ÷ the link: "
                       f"{num(roof['part_peak'] / p.interconnect_bandwidth_bytes_per_s)})")
-        print(f"  interconnect         {num(d['interconnect_intensity'])} FLOP per byte sent; ridge {link_ridge}")
+        print(f"  interconnect         {num(d['interconnect_intensity'])} FLOP per byte over the link; ridge "
+              f"{link_ridge}")
         if p.scale_out_link is not None and d["network_intensity"] is not None:
             print(f"                       over the network: {num(d['network_intensity'])} FLOP per byte; ridge "
                   f"{num(d['network_ridge_point'])} FLOP/byte ("
@@ -372,7 +374,7 @@ def cmd_place(args) -> int:
           f"units and communication overlapped, no latency "
           f"(≤ {num(d['tokens_per_s_upper_bound'])} tokens/s{scope(d['aggregate_tokens_per_s_upper_bound'])}); no "
           f"implementation of this split, these formats and these kernels' FLOPs"
-          f"{' and routing' if p.model.is_moe else ''} is faster")
+          f"{' and routing' if p.model.is_moe else ''} is faster{_bound_scope_text(p)}")
     print(f"  time estimate        {duration(d['time_estimate_s'])}{unfit} -> {d['bound']}-bound "
           f"({num(d['tokens_per_s_estimate'])} tokens/s{scope(d['aggregate_tokens_per_s_estimate'])}); conventions: "
           + "; ".join(d["estimate_conventions"]))
@@ -415,7 +417,7 @@ def _least_traffic_label(p) -> str:
         out.append("logits gathered by no chip (vocab-parallel sampling)")
     if any(n.startswith("expert all-to-all") for n in names):
         out.append("all-to-alls sending each token once per other expert group its experts live on, "
-                   "under uniform routing")
+                   + _routing_text(p.model))
     net = p.scale_out_link
     if net is not None and any(n.endswith("across servers") and "all-reduce" in n for n in names):
         out.append("across servers, all-reduces " + ("reduced in the network (SHARP): each byte of the shard sent once"
@@ -423,6 +425,40 @@ def _least_traffic_label(p) -> str:
     if net is not None and any(n.startswith("expert all-to-all") and n.endswith("across servers") for n in names):
         out.append("each token over the network once per other server its experts live on")
     return ", ".join(out) if out else "no collectives in this split"
+
+
+def _routing_text(model) -> str:
+    """Which routing the bound's expert-parallel figures assume (``place``'s and ``serve``'s text)."""
+    if getattr(model, "group_limited_routing", False):
+        return (f"the mean step under uniform routing (group-limited routing lowers the bound's all-to-all to at most "
+                f"{model.topk_group} of {model.n_group} expert groups per token)")
+    return "the mean step under uniform routing"
+
+
+def _bound_scope_text(p) -> str:
+    """What the bound assumes that the estimate does not, past the split's own traffic: the KV cache
+    read once per tensor-parallel group, and for an MoE the routing it prices."""
+    out = ""
+    if p.kv_replication > 1:
+        t = p.parallelism.tensor
+        out += (f"; the bound shards the KV across the {t} chips (1/{t} per chip), as decode context parallel "
+                f"does; the estimate and memory keep it replicated {p.kv_replication}×")
+    if p.model.is_moe and p.comm is not None and any("all-to-all" in c.name for c in p.comm.parts):
+        out += f"; expert parallel: {_routing_text(p.model)}"
+    return out
+
+
+def _comm_bytes_label(p) -> str:
+    """What ``place``'s communication figure is: bytes each chip sends, except the expert all-to-all
+    under TP × EP, counted on its receive side (every chip of a group receives each token routed to
+    the group whole, and sends as much without multicast)."""
+    par = p.parallelism
+    tp_ep = (par.tensor > 1 and par.expert > 1 and not par.attention_data_parallel and p.model.is_moe
+             and any("all-to-all" in c.name for c in p.comm.parts))
+    if not tp_ep:
+        return "sent"
+    return (f"sent or received (the expert all-to-all counted on its receive side: with TP {par.tensor} in each "
+            "group every chip receives each token routed to its group whole)")
 
 
 def _pipeline_bound_text(p, d) -> str:
@@ -723,7 +759,7 @@ def cmd_serve(args) -> int:
         note += (" Upper bound: continuous batching's steady state with this batch in flight, the next requests' "
                  "prefills riding in the decode steps; no engine on this split beats it without speculative decoding (one "
                  "token per sequence per step)"
-                 + (" (under uniform expert routing)" if model.is_moe else ""))
+                 + (f" ({_routing_text(model)})" if model.is_moe else ""))
     if t.batch > 1 and all_chips == 1:
         note += f". Figures are per chip: all {count(t.batch)} sequences on a single chip"
     print(f"\n{note}.")

@@ -20,7 +20,7 @@ DENSE = {
     "h800": {"fp32": 66.9e12, "bf16": 989.4e12, "fp16": 989.4e12, "fp8": 1978.9e12, "int8": 1978.9e12},
     "a100-40gb": {"fp32": 19.5e12, "bf16": 312e12, "fp16": 312e12, "int8": 624e12},
     "b300": {"fp32": 75e12, "bf16": 2250e12, "fp16": 2250e12, "fp8": 4500e12, "fp4": 14000e12, "int8": 153.5e12},
-    "gb300": {"fp32": 80e12, "bf16": 2500e12, "fp16": 2500e12, "fp8": 5000e12, "fp4": 15000e12, "int8": 166.7e12},
+    "gb300": {"bf16": 2500e12, "fp16": 2500e12, "fp8": 5000e12, "fp4": 15000e12, "int8": 166.7e12},
     "mi355x": {"fp32": 157.3e12, "bf16": 2516.6e12, "fp16": 2516.6e12, "fp8": 5033.2e12, "int8": 5033.2e12,
                "fp4": 10066.3e12},
     "rtx-pro-6000": {"fp32": 126.0e12, "bf16": 503.8e12, "fp16": 503.8e12, "fp8": 1007.6e12, "fp4": 2015.2e12,
@@ -44,6 +44,7 @@ HOST = {"h800": 128e9, "a100-40gb": 64e9, "b300": 128e9, "gb300": None, "mi355x"
 
 #: formats each vendor gives no rate for, and why
 GAPS = {"h800": {"fp4": RATE_NO_UNITS}, "a100-40gb": {"fp8": RATE_NO_UNITS, "fp4": RATE_NO_UNITS},
+        "gb300": {"fp32": RATE_NOT_PUBLISHED},  # NVIDIA gives none; Verda's two readings disagree
         "tpu-v7": {"fp32": RATE_NOT_PUBLISHED, "fp16": RATE_NOT_PUBLISHED, "int8": RATE_NOT_PUBLISHED,
                    "fp4": RATE_NOT_PUBLISHED}}
 
@@ -92,8 +93,13 @@ def test_links_store_both_figures_and_compute_with_half(pid):
         assert p.host_link.bidirectional_bytes_per_s == HOST[pid]
         assert p.host_link.per_direction_bytes_per_s == HOST[pid] / 2
     for link in (p.scale_up_link, p.host_link):
-        if link is not None:  # the assumed latency, worded exactly as on every other part
-            assert link.latency_s == 10e-6 and link.latency_basis == "assumed"
+        if link is None:
+            continue
+        assert link.latency_s == 10e-6 and link.latency_basis == "assumed"
+        if link is p.scale_up_link and pid in ("mi355x", "tpu-v7"):  # no NCCL there: the figure is borrowed
+            assert "borrowed from GPU nodes" in link.latency_source and "not a measurement" in link.latency_source
+            assert ("RCCL" if pid == "mi355x" else "ICI") in link.latency_source
+        else:  # the assumed latency, worded exactly as on every other GPU link
             assert link.latency_source == get_part("h100-sxm").scale_up_link.latency_source
 
 
@@ -150,7 +156,11 @@ def test_h800_is_the_h100_sxm_with_the_nvlink_cut():
     assert link.per_direction_bytes_per_s == 200e9 < h100.scale_up_link.per_direction_bytes_per_s
     assert "reduced from 900 GB/s to 400 GB/s" in link.source and "2505.09343" in link.source
     assert "160 GB/s" in link.notes and "2412.19437" in h800.notes
-    assert not link.in_switch_reduction  # NVLS on H800 nodes is not established by the sources
+    # DeepSeek's own words on the part and its links, not a claim that nothing else was cut
+    assert "reduced FP64 computational performance and NVLink bandwidth" in h800.notes
+    assert "of which about 160GB/s can actually be achieved" in h800.notes and "40GB/s for effective" in h800.notes
+    for text in (h800.notes, h800.host_link.source, h800.rate_gaps["fp4"].why):
+        assert "only" not in text.replace("only 50GB/s", ""), text
     # figures no H800 source gives are left out, not copied from the H100
     assert h800.last_level_cache_bytes is None and h800.shared_memory_per_sm_bytes is None
     assert h800.board_power_w is None and "not taken in" in h800.notes
@@ -212,3 +222,111 @@ def test_sources_quote_where_a_figure_was_read_through_a_copy():
         assert "transcription" in get_part(pid).source
     for pid in ("mi355x", "rtx-pro-6000", "tpu-v7"):
         assert re.search(r"stored (text )?copy", get_part(pid).source), pid
+
+
+def test_h800_nvlink_is_assumed_to_reduce_in_the_switch_for_the_bound_only():
+    """Under uncertainty the bound takes the capability (least bytes); the estimate keeps the ring."""
+    link = get_part("h800").scale_up_link
+    assert link.in_switch_reduction
+    assert "issue 1374" in link.in_switch_source and "215 GB/s" in link.in_switch_source
+    assert "issue 892" in link.in_switch_source  # the evidence against is named too
+    assert "the bound assumes the capability" in link.in_switch_source and "estimate keeps the ring" in link.in_switch_source
+    from roofline_lessons.core.parallel import Parallelism
+    from roofline_lessons.core.placement import place
+    p = place("llama-3.1-70b", "h800", phase="decode", batch=8, context_tokens=1024,
+              parallelism=Parallelism(tensor=8))
+    (ar,) = [c for c in p.comm.parts if c.name.startswith("tensor all-reduce")]
+    assert ar.least_bytes == pytest.approx(ar.bytes / (2 * 7 / 8))  # once in the switch against the ring's 2(n-1)/n
+
+
+#: the TPUs' data-center network: (Google's Gb/s per chip, read as each way)
+DCN_GBIT_PER_CHIP = {"tpu-v7": 100, "tpu-v6e": 100, "tpu-v5p": 50, "tpu-v5e": 25}
+
+
+@pytest.mark.parametrize("pid", sorted(DCN_GBIT_PER_CHIP))
+def test_tpus_cross_slices_over_the_data_center_network(pid):
+    p = get_part(pid)
+    net = p.scale_out_link
+    assert net is not None and p.link("scale-out") is net and net.kind == "scale-out" and net.max_chips is None
+    per = DCN_GBIT_PER_CHIP[pid] * 1e9 / 8  # Gb/s -> bytes/s, the larger (each-way) reading
+    assert net.per_direction_bytes_per_s == per and net.bidirectional_bytes_per_s == 2 * per
+    assert not net.in_switch_reduction and net.as_of == TAKEN_IN
+    assert "each direction" in net.notes.lower() or "each way" in net.notes.lower()
+    assert net.latency_s == 10e-6 and "not a measurement" in net.latency_source
+    if pid in ("tpu-v7", "tpu-v6e"):
+        assert "(Gb/s) | 50 | 100 | 100" in net.source
+    elif pid == "tpu-v5p":
+        assert "(Gbps) | 50" in net.source
+    else:  # v5e: derived from the per-host NICs, and said so
+        assert "2 x 100 Gbps NIC" in net.source and "Chips per host | 8" in net.source
+        assert net.notes.startswith("Derived, not stated")
+    # the network is far slower than the chip's ICI: only traffic between slices crosses it
+    assert net.per_direction_bytes_per_s < p.scale_up_link.per_direction_bytes_per_s / 10
+
+
+def test_a_tpu_split_past_its_slice_crosses_the_dcn_and_pays_its_latency_in_the_estimate_only():
+    from roofline_lessons.core.parallel import Parallelism
+    from roofline_lessons.core.placement import place
+    kw = dict(phase="decode", batch=64, context_tokens=1024)
+    p = place("llama-3.1-70b", "tpu-v6e", parallelism=Parallelism(tensor=8, pipeline=64), **kw)
+    assert p.scale_out_link is get_part("tpu-v6e").scale_out_link
+    assert p.server_chips == 256 and p.servers_per_replica == 2
+    slow = place("llama-3.1-70b", "tpu-v6e", parallelism=Parallelism(tensor=8, pipeline=64, network_latency_s=1e-3), **kw)
+    assert float(slow.time_lower_bound_s) == float(p.time_lower_bound_s)
+    assert float(slow.time_estimate_s) > float(p.time_estimate_s)
+
+
+def test_every_network_call_costs_10_us_more_than_the_in_server_call_20_in_all():
+    have = [pid for pid in list_parts() if get_part(pid).scale_out_link is not None]
+    assert set(DCN_GBIT_PER_CHIP) | {"h800", "b300", "gb300", "mi355x", "h100-sxm"} <= set(have)
+    for pid in have:
+        net, inside = get_part(pid).scale_out_link, get_part(pid).scale_up_link
+        assert net.latency_s == 10e-6 and net.latency_s + inside.latency_s == pytest.approx(20e-6), pid
+        assert "20 µs in all" in net.latency_source and "arXiv 2505.09343" in net.latency_source, pid
+        assert "2.8 µs" in net.latency_source and "3.7 µs" in net.latency_source, pid
+        assert "0.5 µs" not in net.latency_source and "~10×" not in net.latency_source, pid
+
+
+def test_blackwell_ultra_networks_take_infiniband_sharp_and_say_which_fabric():
+    b300, gb300 = get_part("b300").scale_out_link, get_part("gb300").scale_out_link
+    for net in (b300, gb300):
+        assert net.in_switch_reduction and "SHARP v4" in net.in_switch_source
+        assert net.per_direction_bytes_per_s == 800e9 / 8
+        assert "course's choice" in net.name + net.in_switch_source
+        assert "Spectrum-X" in net.in_switch_source  # the other fabric, and what it would mean, is named
+    assert "InfiniBand XDR or Spectrum-X" in b300.in_switch_source and "DGX B300 User Guide" in b300.source
+    # GB300: one source for the NIC, its rate and the fabric the SHARP flag rests on
+    assert "ConnectX-8 SuperNICs and Quantum-X800 switches" in gb300.source and "800 Gb/s" in gb300.source
+    assert "The SHARP flag rests on that InfiniBand fabric" in gb300.in_switch_source
+
+
+def test_b300_keeps_the_datasheet_fp4_with_the_hgx_page_figure_beside_it():
+    b300 = get_part("b300")
+    (alt,) = b300.alternatives("dense_flops_per_s.fp4")
+    assert alt.value == pytest.approx(105e15 / 8) and alt.used_value == b300.peak_flops_per_s("fp4") == 14e15
+    assert "144 PFLOPS | 105 PFLOPS" in alt.source and "14 PFLOPS" in alt.why_not_used
+    (mem,) = b300.alternatives("memory_capacity_gib")
+    assert "chip's maximum" not in mem.why_not_used and "275,040 MiB" in mem.why_not_used
+    assert 275_040 * 2**20 == pytest.approx(288.4e9, rel=1e-3)  # the same memory in SI units
+    assert 275_040 * 2**20 < b300.memory_capacity_bytes  # nvidia-smi shows a little less than 270 GiB
+
+
+def test_gb300_states_no_fp32_rate_and_no_unsourced_cause():
+    gb300 = get_part("gb300")
+    assert gb300.rate_status("fp32") == RATE_NOT_PUBLISHED and "fp32" not in gb300.dense_flops_per_s
+    assert "80 TFLOPS" in gb300.notes and "41.7" in gb300.notes  # both of Verda's readings, neither a rate
+    assert "hence" not in gb300.notes
+
+
+def test_mi355x_network_is_sourced_from_amd():
+    net = get_part("mi355x").scale_out_link
+    assert "8x AMD Pensando Pollara 400 AI NICs per node" in net.source and "1:1 mapping" in net.source
+    assert "AMD ROCm documentation" in net.source and "not AMD's platform" not in net.notes
+    assert not net.in_switch_reduction and net.per_direction_bytes_per_s == 400e9 / 8
+
+
+def test_tpu_v7_ici_notes_say_what_one_axis_gets():
+    link = get_part("tpu-v7").scale_up_link
+    assert link.per_direction_bytes_per_s == 600e9
+    assert "chip's total over all six links" in link.notes and "200 GBps per axis" in link.notes
+    assert "a third" in link.notes

@@ -56,6 +56,7 @@ from roofline_lessons.core.engine_runs import list_engine_runs
 from roofline_lessons.core.units import count, duration, num, percent, quantity
 from roofline_lessons.topics.real_engines import (
     calibrate,
+    engine_family,
     leave_one_out,
     priced_runs,
     runs_table,
@@ -82,15 +83,17 @@ show_table(headers, rows)
 
 # %% jupyter={"source_hidden": true}
 assert len(priced) == len(list_engine_runs()) >= 20  # "at least 20 published measurements"
-engines = sorted({p.run.engine.split(" (")[0] for p in priced})
+engines = sorted({engine_family(p.run) for p in priced})
 parts = sorted({p.run.part for p in priced})
 md(f"{count(len(priced))} runs from {count(len(engines))} engines ({', '.join(engines)}) on "
    f"{count(len(parts))} kinds of part. A `*` beside a format marks one the source does not state.")
 
 # %% [markdown]
-# Some sources leave out a figure the bound needs. Each gap is filled by the assumption below. Every
-# one is chosen to make the bound **looser** (higher): a run priced this way can only look further
-# from its bound than it really is, never closer.
+# Some sources leave out a figure the bound needs, and some state a detail the catalog's columns do
+# not hold (which layers stay in BF16). The table lists how the course prices each such run. Where
+# the source is silent, the assumption keeps the bound **loose** (the engine gets the benefit of the
+# doubt: the shortest prompt, the smallest KV format, any batch), unless the source's own recipe
+# fixes the choice; each entry says which.
 
 # %%
 show_table(["run", "assumed"], [[p.run.id, "; ".join(p.pricing.assumed)] for p in priced if p.pricing.assumed])
@@ -141,9 +144,12 @@ gf = by_id["gpt-fast-llama-2-7b-bf16-a100-bs1"]
 r1 = by_id["trtllm-deepseek-r1-b200x8-bs1-no-mtp"]
 assert gf.fraction_of_bound > 2 * r1.fraction_of_bound  # one chip runs far closer to its bound than eight
 assert tput.lowest > b1.lowest and tput.median > moe.median
+v405 = by_id["vllm-llama-3.1-405b-fp8-mi300x8-bs1"]
+assert r1.fraction_of_bound < v405.fraction_of_bound < gf.fraction_of_bound
 md(f"**Batch-1 latency** (median {num(b1.median, 2)}). One chip at batch 1 comes closest: gpt-fast's Llama-2-7B "
-   f"reaches {num(gf.fraction_of_bound, 2)} of its bound. Eight chips at batch 1 sit much lower: DeepSeek-R1 on "
-   f"8 × B200 without MTP reaches {num(r1.fraction_of_bound, 2)}. Its bound is {num(r1.bound)} tok/s, because "
+   f"reaches {num(gf.fraction_of_bound, 2)} of its bound. Eight chips at batch 1 sit lower: vLLM's dense "
+   f"Llama-3.1-405B on 8 × MI300X reaches {num(v405.fraction_of_bound, 2)}, and DeepSeek-R1, an MoE, on 8 × B200 "
+   f"without MTP only {num(r1.fraction_of_bound, 2)}. Its bound is {num(r1.bound)} tok/s, because "
    "each of the eight chips reads only its share of the weights and no time is charged per call. The course's "
    f"estimate, which charges an assumed 10 µs per collective call, gives {num(r1.estimate)} tok/s, "
    f"{num(r1.bound / r1.estimate, 2)}× below the bound and {num(r1.estimate / r1.measured, 2)}× above the run. "
@@ -170,9 +176,10 @@ md(f"**Prefill and TTFT** (median {num(pre.median, 2)}). A client-measured TTFT 
 # %% jupyter={"source_hidden": true}
 md(f"**Many chips** (median {num(many.median, 2)}, {quantity(many.runs, 'run', whole=True)}) and **MoE** "
    f"(median {num(moe.median, 2)}). Two more costs enter here. One is communication: the all-reduces and "
-   "all-to-alls, their latency, and their imbalance. The other is the MoE routing itself: the bound assumes "
-   "uniform routing and perfectly balanced experts. Real traffic loads some experts more than others, which "
-   "is why DeepSeek and SGLang replicate hot experts (EPLB).")
+   "all-to-alls, their latency, and their imbalance. The other is the MoE routing itself: bound and estimate "
+   "alike assume the tokens of a step route uniformly and independently, a property of the traffic. Real "
+   "traffic loads some experts more than others (which is why DeepSeek and SGLang replicate hot experts, EPLB), "
+   "and tokens that share experts read fewer weights: for an MoE the bound holds for traffic routed that way.")
 
 # %% jupyter={"source_hidden": true}
 q4 = by_id["gpt-fast-llama-2-7b-int4-a100-bs1"]
@@ -185,9 +192,9 @@ md(f"**4-bit weights** (median {num(w4.median, 2)}). At batch 1 a 4-bit weight s
    "the smaller matmuls' fixed costs take a larger share once the bytes shrink.")
 
 # %% [markdown]
-# **Question.** Two runs of the same model on the same part reach 0.6 and 0.1 of their bounds. One is
-# batch 1 over eight chips, the other a maximum-throughput run on one. Which is which, and what would
-# you change to move the lower one?
+# **Question.** Two runs of the same MoE model on the same part reach 0.6 and 0.1 of their bounds.
+# One is batch 1 over eight chips, the other a maximum-throughput run on one. Which would you expect
+# to be which, and what would you change to move the lower one?
 
 # %% [markdown]
 # ## 4. Does the estimate track better?
@@ -272,12 +279,13 @@ md(f"The forecasts are best for **{regime_name(best_regime)}** (median error {pe
 #
 # 1. Choose a split (here TP 4: one copy on four chips).
 # 2. Find the largest batch whose forecast TPOT (the bound ÷ the efficiency) meets the limit and whose
-#    KV fits in 90 % of memory.
+#    KV fits in memory. The efficiency already carries the engine's memory margin, so the whole memory
+#    is offered; and using the same efficiency for TPOT is an **assumption**: the runs report rates.
 # 3. Forecast one copy's output rate (the continuous-batching bound × the efficiency).
 # 4. Divide the target by that rate and round up to whole copies.
 #
 # The efficiency comes from the maximum-throughput runs: their median, and their lowest and highest
-# for the error bar.
+# for the error bar. It is a forecast, not a bound.
 
 # %%
 TARGET_TOKENS_PER_S, TPOT_SLO_S, PROMPT, OUTPUT = 50_000, 0.050, 1000, 1000
@@ -293,9 +301,12 @@ show_table(["efficiency", "fraction of the bound", "batch per copy", "forecast T
 
 # %% jupyter={"source_hidden": true}
 assert sizes["lowest"].chips >= sizes["median"].chips >= sizes["highest"].chips
+lowest_run = min((p for p in priced if p.run.regime == "max throughput"), key=lambda p: p.fraction_of_bound)
 md(f"With the median efficiency ({num(mid, 2)} of the bound), {count(sizes['median'].chips)} H200s. The error bar "
    f"runs from {count(sizes['highest'].chips)} (the best throughput run's efficiency) to "
-   f"{count(sizes['lowest'].chips)} (the worst's). Quote the range. The bound alone (an efficiency of 1) would "
+   f"{count(sizes['lowest'].chips)} (the worst's, **{lowest_run.run.id}**"
+   + (", a run whose unstated lengths the course prices at the loosest case" if lowest_run.pricing.assumed else "")
+   + f"). Quote the range. The bound alone (an efficiency of 1) would "
    f"need only {count(size_deployment('llama-3.1-70b', 'h200', target_output_tokens_per_s=TARGET_TOKENS_PER_S, tpot_slo_s=TPOT_SLO_S, prompt_tokens=PROMPT, output_tokens=OUTPUT, efficiency=1.0, tensor=4, weights_dtype='fp8', kv_dtype='fp8', compute_dtype='fp8').chips)}: "
    "no deployment of this layout can do with fewer, and none should be planned on it.")
 
@@ -307,13 +318,13 @@ md(f"With the median efficiency ({num(mid, 2)} of the bound), {count(sizes['medi
 # ## Going further
 #
 # - **What the setup leaves unsaid.** Open `list_engine_runs()` and read the `unsaid` field of the
-#   MLPerf and DeepSeek rows. A production figure (DeepSeek's day of traffic) states neither lengths
-#   nor batch, so the course bounds it at any batch and the shortest context: only the per-token
-#   costs remain. Which unit sets that bound for the EP-144 decode (`by_id[...].bound_unit`), and
-#   why is it not the HBM?
-# - **Speculative decoding.** The two MTP rows are priced with every drafted token accepted, the most
-#   a verify step can yield. Compare each with its sibling without MTP: how much of the gap does the
-#   drafting close?
+#   MLPerf and DeepSeek rows. A production figure (DeepSeek's day of traffic) states no batch and
+#   no prompt lengths (only a mean KV length per output token), so the course bounds it at any batch
+#   and the shortest context: only the per-token costs remain. Which unit sets that bound for the
+#   EP-144 decode (`by_id["deepseek-online-decode-h800-ep144"].bound_unit`), and why is it not the HBM?
+# - **Speculative decoding.** The MTP rows are priced with every drafted token accepted, the most a
+#   verify step can yield. Compare the B200 MTP row with its sibling without MTP: how much of the gap
+#   does the drafting close? (The published MTP figure also adds other optimisations the blog lists.)
 # - **Add a run.** Copy a row in the catalog, fill it from a primary source, and run
 #   `python -m pytest tests/test_engine_runs.py tests/test_real_engines.py`: the test holds that it
 #   does not beat its bound.

@@ -36,13 +36,13 @@ from roofline_lessons.topics.serving import request_timeline
 # %% [markdown]
 # ## Exercise 13.1 — a time's fraction of the bound
 #
-# TensorRT-LLM published a mean TTFT of 19 ms for Llama-3.1-8B on one H100 (467-token prompts, at
-# 2 requests/s). `price_run("trtllm-0.14-llama-3.1-8b-h100-ttft-467")` gives the course's bound for
-# it. What fraction of the bound does the run reach?
+# TensorRT-LLM published a mean TTFT of 53 ms for Llama-3.1-70B on 4 × H100 (tensor parallel 4,
+# 467-token prompts, at 2 requests/s). `price_run("trtllm-0.14-llama-3.1-70b-h100x4-ttft-467")` gives
+# the course's bound for it. What fraction of the bound does the run reach?
 
 # %%
 # BEGIN SOLUTION
-ttft = price_run("trtllm-0.14-llama-3.1-8b-h100-ttft-467")
+ttft = price_run("trtllm-0.14-llama-3.1-70b-h100x4-ttft-467")
 ttft_fraction = ttft.bound / ttft.measured
 # END SOLUTION
 grade.ttft_fraction(ttft_fraction)
@@ -51,7 +51,7 @@ grade.ttft_fraction(ttft_fraction)
 # ## Exercise 13.2 — the bound on a user's decode rate
 #
 # One request to Llama-3.1-8B in BF16 on one H100 SXM: a 16,384-token prompt, 512 output tokens.
-# What decode rate per user (tokens/s) can no engine beat? Use `request_timeline(...)` and its
+# What decode rate per user (tokens/s) can no engine beat without speculative decoding? Use `request_timeline(...)` and its
 # lower bounds; the per-user decode rate is one token per TPOT.
 
 # %%
@@ -84,7 +84,7 @@ grade.held_out_forecast(forecast)
 # %% [markdown]
 # ## Exercise 13.4 — how many H200s?
 #
-# Serve 20,000 output tokens/s of Llama-3.1-70B in FP8 (weights, KV and matmuls) with every
+# Serve 25,000 output tokens/s of Llama-3.1-70B in FP8 (weights, KV and matmuls) with every
 # request's TPOT at most 40 ms, 1,000-token prompts and 1,000-token answers, in copies of TP 4. Use
 # the maximum-throughput runs' median fraction of the bound as the efficiency. How many H200s?
 # `size_deployment(...)` does the search (the largest batch meeting the TPOT limit, then whole copies).
@@ -92,7 +92,7 @@ grade.held_out_forecast(forecast)
 # %%
 # BEGIN SOLUTION
 efficiency = float(np.median([p.fraction_of_bound for p in priced_runs() if p.run.regime == "max throughput"]))
-sizing = size_deployment("llama-3.1-70b", "h200", target_output_tokens_per_s=20_000, tpot_slo_s=0.040,
+sizing = size_deployment("llama-3.1-70b", "h200", target_output_tokens_per_s=25_000, tpot_slo_s=0.040,
                          prompt_tokens=1000, output_tokens=1000, efficiency=efficiency, tensor=4,
                          weights_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8")
 h200s = sizing.chips
@@ -100,5 +100,6 @@ h200s = sizing.chips
 grade.h200s_needed(h200s)
 
 # %% [markdown] tags=["solution"]
-# Repeat with the regime's lowest and highest fraction (`calibrate(priced_runs(), "max throughput")`)
+# Repeat with the regime's lowest and highest fraction
+# (`roofline_lessons.topics.real_engines.calibrate(priced_runs(), "max throughput")`)
 # for the error bar, and quote the range.

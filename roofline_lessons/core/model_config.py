@@ -58,7 +58,12 @@ family (``model_type``)       fields read beyond the common ones
 ``deepseek_v2``               ``qk_rope_head_dim``, ``v_head_dim``; the per-head query/key width is
                               nope + rope; ``q_lora_rank`` null, as in DeepSeek-V2-Lite: a plain
                               query projection), ``n_routed_experts``, ``n_shared_experts``,
-                              ``first_k_dense_replace``, ``num_nextn_predict_layers``
+                              ``first_k_dense_replace``, ``num_nextn_predict_layers``; group-limited
+                              routing ``n_group``, ``topk_group`` (a token's experts from at most
+                              topk_group of n_group contiguous groups): DeepSeek-V3 always routes so
+                              (transformers' DeepseekV3Config defaults 8 and 4 where the fields are
+                              absent), DeepSeek-V2 when ``topk_method`` is ``group_limited_greedy``
+                              (``greedy``, transformers' default and DeepSeek-V2-Lite's: not limited)
 ============================  ================================================================
 
 Common fields: ``hidden_size``, ``num_hidden_layers``, ``num_attention_heads``,
@@ -109,6 +114,12 @@ TIED_BY_DEFAULT = frozenset({"gemma3", "gemma2"})
 LLAMA4_NO_ROPE_LAYER_INTERVAL = 4
 #: transformers' Gemma3TextConfig defaults for fields gemma-3's published ``text_config`` omits
 GEMMA3_TEXT_DEFAULTS = {"vocab_size": 262_208, "max_position_embeddings": 131_072, "sliding_window_pattern": 6}
+#: transformers' DeepseekV3Config defaults for the group-limited routing fields (its gate always limits)
+DEEPSEEK_V3_ROUTING_DEFAULTS = {"n_group": 8, "topk_group": 4}
+#: DeepSeek-V2 ``topk_method`` values: which limit routing to ``topk_group`` of ``n_group`` groups
+#: ("gready" is the default, misspelt, of DeepSeek's own configuration_deepseek.py; it routes greedily)
+DEEPSEEK_V2_TOPK_METHODS = {"greedy": False, "gready": False, "group_limited_greedy": True}
+
 #: config.json dtype names → the course's dtype names (the recurrent state's ``mamba_ssm_dtype``)
 TORCH_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
@@ -400,7 +411,7 @@ def _read(family: str, cfg: dict, where: str) -> dict:
         out.update(num_experts=f.count("num_local_experts"), num_experts_per_tok=f.count(per_token),
                    moe_intermediate_size=out["intermediate_size"])  # every expert is intermediate_size wide
     elif family in ("deepseek_v3", "deepseek_v2"):
-        out.update(_deepseek_v3(f, out))
+        out.update(_deepseek_v3(f, out, family))
     _check_shapes(out, where)
     return out
 
@@ -536,7 +547,7 @@ def _sliding_pattern(f: _Fields, layers: int, pattern_keys: tuple[str, ...]) -> 
     return dict(sliding_window=f.count("sliding_window"), sliding_window_pattern=pattern)
 
 
-def _deepseek_v3(f: _Fields, out: dict) -> dict:
+def _deepseek_v3(f: _Fields, out: dict, family: str) -> dict:
     if f.count("moe_layer_freq", default=1) != 1:
         raise RooflineInputError(f"{f.where}: moe_layer_freq {f.cfg['moe_layer_freq']!r} is not a layout the cost "
                                  f"model represents; it needs 1 (every layer after first_k_dense_replace is MoE)")
@@ -553,7 +564,32 @@ def _deepseek_v3(f: _Fields, out: dict) -> dict:
         moe_intermediate_size=f.count("moe_intermediate_size"),
         n_shared_experts=f.count("n_shared_experts", default=0, minimum=0), first_k_dense_replace=first_dense,
         mtp_layers=f.count("num_nextn_predict_layers", default=0, minimum=0),
+        **_routing_groups(f, family),
     )
+
+
+def _routing_groups(f: _Fields, family: str) -> dict:
+    """``n_group`` and ``topk_group`` where the family's gate limits a token to topk_group groups
+    (DeepSeek-V3 always, with transformers' defaults; DeepSeek-V2 under ``group_limited_greedy``),
+    else 0 and 0; checked against the experts."""
+    if family == "deepseek_v2":
+        method = f.cfg.get("topk_method", "greedy")
+        if method not in DEEPSEEK_V2_TOPK_METHODS:
+            raise RooflineInputError(f"{f.where}: topk_method {method!r} is not a routing the cost model knows; "
+                                     f"allowed: {', '.join(DEEPSEEK_V2_TOPK_METHODS)}")
+        if not DEEPSEEK_V2_TOPK_METHODS[method]:
+            return {}
+        groups, top = f.count("n_group"), f.count("topk_group")
+    else:
+        groups = f.count("n_group", default=DEEPSEEK_V3_ROUTING_DEFAULTS["n_group"])
+        top = f.count("topk_group", default=DEEPSEEK_V3_ROUTING_DEFAULTS["topk_group"])
+    E, k = f.count("n_routed_experts"), f.count("num_experts_per_tok")
+    if E % groups or top > groups or k > top * (E // groups):
+        raise RooflineInputError(
+            f"{f.where}: n_group {groups} and topk_group {top} do not fit {E} routed experts with {k} per token "
+            "(n_group must divide the experts, topk_group be at most n_group, and topk_group groups hold at least "
+            "num_experts_per_tok experts)")
+    return dict(n_group=groups, topk_group=top)
 
 
 __all__ = ["ARCHITECTURES", "MODEL_TYPES", "model_config_notes", "model_from_config", "supported_model_types"]

@@ -13,7 +13,7 @@ import numpy as np
 
 from ._catalog import load_catalog
 from .dtypes import bytes_per_element, check_dtype, kv_bytes_per_element
-from .errors import unknown_name_error
+from .errors import RooflineInputError, unknown_name_error
 
 FULL_ATTENTION = "full_attention"
 SLIDING_ATTENTION = "sliding_attention"
@@ -90,6 +90,14 @@ class Model:
     #: decoder_sparse_step). 1: every layer past the first k.
     moe_layer_interval: int = 1
     mtp_layers: int = 0  #: multi-token-prediction layers shipped beside the model (not counted here)
+    #: Group-limited routing (DeepSeek-V2's group_limited_greedy, DeepSeek-V3's noaux_tc): the routed
+    #: experts in n_group contiguous groups of num_experts / n_group (expert i in group
+    #: i ÷ (num_experts / n_group), as the gate views its scores), and a token's num_experts_per_tok
+    #: experts chosen from at most topk_group of them. DeepSeek places the groups on nodes to cap the
+    #: nodes a token reaches (DeepSeek-V3: 8 groups, at most 4 per token). 0 and 0: routing not
+    #: group-limited (every other model, and DeepSeek-V2-Lite's greedy routing).
+    n_group: int = 0
+    topk_group: int = 0
     # Reference figures for the tests only (never used in a computation)
     published_total_params: float | None = None
     published_active_params: float | None = None
@@ -99,10 +107,28 @@ class Model:
     published_embedding_params: float | None = None
     published_detail_source: str = ""
 
+    def __post_init__(self) -> None:
+        if not (self.n_group or self.topk_group):
+            return
+        E, k, g, tg = self.num_experts, self.num_experts_per_tok, self.n_group, self.topk_group
+        ok = (E > 0 and isinstance(g, int) and isinstance(tg, int) and g >= 1 and 1 <= tg <= g and E % g == 0
+              and k <= tg * (E // g))
+        if not ok:
+            raise RooflineInputError(
+                f"model {self.id!r}: group-limited routing needs n_group >= 1 dividing the {E} routed experts, "
+                f"1 <= topk_group <= n_group, and room for the {k} experts per token in topk_group groups "
+                f"(k <= topk_group × experts per group); got n_group {g!r}, topk_group {tg!r}")
+
     # ---- layout -------------------------------------------------------------------------
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 0
+
+    @property
+    def group_limited_routing(self) -> bool:
+        """True when a token's experts come from fewer than all of the routing groups
+        (``topk_group`` < ``n_group``): DeepSeek-V2 and V3."""
+        return self.n_group > 1 and self.topk_group < self.n_group
 
     @property
     def is_hybrid(self) -> bool:

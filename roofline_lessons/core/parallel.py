@@ -6,7 +6,11 @@ Conventions (what a lesson can quote):
   heads and MLP/expert columns are split t ways, so each chip holds and reads 1/t of those weights
   and does 1/t of their FLOPs. The KV cache is split by KV head: 1/min(t, KV heads) per chip;
   when t exceeds the KV heads each KV head is stored on t / KV-heads chips (replicated, and said
-  so). Norms, residual adds and the MoE router run whole on every chip. The embedding and the
+  so), and an MLA latent (one per token, shared by every head) on all t. The estimate and the
+  memory keep that replication (what engines without decode context parallel do: each chip reads
+  its whole copy); the lower bound does not: it shards the KV across the t chips, as decode context
+  parallel does (see the lower bound below). Norms, residual adds and the MoE router run whole on
+  every chip. The embedding and the
   lm_head are split over the vocabulary. Activations of a split operator are split like its FLOPs
   (an approximation: a column-parallel matmul reads its whole input).
   Communication: two all-reduces per layer of the step's activations (tokens × hidden), one after
@@ -39,11 +43,13 @@ Conventions (what a lesson can quote):
   DeepSeek's EPLB places them (hot experts replicated). The slots must be ≥ E and divisible by the
   expert-parallel degree (e, or t × e under attention data parallel), which need no longer divide E.
   Each group (chip, under attention data parallel) holds slots/degree experts' weights, so the weights
-  per chip and the memory grow by slots/E for the experts; each replica serves an equal share of its
-  expert's tokens. Routing is assumed uniform over the slots (a token's k experts each served by one of
-  their replicas at random, as if it chose k of the slots): the weights read per chip are the slots
-  touched, slots·(1 − (1 − k/slots)^tokens) ÷ degree (more than E's, every replica reads its own copy);
-  the FLOPs per chip do not change.
+  per chip and the memory grow by slots/E for the experts. Routing is assumed uniform over the SLOTS:
+  a token chooses k of the slots, each slot equally likely, so every slot, replica or not, serves an
+  equal share of the tokens (what a balancer that replicates hot experts aims for). That is not "k
+  experts uniformly, then one of each one's replicas at random", which is uniform over the slots only
+  when every expert has equally many replicas. The weights read per chip are the slots touched,
+  slots·(1 − (1 − k/slots)^tokens) ÷ degree (more than E's, every replica reads its own copy); the
+  FLOPs per chip do not change.
 - **Pipeline parallel** over ``pipeline`` = p stages: the layers are split into p stages of
   ⌈layers/p⌉ or ⌊layers/p⌋ layers; the embedding sits on the first stage, the lm_head on the last.
   Between stages the activations (tokens × hidden) are sent once. One step of one batch passes
@@ -79,6 +85,17 @@ Conventions (what a lesson can quote):
   over the NIC (with uniform routing, (u_on − 1)/units and (units − u_on)/units of the copies, units
   the expert groups — chips under attention data parallel — and u_on those on one server). A send
   between pipeline stages on different servers crosses the NIC.
+- **Group-limited routing** (DeepSeek-V2/V3: ``Model.n_group`` routing groups of E/n_group
+  contiguous experts, a token's k experts from at most ``Model.topk_group`` of them; DeepSeek places
+  the groups on nodes so that a token reaches at most topk_group nodes). The estimate keeps uniform
+  routing over all the experts, the conservative count (DeepSeek-V3's 8 experts per token reach about
+  5.3 of 8 servers, more than the 4 groups its router allows). The lower bound takes the model's own
+  limit: routing uniform within it (topk_group of the n_group groups drawn uniformly, the k experts
+  uniformly among theirs), each destination's chance of being reached the smaller of that and the
+  uniform one, so a token reaches at most topk_group servers (expert groups) where the routing groups
+  align with them. It applies where the n_group groups tile the expert slots (each group's redundant
+  copies beside it, as DeepSeek's hierarchical EPLB keeps them on the group's node); elsewhere the
+  bound keeps uniform routing.
 - **Time.** A collective costs latency_s per call + bytes / the link's per-direction bandwidth.
   The per-call latency is ONE fixed cost whatever the number of chips (the catalog's figure is an
   assumption, ``latency_basis = "assumed"``: about 10 µs, the order of one NCCL call in an 8-GPU
@@ -98,8 +115,15 @@ Conventions (what a lesson can quote):
   communication; ``overlap_comm=True`` makes it max(compute, memory, communication).
 - **The lower bound** (:attr:`~roofline_lessons.core.placement.Placement.time_lower_bound_s`) counts
   no per-call latency, overlaps communication with compute and memory — and, past one server, the
-  scale-up link and the NIC with each other (its communication time is the larger of the two links'
-  least bytes ÷ their bandwidths) — and takes the least bytes any algorithm the link supports sends:
+  scale-up link and the NIC with each other: the NIC must carry the N bytes bound for other servers,
+  and the U in-server bytes may take either link (through the network switch as well as the scale-up
+  link), so its communication time is max(N ÷ NIC, (N + U) ÷ (NIC + scale-up)) at the per-direction
+  bandwidths, never more than the larger of the two links' own times. It reads the KV cache once per
+  tensor-parallel group: where the estimate replicates it (t above the KV heads, or an MLA latent),
+  each chip's compulsory KV read and write is 1/t of its group's, as decode context parallel (vLLM's
+  and SGLang's DCP: the KV sharded along the sequence inside the TP group, no duplicated storage)
+  achieves; the estimate and the memory keep the replication. It takes the least bytes any
+  algorithm the link supports sends:
   where the switch reduces in the switch (NVLink SHARP on NVLink 4 NVSwitch and later, InfiniBand
   SHARP in the network, ``Link.in_switch_reduction``) an all-reduce sends each byte once
   instead of the ring's 2(t−1)/t (the same for t = 2); elsewhere the ring's bytes. The logits
@@ -117,7 +141,8 @@ Conventions (what a lesson can quote):
   reached): they price the MEAN step under random uniform routing, not every step — one step's
   draw sends more or less than the mean (a few per cent at batch 1), a routing that keeps tokens
   near their experts sends less, a skewed one loads one chip more. So for expert parallel the
-  bound is a bound *on the mean step under uniform routing*. With pipeline stages the bound is the
+  bound is a bound *on the mean step under uniform routing* (group-limited routing lowers the
+  bound's all-to-all to at most topk_group groups per token: see group-limited routing above). With pipeline stages the bound is the
   larger of two: the busiest stage's bound (every stage does its share of the whole step, however
   it is cut into micro-batches), and one token's crossing — the sum of the stages' bounds for one
   sequence (decode: its next token needs this one, so it crosses every stage in turn, each
@@ -275,10 +300,12 @@ def check_parallelism(model: Model | str, par: Parallelism) -> tuple[str, ...]:
             f"({m.linear_num_key_heads} key, {m.linear_num_value_heads} value)")
     if t > 1 and m.is_mla:
         warnings.append(f"{m.id} caches one MLA latent per token shared by all heads: each of the {t} tensor-parallel "
-                        f"chips keeps the whole latent cache (replicated {t}×)")
+                        f"chips keeps the whole latent cache (replicated {t}×) in the estimate and the memory; the "
+                        f"lower bound shards it across the {t} chips, as decode context parallel does")
     if t > kv and attention:
         warnings.append(f"tensor parallel {t} exceeds {m.id}'s {kv} KV heads: each KV head is stored on {t // kv} "
-                        f"chips (the KV cache is replicated {t // kv}×, 1/{kv} of it per chip)")
+                        f"chips (the KV cache is replicated {t // kv}×, 1/{kv} of it per chip) in the estimate and the "
+                        f"memory; the lower bound shards it 1/{t} per chip, as decode context parallel does")
     if par.attention_data_parallel:
         if not m.is_moe:
             raise RooflineInputError(f"attention data parallel runs the MoE layers expert parallel over every chip; "
@@ -312,7 +339,8 @@ def check_parallelism(model: Model | str, par: Parallelism) -> tuple[str, ...]:
         if slots > E:
             warnings.append(f"{slots} expert slots for {m.id}'s {E} experts: {slots - E} redundant copies, "
                             f"{slots // degree} slots per {'chip' if par.attention_data_parallel else 'expert group'}"
-                            f"; routing assumed uniform over the slots (each replica an equal share)")
+                            f"; routing assumed uniform over the slots (a token chooses k of the slots, each slot "
+                            f"an equal share)")
     if p > m.num_hidden_layers:
         raise RooflineInputError(f"pipeline parallel {p} is more stages than {m.id}'s {m.num_hidden_layers} layers")
     return tuple(warnings)
@@ -444,10 +472,30 @@ def _tp_op(op: OpCost, model: Model, t: int) -> OpCost:
         return op
     kv_share = 1.0 / kv_split(model, t)
     if op.name in _KV_OPS:
-        return _scaled(op, kv_share)
+        return _kv_sharded_in_bound(_scaled(op, kv_share), kv_share, t)
     if op.block in ("full_attention", "sliding_attention", "chunked_attention", "mla") and op.kv_read_bytes is not None and np.any(np.asarray(op.kv_read_bytes) > 0):
-        return _scaled(op, 1.0 / t, kv_factor=kv_share)
+        return _kv_sharded_in_bound(_scaled(op, 1.0 / t, kv_factor=kv_share), kv_share, t)
     return _scaled(op, 1.0 / t)
+
+
+def _kv_sharded_in_bound(op: OpCost, kv_share: float, t: int) -> OpCost:
+    """``op`` on one of t chips that each hold ``kv_share`` of the KV cache (1/min(t, KV heads); 1 for
+    an MLA latent), with only 1/t of it compulsory: decode context parallel shards a replicated KV
+    head (an MLA latent) along the sequence across the t chips, so each KV byte is read and written once
+    per tensor-parallel group. The replicated rest stays in the estimate's traffic: the extra read as
+    ``kv_scratch_bytes`` (read, not compulsory), the extra write with the activations (written in the
+    unfused view, not compulsory, as a sliding window's scratch K and V). The footprint keeps the
+    replication (:func:`_footprint`)."""
+    keep = 1.0 / (t * kv_share)  # the compulsory share of this chip's KV traffic
+    if keep >= 1.0 or not (np.any(np.asarray(op.kv_read_bytes) > 0) or np.any(np.asarray(op.kv_write_bytes) > 0)):
+        return op
+    compulsory_read = (op.kv_read_bytes - op.kv_scratch_bytes) * keep
+    extra_write = op.kv_write_bytes * (1.0 - keep)
+    note = (f"KV replicated {round(t * kv_share)}× on the chips (estimate, memory); the bound shards it 1/{t} per "
+            "chip, as decode context parallel does")
+    return replace(op, kv_scratch_bytes=op.kv_read_bytes - compulsory_read, kv_write_bytes=op.kv_write_bytes - extra_write,
+                   activation_bytes=op.activation_bytes + extra_write,
+                   note=f"{op.note}; {note}" if op.note else note)
 
 
 def kv_split(model: Model, t: int) -> int:
@@ -530,23 +578,27 @@ class Comm:
         return sum((c.least_bytes for c in self.parts), 0.0)
 
     @property
+    def network_bound_bytes(self):
+        """The least bytes this chip must send over the scale-out link (0 in one server)."""
+        if self.scale_out_link is None:
+            return 0.0
+        return sum((c.least_bytes for c in self.parts if self._link_of(c) is self.scale_out_link), 0.0)
+
+    @property
     def bound_time_s(self):
-        """Seconds those least bytes need, each link's at its per-direction bandwidth, the links
-        running at once (the larger of the two), no per-call latency."""
-        if self.link is None:
+        """Seconds those least bytes need at the links' per-direction bandwidths, no per-call latency.
+
+        In one server: the in-server link's least bytes ÷ its bandwidth. Past one server the two links
+        run at once and share the work: the NIC must carry the cross-server bytes N, and the in-server
+        bytes U may take either link, so the least time is max(N ÷ NIC, (N + U) ÷ (NIC + in-server)) —
+        never more than the larger of the two links' own times."""
+        if self.link is None or not self.parts:
             return 0.0
-        per_link: dict[int, list] = {}
-        for c in self.parts:
-            lk = self._link_of(c)
-            entry = per_link.setdefault(id(lk), [lk, 0.0])
-            entry[1] = entry[1] + c.least_bytes
-        if not per_link:
-            return 0.0
-        times = [np.divide(b, lk.per_direction_bytes_per_s) for lk, b in per_link.values()]
-        out = times[0]
-        for x in times[1:]:
-            out = np.maximum(out, x)
-        return out
+        total = self.bound_bytes
+        if self.scale_out_link is None:
+            return np.divide(total, self.link.per_direction_bytes_per_s)
+        net_bw, up_bw = self.scale_out_link.per_direction_bytes_per_s, self.link.per_direction_bytes_per_s
+        return np.maximum(np.divide(self.network_bound_bytes, net_bw), np.divide(total, net_bw + up_bw))
 
 
 _ACROSS = " across servers"  #: the name suffix of a collective's part on the scale-out link
@@ -557,10 +609,16 @@ def _collective(link: Link, name: str, calls: float, nbytes, latency_s: float, b
                     time_s=calls * latency_s + np.divide(nbytes, link.per_direction_bytes_per_s))
 
 
-def remote_groups_per_token(experts: int, chosen: int, groups: int) -> float:
+def remote_groups_per_token(experts: int, chosen: int, groups: int, n_group: int = 0, topk_group: int = 0) -> float:
     """Expected number of OTHER expert groups a token's ``chosen`` experts live on, when the
     ``experts`` are spread evenly over ``groups`` groups and routing is uniform (each token's k
     experts a uniform draw without replacement): (e − 1)·(1 − C(E − E/e, k)/C(E, k)).
+
+    With group-limited routing (``n_group`` routing groups of E/n_group contiguous experts, a token's
+    experts from at most ``topk_group`` of them: DeepSeek-V2/V3) the routing is uniform within the
+    limit (topk_group of the n_group routing groups drawn uniformly, the k experts uniformly among
+    theirs), and the count is the smaller of that and the unlimited one (:func:`_route_hit`); a token
+    then reaches at most topk_group groups when the routing groups align with the expert groups.
 
     The least an all-to-all must move per token: one copy per destination group, whatever the
     number of experts chosen there, as DeepEP's high-throughput (normal) kernels do; its
@@ -573,13 +631,59 @@ def remote_groups_per_token(experts: int, chosen: int, groups: int) -> float:
     E, k, e = int(experts), int(chosen), int(groups)
     if e <= 1:
         return 0.0
-    return (e - 1) * _hit(E, k, e)
+    return (e - 1) * _route_hit(E, k, e, int(n_group), int(topk_group))
 
 
 def _hit(slots: int, k: int, groups: int) -> float:
     """Chance that one given group of ``groups`` (holding slots/groups of the ``slots``) holds at least
     one of a token's k choices, under uniform routing over the slots."""
     return 1.0 - math.comb(slots - slots // groups, k) / math.comb(slots, k)
+
+
+def _route_hit(slots: int, k: int, dests: int, n_group: int = 0, topk_group: int = 0) -> float:
+    """Chance that a token's k choices reach one given destination of ``dests`` (each holding
+    slots/dests contiguous slots), the mean over the destinations: :func:`_hit` under uniform
+    routing, and with group-limited routing the smaller of that and the chance under uniform
+    routing within the limit (:func:`_group_limited_hit`). The limit applies where the n_group
+    routing groups tile the slots (n_group divides them: each group's replicas beside it, as
+    DeepSeek's hierarchical EPLB keeps them on its node); elsewhere routing stays uniform."""
+    uniform = _hit(slots, k, dests)
+    if n_group <= 1 or topk_group >= n_group or slots % n_group or k > topk_group * (slots // n_group):
+        return uniform
+    return min(uniform, _group_limited_hit(slots, k, dests, n_group, topk_group))
+
+
+def _group_limited_hit(slots: int, k: int, dests: int, n_group: int, topk_group: int) -> float:
+    """Mean over the ``dests`` destinations (slots/dests contiguous slots each) of the chance that a
+    token reaches it when it draws ``topk_group`` of the ``n_group`` routing groups (slots/n_group
+    contiguous slots each) uniformly, then its k slots uniformly among those groups' slots.
+    Exact: for a destination overlapping the groups by o_i slots, the chance it is missed is
+    Σ over the chosen groups' overlap x of P(x) · C(W − x, k)/C(W, k), W = topk_group·slots/n_group."""
+    s, d = slots // n_group, slots // dests
+    pool = topk_group * s
+    ways_all = math.comb(n_group, topk_group)
+    total = 0.0
+    for u in range(dests):
+        lo, hi = u * d, (u + 1) * d
+        overlaps = [min(hi, (i + 1) * s) - max(lo, i * s) for i in range(n_group)]
+        overlaps = [o for o in overlaps if o > 0]
+        m = len(overlaps)
+        # ways[j][x]: ways to choose j of the overlapping groups whose overlaps sum to x
+        ways = [dict() for _ in range(m + 1)]
+        ways[0][0] = 1
+        for o in overlaps:
+            for j in range(m - 1, -1, -1):
+                for x, w in ways[j].items():
+                    ways[j + 1][x + o] = ways[j + 1].get(x + o, 0) + w
+        miss = 0
+        for j in range(min(m, topk_group) + 1):
+            rest = math.comb(n_group - m, topk_group - j)
+            if rest == 0:
+                continue
+            for x, w in ways[j].items():
+                miss += w * rest * math.comb(pool - x, k)
+        total += 1.0 - miss / (ways_all * math.comb(pool, k))
+    return total / dests
 
 
 def _all_reduce(name: str, calls: float, count: float, message, t: int, server: int, up: Link, net: Link | None,
@@ -631,7 +735,8 @@ def _all_to_all(model: Model, par: Parallelism, tokens_local, moe_layers: float,
         on = server // unit_chips if unit_chips <= server else 1
     calls, name = 2.0 * moe_layers, "expert all-to-all (2 per MoE layer)"
     vec = h * ab
-    p_unit = _hit(slots, k, units)
+    g, tg = model.n_group, model.topk_group  # group-limited routing: the bound's counts only
+    p_unit = _route_hit(slots, k, units, g, tg)
     est_up = tok * k * (on - 1) / units * vec
     least_up = tok * (on - 1) * p_unit * vec
     # a group of a whole server (or more) reaches every other group over the network only: no in-server part
@@ -642,7 +747,7 @@ def _all_to_all(model: Model, par: Parallelism, tokens_local, moe_layers: float,
         if unit_chips <= server:
             srv = units // on  # servers the stage spans
             # each token crosses once per other server its experts live on, spread over the server's NICs
-            least_net = (srv - 1) * _hit(slots, k, srv) * tok / unit_chips * vec
+            least_net = (srv - 1) * _route_hit(slots, k, srv, g, tg) * tok / unit_chips * vec
         else:  # a group spans servers: each of its servers takes each token routed to it once
             least_net = (units - 1) * p_unit * tok / server * vec
         parts.append(_collective(net, f"{name}{_ACROSS}", calls, calls * est_net, lat_net, calls * least_net))

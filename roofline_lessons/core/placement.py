@@ -32,6 +32,10 @@ ESTIMATE_CONVENTIONS = {
     "dequant": "weight-only dequantisation in series with the matmuls (added, not overlapped)",
     "ring": "all-reduces and gathers by the ring algorithm",
     "all_to_all": "all-to-alls sending one copy of a token per chosen expert",
+    "kv_replicated": ("the KV cache replicated {r}× on the tensor-parallel chips, each reading its whole copy (no "
+                      "decode context parallel; the bound shards it 1/{t} per chip)"),
+    "group_routing": ("routing uniform over all the experts, not limited to {top} of the {groups} expert groups per "
+                      "token as the model routes (the bound allows the limit)"),
     "latency": "{us:g} µs per collective call (assumed)",
     "serial": "communication after the compute, not overlapped",
     "stages": "pipeline stages one after another, each send with its latency",
@@ -252,8 +256,21 @@ class Placement:
     @property
     def comm_lower_bound_s(self):
         """The bound's communication seconds: the least bytes any algorithm the link supports sends
-        (in-switch reduction where the switch does it), at its bandwidth, no per-call latency."""
+        (in-switch reduction where the switch does it), at its bandwidth, no per-call latency; past
+        one server max(network bytes ÷ NIC, all the bytes ÷ (NIC + in-server link)): the NIC must carry
+        the cross-server bytes, the two links share the rest (:attr:`Comm.bound_time_s`)."""
         return 0.0 if self.comm is None else self.comm.bound_time_s
+
+    @property
+    def kv_replication(self) -> int:
+        """How many tensor-parallel chips hold each KV entry in the estimate and the memory: t ÷ the KV
+        heads when t exceeds them, t for an MLA latent (shared by every head), else 1. The lower bound
+        reads each entry once per tensor-parallel group (1/t per chip, as decode context parallel
+        shards it); the estimate and the footprint keep the replication."""
+        t = self.parallelism.tensor
+        if t == 1 or self.model.kv_bytes_per_token("bf16") == 0:
+            return 1
+        return t if self.model.is_mla else max(1, t // self.model.num_key_value_heads)
 
     @property
     def peak_flops_per_s(self):
@@ -414,6 +431,12 @@ class Placement:
                                                            if self.link.in_switch_reduction else ""))
             if any("all-to-all" in n for n in names):
                 out.append(ESTIMATE_CONVENTIONS["all_to_all"])
+                if self.model.group_limited_routing:
+                    out.append(ESTIMATE_CONVENTIONS["group_routing"].format(top=self.model.topk_group,
+                                                                            groups=self.model.n_group))
+            replicated = self.kv_replication
+            if replicated > 1:
+                out.append(ESTIMATE_CONVENTIONS["kv_replicated"].format(r=replicated, t=self.parallelism.tensor))
             if names:
                 out.append(ESTIMATE_CONVENTIONS["latency"].format(us=lat * 1e6))
             if not self.parallelism.overlap_comm:

@@ -1031,13 +1031,15 @@ def _dequant_tokens_equivalent(model, part):
 # ---- lesson 13: how close real engines get ---------------------------------------------------
 
 
-def _engine_run(run, quantity="fraction", scale=1.0):
+def _engine_run(run, quantity="fraction", scale=1.0, measured_of=None):
     """A published run as lesson 13 prices it (:func:`~roofline_lessons.topics.real_engines.price_run`):
     its ``"fraction"`` of the bound, or its ``"bound"``, ``"estimate"`` or ``"measured"`` figure in its
     metric's unit, or ``"bound_over_estimate"`` (how far the estimate's conventions fall below the
     bound), × ``scale``."""
     from ..topics.real_engines import price_run
     p = price_run(run)
+    if measured_of is not None:  # another run's published figure over this run's bound (a red flag's number)
+        return price_run(measured_of).measured / p.bound * scale
     value = {"fraction": p.fraction_of_bound, "bound": p.bound, "estimate": p.estimate, "measured": p.measured,
              "bound_over_estimate": p.as_rate(p.bound) / p.as_rate(p.estimate)}[quantity]
     return value * scale
@@ -1053,12 +1055,19 @@ def _engine_regime(regime="all", quantity="median", scale=1.0):
     return {"lowest": min(f), "median": float(np.median(f)), "highest": max(f), "runs": len(f)}[quantity] * scale
 
 
-def _engine_forecast_error(quantity="median"):
-    """Lesson 13's leave-one-out forecasts: the median or worst absolute error, as a percentage."""
+def _engine_forecast_error(quantity="median", in_sample=False):
+    """Lesson 13's leave-one-out forecasts: the median or worst absolute error, as a percentage;
+    ``in_sample``: each run forecast from its whole regime, itself included (the circular way)."""
     import numpy as np
 
-    from ..topics.real_engines import leave_one_out, priced_runs
-    errors = np.abs([f.error for f in leave_one_out(priced_runs())])
+    from ..topics.real_engines import Forecast, leave_one_out, priced_runs
+    priced = priced_runs()
+    if in_sample:
+        forecasts = [Forecast(p, float(np.median([q.fraction_of_bound for q in priced if q.run.regime == p.run.regime])),
+                              sum(q.run.regime == p.run.regime for q in priced)) for p in priced]
+    else:
+        forecasts = leave_one_out(priced)
+    errors = np.abs([f.error for f in forecasts])
     return 100.0 * float(np.median(errors) if quantity == "median" else errors.max())
 
 

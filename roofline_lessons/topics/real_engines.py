@@ -15,16 +15,19 @@ How a run is priced (the conventions a lesson can quote):
   request of the run's prompt and output lengths at the run's batch (1 when the source states none,
   the batch-1 regime's premise), as :func:`~roofline_lessons.topics.serving.request_timeline` prices
   them: (E2E − TTFT) ÷ (output − 1), the lower bound from each step's lower bound. The per-user rate
-  is 1 ÷ TPOT: engines that quote a decode rate time the decode steps (llama.cpp's ``tg``,
-  TensorRT-LLM's per-user rates); a source that folds the prefill into its rate (gpt-fast, with a
-  6-token prompt) is compared with a rate the prefill would lower a little, so its fraction is a
-  little high, never a violation of the bound's direction.
+  is 1 ÷ TPOT: engines that quote a decode rate time the decode steps (TensorRT-LLM's per-user
+  rates); a source that folds the prefill into its rate (gpt-fast, a 5-token prompt) publishes a
+  rate the prefill lowers a little, so against the decode-only bound its fraction reads a little
+  low: still at most 1.
 - **TTFT** (``ttft_s``): the prefill of the batch's prompts, lower bound and estimate.
 - **Aggregate rates** (``output_tokens_per_s``, ``..._per_chip``, ``total_tokens_per_s``): at the
   run's batch when the source states one; for a maximum-throughput run that states none, the bound
-  takes the largest batch whose weights and KV at the final context fit every chip's whole memory
-  (a larger batch would not fit, and the continuous-batching bound only rises with the batch), and
-  the estimate the largest that fits at :data:`ESTIMATE_MEMORY_UTILIZATION` of it. The bound is
+  takes the largest batch whose weights and KV fit every chip's whole memory with each sequence at
+  the mean context of a request's life, prompt + output/2 (continuous batching with a paged KV
+  cache holds requests at every stage, each only what it has cached; the continuous-batching bound
+  only rises with the batch), and the estimate the largest that fits at
+  :data:`ESTIMATE_MEMORY_UTILIZATION` of memory with each sequence at its final context (a static
+  batch that reserves every request's whole KV). The bound is
   continuous batching's steady state
   (:func:`~roofline_lessons.topics.serving.continuous_batching_cycle_lower_bound_s`): the prefills
   ride in the decode steps, each unit's work summed over the cycle. The estimate is one static
@@ -38,6 +41,11 @@ How a run is priced (the conventions a lesson can quote):
 - **Speculative decoding**: a run the catalog marks speculative can yield several tokens per step;
   the per-user and TPOT bounds then assume every drafted token accepted (the most a verify step can
   yield), which no acceptance rate can beat.
+- **MoE routing**: for a mixture of experts every figure, bound and estimate, assumes the tokens of
+  a step route uniformly and independently (the experts a step touches are the expected number
+  under that routing). That is a property of the traffic, not of the engine: tokens that share
+  experts (consecutive verify tokens often do) read fewer expert weights, so for an MoE the bound is
+  a bound on traffic routed that way.
 """
 
 from __future__ import annotations
@@ -96,10 +104,12 @@ RUN_ASSUMPTIONS: dict[str, dict[str, tuple[object, str]]] = {
                              "the loosest case, a 1-token prompt"),
         "output_tokens": (291, "the log's output rate ÷ its sample rate (31,302.7 ÷ 107.477 ≈ 291 tokens per "
                                "sample), derived here"),
+        "batch": (806, "the submission's config: gpu_batch_size 806, one copy per GPU (tensor_parallelism 1)"),
     },
     "mlperf-4.1-llama-2-70b-mi300x8-offline": {
         "prompt_tokens": (1, "OpenOrca's distribution, lengths unstated: the loosest case, a 1-token prompt"),
-        "output_tokens": (291, "the NVIDIA submission's mean output per sample (the same dataset), derived there"),
+        "output_tokens": (293, "the log's output rate ÷ its sample rate (23,514.8 ÷ 80.15 ≈ 293 tokens per sample), "
+                               "derived here"),
     },
     "mlperf-4.1-llama-2-70b-h200x8-server-ttft": {
         "prompt_tokens": (1, "OpenOrca's distribution, lengths unstated: the loosest case, a 1-token prompt "
@@ -125,10 +135,26 @@ RUN_ASSUMPTIONS: dict[str, dict[str, tuple[object, str]]] = {
                               "slots, 4 a GPU (72 does not divide 256)"),
     },
     "sglang-deepseek-v3-prefill-h100x32-ep32-2k": {
-        "mode": ("prefill step", "the blog times prefill alone (decode assumed unlimited)"),
-        "batch": (16384 // 2048 * 32, "16,384 tokens per device per batch (the blog's profile) at 2,048-token "
-                                      "prompts: 8 prompts per GPU"),
+        "mode": ("any batch", "the blog times prefill alone (decode assumed unlimited) and states tokens per device "
+                              "only for another prompt length: any batch and the shortest prompt, so only the per-token "
+                              "costs remain"),
         "weights_dtype": ("fp8", "unstated; DeepSeek-V3's released weights are FP8"),
+    },
+    "trtllm-deepseek-r1-b200x8-bs1-no-mtp": {
+        "quantized_weights": ("mlp", "stated: the blog's precision table keeps attention, the MTP layers and the router "
+                                     "GEMM in BF16, the dense and MoE FFNs in NVFP4"),
+    },
+    "trtllm-deepseek-r1-b200x8-bs1-mtp3-relaxed": {
+        "quantized_weights": ("mlp", "stated: the blog's precision table keeps attention, the MTP layers and the router "
+                                     "GEMM in BF16, the dense and MoE FFNs in NVFP4"),
+    },
+    "gpt-fast-llama-2-7b-int4-a100-bs1": {
+        "quantized_weights": ("all", "gpt-fast's quantize.py quantizes every nn.Linear, the output head included (the "
+                                     "course's 'all' also puts the embedding and norms in int4: a looser bound)"),
+    },
+    "gpt-fast-llama-2-70b-int4-a100-bs1": {
+        "quantized_weights": ("all", "gpt-fast's quantize.py quantizes every nn.Linear, the output head included (the "
+                                     "course's 'all' also puts the embedding and norms in int4: a looser bound)"),
     },
 }
 
@@ -158,14 +184,20 @@ def run_pricing(run: EngineRun) -> Pricing:
                    weights if weights in ("bf16", "fp16", "fp8", "fp4") and _has_units(run.part, weights) else "bf16",
                    "unstated: the weights' format where the part computes in it, else BF16")
     kv = pick("kv_dtype", run.kv_dtype, "fp8" if _has_units(run.part, "fp8") else compute,
-              "unstated: the smallest KV format the engine offers on the part (FP8 where the part computes FP8), "
-              "so the bound stays loose")
+              "unstated: FP8 where the part computes FP8 (the smallest KV format these engines offer there, so the "
+              "bound stays loose); on a part without FP8 the engine's own format, as a build without a quantisation "
+              "flag keeps it (an INT8 KV cache would loosen the bound further)")
     fields = {"weights_dtype": weights, "compute_dtype": compute, "kv_dtype": kv}
+    if "quantized_weights" in extra:
+        fields["quantized_weights"] = pick("quantized_weights", None)
     if run.bits_per_weight and weights == "int4":
-        # a group of g 4-bit codes with a 16-bit scale and zero point: 4 + 32/g bits a weight
-        group = int(round(32 / (run.bits_per_weight - 4))) if run.bits_per_weight > 4 else None
+        # the core charges one 16-bit scale per group of g weights (4 + 16/g bits a weight): the group that
+        # gives the run's stated bits per weight (gpt-fast's 5.0: a scale and a zero point per 32 weights)
+        group = int(round(16 / (run.bits_per_weight - 4))) if run.bits_per_weight > 4 else None
         if group:
             fields["weight_group_size"] = group
+            assumed.append(f"int4 priced at {run.bits_per_weight:g} bits a weight (one 16-bit scale per {group} "
+                           "weights in the course's format: the same bytes)")
     prompt = pick("prompt_tokens", run.prompt_tokens)
     if run.output_tokens is None and run.engine.startswith("gpt-fast"):
         output = pick("output_tokens", None, GPT_FAST_NEW_TOKENS, "unstated; gpt-fast's generate.py default "
@@ -182,8 +214,9 @@ def run_pricing(run: EngineRun) -> Pricing:
         par = Parallelism(tensor=1, expert=run.chips // (p * copies), pipeline=p, attention_data_parallel=True,
                           expert_slots=slots)
         if e != run.chips // (p * copies) or t > 1:
+            source_split = f"TP {t} × EP {e}" if run.expert else f"TP {t}, EP unstated"
             assumed.append(f"split: attention data parallel over {run.chips // (p * copies)} ranks, experts expert "
-                           f"parallel over all of them (the source's TP {t} × EP {e} counts the same ranks)")
+                           f"parallel over all of them (the source's {source_split} counts the same ranks)")
     elif t * e * p * copies > run.chips:
         par = Parallelism(tensor=t, pipeline=p)
         assumed.append(f"split: the experts tensor parallel over all {t} ranks with attention (the source's "
@@ -218,17 +251,23 @@ def _copy_chips(par: Parallelism) -> int:
     return int(par.tensor * par.expert * par.pipeline)
 
 
-def largest_batch_that_fits(run: EngineRun, memory_utilization: float = 1.0, pricing: Pricing | None = None) -> int:
-    """Sequences one copy holds at the run's final context (prompt + output tokens), weights and KV
-    on every chip within ``memory_utilization`` of its memory. Raises when not even one sequence fits."""
+def largest_batch_that_fits(run: EngineRun, memory_utilization: float = 1.0, pricing: Pricing | None = None, *,
+                            steady_state: bool = False) -> int:
+    """Sequences one copy holds, weights and KV on every chip within ``memory_utilization`` of its
+    memory: each sequence at the run's final context (prompt + output tokens, what a scheduler that
+    reserves a request's whole KV up front must hold), or with ``steady_state`` at the mean context
+    of a request's life (prompt + output/2: continuous batching with a paged KV cache, requests at
+    every stage of their decoding, each holding only what it has cached). Raises when not even one
+    sequence fits."""
     pr = pricing or run_pricing(run)
     f = pr.fields
-    fits = max_batch_that_fits_on_chips(run.model, run.part, pr.prompt_tokens + pr.output_tokens, pr.parallelism,
+    context = pr.prompt_tokens + (pr.output_tokens // 2 if steady_state else pr.output_tokens)
+    fits = max_batch_that_fits_on_chips(run.model, run.part, context, pr.parallelism,
                                         weights_dtype=f["weights_dtype"], kv_dtype=f["kv_dtype"],
                                         memory_utilization=memory_utilization,
                                         weight_group_size=f.get("weight_group_size"))
     if fits < 1:
-        raise RooflineInputError(f"run {run.id!r}: not one sequence of {pr.prompt_tokens + pr.output_tokens} tokens "
+        raise RooflineInputError(f"run {run.id!r}: not one sequence of {context} tokens "
                                  f"fits {run.model} on {_copy_chips(pr.parallelism)} × {run.part} at "
                                  f"{memory_utilization:.0%} of memory")
     return int(fits)
@@ -326,7 +365,7 @@ def _per_copy_rates(run: EngineRun, pr: Pricing) -> tuple[float, float, int, int
         if metric == "tpot_s":
             return bound_s, t.tpot_s, b, b, "steps"
         return 1.0 / bound_s, 1.0 / t.tpot_s, b, b, "steps"
-    b_bound = pr.batch or largest_batch_that_fits(run, pricing=pr)
+    b_bound = pr.batch or largest_batch_that_fits(run, pricing=pr, steady_state=True)
     b_est = pr.batch or largest_batch_that_fits(run, ESTIMATE_MEMORY_UTILIZATION, pricing=pr)
     tb = _timeline(run, pr, b_bound)
     te = tb if b_est == b_bound else _timeline(run, pr, b_est)
@@ -492,11 +531,14 @@ class Sizing:
 def size_deployment(model: str, part: str, *, target_output_tokens_per_s: float, tpot_slo_s: float,
                     prompt_tokens: int, output_tokens: int, efficiency: float, tensor: int = 1,
                     weights_dtype: str = "bf16", kv_dtype: str = "bf16", compute_dtype: str | None = None,
-                    memory_utilization: float = ESTIMATE_MEMORY_UTILIZATION) -> Sizing:
+                    memory_utilization: float = 1.0) -> Sizing:
     """How many chips reach ``target_output_tokens_per_s`` with every request's TPOT within
     ``tpot_slo_s``, forecast as the bound × ``efficiency`` (a fraction in (0, 1], calibrated on
-    published runs). Raises when even batch 1's forecast TPOT misses the limit, or one sequence
-    does not fit."""
+    published runs). Conventions (a forecast, not a bound): the batch is capped where each sequence's
+    final KV fits ``memory_utilization`` of memory (default all of it: a calibrated efficiency
+    already carries the engine's own memory margin); the TPOT forecast is the decode steps' bound ÷
+    the same efficiency (an assumption: the runs it is calibrated on report rates, not TPOT).
+    Raises when even batch 1's forecast TPOT misses the limit, or one sequence does not fit."""
     for name, v in (("target_output_tokens_per_s", target_output_tokens_per_s), ("tpot_slo_s", tpot_slo_s)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
             raise RooflineInputError(f"{name} must be a positive number, got {v!r}")
@@ -550,10 +592,31 @@ def _lengths(p: PricedRun) -> str:
     text = f"{r.prompt_tokens if r.prompt_tokens is not None else '?'} → " \
            f"{r.output_tokens if r.output_tokens is not None else '?'}"
     if pr is not None and pr.mode == "any batch":
-        return text + " (any)"
+        return text + " (priced at any batch, the shortest context)"
+    if pr is not None and pr.mode == "decode step":
+        return f"a decode step at {pr.prompt_tokens:,} cached"
+    if pr is not None and pr.mode == "prefill step":
+        return f"a prefill of {pr.prompt_tokens:,}"
     if pr is not None and (r.prompt_tokens is None or r.output_tokens is None):
         text += f" (priced {pr.prompt_tokens} → {pr.output_tokens})"
     return text
+
+
+def engine_family(run: EngineRun) -> str:
+    """The engine without its harness or front end ("TensorRT-LLM" for TensorRT-LLM behind Triton)."""
+    return run.engine.split(" (")[0].split(" + ")[0]
+
+
+def engine_name(run: EngineRun) -> str:
+    """The engine as the table writes it: its name without the parenthesis, and its version when
+    stated (a commit shortened to 10 characters; a version that repeats the name kept once)."""
+    import re
+    name = run.engine.split(" (")[0]
+    version = run.engine_version
+    if version.startswith(NOT_STATED):
+        return name
+    version = re.sub(r"\b([0-9a-f]{10})[0-9a-f]{30}\b", r"\1", version)
+    return version if version.lower().startswith(name.lower()) else f"{name} {version}"
 
 
 def figure_text(metric: str, value: float) -> str:
@@ -577,8 +640,7 @@ def runs_table(priced) -> tuple[tuple[str, ...], list[list[str]]]:
         if pr is not None:
             formats = f"{pr.fields['weights_dtype']} / {pr.fields['kv_dtype']}" + (
                 "*" if NOT_STATED in (r.weights_dtype, r.kv_dtype) else "")
-        rows.append([r.id, f"{r.engine.split(' (')[0]} {r.engine_version if r.engine_version != NOT_STATED else ''}"
-                     .strip(), f"{r.part} × {r.chips}", r.model_as_published, formats, _lengths(p),
+        rows.append([r.id, engine_name(r), f"{r.part} × {r.chips}", r.model_as_published, formats, _lengths(p),
                      str(r.batch) if r.batch else "—", figure_text(r.metric, r.value), figure_text(r.metric, p.bound),
                      f"{p.fraction_of_bound:.2f}", f"{r.source} ({r.published})"])
     return RUN_TABLE_HEADERS, rows

@@ -45,7 +45,7 @@ def engines_vs_bound_chart(priced: Sequence[PricedRun], title: str = "Published 
         ax.scatter(bound[idx], measured[idx], s=60, color=colour, marker=marker, edgecolor="black", linewidth=0.6,
                    zorder=3, label=f"{regime_name(regime)} ({quantity(len(idx), 'run', whole=True)})")
     ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), title=title,
-           xlabel="Course's lower bound, as a rate\n(tokens/s; 1/TTFT and 1/TPOT for time figures)",
+           xlabel="The bound: the fastest rate no engine can pass\n(tokens/s; for a time figure, 1/TTFT or 1/TPOT, per s)",
            ylabel="Published figure, as a rate (same units)")
     ax.tick_params(labelsize=LEGEND_PT)
     ax.grid(True, which="major", alpha=0.3)
