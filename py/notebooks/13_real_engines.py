@@ -36,9 +36,13 @@
 # >
 # > - The **bound** is the course's lower bound for the run's own part, model, formats, lengths,
 # >   batch and split over chips. For a maximum-throughput run it takes the largest batch that fits
-# >   the whole memory, and prefills ride inside the decode steps (continuous batching's steady state).
+# >   the whole memory with every request at the mean context of its life, and prefills ride inside
+# >   the decode steps (continuous batching's steady state).
 # >   The **estimate** adds the course's conventions: unfused operators, a static batch, an assumed
 # >   per-call latency on every collective, and 90 % of memory.
+# > - For a mixture of experts, bound and estimate alike assume the tokens of a step route uniformly
+# >   and independently (a property of the traffic). A speculative run's bound assumes every drafted
+# >   token is accepted, the most a verify step can yield.
 # > - **Fraction of the bound** = measured ÷ bound for a rate, bound ÷ measured for a time. Either
 # >   way it is at most 1 wherever the bound holds.
 # > - Where a source leaves a figure unsaid (a length, a KV format, the split), the course fills the
@@ -159,7 +163,8 @@ md(f"**Batch-1 latency** (median {num(b1.median, 2)}). One chip at batch 1 comes
 tput_runs = sorted((p for p in priced if p.run.regime == "max throughput"), key=lambda p: p.fraction_of_bound)
 lowest_tput = tput_runs[0]
 md(f"**Maximum throughput** (median {num(tput.median, 2)}, from {num(tput.lowest, 2)} to {num(tput.highest, 2)}). "
-   "The bound takes the largest batch that fits *all* of memory. An engine keeps a margin for activations and "
+   "The bound takes the largest batch that fits *all* of memory with every request at the mean context of its "
+   "life (continuous batching with a paged KV cache). An engine keeps a margin for activations and "
    "fragmentation, and often caps its batch lower still; its prefills also interrupt the decode steps instead of "
    f"hiding inside them. The lowest run, **{lowest_tput.run.id}** ({num(lowest_tput.fraction_of_bound, 2)}), is "
    + ("one whose lengths the source leaves unsaid and the course prices at the loosest case (section 1): part of "
