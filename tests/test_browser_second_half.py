@@ -7,8 +7,9 @@ import re
 import time
 
 import pytest
-from browser_checks import ARTIFACTS, DASHBOARDS, check_dashboard, halves, lab, lab_page  # noqa: F401
-from lab_driver import DEADLINE_S, open_and_run_all, shutdown_kernels, wait_idle, widget_problems
+from browser_checks import (ARTIFACTS, DASHBOARDS, ROOT, check_dashboard, halves, images_without_alt,  # noqa: F401
+                            lab, lab_page, rendering_problems)
+from lab_driver import DEADLINE_S, open_and_run_all, shutdown_kernels, wait_idle, wait_ran_all, widget_problems
 
 pytestmark = pytest.mark.browser
 _, SECOND_HALF = halves(DASHBOARDS)
@@ -18,6 +19,28 @@ _, SECOND_HALF = halves(DASHBOARDS)
 def test_dashboard_works_in_jupyterlab(lab_page, notebook):
     problems = check_dashboard(lab_page, f"notebooks/{notebook.name}", notebook.stem)
     assert problems == [], f"{notebook.name} in JupyterLab: {problems} (screenshots in {ARTIFACTS})"
+
+
+#: lessons with no dashboard that still render charts and tables a learner reads (the drill has its own test)
+STATIC_LESSONS = ["13_real_engines.ipynb"]
+
+
+@pytest.mark.parametrize("name", STATIC_LESSONS)
+def test_static_lesson_runs_and_renders_in_jupyterlab(lab_page, name):
+    """A lesson without a dashboard (lesson 13): Run All finishes with no error output, every chart
+    has alt text, and its Markdown tables and prose render (no pipes left, no money as math)."""
+    assert (ROOT / "notebooks" / name).exists() and (ROOT / "notebooks" / name) not in DASHBOARDS
+    page = lab_page.page
+    try:
+        assert lab_page.open_and_run_all(f"notebooks/{name}")
+        wait_ran_all(page)
+        page.screenshot(path=str(ARTIFACTS / f"{name.removesuffix('.ipynb')}-ran.png"), full_page=True)
+        assert page.locator(".jp-OutputArea-output img").count() >= 1
+        problems = widget_problems(page) + images_without_alt(page) + rendering_problems(page)
+        assert problems == [], f"{name} in JupyterLab: {problems} (screenshots in {ARTIFACTS})"
+    finally:
+        if not lab_page.close_notebook():
+            lab_page.reload()
 
 
 def _drill_header(page):
