@@ -604,7 +604,8 @@ def _parallel_flags(sp, names) -> None:
                          "10 µs); the lower bound never counts a per-call latency")
     sp.add_argument("--network-latency", type=_seconds("network-latency"), default=None, metavar="SECONDS",
                     help="seconds per call on the network between servers in the estimate (default: the catalog's "
-                         "assumed figure, 20 µs); the lower bound never counts it")
+                         "assumed figure, 10 µs, on top of the in-server link's where a collective uses both); the lower "
+                         "bound never counts it")
     sp.add_argument("--expert-slots", type=_count("expert-slots", 1), default=None, metavar="N",
                     help="expert slots with redundant copies, as DeepSeek's EPLB (default: the model's experts); "
                          ">= the experts and divisible by the expert-parallel degree")
@@ -750,8 +751,14 @@ def cmd_serve(args) -> int:
     note = ("Estimates: each step by the conventions `place` names (operators unfused, dequantisation in series")
     note += ")" if t.chips == 1 else ", ring collectives at the assumed per-call latency, added unless --overlap-comm)"
     note += ", the batch served as one static batch (the whole batch prefills, then decodes)."
+    tensor = 1 if copy is None else copy.tensor
+    replicated = tensor > 1 and (model.is_mla or (model.num_key_value_heads < tensor
+                                                  and model.kv_bytes_per_token("bf16") > 0))
     note += (" Lower bounds: an idle server's steps by compulsory traffic, units and the least communication "
-             "overlapped, no per-call latency" + (", for this chunking" if t.chunk_tokens else "")
+             "overlapped, no per-call latency"
+             + (f"; the bound shards the KV across the {tensor} tensor-parallel chips, as decode context parallel "
+                "does (the estimate and memory keep it replicated)" if replicated else "")
+             + (", for this chunking" if t.chunk_tokens else "")
              + (", given the assumed draft's cost" if t.speculative_tokens else "") + ".")
     if d["output_tokens_per_s_upper_bound"] is None:
         note += (" Continuous batching's upper bound is not computed with speculation or pipeline stages")
@@ -759,7 +766,11 @@ def cmd_serve(args) -> int:
         note += (" Upper bound: continuous batching's steady state with this batch in flight, the next requests' "
                  "prefills riding in the decode steps; no engine on this split beats it without speculative decoding (one "
                  "token per sequence per step)"
-                 + (f" ({_routing_text(model)})" if model.is_moe else ""))
+                 + (" (the mean step under uniform expert routing"
+                    + (f"; group-limited routing lowers the bound's all-to-all to at most {model.topk_group} of "
+                       f"{model.n_group} expert groups per token" if copy is not None and
+                       copy.expert_parallel_degree > 1 and model.group_limited_routing else "")
+                    + ")" if model.is_moe else ""))
     if t.batch > 1 and all_chips == 1:
         note += f". Figures are per chip: all {count(t.batch)} sequences on a single chip"
     print(f"\n{note}.")

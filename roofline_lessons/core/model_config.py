@@ -584,6 +584,8 @@ def _routing_groups(f: _Fields, family: str) -> dict:
         groups = f.count("n_group", default=DEEPSEEK_V3_ROUTING_DEFAULTS["n_group"])
         top = f.count("topk_group", default=DEEPSEEK_V3_ROUTING_DEFAULTS["topk_group"])
     E, k = f.count("n_routed_experts"), f.count("num_experts_per_tok")
+    if k > E:
+        return {}  # more experts per token than experts: the shape check names that
     if E % groups or top > groups or k > top * (E // groups):
         raise RooflineInputError(
             f"{f.where}: n_group {groups} and topk_group {top} do not fit {E} routed experts with {k} per token "

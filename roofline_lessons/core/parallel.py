@@ -99,7 +99,8 @@ Conventions (what a lesson can quote):
 - **Time.** A collective costs latency_s per call + bytes / the link's per-direction bandwidth.
   The per-call latency is ONE fixed cost whatever the number of chips (the catalog's figure is an
   assumption, ``latency_basis = "assumed"``: about 10 µs, the order of one NCCL call in an 8-GPU
-  node; 20 µs per call on the scale-out network). That is a one-shot, switch-style model: a textbook
+  node; on the scale-out network a further 10 µs per call, so a collective over both links pays 20 µs
+  in all). That is a one-shot, switch-style model: a textbook
   ring pays 2(n − 1) hop latencies
   (NCCL's LL and LL128 protocols make each hop cheaper, not fewer); NCCL's tree is a chain inside a
   node, so its latency is linear in the GPUs per node, logarithmic only in the number of nodes (NCCL's
@@ -547,7 +548,9 @@ class Comm:
 
     @property
     def bytes(self):
-        """Bytes this chip sends within its stage's step (collectives, every link), summed."""
+        """Bytes this chip sends within its stage's step (collectives, every link), summed; the expert
+        all-to-all under TP × EP counts its receive side (the larger: every chip of a group receives each
+        token routed to the group whole)."""
         return sum((c.bytes for c in self.parts), 0.0)
 
     @property

@@ -143,7 +143,8 @@ class Placement:
 
     @property
     def comm_bytes(self):
-        """Bytes each chip sends in the step: its collectives + its send to the next stage."""
+        """Bytes each chip sends in the step: its collectives + its send to the next stage (the expert
+        all-to-all under TP × EP counted on its receive side, what each chip must receive)."""
         if self.comm is None:
             return 0.0
         return self.comm.bytes + (self.comm.pipeline_send_bytes if self.parallelism.pipeline > 1 else 0.0)
@@ -385,7 +386,11 @@ class Placement:
         What it takes as given, so what "no implementation is faster" is relative to: the split,
         the formats, the kernels' FLOP counts (an eager attention's whole score square, the MLA form
         chosen) and, for an MoE, the experts touched under uniform routing (skewed routing touches
-        fewer).
+        fewer) and the groups reached under it, within the model's own group limit where it has one
+        (DeepSeek-V3: at most 4 of 8 groups per token). What it does not take from the split: a KV
+        cache the split replicates (tensor parallel past the KV heads, an MLA latent) is read once per
+        tensor-parallel group, 1/t per chip, as decode context parallel shards it; the estimate and
+        the footprint keep the replication (:attr:`kv_replication`).
         """
         if self.comm is None:
             return self.stage_lower_bound_s
@@ -636,6 +641,9 @@ class Placement:
                              int(self.model.num_experts if self.parallelism.expert_slots is None
                                  else self.parallelism.expert_slots)),
             "attention_data_parallel": bool(self.parallelism.attention_data_parallel),
+            "kv_replication": self.kv_replication,
+            "group_limited_routing": (None if not self.model.group_limited_routing
+                                      else {"n_group": self.model.n_group, "topk_group": self.model.topk_group}),
             "parallelism": self.parallelism.label,
             "tensor_parallel": self.parallelism.tensor,
             "expert_parallel": self.parallelism.expert,
