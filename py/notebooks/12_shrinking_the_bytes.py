@@ -820,7 +820,8 @@ assert tp_extra > 0 and dp_weights > tp_weights
 assert NODE - 1 < dp_gain < NODE  # "not quite N× as many": the weights every chip keeps whole take the rest
 md("<details><summary>Answer</summary>\n\n"
    f"Not {binary(node_bytes - dsv3_stored.bytes)} of cache. Under tensor parallel {count(NODE)} every chip needs "
-   f"every head's view of the latent, so each sequence's latent is **replicated on all {count(NODE)} chips**, and "
+   f"every head's view of the latent, so an engine without decode context parallel (the package's memory "
+   f"convention) keeps each sequence's latent **replicated on all {count(NODE)} chips**, and "
    f"the distinct cache the node holds is one chip's free memory, {binary(free_per_chip)} (each chip holds "
    f"{binary(tp_weights)} of weights, {binary(tp_extra)} more than an even eighth: the query and latent "
    f"down-projections run whole on every chip) — **{count(tp_sequences)} sequences** of {count(KV_CONTEXT)} tokens. "
@@ -828,7 +829,8 @@ md("<details><summary>Answer</summary>\n\n"
    f"EP {count(NODE)}, which splits only the routed experts) stores each latent once, but each chip then keeps "
    f"{binary(whole_per_chip)} whole — the attention, the router, the shared expert, the dense MLPs, the embedding "
    f"and the lm_head — and {binary(dp_weights)} in all: **{count(dp_sequences)} sequences**, {num(dp_gain, 2)}× as "
-   f"many, not quite {count(NODE)}×.\n\n</details>")
+   f"many, not quite {count(NODE)}×. (Decode context parallel, in vLLM and SGLang, shards the latents along the "
+   "sequence inside the TP group instead, which stores each once too.)\n\n</details>")
 
 # %% [markdown]
 # ## Going further: the critical batch through both lenses and both figures
