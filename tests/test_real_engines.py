@@ -165,8 +165,11 @@ def test_sizing_meets_its_limits_and_a_lower_efficiency_needs_more_chips(priced)
         t = request_timeline("llama-3.1-70b", "h200", prompt_tokens=1000, output_tokens=1000, batch=s.batch + 1,
                              parallelism=__import__("roofline_lessons.core.parallel", fromlist=["P"]).Parallelism(
                                  tensor=4), weights_dtype="fp8", kv_dtype="fp8", compute_dtype="fp8")
-        # one more sequence misses the limit or does not fit in 90 % of memory
-        assert t.tpot_lower_bound_s / s.efficiency > 0.040 or t.memory_required_bytes > 0.9 * t.memory_capacity_bytes
+        # TPOT is batch ÷ the copy's forecast rate (Little's law), the rate the bound × the efficiency
+        assert s.tpot_s == pytest.approx(s.batch / s.copy_output_tokens_per_s)
+        # one more sequence misses the limit or does not fit in the whole memory
+        assert (s.batch + 1) / (t.output_tokens_per_s_upper_bound * s.efficiency) > 0.040 \
+            or t.memory_required_bytes > t.memory_capacity_bytes
 
 
 @pytest.mark.parametrize("bad", [dict(efficiency=0), dict(efficiency=1.5), dict(efficiency="0.5"),

@@ -100,8 +100,8 @@ MODES = ("request", "decode step", "prefill step", "any batch")
 #: per-run gaps the source leaves that no general rule fills: field -> (value, why)
 RUN_ASSUMPTIONS: dict[str, dict[str, tuple[object, str]]] = {
     "mlperf-4.1-llama-2-70b-h200x8-offline": {
-        "prompt_tokens": (1, "MLPerf's prompts are the OpenOrca subset's distribution, lengths unstated: "
-                             "the loosest case, a 1-token prompt"),
+        "prompt_tokens": (1, "MLPerf's prompts are a public OpenOrca subset whose lengths the log does not state "
+                             "(derivable from the dataset, not derived here): the loosest case, a 1-token prompt"),
         "output_tokens": (291, "the log's output rate ÷ its sample rate (31,302.7 ÷ 107.477 ≈ 291 tokens per "
                                "sample), derived here"),
         "batch": (806, "the submission's config: gpu_batch_size 806, one copy per GPU (tensor_parallelism 1)"),
@@ -117,8 +117,10 @@ RUN_ASSUMPTIONS: dict[str, dict[str, tuple[object, str]]] = {
         "output_tokens": (291, "the offline run's mean output per sample, derived there"),
     },
     "deepseek-online-decode-h800-ep144": {
-        "mode": ("any batch", "a day of production traffic: lengths and batch per GPU unstated, so the bound "
-                              "takes any batch at the shortest context: only the per-token costs remain"),
+        "mode": ("any batch", "a day of production traffic: batch per GPU and prompt lengths unstated (a mean KV "
+                              "length of 4,989 tokens per output token is stated), so the bound takes any batch at the "
+                              "shortest context: only the per-token costs remain (here the all-to-alls over the NIC, "
+                              "which do not depend on the context)"),
     },
     "deepseek-online-prefill-h800-ep32": {
         "mode": ("any batch", "production traffic: prompt lengths and batch unstated; 56.3 % of input tokens "
@@ -518,7 +520,7 @@ class Sizing:
     tensor: int
     efficiency: float
     batch: int  #: sequences per copy
-    tpot_s: float  #: forecast TPOT at that batch, seconds
+    tpot_s: float  #: forecast TPOT at that batch (batch ÷ the copy's forecast rate), seconds
     copy_output_tokens_per_s: float  #: forecast output rate of one copy (all its chips), tokens/s
     copies: int
     target_output_tokens_per_s: float
@@ -536,8 +538,9 @@ def size_deployment(model: str, part: str, *, target_output_tokens_per_s: float,
     ``tpot_slo_s``, forecast as the bound × ``efficiency`` (a fraction in (0, 1], calibrated on
     published runs). Conventions (a forecast, not a bound): the batch is capped where each sequence's
     final KV fits ``memory_utilization`` of memory (default all of it: a calibrated efficiency
-    already carries the engine's own memory margin); the TPOT forecast is the decode steps' bound ÷
-    the same efficiency (an assumption: the runs it is calibrated on report rates, not TPOT).
+    already carries the engine's own memory margin); the TPOT forecast is batch ÷ the copy's forecast
+    rate (Little's law in the continuous-batching steady state the rate assumes, the prefills riding
+    in the decode steps), so rate and TPOT forecast the same deployment.
     Raises when even batch 1's forecast TPOT misses the limit, or one sequence does not fit."""
     for name, v in (("target_output_tokens_per_s", target_output_tokens_per_s), ("tpot_slo_s", tpot_slo_s)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
@@ -560,7 +563,9 @@ def size_deployment(model: str, part: str, *, target_output_tokens_per_s: float,
                                 parallelism=par, **fields)
 
     def tpot(b):
-        return timeline(b).tpot_lower_bound_s / efficiency
+        # Little's law in the steady state the rate assumes: each of b sequences gets one token per
+        # b ÷ rate seconds, the prefills riding in the same steps included
+        return b / (timeline(b).output_tokens_per_s_upper_bound * efficiency)
 
     if tpot(1) > tpot_slo_s:
         raise RooflineInputError(f"even one sequence's forecast TPOT ({tpot(1) * 1e3:.1f} ms at {efficiency:.0%} of the "
@@ -576,7 +581,7 @@ def size_deployment(model: str, part: str, *, target_output_tokens_per_s: float,
     t = timeline(lo)
     rate = t.output_tokens_per_s_upper_bound * efficiency
     copies = max(1, math.ceil(target_output_tokens_per_s / rate))
-    return Sizing(str(model), str(part), tensor, float(efficiency), lo, t.tpot_lower_bound_s / efficiency, rate,
+    return Sizing(str(model), str(part), tensor, float(efficiency), lo, lo / rate, rate,
                   copies, float(target_output_tokens_per_s))
 
 
@@ -644,3 +649,25 @@ def runs_table(priced) -> tuple[tuple[str, ...], list[list[str]]]:
                      str(r.batch) if r.batch else "—", figure_text(r.metric, r.value), figure_text(r.metric, p.bound),
                      f"{p.fraction_of_bound:.2f}", f"{r.source} ({r.published})"])
     return RUN_TABLE_HEADERS, rows
+
+
+def half_batch_bound_drop(priced: PricedRun) -> float:
+    """How much a throughput run's bound falls when its batch is halved (0.1 = 10 % lower): how much
+    of the gap a smaller batch than the bound's could explain."""
+    pr = priced.pricing
+    if pr is None or priced.run.metric in TIME_METRICS or pr.mode != "request":
+        raise RooflineInputError(f"run {priced.run.id!r}: the half-batch drop is for throughput runs priced per request")
+    half = replace(pr, batch=max(1, priced.bound_batch // 2))
+    return 1.0 - _per_copy_rates(priced.run, half)[0] / _per_copy_rates(priced.run, replace(pr, batch=priced.bound_batch))[0]
+
+
+def range_coverage(priced) -> tuple[int, int]:
+    """(held, tried): how many runs, held out, fall inside the range (lowest to highest fraction of the
+    bound) of the OTHER runs of their regime — how often "quote the regime's range" would have held."""
+    held = tried = 0
+    for p in priced:
+        others = [q.fraction_of_bound for q in priced if q.run.regime == p.run.regime and q is not p]
+        if others:
+            tried += 1
+            held += min(others) <= p.fraction_of_bound <= max(others)
+    return held, tried

@@ -72,7 +72,6 @@ def _rate() -> float:
 def _rate_mistakes() -> tuple[Mistake, ...]:
     t = _rate_timeline()
     return _distinct(_rate(), (
-        Mistake("use the estimate's TPOT (tpot_s) instead of the lower bound's", 1.0 / t.tpot_s),
         Mistake("divide all output tokens by the E2E bound: that folds the prefill into the rate; the per-user "
                 "decode rate is 1 ÷ TPOT", RATE_OUTPUT / t.e2e_lower_bound_s),
         Mistake("take 1 ÷ TTFT: the first token's time is the prefill's, not a decode step's",
