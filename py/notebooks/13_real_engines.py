@@ -56,12 +56,15 @@
 
 # %%
 # %matplotlib inline
+import numpy as np
+
 from roofline_lessons.core.engine_runs import list_engine_runs
 from roofline_lessons.core.errors import RooflineInputError
 from roofline_lessons.core.units import count, duration, num, percent, quantity
 from roofline_lessons.topics.real_engines import (
     calibrate,
     engine_family,
+    half_batch_bound_drop,
     leave_one_out,
     priced_runs,
     range_coverage,
@@ -125,8 +128,7 @@ beaten = [p.run.id for p in priced if p.beats_bound]
 assert not beaten, beaten  # "no run beats its bound"
 best = max(priced, key=lambda p: p.fraction_of_bound)
 worst = min(priced, key=lambda p: p.fraction_of_bound)
-fractions = sorted(p.fraction_of_bound for p in priced)
-median = fractions[len(fractions) // 2] if len(fractions) % 2 else sum(fractions[len(fractions) // 2 - 1:][:2]) / 2
+median = float(np.median([p.fraction_of_bound for p in priced]))
 md(f"None of the {count(len(priced))} runs beats its bound. The closest is **{best.run.id}** at "
    f"{num(best.fraction_of_bound, 2)} of it; the farthest is **{worst.run.id}** at "
    f"{num(worst.fraction_of_bound, 2)} (its conditions are in the table: read them before reading the fraction). "
@@ -166,10 +168,6 @@ md(f"**Batch-1 latency** (median {num(b1.median, 2)}). One chip at batch 1 comes
    "Hypothesis: at batch 1 on many chips the gap is per-call latency (collectives, kernel launches), not bandwidth.")
 
 # %% jupyter={"source_hidden": true}
-import numpy as np  # noqa: E402
-
-from roofline_lessons.topics.real_engines import half_batch_bound_drop  # noqa: E402
-
 tput_runs = sorted((p for p in priced if p.run.regime == "max throughput"), key=lambda p: p.fraction_of_bound)
 lowest_tput = tput_runs[0]
 drops = sorted(half_batch_bound_drop(p) for p in tput_runs)
@@ -225,8 +223,6 @@ md(f"**4-bit weights** (median {num(w4.median, 2)}). The regime mixes two kinds:
 # run's fraction of the estimate should vary less from run to run than its fraction of the bound.
 
 # %%
-import numpy as np  # noqa: E402
-
 priced_with_estimate = [p for p in priced if np.isfinite(p.estimate)]
 log_spread_bound = float(np.std(np.log([p.fraction_of_bound for p in priced_with_estimate])))
 log_spread_estimate = float(np.std(np.log([p.fraction_of_estimate for p in priced_with_estimate])))

@@ -59,14 +59,15 @@ import numpy as np
 from ..core.engine_runs import METRICS, NOT_STATED, REGIMES, EngineRun, get_engine_run, list_engine_runs
 from ..core.errors import RooflineInputError
 from ..core.hardware import get_part
+from ..core.memory import VLLM_DEFAULT_MEMORY_UTILIZATION
 from ..core.parallel import Parallelism, max_batch_that_fits_on_chips
 from ..core.placement import place
 from .published import GPT_FAST_NEW_TOKENS
 from .serving import request_timeline
 
-#: the share of memory the estimate lets weights and KV use (vLLM's default ``gpu_memory_utilization``
-#: is 0.9 in the course's lessons; engines differ)
-ESTIMATE_MEMORY_UTILIZATION = 0.9
+#: the share of memory the estimate lets weights and KV use: the course's serving-engine figure
+#: (vLLM's long-standing default ``gpu_memory_utilization``; engines differ)
+ESTIMATE_MEMORY_UTILIZATION = VLLM_DEFAULT_MEMORY_UTILIZATION
 #: metrics that are times (seconds): fraction of the bound = bound ÷ measured
 TIME_METRICS = ("ttft_s", "tpot_s")
 #: the largest batch the search tries for an unstated batch (sequences); a cap, not a figure any run states
@@ -245,14 +246,6 @@ def _split_candidates(run: EngineRun, pricing: Pricing):
     return out
 
 
-def _fields(run: EngineRun) -> dict:
-    return dict(run_pricing(run).fields)
-
-
-def _copy_chips(par: Parallelism) -> int:
-    return int(par.tensor * par.expert * par.pipeline)
-
-
 def largest_batch_that_fits(run: EngineRun, memory_utilization: float = 1.0, pricing: Pricing | None = None, *,
                             steady_state: bool = False) -> int:
     """Sequences one copy holds, weights and KV on every chip within ``memory_utilization`` of its
@@ -270,7 +263,7 @@ def largest_batch_that_fits(run: EngineRun, memory_utilization: float = 1.0, pri
                                         weight_group_size=f.get("weight_group_size"))
     if fits < 1:
         raise RooflineInputError(f"run {run.id!r}: not one sequence of {context} tokens "
-                                 f"fits {run.model} on {_copy_chips(pr.parallelism)} × {run.part} at "
+                                 f"fits {run.model} on {pr.parallelism.chips_per_replica} × {run.part} at "
                                  f"{memory_utilization:.0%} of memory")
     return int(fits)
 
@@ -332,20 +325,19 @@ def _per_copy_rates(run: EngineRun, pr: Pricing) -> tuple[float, float, int, int
     """(bound, estimate, bound batch, estimate batch, what binds) for one copy, in the run's metric's
     unit before any per-chip or copies scaling (rates: tokens/s of the copy; times: seconds)."""
     metric, mode = run.metric, pr.mode
-    speculative = bool(getattr(run, "speculative_tokens", 0))
-    chips = _copy_chips(pr.parallelism)
+    speculative = bool(run.speculative_tokens)
+    chips = pr.parallelism.chips_per_replica
     if mode == "any batch":
         b = _ROOF_BATCH_PER_CHIP * chips
+        # b one-token prompts, or b decode tokens each with one token cached: the shortest context
         if metric.startswith("input_tokens"):
-            step = place(run.model, run.part, phase="prefill", batch=b // 64, prompt_tokens=64,
-                         parallelism=pr.parallelism, **pr.fields)
-            tokens = b
+            step = place(run.model, run.part, phase="prefill", batch=b, prompt_tokens=1, parallelism=pr.parallelism,
+                         **pr.fields)
         else:
             step = place(run.model, run.part, phase="decode", batch=b, context_tokens=1, parallelism=pr.parallelism,
                          **pr.fields)
-            tokens = b
         hit = float(RUN_ASSUMPTIONS.get(run.id, {}).get("cache_hit_fraction", (0.0, ""))[0])
-        bound = tokens / float(step.time_lower_bound_s) / (1.0 - hit)
+        bound = b / float(step.time_lower_bound_s) / (1.0 - hit)
         return bound, float("nan"), b, b, str(step.lower_bound_roof)
     if mode == "decode step":
         b = pr.batch

@@ -74,8 +74,3 @@ def regime_table(priced: Sequence[PricedRun]) -> tuple[list[str], list[list[str]
 def regime_name(regime: str) -> str:
     """A regime as a heading writes it ("MoE", not the catalog's "moe")."""
     return "MoE" if regime == "moe" else regime
-
-
-def fraction_text(fraction: float) -> str:
-    """A fraction of the bound as the lesson writes it ("0.53 of the bound")."""
-    return f"{num(fraction, 2)} of the bound"

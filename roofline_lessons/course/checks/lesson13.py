@@ -136,8 +136,7 @@ def held_out_forecast(answer) -> CheckResult:
 def _sizing(efficiency=None):
     if efficiency is None:
         efficiency = calibrate(priced_runs(), FORECAST_REGIME)[1]
-    return size_deployment(**{k: v for k, v in SIZE.items() if k not in ("model", "part")}, model=SIZE["model"],
-                           part=SIZE["part"], efficiency=efficiency)
+    return size_deployment(**SIZE, efficiency=efficiency)
 
 
 def _chips() -> float:
