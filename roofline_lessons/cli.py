@@ -777,6 +777,99 @@ def cmd_serve(args) -> int:
     return 0
 
 
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"--rate must be requests per second > 0, got {text!r}")
+    return value
+
+
+def _share(name: str, low_open: bool = False):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not ((0 < value <= 1) if low_open else (0 <= value <= 1)):
+            raise argparse.ArgumentTypeError(f"--{name} must be a share in {'(0, 1]' if low_open else '[0, 1]'}, "
+                                             f"got {text!r}")
+        return value
+    return parse
+
+
+def cmd_simulate(args) -> int:
+    import numpy as np
+
+    from .core.errors import RooflineInputError
+    from .core.units import count, duration, percent
+    from .topics.engine import (CONVENTIONS, EngineConfig, goodput_curve, poisson_requests, read_trace,
+                                simulate)
+
+    if (args.prefill_chips is None) != (args.decode_chips is None):
+        raise RooflineInputError("--prefill-chips and --decode-chips go together (a prefill pool and a decode pool)")
+    if args.trace is None and (args.rate is None or args.prompt is None or args.output is None):
+        raise RooflineInputError("give --rate, --prompt and --output (a Poisson workload), or --trace FILE")
+    if args.trace is not None and args.rate is not None:
+        raise RooflineInputError("--trace gives the arrival times: drop --rate")
+    cfg = EngineConfig(cost=args.cost, scheduler=args.scheduler, chunk_tokens=args.chunk,
+                       token_budget=args.token_budget, max_running=args.max_running, block_tokens=args.block_size,
+                       memory_utilization=args.memory_utilization, preemption=args.preempt,
+                       prefix_cached_tokens=args.prefix_cached, prefix_hit_rate=args.prefix_hit_rate,
+                       tensor_parallel=args.tensor_parallel, chips=args.chips if args.chips else args.tensor_parallel,
+                       prefill_chips=args.prefill_chips, decode_chips=args.decode_chips, seed=args.seed)
+    requests = (read_trace(args.trace) if args.trace is not None else
+                poisson_requests(args.rate, args.requests, args.prompt, args.output, seed=args.seed))
+    dtypes = dict(weights_dtype=args.weights, kv_dtype=args.kv)
+    model = _model(args)
+    sim = simulate(model, args.hardware, requests, cfg, ttft_slo_s=args.ttft_slo, tpot_slo_s=args.tpot_slo,
+                   slo_attainment=args.slo_attainment, **dtypes)
+    d = sim.summary()
+    d["per_chip"] = sim.chips > 1
+    goodput = None
+    if args.ttft_slo is not None and args.tpot_slo is not None and args.trace is None:
+        # DistServe's goodput: the highest Poisson rate (same lengths, seed and count) meeting the attainment
+        rates = args.rate * np.array([0.125, 0.25, 0.5, 1.0, 2.0, 4.0])
+        goodput = goodput_curve(model, args.hardware, rates_per_s=rates, requests=args.requests,
+                                prompt_tokens=args.prompt, output_tokens=args.output, ttft_slo_s=args.ttft_slo,
+                                tpot_slo_s=args.tpot_slo, slo_attainment=args.slo_attainment, config=cfg,
+                                seed=args.seed, refine=4, **dtypes)
+        d["goodput_requests_per_s"] = goodput.goodput_requests_per_s
+        d["goodput_requests_per_s_per_chip"] = goodput.goodput_requests_per_s_per_chip
+        d["goodput_rates_tried_per_s"] = goodput.rates_per_s.tolist()
+        d["goodput_attainment"] = goodput.attainment.tolist()
+    else:
+        d["goodput_requests_per_s"] = None
+        d["goodput_requests_per_s_per_chip"] = None
+    d["ttft_slo_s"], d["tpot_slo_s"], d["slo_attainment_target"] = args.ttft_slo, args.tpot_slo, args.slo_attainment
+    if args.json:
+        _print_json(d)
+        return 0
+    pools = (f"{count(cfg.prefill_chips)} prefill + {count(cfg.decode_chips)} decode chips"
+             if cfg.disaggregated else f"{count(cfg.chips)} chip{'s' if cfg.chips > 1 else ''}")
+    print(f"{sim.model_id} on {sim.part_id} ({pools}, {count(cfg.tensor_parallel)} chip"
+          f"{'s' if cfg.tensor_parallel > 1 else ''} per instance): "
+          f"{count(requests.count)} requests, {requests.source}")
+    print(f"  simulated with step costs at their {cfg.cost.replace('_', ' ')}; every figure below is an estimate "
+          f"of this scheduler, not a bound")
+    print(f"  {'':<8}{'mean':>10}{'p50':>10}{'p90':>10}{'p99':>10}")
+    for key, label in (("queue_s", "queue"), ("ttft_s", "TTFT"), ("tpot_s", "TPOT"), ("e2e_s", "E2E")):
+        print(f"  {label:<8}" + "".join(f"{duration(d[key][s]):>10}" for s in ("mean", "p50", "p90", "p99")))
+    per = " (whole deployment; per chip: " + f"{d['output_tokens_per_s_per_chip']:,.0f})" if sim.chips > 1 else ""
+    print(f"  output tokens/s   {d['output_tokens_per_s']:,.0f}{per}")
+    print(f"  running requests  {d['mean_running_requests']:.1f} on average; KV cache {count(sim.kv_blocks)} blocks "
+          f"per instance, peak use {percent(d['peak_kv_blocks_used_share'])}; preemptions {count(sim.preemptions)}")
+    if args.ttft_slo is not None or args.tpot_slo is not None:
+        print(f"  SLO attainment    {percent(d['slo_attainment'])} at this rate")
+    if goodput is not None:
+        print(f"  goodput           {goodput.goodput_requests_per_s:.2f} requests/s at {percent(args.slo_attainment)} "
+              f"attainment ({goodput.goodput_requests_per_s_per_chip:.2f} per chip; highest rate tried that met it)")
+    print("  conventions: " + "; ".join(CONVENTIONS[1:]))
+    return 0
+
+
 def cmd_exercises(args) -> int:
     from .core.errors import RooflineInputError
     from .course.exercisegen import ExerciseGenerationError, generate, stale_files
@@ -834,10 +927,12 @@ def _catalog_names() -> SimpleNamespace:
     from .core.models import list_models
     from .core.parallel import LINK_CHOICES
     from .core.units import count
+    from .topics.engine import DEFAULT_BLOCK_TOKENS, DEFAULT_MAX_RUNNING, DEFAULT_TOKEN_BUDGET
 
     return SimpleNamespace(PHASES=PHASES, QUANTIZED_WEIGHTS=QUANTIZED_WEIGHTS, DTYPES=DTYPES, parts=list_parts(),
                            models=list_models(), VLLM_DEFAULT_MEMORY_UTILIZATION=VLLM_DEFAULT_MEMORY_UTILIZATION,
-                           LINK_CHOICES=LINK_CHOICES, count=count)
+                           LINK_CHOICES=LINK_CHOICES, count=count, DEFAULT_BLOCK_TOKENS=DEFAULT_BLOCK_TOKENS,
+                           DEFAULT_MAX_RUNNING=DEFAULT_MAX_RUNNING, DEFAULT_TOKEN_BUDGET=DEFAULT_TOKEN_BUDGET)
 
 
 class _MissingDependency(Exception):
@@ -922,6 +1017,64 @@ def _serve_flags(sv, names) -> None:
     sv.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def _simulate_flags(sm, names) -> None:
+    sm.add_argument("--hardware", required=True, help=f"part id ({', '.join(names.parts)})")
+    _model_flags(sm, names)
+    sm.add_argument("--rate", type=_rate, default=None, help="Poisson arrivals, requests per second")
+    sm.add_argument("--requests", type=_count("requests", 1), default=1000, help="requests to simulate (default 1000)")
+    sm.add_argument("--prompt", type=_count("prompt", 1), default=None, help="prompt tokens per request")
+    sm.add_argument("--output", type=_count("output", 1), default=None, help="output tokens per request")
+    sm.add_argument("--trace", default=None, metavar="FILE",
+                    help="requests from a file instead: CSV (arrival_s,prompt_tokens,output_tokens) or JSON lines")
+    sm.add_argument("--cost", choices=("estimate", "lower_bound"), default="estimate",
+                    help="price each step by the estimate or at its lower bound (default estimate)")
+    sm.add_argument("--scheduler", choices=("continuous", "static"), default="continuous",
+                    help="continuous batching (default) or static batches")
+    sm.add_argument("--chunk", type=_count("chunk", 1), default=None,
+                    help="chunked prefill: most prompt tokens of one request per step (default: no chunking)")
+    sm.add_argument("--token-budget", type=_count("token-budget", 1), default=names.DEFAULT_TOKEN_BUDGET,
+                    help=f"most tokens per step (default {names.DEFAULT_TOKEN_BUDGET}, vLLM's max_num_batched_tokens)")
+    sm.add_argument("--max-running", type=_count("max-running", 1), default=names.DEFAULT_MAX_RUNNING,
+                    help=f"most sequences per step (default {names.DEFAULT_MAX_RUNNING}, vLLM's max_num_seqs)")
+    sm.add_argument("--block-size", type=_count("block-size", 1), default=names.DEFAULT_BLOCK_TOKENS,
+                    help=f"tokens per KV-cache block (default {names.DEFAULT_BLOCK_TOKENS})")
+    sm.add_argument("--preempt", choices=("recompute", "swap"), default="recompute",
+                    help="when KV blocks run out: recompute (default) or swap over the host link")
+    sm.add_argument("--prefix-cached", type=_count("prefix-cached", 0), default=0,
+                    help="a shared prompt prefix of this many tokens is cached (default 0)")
+    sm.add_argument("--prefix-hit-rate", type=_share("prefix-hit-rate"), default=1.0,
+                    help="share of requests that start with that prefix (default 1)")
+    sm.add_argument("--tensor-parallel", type=_count("tensor-parallel", 1), default=1,
+                    help="chips per engine instance (default 1)")
+    sm.add_argument("--chips", type=_count("chips", 1), default=None,
+                    help="colocated: chips in all, instances of --tensor-parallel chips (default one instance)")
+    sm.add_argument("--prefill-chips", type=_count("prefill-chips", 1), default=None,
+                    help="disaggregated: chips in the prefill pool (with --decode-chips)")
+    sm.add_argument("--decode-chips", type=_count("decode-chips", 1), default=None,
+                    help="disaggregated: chips in the decode pool")
+    sm.add_argument("--ttft-slo", type=_rate_seconds("ttft-slo"), default=None, help="TTFT objective, seconds")
+    sm.add_argument("--tpot-slo", type=_rate_seconds("tpot-slo"), default=None, help="TPOT objective, seconds")
+    sm.add_argument("--slo-attainment", type=_share("slo-attainment", low_open=True), default=0.9,
+                    help="share of requests that must meet both objectives for goodput (default 0.9)")
+    for flag in ("weights", "kv"):
+        sm.add_argument(f"--{flag}", type=_dtype, default="bf16", help=f"dtype ({', '.join(names.DTYPES)})")
+    _memory_utilization_flag(sm, names)
+    sm.add_argument("--seed", type=_count("seed", 0), default=0, help="random seed (default 0)")
+    sm.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _rate_seconds(name: str):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not (value > 0 and value != float("inf")):
+            raise argparse.ArgumentTypeError(f"--{name} must be a number of seconds > 0, got {text!r}")
+        return value
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line. Where the core cannot be imported (numpy missing), ``place`` and ``serve``
     are still listed, and running them says in one line what is missing."""
@@ -939,7 +1092,9 @@ def build_parser() -> argparse.ArgumentParser:
     mo.set_defaults(func=cmd_models)
     for name, helptext, flags, func in (
             ("place", "place one prefill or decode step on a part's roofline", _place_flags, cmd_place),
-            ("serve", "one batch of requests: TTFT, TPOT, end to end, tokens/s, cost", _serve_flags, cmd_serve)):
+            ("serve", "one batch of requests: TTFT, TPOT, end to end, tokens/s, cost", _serve_flags, cmd_serve),
+            ("simulate", "a serving engine's scheduler over many requests: queueing, TTFT/TPOT percentiles, goodput",
+             _simulate_flags, cmd_simulate)):
         if names is None:  # any arguments are accepted and the command reports what is missing
             stub = sub.add_parser(name, help=f"{helptext} (needs the course's dependencies: run `{PROG} doctor`)",
                                   add_help=False)

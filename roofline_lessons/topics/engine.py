@@ -307,6 +307,10 @@ class StepCosts:
         self._comm = np.concatenate([z, np.broadcast_to(np.asarray(g.comm_time_s if comm else 0.0, dtype=float), t.shape)])
         self._comm_lb = np.concatenate([z, np.broadcast_to(np.asarray(g.comm_lower_bound_s, dtype=float), t.shape)])
         self._has_comm = comm
+        self._dec_tab = np.stack([self.dec[k] for k in _FIELDS])
+        self._full_tab = np.stack([self.full[k] for k in _FIELDS])
+        self._sub_tab = np.stack([self.sub[k] for k in _FIELDS])
+        self._full_weights = self.full["weight_bytes"]
         self.bandwidth_bytes_per_s = float(dec.bandwidth_bytes_per_s)
         # memory: one sequence's KV cache + state holding c tokens (index c), per chip
         foot = dec.footprint  # decode at context c holds c + 1 tokens
@@ -328,24 +332,22 @@ class StepCosts:
         return (float(g.cost.weight_bytes), float(g.dequant_time_s),
                 float(g.comm_time_s) if g.comm is not None else 0.0, float(g.comm_lower_bound_s))
 
-    def chunk_parts(self, new, cached):
-        """(tensor seconds, unfused bytes, compulsory bytes) of prefill chunks of ``new`` tokens over
-        ``cached`` ones, without the weights (arrays)."""
+    def chunk_parts(self, new, cached) -> np.ndarray:
+        """Rows (tensor seconds, unfused bytes, compulsory bytes) of prefill chunks of ``new`` tokens over
+        ``cached`` ones, without the weights (one column per chunk)."""
         new, cached = np.asarray(new, dtype=np.int64), np.asarray(cached, dtype=np.int64)
-        has = cached > 0
-        out = []
-        for k in _FIELDS:
-            v = self.full[k][new + cached] - np.where(has, self.sub[k][cached], 0.0)
-            if k != "tensor_s":  # the weights leave; the step's own weights are added once
-                v = v - self.full["weight_bytes"][new + cached]
-            out.append(v)
+        whole = new + cached
+        out = self._full_tab[:, whole] - np.where(cached > 0, self._sub_tab[:, cached], 0.0)
+        out[1:] -= self._full_weights[whole]  # the weights leave; the step's own are added once
         return out
 
-    def _time(self, T, tensor, nbytes, compulsory):
+    def _time(self, T: int, tensor, nbytes, compulsory):
         w, dq, comm, comm_lb = self._g(T)
         if self.cost == "estimate":
-            return self._ref.step_time_for_s(tensor + dq, (nbytes + w) / self.bandwidth_bytes_per_s,
-                                             comm if self._has_comm else None, stage_only=True)
+            if self._has_comm:
+                return self._ref.step_time_for_s(tensor + dq, (nbytes + w) / self.bandwidth_bytes_per_s, comm,
+                                                 stage_only=True)
+            return np.maximum(tensor + dq, (nbytes + w) / self.bandwidth_bytes_per_s)
         return np.maximum(np.maximum(np.maximum(tensor, dq), (compulsory + w) / self.bandwidth_bytes_per_s), comm_lb)
 
     def step_s(self, decode_contexts, chunk_new=(), chunk_cached=()) -> float:
@@ -355,19 +357,18 @@ class StepCosts:
         T = int(d.size + np.sum(chunk_new))
         if T == 0:
             return 0.0
-        parts = [float(np.sum(self.dec[k][d])) for k in _FIELDS]
+        parts = self._dec_tab[:, d].sum(axis=1)
         if len(chunk_new):
-            for i, v in enumerate(self.chunk_parts(chunk_new, chunk_cached)):
-                parts[i] += float(np.sum(v))
-        return float(self._time(T, *parts))
+            parts = parts + self.chunk_parts(chunk_new, chunk_cached).sum(axis=1)
+        return float(self._time(T, parts[0], parts[1], parts[2]))
 
     def decode_run_s(self, contexts, steps: int) -> np.ndarray:
         """Seconds of ``steps`` decode-only steps of the sequences at ``contexts``, each step one token
         longer (an array of ``steps``)."""
         d = np.asarray(contexts, dtype=np.int64)
         grid = d[:, None] + np.arange(steps)[None, :]
-        parts = [self.dec[k][grid].sum(axis=0) for k in _FIELDS]
-        return np.asarray(self._time(int(d.size), *parts), dtype=float) * np.ones(steps)
+        parts = self._dec_tab[:, grid].sum(axis=1)
+        return np.asarray(self._time(int(d.size), parts[0], parts[1], parts[2]), dtype=float) * np.ones(steps)
 
     def transfer_bytes(self, tokens) -> float:
         """Bytes of one sequence's KV cache (and state) holding ``tokens``, per chip."""
@@ -394,23 +395,29 @@ class _State:
     preemptions: np.ndarray
 
 
-@dataclass
 class _Log:
-    start_s: list = field(default_factory=list)
-    duration_s: list = field(default_factory=list)
-    decode_tokens: list = field(default_factory=list)
-    prefill_tokens: list = field(default_factory=list)
-    running: list = field(default_factory=list)
-    blocks: list = field(default_factory=list)
+    """The step log of one instance: single steps as rows, jumped runs as arrays."""
+
+    NAMES = ("start_s", "duration_s", "decode_tokens", "prefill_tokens", "running", "blocks")
+
+    def __init__(self):
+        self.rows: list[tuple] = []
+        self.runs: list[tuple] = []
 
     def add(self, start, dur, dec, pre, run, blocks):
-        for name, v in zip(("start_s", "duration_s", "decode_tokens", "prefill_tokens", "running", "blocks"),
-                           (start, dur, dec, pre, run, blocks)):
-            getattr(self, name).append(np.atleast_1d(np.asarray(v, dtype=float)))
+        self.rows.append((start, dur, dec, pre, run, blocks))
+
+    def add_run(self, start, dur, size, blocks):
+        """A run of decode-only steps of ``size`` sequences (arrays of start, duration, blocks)."""
+        k = start.size
+        self.runs.append((start, dur, np.full(k, float(size)), np.zeros(k), np.full(k, float(size)), blocks))
 
     def arrays(self, instance: int) -> dict:
-        out = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in vars(self).items()}
-        out["instance"] = np.full(out["start_s"].size, instance)
+        parts = [np.array(self.rows, dtype=float).reshape(-1, 6)] + [np.stack(r, axis=1) for r in self.runs]
+        table = np.concatenate(parts)
+        table = table[np.argsort(table[:, 0], kind="stable")]
+        out = dict(zip(self.NAMES, table.T.copy()))
+        out["instance"] = np.full(table.shape[0], instance)
         return out
 
 
@@ -451,6 +458,10 @@ class _Instance:
         nxt, t = 0, 0.0
         chunk_cap = cfg.chunk_tokens
         static = cfg.scheduler == "static"
+        # without chunking a whole prompt must fit one step: vLLM then requires max_num_batched_tokens to
+        # cover the longest request, so the budget is raised to it
+        step_budget = cfg.token_budget if chunk_cap is not None else max(
+            cfg.token_budget, int(np.max(st.prompt[ids] + st.output[ids])) if ids.size else 0)
         while nxt < n or waiting or swapped or running:
             while nxt < n and ready_s[nxt] <= t:
                 waiting.append(int(ids[nxt]))
@@ -465,7 +476,7 @@ class _Instance:
                     running = [r for r in running if st.finish_s[r] != st.finish_s[r]]  # nan: still running
                     continue
             extra_s = 0.0
-            budget = cfg.token_budget
+            budget = step_budget
             # 1. the running batch: decode tokens first (each may need a new block), then prefill chunks
             run = np.array(running, dtype=np.int64)
             decoding = run[st.prefill_left[run] == 0]
@@ -497,7 +508,7 @@ class _Instance:
             chunks: list[tuple[int, int, int]] = []  # (request, new tokens, cached tokens)
             for r in running:
                 if st.prefill_left[r] > 0 and budget > 0:
-                    size = self._chunk(r, budget, chunk_cap, first=not dec and not chunks)
+                    size = self._chunk(r, budget, chunk_cap)
                     if size == 0:
                         continue
                     need = self._need(r, st.ctx[r] + size)
@@ -532,8 +543,7 @@ class _Instance:
                     dec.append(r)
                     budget -= 1
                     continue
-                size = int(st.prefill_left[r]) if static else self._chunk(r, budget, chunk_cap,
-                                                                           first=not dec and not chunks)
+                size = int(st.prefill_left[r]) if static else self._chunk(r, budget, chunk_cap)
                 if size == 0:
                     break
                 need = self._need(r, st.ctx[r] + size)
@@ -591,10 +601,12 @@ class _Instance:
         self.free -= int(needs.sum())
         self.st.held[rs] += needs
 
-    def _chunk(self, r, budget, cap, first) -> int:
+    def _chunk(self, r, budget, cap) -> int:
+        """Prompt tokens of ``r`` this step: the rest of its prefill, or without chunking none until
+        the budget left holds all of it."""
         left = int(self.st.prefill_left[r])
-        if cap is None:  # no chunking: the whole prefill in one step, over the budget only when alone
-            return left if (left <= budget or first) else 0
+        if cap is None:
+            return left if left <= budget else 0
         return min(left, cap, budget)
 
     def _take(self, r, blocks) -> None:
@@ -632,8 +644,11 @@ class _Instance:
         st, c = self.st, self.c
         r = np.array(running)
         left = st.output[r] - st.generated[r]
-        steps = int(min(left.min(), 4096))
         ctx = st.ctx[r]
+        steps = int(min(left.min(), 4096))
+        if math.isfinite(next_ready_s):  # steps only lengthen: no more than this many start before the arrival
+            first = c.step_s(ctx)
+            steps = min(steps, int((next_ready_s - t) / first) + 1)
         # KV blocks: step k writes position ctx + k, holding ctx + k + 1 tokens
         grid = ctx[:, None] + np.arange(1, steps + 1)[None, :]
         pref = np.where(st.hit[r] > 0, self.prefix_blocks, 0)[:, None]
@@ -649,7 +664,7 @@ class _Instance:
             return None
         durs, starts = durs[:steps], starts[:steps]
         used = self.total_blocks - self.free + need[:steps]
-        self.log.add(starts, durs, np.full(steps, r.size), np.zeros(steps), np.full(steps, r.size), used)
+        self.log.add_run(starts, durs, r.size, used.astype(float))
         taken = c.blocks_for[ctx + steps] - pref[:, 0] - st.held[r]
         taken = np.maximum(taken, 0)
         self.free -= int(taken.sum())
@@ -904,3 +919,61 @@ def _kv_link(part: Part, chips: int):
     if part.host_link is not None:
         return part.host_link
     raise RooflineInputError(f"{part.id} has no link in the catalog to send the KV cache between pools")
+
+
+# ---- goodput (DistServe) -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class GoodputCurve:
+    """SLO attainment against request rate (same requests' lengths and seed at every rate), and
+    DistServe's goodput: the highest rate whose attainment reaches the target. Estimates."""
+
+    rates_per_s: np.ndarray
+    attainment: np.ndarray  #: share of requests meeting both objectives at each rate
+    ttft_p90_s: np.ndarray
+    tpot_p90_s: np.ndarray
+    target: float
+    goodput_requests_per_s: float  #: the highest rate tried with attainment ≥ target (0 if none)
+    chips: int
+
+    @property
+    def goodput_requests_per_s_per_chip(self) -> float:
+        return self.goodput_requests_per_s / self.chips
+
+
+def goodput_curve(model, part, *, rates_per_s, requests: int, prompt_tokens: int, output_tokens: int,
+                  ttft_slo_s: float, tpot_slo_s: float, slo_attainment: float = 0.9,
+                  config: EngineConfig | None = None, seed: int = 0, refine: int = 0, **workload_dtypes) -> GoodputCurve:
+    """Simulate Poisson workloads at each of ``rates_per_s`` and measure SLO attainment.
+
+    Goodput is the highest rate whose attainment is at least ``slo_attainment`` (DistServe's
+    definition); ``refine`` > 0 bisects that many more times between the last rate that met the
+    target and the first that did not (attainment falls with rate, so the boundary lies between).
+    """
+    rates = np.atleast_1d(np.asarray(rates_per_s, dtype=float))
+    if rates.ndim != 1 or rates.size == 0 or not np.all(np.isfinite(rates)) or np.any(rates <= 0):
+        raise RooflineInputError(f"rates_per_s must be request rates > 0, got {rates_per_s!r}")
+    rates = np.sort(rates)
+    whole_number("refine", refine, 0)
+
+    def run(rate):
+        s = simulate(model, part, poisson_requests(rate, requests, prompt_tokens, output_tokens, seed=seed), config,
+                     ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s, slo_attainment=slo_attainment, **workload_dtypes)
+        return s.slo_attainment, float(np.nanpercentile(s.ttft_s, 90)), float(np.nanpercentile(s.tpot_s, 90)) \
+            if np.any(np.isfinite(s.tpot_s)) else float("nan"), s.chips
+
+    rows = {float(r): run(r) for r in rates}
+    for _ in range(int(refine)):
+        ok = [r for r in sorted(rows) if rows[r][0] >= slo_attainment]
+        bad = [r for r in sorted(rows) if rows[r][0] < slo_attainment and (not ok or r > ok[-1])]
+        if not ok or not bad:
+            break
+        mid = 0.5 * (ok[-1] + bad[0])
+        rows[mid] = run(mid)
+    xs = np.array(sorted(rows))
+    att = np.array([rows[r][0] for r in xs])
+    met = [r for r in xs if rows[r][0] >= slo_attainment and all(rows[q][0] >= slo_attainment for q in xs if q <= r)]
+    return GoodputCurve(rates_per_s=xs, attainment=att, ttft_p90_s=np.array([rows[r][1] for r in xs]),
+                        tpot_p90_s=np.array([rows[r][2] for r in xs]), target=float(slo_attainment),
+                        goodput_requests_per_s=float(met[-1]) if met else 0.0, chips=rows[xs[0]][3])
