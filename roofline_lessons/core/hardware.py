@@ -72,6 +72,9 @@ class AlternativeFigure:
     why_not_used: str  #: which figure the course uses and why
 
 
+#: what a part's ``compute_units`` count: NVIDIA streaming multiprocessors, AMD compute units, TPU TensorCores
+COMPUTE_UNIT_NAMES = ("SM", "CU", "TensorCore")
+
 #: the links a part may have: the scale-up fabric inside a server (NVLink, Infinity Fabric, ICI), PCIe to
 #: the host, and the scale-out network between servers (a reference NIC per chip: InfiniBand, RoCE)
 LINK_KINDS = ("scale-up", "pcie", "scale-out")
@@ -143,6 +146,14 @@ class Part:
     special_function_as_of: str = ""  #: date of that source (ISO)
     rate_gaps: Mapping[str, RateGap] = field(default_factory=lambda: MappingProxyType({}))
     alternative_figures: tuple[AlternativeFigure, ...] = field(default=())
+    #: parallel compute units the chip's work is spread over: streaming multiprocessors on NVIDIA GPUs,
+    #: compute units on AMD GPUs, TensorCores on a TPU (``compute_unit_name`` says which); None where no
+    #: source the catalog read gives the count (``compute_units_note`` then says so)
+    compute_units: int | None = None
+    compute_unit_name: str | None = None  #: one of :data:`COMPUTE_UNIT_NAMES`, with ``compute_units``
+    compute_units_source: str = ""  #: where ``compute_units`` comes from
+    compute_units_as_of: str = ""  #: date of that source, or of the catalog's reading of it (ISO)
+    compute_units_note: str = ""  #: why the count is absent, or what a reader should know about it
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -271,7 +282,31 @@ def _part_from_entry(part_id: str, entry: dict) -> Part:
         special_function_as_of=str(entry.get("special_function_as_of", "")),
         rate_gaps=MappingProxyType(_rate_gaps(part_id, entry, dense)),
         alternative_figures=tuple(_alternative(part_id, entry, a) for a in entry.get("alternative_figures", [])),
+        **_compute_units(part_id, entry),
     )
+
+
+def _compute_units(part_id: str, entry: dict) -> dict:
+    """``compute_units`` and its name, source and date, checked: a whole number >= 1 with a name from
+    :data:`COMPUTE_UNIT_NAMES`, a source and a date; absent, a note may say why."""
+    note = str(entry.get("compute_units_note", ""))
+    if "compute_units" not in entry:
+        for key in ("compute_unit_name", "compute_units_source", "compute_units_as_of"):
+            if key in entry:
+                raise ValueError(f"hardware.toml: part {part_id!r} gives {key} without compute_units")
+        return {"compute_units_note": note}
+    where = f"hardware.toml: part {part_id!r}"
+    value = entry["compute_units"]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{where}: compute_units must be a whole number >= 1, got {value!r}")
+    name = entry.get("compute_unit_name")
+    if name not in COMPUTE_UNIT_NAMES:
+        raise ValueError(f"{where}: compute_unit_name must be one of {', '.join(COMPUTE_UNIT_NAMES)}, got {name!r}")
+    if not str(entry.get("compute_units_source", "")).strip() or not str(entry.get("compute_units_as_of", "")).strip():
+        raise ValueError(f"{where} gives compute_units without compute_units_source and compute_units_as_of")
+    return {"compute_units": int(value), "compute_unit_name": name,
+            "compute_units_source": entry["compute_units_source"],
+            "compute_units_as_of": str(entry["compute_units_as_of"]), "compute_units_note": note}
 
 
 def _special_function(part_id: str, entry: dict) -> float | None:
