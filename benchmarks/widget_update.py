@@ -35,6 +35,8 @@ from roofline_lessons.viz.dashboards.lesson07 import BATCH_CHOICES as L7_BATCHES
 from roofline_lessons.viz.dashboards.lesson07 import KV_CHOICES as L7_KV  # noqa: E402
 from roofline_lessons.viz.dashboards.lesson07 import RECIPES as L7_RECIPES  # noqa: E402
 from roofline_lessons.viz.dashboards.lesson10 import BATCH_CHOICES as L10_BATCHES  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson14 import RATE_CHOICES as L14_RATES  # noqa: E402
+from roofline_lessons.viz.dashboards.lesson14 import Lesson14Chart, lesson14_frame, lesson14_view  # noqa: E402
 from roofline_lessons.viz.dashboards.lesson10 import Lesson10Chart, lesson10_frame, lesson10_view  # noqa: E402
 from roofline_lessons.viz.dashboards.lesson10 import PROMPT_CHOICES as L10_PROMPTS  # noqa: E402
 from roofline_lessons.viz.dashboards.lesson10 import TPOT_SLO_CHOICES_S as L10_TPOT  # noqa: E402
@@ -115,6 +117,12 @@ def lesson12(chart):
             for w in ("bf16", "fp8 W8A8", "int4", "fp4 (MXFP4, weight-only)") for k in L12_KV for b in L12_BATCHES[::2]]
 
 
+def lesson14(chart):
+    # every rate of one setting (a new setting simulates its curve once: that is its cold update)
+    return [lambda r=r: panel(lesson14_frame, lesson14_view(r, 1024, 256, 512, "one pool of 2"), chart)
+            for r in L14_RATES]
+
+
 #: the first update after a part (or model) change, on a chart already warm: a new static figure
 COLD = {
     "lesson 1": lambda chart: panel(lesson01_frame, lesson01_view("llama-3.1-8b", "b200", "bf16", "decode", 1, 8192), chart),
@@ -131,6 +139,9 @@ COLD = {
                                                                    strategy="expert"), chart),
     "lesson 12": lambda chart: panel(lesson12_frame,
                                      lesson12_view("deepseek-v3", "b200", 32768, "fp4 W4A4", "fp8", 64), chart),
+    # a new setting (lengths, chunk or deployment) simulates its whole attainment curve: 11 rates × 300 requests
+    "lesson 14": lambda chart: panel(lesson14_frame, lesson14_view(8, 4096, 1024, "whole prompt",
+                                                                   "1 prefill + 1 decode"), chart),
 }
 
 
@@ -170,6 +181,7 @@ def main() -> None:
     measure("lesson 10 (batch, SLOs)", lesson10, Lesson10Chart)
     measure("lesson 11 (chips, batch)", lesson11, Lesson11Chart)
     measure("lesson 12 (formats, batch)", lesson12, Lesson12Chart)
+    measure("lesson 14 (rate)", lesson14, Lesson14Chart)
 
 
 if __name__ == "__main__":

@@ -7,12 +7,14 @@ import pytest
 from roofline_lessons.course.checkers import (CORRECT, INCORRECT, NOT_ATTEMPTED, check_choice, check_function,
                                               check_number)
 from roofline_lessons.course.checks import (lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07,
-                                            lesson08, lesson09, lesson10, lesson11, lesson12, lesson13)
+                                            lesson08, lesson09, lesson10, lesson11, lesson12, lesson13,
+                                            lesson14)
 
 ALL_EXERCISES = sorted({**lesson01.EXERCISES, **lesson02.EXERCISES, **lesson03.EXERCISES, **lesson04.EXERCISES,
                         **lesson05.EXERCISES, **lesson06.EXERCISES, **lesson07.EXERCISES,
                         **lesson08.EXERCISES, **lesson09.EXERCISES, **lesson10.EXERCISES,
-                        **lesson11.EXERCISES, **lesson12.EXERCISES, **lesson13.EXERCISES}.items())
+                        **lesson11.EXERCISES, **lesson12.EXERCISES, **lesson13.EXERCISES,
+                        **lesson14.EXERCISES}.items())
 
 ODD = [..., None, "295", True, [1, 2], {"a": 1}, np.array([1.0, 2.0]), float("nan"), float("inf"), object(),
        complex(1, 2), b"295"]

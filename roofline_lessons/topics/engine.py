@@ -810,8 +810,27 @@ def _instance_costs(model, part, cfg: EngineConfig, fields: dict, requests: Requ
     biggest_step = cfg.token_budget + cfg.max_running + int(np.max(requests.prompt_tokens + requests.output_tokens))
     if cfg.scheduler == "static":
         biggest_step = cfg.max_running * longest
-    return StepCosts(model, part, f, max_context=longest, max_step_tokens=min(biggest_step, 65536),
-                     cost=cfg.cost, block_tokens=cfg.block_tokens)
+    # tables are kept per setting: a sweep over rates (goodput) builds them once
+    need = (longest, min(biggest_step, 65536))
+    key = (model.id, part.id, tuple(sorted(f.items(), key=lambda kv: kv[0])), cfg.cost, cfg.block_tokens)
+    try:
+        hash(key)
+    except TypeError:
+        key = None
+    cached = _TABLES.get(key) if key is not None else None
+    if cached is not None and cached.max_context >= need[0] and cached._max_tokens >= need[1]:
+        return cached
+    costs = StepCosts(model, part, f, max_context=need[0], max_step_tokens=need[1], cost=cfg.cost,
+                      block_tokens=cfg.block_tokens)
+    if key is not None:
+        if len(_TABLES) >= 16:
+            _TABLES.pop(next(iter(_TABLES)))
+        _TABLES[key] = costs
+    return costs
+
+
+#: step-cost tables of recent settings (a model or part edited in place would need a new id)
+_TABLES: dict = {}
 
 
 def simulate(model: Model | str, part: Part | str, requests: Requests, config: EngineConfig | None = None, *,
