@@ -37,7 +37,7 @@ matplotlib.use("Agg")  # this process; set before the variable below, which only
 os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
 
 # Whatever is run under test — tests/, or a notebook on its own (lessons 8 and 9 save measurements,
-# lesson 14 the drill's progress) — writes into a scratch data folder, never into the learner's own
+# lesson 15 the drill's progress) — writes into a scratch data folder, never into the learner's own
 # (~/.local/share/roofline-lessons). Kernels started by nbval inherit it.
 os.environ["ROOFLINE_LESSONS_DATA"] = tempfile.mkdtemp(prefix="roofline-lessons-test-data-")
 

@@ -71,7 +71,7 @@ def test_interview_drill_keeps_progress_across_a_kernel_restart(lab):
     base, token, browser = lab
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        assert open_and_run_all(page, base, token, "notebooks/14_interview_drill.ipynb")
+        assert open_and_run_all(page, base, token, "notebooks/15_interview_drill.ipynb")
         wait_idle(page)
         new_before = _drill_new_count(page)
         assert widget_problems(page) == []

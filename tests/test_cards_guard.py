@@ -191,10 +191,13 @@ def test_deck_nits():
     assert "exactly on its roof" not in text
 
 
-def test_lesson14_does_not_type_the_card_count():
+def test_the_drill_lesson_does_not_type_the_card_count():
+    """The drill (lesson 14, then 15 once lesson 14 became the serving engines): wherever it sits."""
     from pathlib import Path
 
-    lesson = (Path(__file__).resolve().parents[1] / "py" / "notebooks" / "14_interview_drill.py").read_text("utf-8")
+    found = sorted((Path(__file__).resolve().parents[1] / "py" / "notebooks").glob("*_interview_drill.py"))
+    assert len(found) == 1, found
+    lesson = found[0].read_text("utf-8")
     assert "Forty-odd" not in lesson and "len(deck)" in lesson
     # N11: the bound assumes full overlap and no latency, so not "nothing assumed"
     flat = lesson.replace('"\n   "', "")
@@ -497,3 +500,55 @@ def test_pipeline_card_and_the_packages_bound_agree_that_one_token_crosses_the_s
     assert _v(card.id, "pplb") == pytest.approx(one_lb, rel=1e-3)
     assert _v(card.id, "pplb") > 1.9 * _v(card.id, "tplb")
     assert f"{_v(card.id, 'pplb'):.1f} ms" in card.detailed_answer()
+
+
+# ---- the serving-engine and kernel cards (lessons 6, 10, 11, 12, 14): their words follow their numbers ----
+
+def test_serving_engine_and_kernel_cards_words_follow_their_numbers():
+    F = NUMERIC_FUNCTIONS
+    # FA4: "the tensor cores grew" from the H100 to the B200
+    assert _v("flash-fa4-exp-limiter", "b200") > _v("flash-fa4-exp-limiter", "h100")
+    # Little's law: in the system = being served + waiting; 64 slots complete "fewer than the 12 arriving"
+    card = "serving-littles-law-sizing"
+    assert _v(card, "value") == pytest.approx(_v(card, "served") + _v(card, "queued"))
+    assert _v(card, "cap") < 12
+    # goodput: the best batch meets both objectives; the largest that fits "misses the TPOT objective"; a random
+    # arrival's TTFT lies "beyond the 2 s objective"; at 500 ms "the TTFT objective binds instead" (a smaller batch)
+    card = "serving-goodput-slo"
+    assert _v(card, "tpot") <= 10 and _v(card, "ttft") <= 2000 < _v(card, "ttftw")
+    fit_tpot_ms = F["serving"]("llama-3.1-8b", "h100-sxm", "tpot_s", 1024, 256, batch=int(_v(card, "fit")), scale=1e3)
+    assert fit_tpot_ms > 10 and _v(card, "fit") > _v(card, "batch")
+    assert _v(card, "b500") < _v(card, "batch") and _v(card, "g500") < _v(card, "value")
+    # cost: the largest batch that fits is "less on paper"; batch 1 costs more
+    card = "serving-cost-at-slo"
+    assert _v(card, "fitcost") < _v(card, "value") < _v(card, "one")
+    # preemption: "the swap moves the cache in less time than the re-prefill takes"
+    assert _v("serving-engine-preemption", "swap") < _v("serving-engine-preemption", "re")
+    # chunked prefill: the chunk "adds so little" next to the decode step; an unchunked prefill holds decodes far longer
+    card = "serving-engine-chunked-prefill"
+    dec, mix, full = _v(card, "dec"), _v(card, "mix"), _v(card, "full")
+    assert 0 < mix - dec < 0.25 * dec and full > 5 * mix
+    # NVFP4 and MXFP4: "close" in bytes, both above half a byte
+    card = "shrink-nvfp4-vs-mxfp4"
+    assert 0.5 < _v(card, "mx") < _v(card, "value") < 1.1 * _v(card, "mx")
+    assert _v(card, "nvb") < _v(card, "mxb")  # "smaller blocks"
+    # flash-decoding: unsplit "can leave most SMs idle"; split, every SM holds a CTA, at the full-bandwidth time
+    card = "serving-engine-flash-decoding"
+    assert _v(card, "value") < 50 and _v(card, "splits") > 1 and _v(card, "s32") == 1
+    assert F["decode_grid"]("llama-3.1-8b", "h100-sxm", 65536, splits="flash") == 100
+    assert _v(card, "t2") == pytest.approx(F["decode_grid"]("llama-3.1-8b", "h100-sxm", 65536, quantity="bound_ms"))
+    # GQA packing: packing fills more rows than one head at a time, and more query positions fill more
+    card = "serving-engine-gqa-packing"
+    assert _v(card, "one") < _v(card, "value") < _v(card, "spec")
+    # decode GEMM: "most SMs idle", one wave; split-K by 4 nearly fills them
+    card = "serving-engine-decode-gemm-waves"
+    assert _v(card, "value") < 50 and _v(card, "skp") > 90 and _v(card, "guw") == 2
+    # small all-reduce: one-shot < two-shot < ring; NVLS "within a few per cent of one-shot"; bytes alone tiny
+    card = "many-chips-allreduce-one-shot"
+    assert _v(card, "lb") < _v(card, "value") < _v(card, "two") < _v(card, "ring")
+    assert _v(card, "nvls") == pytest.approx(_v(card, "value"), rel=0.05)
+    # logits: more than "one more of the layers"; the share "falls" at batch 64
+    card = "serving-engine-sampling-logits"
+    assert _v(card, "onel") < _v(card, "value") and _v(card, "s64") < _v(card, "value")
+    # acceptance length grows with the acceptance rate
+    assert _v("serving-spec-eagle-medusa", "a6") < _v("serving-spec-eagle-medusa", "a8")

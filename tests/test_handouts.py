@@ -183,13 +183,13 @@ def test_the_drill_is_printed_as_the_deck_in_a_handout(tmp_path):
 
     session_view = DrillSession(ProgressStore(tmp_path / "p.json")).view()
     nb = _widget_notebook(_html(session_view))
-    assert handouts.replace_dashboards(nb, "notebooks/14_interview_drill.ipynb") == 1
+    assert handouts.replace_dashboards(nb, "notebooks/15_interview_drill.ipynb") == 1
     out = nb.cells[0].outputs[0]["data"]["text/html"]
     deck = flashcards.deck()
     assert out.count("<section class='rl-card'>") == len(deck)
     assert out.count("Memory aid.") == sum(bool(c.memory_aid) for c in deck)
     assert out.count("<b>Sources:</b>") == len(deck)
-    assert "notebooks/14_interview_drill.ipynb" in out and "widgets" not in nb.metadata
+    assert "notebooks/15_interview_drill.ipynb" in out and "widgets" not in nb.metadata
     # any other widget without a dashboard panel still gets the plain pointer
     other = _widget_notebook("<p>some other widget</p>")
     handouts.replace_dashboards(other, "notebooks/xx.ipynb")

@@ -134,7 +134,7 @@ def test_checkers_compute_from_the_package(monkeypatch):
 
 def test_lesson10_has_serving_cards():
     cards = flashcards.filter_cards(lesson=10)
-    assert 3 <= len(cards) <= 4
+    assert len(cards) >= 3
     assert all(c.id.startswith("serving-") for c in cards)
 
 

@@ -190,14 +190,14 @@ def _numbers() -> list[tuple[str, str]]:
 
 
 INTRO = ("Generated from the Roofline Lessons package: numbers are computed from its catalogs (dense, datasheet "
-         "figures). Each question and red flag names its card; the drill (lesson 14) and the printed deck give every "
+         "figures). Each question and red flag names its card; the drill (lesson 15) and the printed deck give every "
          "card's sources, the catalog's datasheets and configs included.")
 #: the questions to expect: one card per lesson, the question an interviewer is likeliest to open with
 QUESTION_CARDS = (
     "concept-plain-language", "hedge-sparse-headline", "prefill-vs-decode-why", "batching-decode-more",
     "hybrid-two-dots", "flash-position", "fp8-knee", "measure-empirical", "reality-batch1-gap",
     "serving-tpot-definitions", "many-chips-pipeline-latency", "shrink-which-lever-which-byte",
-    "engines-how-close",
+    "engines-how-close", "serving-engine-continuous-batching",
 )
 #: the red flags: one per lesson, the classic mistake of that lesson, as (card id, index of the red flag)
 RED_FLAG_CARDS = (
@@ -214,6 +214,7 @@ RED_FLAG_CARDS = (
     ("many-chips-pipeline-latency", 0),  # pipeline parallel to cut one user's latency
     ("shrink-int4-batch1-speedup", 0),  # "4-bit weights, 4x faster decode"
     ("engines-beats-the-bound", 1),  # a speculative-decoding rate against a one-token-per-step bound
+    ("serving-engine-paged-attention", 0),  # paging cuts the bytes a decode step reads
 )
 
 

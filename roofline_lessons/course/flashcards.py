@@ -518,15 +518,16 @@ def _embedding_params_b(model):
     return tables * m.vocab_size * m.hidden_size / 1e9
 
 
-def _serving(model, part, quantity, prompt, output, batch=1, k=0, alpha=0.0, draft="", scale=1.0):
+def _serving(model, part, quantity, prompt, output, batch=1, k=0, alpha=0.0, draft="", scale=1.0, prefix=0):
     """One figure of a request's timeline (:func:`~roofline_lessons.topics.serving.request_timeline`):
     ``quantity`` names a :class:`RequestTimeline` attribute (``ttft_s``, ``tpot_s``, ``e2e_s``,
     ``output_tokens_per_s``, …), times ``scale`` (1000 gives milliseconds). ``draft=""`` with ``k`` > 0
-    is an MTP-style draft."""
+    is an MTP-style draft; ``prefix``: the prompt's tokens already in the prefix cache (not prefilled)."""
     from ..topics.serving import request_timeline
 
     t = request_timeline(model, part, prompt_tokens=prompt, output_tokens=output, batch=batch,
-                         speculative_tokens=k, acceptance=alpha, draft_model=draft or None)
+                         speculative_tokens=k, acceptance=alpha, draft_model=draft or None,
+                         prefix_cached_tokens=int(prefix))
     return float(scale) * float(getattr(t, quantity))
 
 
@@ -1086,6 +1087,253 @@ def _engine_sizing(model, part, target, tpot_ms, prompt, output, tensor=1, regim
             "efficiency": s.efficiency}[quantity]
 
 
+# ---- lessons 10, 12 and 14: queues, money at an objective, engine mechanics ------------------
+
+def _littles_law(rate_per_s=None, latency_s=None, concurrency=None, wait_s=0.0):
+    """Little's law, L = λ·W (:func:`~roofline_lessons.topics.serving.littles_law`): give two of
+    ``rate_per_s`` (λ, requests/s), ``latency_s`` (W, seconds in the system) and ``concurrency`` (L),
+    get the third. ``wait_s`` (seconds queued before service) is added to ``latency_s``."""
+    from ..topics.serving import littles_law
+
+    latency = None if latency_s is None else float(latency_s) + float(wait_s)
+    return float(littles_law(concurrency=concurrency, throughput_per_s=rate_per_s, latency_s=latency))
+
+
+def _swept_batches(max_batch):
+    """Batches 1, 2, 4, … up to ``max_batch`` (the goodput sweeps' grid)."""
+    top = int(max_batch)
+    if top < 1:
+        raise ValueError(f"max_batch must be a whole number >= 1, got {max_batch!r}")
+    return [2 ** i for i in range(top.bit_length()) if 2 ** i <= top]
+
+
+def _goodput(model, part, prompt, output, ttft_ms, tpot_ms, quantity="requests_per_s", max_batch=256,
+             figures="estimate"):
+    """Lesson 10's static-batch goodput sweep (:func:`~roofline_lessons.topics.serving.goodput_requests_per_s`)
+    over batches 1, 2, 4, … ``max_batch``, TTFT ≤ ``ttft_ms`` and TPOT ≤ ``tpot_ms`` (milliseconds):
+    ``quantity`` ``"requests_per_s"`` (the best goodput), ``"batch"`` (the batch giving it),
+    ``"tokens_per_s"`` (its output tokens/s), ``"wait_s"`` (the mean wait, seconds, of a request arriving
+    at a random moment while such batches run back to back: what the sweep assumes away), ``"tpot_ms"``
+    and ``"ttft_ms"`` (that batch's), ``"ttft_with_wait_ms"`` (its TTFT plus that mean wait),
+    ``"largest_fit"`` (the largest swept batch that fits, SLOs or not) or ``"fit_requests_per_s"``
+    (requests/s at that batch: what a sweep blind to the SLOs picks)."""
+    from ..topics.serving import goodput_requests_per_s
+
+    g = goodput_requests_per_s(model, part, prompt_tokens=prompt, output_tokens=output,
+                               batches=_swept_batches(max_batch), ttft_slo_s=float(ttft_ms) / 1e3,
+                               tpot_slo_s=float(tpot_ms) / 1e3, figures=figures)
+    if quantity in ("largest_fit", "fit_requests_per_s"):
+        fit = [i for i, ok in enumerate(g.fits_in_memory) if ok]
+        if not fit:
+            raise ValueError("no swept batch fits in memory")
+        i = fit[-1]
+        return float(g.batch[i]) if quantity == "largest_fit" else float(g.requests_per_s[i])
+    if g.best_batch is None:
+        raise ValueError(f"no swept batch meets TTFT <= {ttft_ms} ms and TPOT <= {tpot_ms} ms")
+    i = int(list(g.batch).index(g.best_batch))
+    figures_at = {"requests_per_s": g.best_goodput_requests_per_s, "batch": g.best_batch,
+                  "tokens_per_s": g.best_goodput_requests_per_s * int(output), "wait_s": g.mean_arrival_wait_s[i],
+                  "tpot_ms": 1e3 * g.tpot_s[i], "ttft_ms": 1e3 * g.ttft_s[i],
+                  "ttft_with_wait_ms": 1e3 * (g.ttft_s[i] + g.mean_arrival_wait_s[i])}
+    if quantity not in figures_at:
+        raise ValueError(f"quantity must be one of {', '.join([*figures_at, 'largest_fit', 'fit_requests_per_s'])}, "
+                         f"got {quantity!r}")
+    return float(figures_at[quantity])
+
+
+def _cost_at_slo(model, part, prompt, output, ttft_ms, tpot_ms, price_per_hour, batch="best", max_batch=256):
+    """US dollars per million output tokens (:func:`~roofline_lessons.topics.serving.cost_per_million_output_tokens`)
+    for one chip at ``price_per_hour`` (the learner's price; the catalog holds none) serving static batches
+    of ``prompt`` in and ``output`` out, tokens/s by the estimate: ``batch="best"`` at the batch of best
+    goodput under TTFT ≤ ``ttft_ms`` and TPOT ≤ ``tpot_ms`` (:func:`_goodput`), ``"largest fit"`` at the
+    largest swept batch that fits whatever its latency (a red flag's number), or at a given batch."""
+    from ..topics.serving import cost_per_million_output_tokens, request_timeline
+
+    if batch == "best":
+        tokens_per_s = _goodput(model, part, prompt, output, ttft_ms, tpot_ms, "tokens_per_s", max_batch)
+    else:
+        b = _goodput(model, part, prompt, output, ttft_ms, tpot_ms, "largest_fit", max_batch) \
+            if batch == "largest fit" else int(batch)
+        t = request_timeline(model, part, prompt_tokens=prompt, output_tokens=output, batch=int(b))
+        tokens_per_s = int(b) * int(output) / float(t.e2e_s)
+    return float(cost_per_million_output_tokens(float(price_per_hour), tokens_per_s))
+
+
+def _mixed_step(model, part, decode_batch, context, chunk, cached=0, quantity="time_s", scale=1000.0):
+    """One continuous-batching step (:func:`~roofline_lessons.topics.serving.mixed_step`): a ``chunk``-token
+    prefill chunk (``cached`` of its prompt's tokens already in the cache) riding with ``decode_batch``
+    decodes at ``context`` tokens cached; ``quantity`` names a :class:`MixedStep` field (``time_s``,
+    ``decode_only_time_s``, ``lower_bound_s``, ``decode_only_lower_bound_s``, …), times ``scale``."""
+    from ..topics.serving import mixed_step
+
+    m = mixed_step(model, part, decode_batch=int(decode_batch), decode_context_tokens=int(context),
+                   prefill_chunk_tokens=int(chunk), prefill_cached_tokens=int(cached))
+    return float(scale) * float(getattr(m, quantity))
+
+
+def _kv_transfer_ms(model, part, context, kind="scale-out", dtype="bf16", batch=1):
+    """Milliseconds to move ``batch`` sequences' KV cache at ``context`` tokens (``dtype``) over one of
+    ``part``'s links (``kind``: "scale-out", "pcie" or "scale-up") at its per-direction bandwidth: the
+    bytes alone, no per-message latency (what a disaggregated prefill ships to its decode chip, or what a
+    swap to host memory moves each way)."""
+    from ..core.memory import kv_cache_bytes_per_sequence
+
+    nbytes = float(kv_cache_bytes_per_sequence(model, int(context), dtype)) * int(batch)
+    return 1e3 * nbytes / get_part(part).link(kind).per_direction_bytes_per_s
+
+
+def _scale_block(fmt):
+    """Elements that share one scale in a 4-bit block format: ``"mxfp4"`` (OCP MX, the course's ``fp4``)
+    or ``"nvfp4"``."""
+    from ..core.dtypes import DEFAULT_WEIGHT_GROUP
+    from ..topics.shrinking import NVFP4_BLOCK
+
+    blocks = {"mxfp4": DEFAULT_WEIGHT_GROUP["fp4"], "nvfp4": NVFP4_BLOCK}
+    if fmt not in blocks:
+        raise ValueError(f"fmt must be one of {', '.join(blocks)}, got {fmt!r}")
+    return float(blocks[fmt])
+
+
+def _nvfp4_bytes_per_weight():
+    """Bytes per NVFP4 weight, its block scale included (the per-tensor scale's share left out)."""
+    from ..topics.shrinking import nvfp4_bytes_per_weight
+
+    return float(nvfp4_bytes_per_weight())
+
+
+# ---- lesson 14: kernel shapes (:mod:`roofline_lessons.topics.kernels`) ------------------------
+
+def _kv_caching_layers(m) -> int:
+    """Layers of ``m`` that hold a KV cache (the cache per token ÷ one layer's)."""
+    return int(round(m.kv_bytes_per_token("bf16") / m.kv_bytes_per_token_per_layer("bf16")))
+
+
+def _decode_grid(model, part, context, batch=1, quantity="fill_percent", splits="none", heads="kv"):
+    """A decode attention kernel's grid for ``model`` on ``part``, one CTA per (sequence, KV head, KV
+    split) (:func:`~roofline_lessons.topics.kernels.decode_attention_ctas`): ``splits="none"`` (one
+    split) or ``"flash"`` (flash-decoding's rule, :func:`~roofline_lessons.topics.kernels.flash_decoding_splits`,
+    at ``context`` tokens cached). ``quantity``: ``"fill_percent"`` (the share of SMs holding a CTA, %,
+    :func:`~roofline_lessons.topics.kernels.sm_fill`), ``"splits"``, ``"ctas"``, ``"units"`` (the part's
+    SMs), ``"time_ms"`` (the
+    estimate :func:`~roofline_lessons.topics.kernels.decode_attention_time_with_sm_limit_s` of the step's
+    KV reads, every caching layer: bandwidth ÷ the SM fill, a convention), ``"bound_ms"`` (the same bytes
+    at the full bandwidth) or ``"combine_mb"`` (the splits' partials written and read back, every
+    caching layer, MB). ``heads="query"``: one CTA per query head instead (a red flag's count)."""
+    from ..core.memory import kv_cache_bytes_per_sequence
+    from ..topics import kernels
+
+    m, p = get_model(model), get_part(part)
+    if heads not in ("kv", "query"):
+        raise ValueError(f"heads must be 'kv' or 'query', got {heads!r}")
+    per_seq = m.num_key_value_heads if heads == "kv" else m.num_attention_heads
+    if splits == "none":
+        n_splits = 1
+    elif splits == "flash":
+        n_splits = kernels.flash_decoding_splits(p, batch=int(batch), kv_heads=per_seq, context_tokens=int(context))
+    else:
+        raise ValueError(f"splits must be 'none' or 'flash', got {splits!r}")
+    ctas = kernels.decode_attention_ctas(int(batch), per_seq, n_splits)
+    kv_bytes = float(kv_cache_bytes_per_sequence(m, int(context))) * int(batch)
+    layers = _kv_caching_layers(m)
+    figures = {
+        "fill_percent": lambda: 100 * kernels.sm_fill(p, ctas), "splits": lambda: n_splits, "ctas": lambda: ctas,
+        "units": lambda: kernels.wave_quantization(1, p).compute_units,
+        "time_ms": lambda: 1e3 * kernels.decode_attention_time_with_sm_limit_s(p, kv_bytes=kv_bytes, ctas=ctas),
+        "bound_ms": lambda: 1e3 * kv_bytes / p.memory_bandwidth_bytes_per_s,
+        "combine_mb": lambda: layers * kernels.split_kv_combine_bytes(int(batch), m.num_attention_heads, m.head_dim,
+                                                                     n_splits) / 1e6,
+    }
+    if quantity not in figures:
+        raise ValueError(f"quantity must be one of {', '.join(figures)}, got {quantity!r}")
+    return float(figures[quantity]())
+
+
+def _gqa_fill_percent(model, query_tokens=1, mma_m=64, packed=True):
+    """Share (%) of an MMA tile's ``mma_m`` rows that one KV head's decode queries fill
+    (:func:`~roofline_lessons.topics.kernels.gqa_mma_m_fill`), the group being ``model``'s query heads
+    per KV head: packed (the group's heads × ``query_tokens`` rows) or head by head (``packed=False``)."""
+    from ..topics.kernels import gqa_mma_m_fill
+
+    m = get_model(model)
+    group = m.num_attention_heads // m.num_key_value_heads
+    return 100 * float(gqa_mma_m_fill(group, int(query_tokens), int(mma_m), packed=bool(packed)))
+
+
+#: a decode GEMM of a dense model: its N (outputs) and K (inputs), from the model's config
+_GEMM_SHAPES = {
+    "down": lambda m: (m.hidden_size, m.intermediate_size),
+    "gate_up": lambda m: (2 * m.intermediate_size, m.hidden_size),
+    "qkv": lambda m: ((m.num_attention_heads + 2 * m.num_key_value_heads) * m.head_dim, m.hidden_size),
+    "o": lambda m: (m.hidden_size, m.num_attention_heads * m.head_dim),
+}
+
+
+def _gemm_waves(model, part, batch, matrix="down", quantity="busy_percent", splits=1, tile_m=128, tile_n=128):
+    """One of ``model``'s decode GEMMs (``matrix``: "down", "gate_up", "qkv" or "o"; M = ``batch``) cut
+    into ``tile_m`` × ``tile_n`` output tiles, each split ``splits`` ways along K, on ``part``'s SMs
+    (:func:`~roofline_lessons.topics.kernels.wave_quantization`): ``quantity`` ``"busy_percent"`` (the
+    wave efficiency, %), ``"tiles"`` (CTAs), ``"waves"``, ``"units"`` (the part's SMs or CUs), ``"n"``
+    (the GEMM's N) or ``"tile_percent"`` (the useful share of the tiles' rows and columns, %,
+    :func:`~roofline_lessons.topics.kernels.tile_quantization_efficiency`)."""
+    from ..topics import kernels
+
+    m = get_model(model)
+    if matrix not in _GEMM_SHAPES:
+        raise ValueError(f"matrix must be one of {', '.join(_GEMM_SHAPES)}, got {matrix!r}")
+    n, k = _GEMM_SHAPES[matrix](m)
+    tiles = kernels.split_k_tiles(int(batch), n, k, int(splits), int(tile_m), int(tile_n))
+    w = kernels.wave_quantization(tiles, get_part(part))
+    figures = {"busy_percent": lambda: 100 * w.efficiency, "tiles": lambda: w.tiles, "waves": lambda: w.waves,
+               "units": lambda: w.compute_units, "n": lambda: n,
+               "tile_percent": lambda: 100 * kernels.tile_quantization_efficiency(int(batch), n, int(tile_m),
+                                                                                  int(tile_n))}
+    if quantity not in figures:
+        raise ValueError(f"quantity must be one of {', '.join(figures)}, got {quantity!r}")
+    return float(figures[quantity]())
+
+
+def _allreduce_us(model, part, chips, tokens=1, algorithm="one_shot", figure="estimate"):
+    """One tensor-parallel all-reduce of ``model``'s activations (``tokens`` × hidden × 2 bytes) over
+    ``chips`` chips of ``part``'s in-server link: ``figure="estimate"`` by ``algorithm``
+    (:func:`~roofline_lessons.topics.kernels.allreduce_time_s`: steps × the link's assumed latency +
+    bytes ÷ per-direction bandwidth), µs; ``"bound"`` the lower bound (least bytes, no latency,
+    :func:`~roofline_lessons.topics.kernels.allreduce_lower_bound_s`), µs; ``"message_kib"`` the
+    message, KiB."""
+    from ..topics import kernels
+    from ..topics.many_chips import activation_message_bytes
+
+    message = float(activation_message_bytes(model, int(tokens)))
+    if figure == "message_kib":
+        return message / 1024
+    if figure == "bound":
+        return 1e6 * float(kernels.allreduce_lower_bound_s(message, int(chips), part))
+    if figure != "estimate":
+        raise ValueError(f"figure must be 'estimate', 'bound' or 'message_kib', got {figure!r}")
+    return 1e6 * float(kernels.allreduce_time_s(message, int(chips), part, algorithm))
+
+
+def _logits_share(model, part, batch, context, figure="share_percent", passes=None):
+    """The lm_head and the sampler in one decode step
+    (:func:`~roofline_lessons.topics.kernels.logits_share_of_decode_step`, an estimate: every operator a
+    kernel of its own): ``figure`` ``"share_percent"`` (their share of the
+    step, %), ``"lm_head_gb"`` (the lm_head's weights read, GB, :func:`~roofline_lessons.topics.kernels.logits_cost`),
+    ``"logits_mb"`` (the logits in FP32, batch × vocabulary × 4 bytes, MB), or ``"one layer"`` (100 ÷
+    (layers + 1): a red flag's share, the lm_head counted as one more layer). ``passes``: the sampler's
+    passes over the logits (None: the module's default)."""
+    from ..topics import kernels
+
+    m = get_model(model)
+    if figure == "one layer":
+        return 100.0 / (m.num_hidden_layers + 1)
+    if figure in ("lm_head_gb", "logits_mb"):
+        c = kernels.logits_cost(m, int(batch))
+        return c.lm_head_weight_bytes / 1e9 if figure == "lm_head_gb" else float(c.logits_write_bytes) / 1e6
+    if figure != "share_percent":
+        raise ValueError(f"figure must be 'share_percent', 'lm_head_gb', 'logits_mb' or 'one layer', got {figure!r}")
+    kw = {} if passes is None else {"sampling_passes": int(passes)}
+    return 100 * float(kernels.logits_share_of_decode_step(m, part, int(batch), int(context), **kw).share_estimate)
+
+
 NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
     "peak_tflops": _peak_tflops, "bandwidth_tbs": _bandwidth_tbs, "bandwidth_ratio": _bandwidth_ratio, "capacity_gib": _capacity_gib,
     "weights_gib": _weights_gib, "free_gib": _free_gib, "kv_gib": _kv_gib, "state_gib": _state_gib,
@@ -1120,6 +1368,10 @@ NUMERIC_FUNCTIONS: dict[str, Callable[..., float]] = {
     "serving_change": _serving_change,
     "engine_run": _engine_run, "engine_regime": _engine_regime, "engine_forecast_error": _engine_forecast_error,
     "engine_sizing": _engine_sizing,
+    "littles_law": _littles_law, "goodput": _goodput, "cost_at_slo": _cost_at_slo, "mixed_step": _mixed_step,
+    "kv_transfer_ms": _kv_transfer_ms, "scale_block": _scale_block, "nvfp4_bytes_per_weight": _nvfp4_bytes_per_weight,
+    "decode_grid": _decode_grid, "gqa_fill_percent": _gqa_fill_percent, "gemm_waves": _gemm_waves,
+    "allreduce_us": _allreduce_us, "logits_share": _logits_share,
 }
 
 
@@ -1265,6 +1517,12 @@ SETUP_FUNCTIONS: dict[str, Callable[..., list[Setup]]] = {
         s for pr in (prompt, ref_prompt) for s in _timeline(model, part, pr, output)],
     "halved_bytes_speedup": lambda model, part, phase="decode", tokens=8192, batch=1: _step(
         model, part, phase, tokens, batch),
+    # lesson 14: a prefill chunk riding with a decode batch (the decode step and the chunk's prompt so far)
+    "mixed_step": lambda model, part, decode_batch, context, chunk, cached=0, **_: (
+        _step(model, part, "decode", context, decode_batch) + _step(model, part, "prefill", cached + chunk)),
+    "kv_transfer_ms": lambda model, part, context, batch=1, **_: _tokens_of(model, context, phase="cache"),
+    "decode_grid": lambda model, part, context, batch=1, **_: _step(model, part, "decode", context, batch),
+    "logits_share": lambda model, part, batch, context, **_: _step(model, part, "decode", context, batch),
 }
 
 #: figures that price no step of a model on a part (rates, ridges, sizes per token or per weight, counts,
@@ -1281,6 +1539,11 @@ NO_SETUP = frozenset({
     # lesson 13: published runs, priced as the lesson prices them (a throughput bound takes the largest
     # batch that fits; the sizing only batches that fit 90 % of memory)
     "engine_run", "engine_regime", "engine_forecast_error", "engine_sizing",
+    # lessons 10, 12 and 14: a queue's arithmetic, format constants; the goodput sweeps count only batches
+    # that fit (the largest that fits, by construction) at prompt + output tokens within the card's context
+    "littles_law", "goodput", "cost_at_slo", "scale_block", "nvfp4_bytes_per_weight",
+    # lesson 14: kernel shapes (a GEMM's tiles, an MMA's rows, one collective) price no step's memory
+    "gqa_fill_percent", "gemm_waves", "allreduce_us",
 })
 
 

@@ -10,7 +10,7 @@ What makes a page work offline:
   state: the very panel the notebook's own ``lessonNN_dashboard()`` call drew (verdict, chart with
   its alt text, table), taken from the widget state the run recorded, with a caption saying the
   dashboard is interactive in JupyterLab.
-- **The flashcard drill** (lesson 14) needs a live kernel too; in its place the handout prints the
+- **The flashcard drill** (lesson 15) needs a live kernel too; in its place the handout prints the
   whole deck (:func:`roofline_lessons.course.drill.deck_html`): every card's question, answers,
   memory aid, red flags, follow-ups and sources, its figures computed by the package at export.
 - **Nothing else is fetched**: no require.js, no widget manager, no mermaid loader (the template's

@@ -13,7 +13,7 @@
 # ---
 
 # %% [markdown]
-# # Lesson 14 — Interview drill
+# # Lesson 15 — Interview drill
 #
 # Cards covering every lesson (the table below counts them): a question, a 30-second answer, a
 # longer one, the follow-ups an interviewer asks next, and the things not to say. Some cards add a
