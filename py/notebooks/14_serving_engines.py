@@ -37,8 +37,11 @@
 # > dequantisation in series); with `cost="lower_bound"` it is priced at its lower bound. Either way,
 # > **every figure this lesson prints is an estimate** of one scheduling policy. Another policy can
 # > serve a given request sooner, so a simulated TTFT is never a bound. The policy's conventions
-# > are printed in the first cell below. Defaults follow vLLM (block size, token budget, sequences
-# > per step, memory utilisation), each named where the package defines it.
+# > are printed in the first cell below. The defaults are vLLM's class fallbacks (16-token blocks,
+# > 2,048 tokens and 128 sequences per step) and its long-standing 90 % memory utilisation (0.92 in
+# > current releases; `vllm serve` on an H100 raises the step to 8,192 tokens and 1,024 sequences).
+# > The whole utilised share minus the weights goes to the KV cache (vLLM also keeps activations and
+# > CUDA graphs in it), so the block counts here are generous.
 
 # %%
 # %matplotlib inline
@@ -167,8 +170,8 @@ show_table(["workload", "simulated tokens/s (bound step costs)", "continuous-bat
 # Without chunking, a whole prompt runs in one step, and every running request's next token waits
 # behind it: TPOT spikes. Chunked prefill (Sarathi-Serve, Agrawal et al., OSDI 2024) splits the prompt
 # across steps, so each decode step carries at most one chunk's extra work. Each extra chunk re-reads
-# the weights and the prompt's KV so far, so a prompt takes more steps to finish. TTFT grows as the
-# chunk shrinks.
+# the weights and the prompt's KV so far, so a prompt takes more steps to finish, and with small
+# chunks TTFT grows.
 
 # %%
 load = poisson_requests(4, 300, 4096, 128, seed=5)
@@ -217,7 +220,9 @@ md(f"The cache holds {count(blocks)} blocks ({count(blocks * 16)} tokens, "
    f"{binary(blocks * recompute.kv_block_bytes)}): about {blocks * 16 // 5120} requests at their full 5,120 tokens. "
    f"Recompute preempts {count(recompute.preemptions)} times and swap {count(swap.preemptions)} times. "
    f"Mean E2E: {duration(float(np.mean(recompute.e2e_s)))} with recompute, "
-   f"{duration(float(np.mean(swap.e2e_s)))} with swap. Recompute spends FLOPs (a prefill again); swap "
+   f"{duration(float(np.mean(swap.e2e_s)))} with swap, of which {duration(float(np.mean(recompute.queue_s)))} and "
+   f"{duration(float(np.mean(swap.queue_s)))} are queueing: this load is past capacity, and the queue hides "
+   "the policies' difference. Recompute spends FLOPs (a prefill again); swap "
    f"spends PCIe time ({binary(recompute.kv_block_bytes)} per block at "
    f"{part.host_link.per_direction_bytes_per_s / 1e9:.0f} GB/s each way).")
 
@@ -278,8 +283,9 @@ md(f"At 6 requests/s, TPOT p90 is {'lower' if tpot_better else 'higher'} with se
    + (": one prefill GPU now carries every prompt, where the pool had two. " if not ttft_better else ". ")
    + 
    f"Each request's 4,096-token KV cache crosses NVLink in {duration(split.kv_transfer_s)}. "
-   "Separate pools win where a tight TPOT objective meets long prompts. One pool wins where prompts are "
-   "short, or where the prefill share of the work swings too much for a fixed split.")
+   "At these two rates both deployments meet the objectives. DistServe's regimes: separate pools win where a "
+   "tight TPOT objective meets long prompts, one pool where prompts are short or the prefill share of the work "
+   "swings too much for a fixed split (a hypothesis for this workload until you run it: try higher rates).")
 
 # %% [markdown]
 # *Question.* With 1 prefill GPU and 1 decode GPU, which pool saturates first as the rate grows here?
@@ -303,10 +309,12 @@ split_fill = kernels.sm_fill(part, kernels.decode_attention_ctas(1, model.num_ke
 kv_read = float(model.kv_cache_bytes_per_sequence(CONTEXT, "bf16"))
 unsplit_s = kernels.decode_attention_time_with_sm_limit_s(part, kv_bytes=kv_read, ctas=ctas)
 split_s = kernels.decode_attention_time_with_sm_limit_s(part, kv_bytes=kv_read,
-                                                        ctas=kernels.decode_attention_ctas(1, 8, splits))
+                                                        ctas=kernels.decode_attention_ctas(1, model.num_key_value_heads,
+                                                                                           splits))
 md(f"Batch 1 at {count(CONTEXT)} tokens: {count(ctas)} CTAs fill {percent(fill, 0)} of the "
    f"{part.compute_units} SMs. Splitting the KV {count(splits)} ways gives "
-   f"{count(kernels.decode_attention_ctas(1, 8, splits))} CTAs ({percent(split_fill, 0)} filled). "
+   f"{count(kernels.decode_attention_ctas(1, model.num_key_value_heads, splits))} CTAs, enough to give every "
+   f"SM at least one ({percent(split_fill, 0)} busy in the first wave; the CTAs past the SM count run in a second). "
    f"Under the convention that an idle SM pulls no bandwidth (an **estimate**, not a bound), reading the "
    f"{binary(kv_read)} of KV drops from {duration(float(unsplit_s))} to {duration(float(split_s))}. "
    "The roofline alone would promise the second figure at any split: the SM count is a second limit beside it.")
@@ -315,7 +323,7 @@ md(f"Batch 1 at {count(CONTEXT)} tokens: {count(ctas)} CTAs fill {percent(fill, 
 group = model.num_attention_heads // model.num_key_value_heads
 packed = kernels.gqa_mma_m_fill(group)
 alone = kernels.gqa_mma_m_fill(group, packed=False)
-md(f"**GQA packing.** A tensor-core MMA tile is 64 rows (M) tall. A decode step has one query token per "
+md(f"**GQA packing.** A Hopper tensor-core matrix-multiply-accumulate (MMA, `wgmma`) tile is 64 rows (M) tall. A decode step has one query token per "
    f"head. Packing the {group} query heads that share a KV head into one tile fills {percent(packed, 1)} "
    f"of its rows; one head at a time fills {percent(alone, 1)}. Packing also reads each KV block once for "
    f"all {group} heads. Either way decode attention stays memory-bound, but packing stops the tile's "
@@ -325,7 +333,7 @@ md(f"**GQA packing.** A tensor-core MMA tile is 64 rows (M) tall. A decode step 
 # ## 8. The dashboard
 #
 # Pick a request rate, prompt and output lengths, a chunk size and a deployment of two H100s. The
-# dashboard simulates Llama-3.1-8B at a grid of rates around yours, with 300 requests each. It draws
+# dashboard simulates Llama-3.1-8B at a fixed grid of rates (1 to 96 requests/s), with 300 requests each. It draws
 # SLO attainment against rate, marks your rate, and reports TTFT and TPOT percentiles there against
 # the SLOs (500 ms TTFT, 25 ms TPOT). Moving only the rate reuses the curve already simulated.
 

@@ -49,8 +49,8 @@ def iterations_timeline_chart(runs: Mapping[str, Simulation], *, until_s: float 
         ax.tick_params(labelsize=LABEL_PT)
         alt.append(f"{label}: {count(int(np.sum(keep)))} steps, {count(int(np.sum(pre)))} with prefill tokens, "
                    f"mean TTFT {duration(float(np.mean(s.ttft_s)))}, mean E2E {duration(float(np.mean(s.e2e_s)))}")
-    axes[0].legend(loc="upper right", fontsize=LABEL_PT, ncols=2, frameon=False)
-    axes[-1].set_xlabel("time since the first arrival (ms)", fontsize=LABEL_PT)
+    axes[0].legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), fontsize=LABEL_PT, ncols=2, frameon=False)
+    axes[-1].set_xlabel("time since the run began (ms)", fontsize=LABEL_PT)
     fig.suptitle(title, fontsize=LABEL_PT + 1)
     set_alt(fig, f"{title}. " + "; ".join(alt) + ".")
     return fig
@@ -96,7 +96,7 @@ def kv_use_chart(runs: Mapping[str, Simulation], *, title: str = "KV-cache block
                 label=f"{label} ({count(s.preemptions)} preemptions)")
         alt.append(f"{label}: peak {percent(float(np.max(share)), 0)}, {count(s.preemptions)} preemptions")
     ax.set_ylim(0, 105)
-    ax.set_xlabel("time since the first arrival (s)", fontsize=LABEL_PT)
+    ax.set_xlabel("time since the run began (s)", fontsize=LABEL_PT)
     ax.set_ylabel("KV blocks in use (%)", fontsize=LABEL_PT)
     ax.tick_params(labelsize=LABEL_PT)
     ax.legend(loc="lower right", fontsize=LABEL_PT, frameon=False)
