@@ -777,14 +777,17 @@ def cmd_serve(args) -> int:
     return 0
 
 
-def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not (value > 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError(f"--rate must be requests per second > 0, got {text!r}")
-    return value
+def _positive(flag: str, what: str):
+    """A parser of a finite number > 0 for ``--flag`` (``what`` names its unit in the error)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not (value > 0 and value != float("inf")):
+            raise argparse.ArgumentTypeError(f"--{flag} must be {what} > 0, got {text!r}")
+        return value
+    return parse
 
 
 def _share(name: str, low_open: bool = False):
@@ -1027,7 +1030,8 @@ def _serve_flags(sv, names) -> None:
 def _simulate_flags(sm, names) -> None:
     sm.add_argument("--hardware", required=True, help=f"part id ({', '.join(names.parts)})")
     _model_flags(sm, names)
-    sm.add_argument("--rate", type=_rate, default=None, help="Poisson arrivals, requests per second")
+    sm.add_argument("--rate", type=_positive("rate", "requests per second"), default=None,
+                    help="Poisson arrivals, requests per second")
     sm.add_argument("--requests", type=_count("requests", 1), default=1000, help="requests to simulate (default 1000)")
     sm.add_argument("--prompt", type=_count("prompt", 1), default=None, help="prompt tokens per request")
     sm.add_argument("--output", type=_count("output", 1), default=None, help="output tokens per request")
@@ -1060,8 +1064,9 @@ def _simulate_flags(sm, names) -> None:
                     help="disaggregated: chips in the prefill pool (with --decode-chips)")
     sm.add_argument("--decode-chips", type=_count("decode-chips", 1), default=None,
                     help="disaggregated: chips in the decode pool")
-    sm.add_argument("--ttft-slo", type=_rate_seconds("ttft-slo"), default=None, help="TTFT objective, seconds")
-    sm.add_argument("--tpot-slo", type=_rate_seconds("tpot-slo"), default=None, help="TPOT objective, seconds")
+    for flag, name in (("ttft-slo", "TTFT"), ("tpot-slo", "TPOT")):
+        sm.add_argument(f"--{flag}", type=_positive(flag, "a number of seconds"), default=None,
+                        help=f"{name} objective, seconds")
     sm.add_argument("--slo-attainment", type=_share("slo-attainment", low_open=True), default=0.9,
                     help="share of requests that must meet both objectives for goodput (default 0.9)")
     for flag in ("weights", "kv"):
@@ -1069,18 +1074,6 @@ def _simulate_flags(sm, names) -> None:
     _memory_utilization_flag(sm, names)
     sm.add_argument("--seed", type=_count("seed", 0), default=0, help="random seed (default 0)")
     sm.add_argument("--json", action="store_true", help="print one JSON object")
-
-
-def _rate_seconds(name: str):
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = float("nan")
-        if not (value > 0 and value != float("inf")):
-            raise argparse.ArgumentTypeError(f"--{name} must be a number of seconds > 0, got {text!r}")
-        return value
-    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -536,7 +536,11 @@ def test_serving_engine_and_kernel_cards_words_follow_their_numbers():
     card = "serving-engine-flash-decoding"
     assert _v(card, "value") < 50 and _v(card, "splits") > 1 and _v(card, "s32") == 1
     assert F["decode_grid"]("llama-3.1-8b", "h100-sxm", 65536, splits="flash") == 100
-    assert _v(card, "t2") == pytest.approx(F["decode_grid"]("llama-3.1-8b", "h100-sxm", 65536, quantity="bound_ms"))
+    # the simple rule's CTAs spill into a second wave ("run in two waves"); the wave-efficient count stays in
+    # one and comes "near the full-bandwidth" time (within 15 %)
+    units = _v(card, "sms")
+    assert units < _v(card, "ctas2") <= 2 * units and _v(card, "t2") < _v(card, "t1")
+    assert _v(card, "sw") * 8 <= units and _v(card, "tb") <= _v(card, "tw") < 1.15 * _v(card, "tb") < _v(card, "t2")
     # GQA packing: packing fills more rows than one head at a time, and more query positions fill more
     card = "serving-engine-gqa-packing"
     assert _v(card, "one") < _v(card, "value") < _v(card, "spec")

@@ -197,3 +197,15 @@ def test_cli_bad_input_is_one_line_exit_2(argv, match, capsys):
     rc = main(["simulate", "--hardware", P, "--model", M, *argv])
     err = capsys.readouterr().err
     assert rc == 2 and match in err and len(err.strip().splitlines()) == 1
+
+
+def test_recompute_and_swap_costs_are_counted():
+    req = poisson_requests(3, 300, 4096, 1024, seed=2)
+    rec = simulate(M, P, req, EngineConfig(max_running=512, memory_utilization=0.6))
+    swp = simulate(M, P, req, EngineConfig(max_running=512, memory_utilization=0.6, preemption="swap"))
+    assert rec.preemptions > 0 and rec.recomputed_tokens > 0 and rec.swap_s == 0
+    assert swp.preemptions > 0 and swp.recomputed_tokens == 0 and swp.swap_s > 0
+    # without preemption nothing is prefilled twice, prefix hits included
+    calm = simulate(M, P, poisson_requests(2, 100, 2048, 64, seed=1), EngineConfig(prefix_cached_tokens=1024,
+                                                                                 prefix_hit_rate=0.5))
+    assert calm.preemptions == 0 and calm.recomputed_tokens == 0

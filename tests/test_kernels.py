@@ -147,7 +147,11 @@ def test_decode_attention_time_with_sm_limit_by_hand():
     # every SM busy: the estimate meets the bandwidth bound
     assert k.decode_attention_time_with_sm_limit_s(H100, kv_bytes=1e9, ctas=264) == pytest.approx(1e9 / bw)
     t = k.decode_attention_time_with_sm_limit_s(H100, kv_bytes=1e9, ctas=np.arange(1, 200))
-    assert np.all(np.diff(t) <= 0) and t.min() == pytest.approx(1e9 / bw)
+    assert np.all(np.diff(t[:132]) <= 0) and t.min() == pytest.approx(1e9 / bw)
+    # one CTA past the SM count starts a second wave: 133 CTAs take 2 × 132 / 133 of one full wave
+    assert t[132] == pytest.approx(1e9 / bw * 2 * 132 / 133)
+    assert k.decode_attention_time_with_sm_limit_s(H100, kv_bytes=1e9, ctas=136) > \
+        k.decode_attention_time_with_sm_limit_s(H100, kv_bytes=1e9, ctas=128)
     with pytest.raises(RooflineInputError, match=r"kv_bytes must be a number > 0, got -1"):
         k.decode_attention_time_with_sm_limit_s(H100, kv_bytes=-1, ctas=8)
 
@@ -310,3 +314,16 @@ def test_kernels_imports_only_from_core():
     tree = ast.parse(Path(k.__file__).read_text(encoding="utf-8"))
     targets = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
     assert targets and all(t.startswith("core") for t in targets), targets
+
+
+def test_wave_efficient_splits_stay_in_one_wave():
+    # 8 KV heads at batch 1 on 132 SMs: 15 splits (120 CTAs, 91 % of one wave) reach 85 % of the best
+    # efficiency (33 splits fill exactly two waves); 14 (112 CTAs, 85 %) do not
+    assert k.wave_efficient_splits(H100, batch=1, kv_heads=8, context_tokens=65536) == 15
+    assert k.flash_decoding_splits(H100, batch=1, kv_heads=8, context_tokens=65536) == 17
+    # batch × KV heads already fill 80 % of the SMs: no split
+    assert k.wave_efficient_splits(H100, batch=32, kv_heads=8, context_tokens=65536) == 1
+    # a short context caps the splits (256 tokens each at least)
+    assert k.wave_efficient_splits(H100, batch=1, kv_heads=8, context_tokens=1024) <= 4
+    with pytest.raises(RooflineInputError, match="kv_heads"):
+        k.wave_efficient_splits(H100, batch=1, kv_heads=0, context_tokens=1024)

@@ -125,7 +125,9 @@ md(f"Goodput is **{curve.goodput_requests_per_s:.3g} requests/s**. Above it, att
 
 # %% [markdown]
 # **Little's law** ties the three numbers a sizing question uses. L = λ × W: the requests in the
-# system on average equal the rate they complete times the time each spends. The simulation
+# system on average equal the rate they complete times the mean time each spends. λ is measured as
+# completions over the run's span, from the first arrival to the last token, so it differs a little
+# from the offered rate: a finite Poisson draw, and the drain after the last arrival. The simulation
 # checks it on its own bookkeeping. The time-average of the running batch, read off the step log,
 # equals completions per second times each request's time from admission to its last token.
 
@@ -134,7 +136,7 @@ at = simulate(MODEL, PART, poisson_requests(20, 600, PROMPT, OUTPUT, seed=0), ch
 w_running = float(np.mean(at.e2e_s - at.queue_s))
 L_from_law = littles_law(throughput_per_s=at.completed_requests_per_s, latency_s=w_running)
 assert abs(L_from_law - at.mean_running_requests) < 1e-6 * at.mean_running_requests
-md(f"At 20 requests/s: {at.mean_running_requests:.1f} requests run on average (step log). "
+md(f"Offered 20 requests/s: {at.mean_running_requests:.1f} requests run on average (step log). "
    f"Little's law gives {L_from_law:.1f} = {at.completed_requests_per_s:.2f} requests/s × "
    f"{duration(w_running)}. To serve a rate λ at a latency W, you need seats for λ × W requests, "
    "not λ ÷ W.")
@@ -177,20 +179,25 @@ show_table(["workload", "simulated tokens/s (bound step costs)", "continuous-bat
 load = poisson_requests(4, 300, 4096, 128, seed=5)
 chunk_rows, by_chunk = [], {}
 for chunk in (None, 2048, 512, 128):
+    # the budget holds a whole chunk beside every running decode token, so each chunk is full-size
     s = simulate(MODEL, PART, load, EngineConfig(chunk_tokens=chunk, token_budget=8192 if chunk is None else
-                                                 DEFAULT_TOKEN_BUDGET))
+                                                 chunk + DEFAULT_MAX_RUNNING))
     by_chunk[chunk] = s
     chunk_rows.append(["whole prompt" if chunk is None else count(chunk),
                        duration(float(np.percentile(s.ttft_s, 50))), duration(float(np.percentile(s.ttft_s, 99))),
                        duration(float(np.percentile(s.tpot_s, 50))), duration(float(np.percentile(s.tpot_s, 99)))])
 show_table(["chunk (tokens)", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"], chunk_rows)
 p99 = lambda s, key: float(np.percentile(getattr(s, key), 99))  # noqa: E731
-assert p99(by_chunk[128], "tpot_s") < p99(by_chunk[None], "tpot_s")
-assert np.median(by_chunk[128].ttft_s) > np.median(by_chunk[None].ttft_s)
-md(f"From whole prompts to 128-token chunks, TPOT p99 falls from {duration(p99(by_chunk[None], 'tpot_s'))} to "
+order = [by_chunk[c] for c in (None, 2048, 512, 128)]  # whole prompt, then ever smaller chunks
+assert all(p99(a, "tpot_s") > p99(b, "tpot_s") for a, b in zip(order, order[1:]))
+assert all(np.median(a.ttft_s) < np.median(b.ttft_s) for a, b in zip(order, order[1:]))
+md(f"Row by row, as the chunk shrinks, TPOT p99 falls and TTFT p50 rises. From whole prompts to 128-token "
+   f"chunks, TPOT p99 falls from {duration(p99(by_chunk[None], 'tpot_s'))} to "
    f"{duration(p99(by_chunk[128], 'tpot_s'))}, and TTFT p50 rises from "
    f"{duration(float(np.median(by_chunk[None].ttft_s)))} to {duration(float(np.median(by_chunk[128].ttft_s)))}. "
-   "These are 4,096-token prompts at 4 requests/s on one H100. The chunk sets which objective gives way.")
+   "These are 4,096-token prompts at 4 requests/s on one H100. The chunk sets which objective gives way. "
+   f"TPOT here is each request's mean gap after its first token, so one long stall is averaged over its "
+   f"{count(int(load.output_tokens[0]) - 1)} gaps.")
 
 # %% [markdown]
 # *Question.* Why does a chunk much smaller than the part's ridge point (lesson 2) waste the step?
@@ -198,16 +205,16 @@ md(f"From whole prompts to 128-token chunks, TPOT p99 falls from {duration(p99(b
 # %% [markdown]
 # ## 4. When the KV cache fills: preemption
 #
-# The engine carves the memory left after the weights (at vLLM's 90 % utilisation) into blocks of 16
-# tokens (PagedAttention, Kwon et al., SOSP 2023). A request holds only the blocks its tokens fill.
+# The engine carves the memory left after the weights, at its memory utilisation (vLLM's default is
+# 90 %), into blocks of a few tokens (16 by default; PagedAttention, Kwon et al., SOSP 2023). A request holds only the blocks its tokens fill.
 # When a running request needs a new block and none is free, the newest request is **preempted**.
 # With *recompute*, its blocks are freed and it prefills prompt + generated tokens again later. With
 # *swap*, its blocks go to host memory over PCIe and come back. Below, 4,096-token prompts with
-# 1,024-token answers are served at 60 % memory utilisation, with up to 512 sequences per step, so
-# the cache runs out first.
+# 1,024-token answers arrive at 3 requests/s, close to what one H100 completes, served at 60 % memory
+# utilisation with up to 512 sequences per step, so the cache runs out before the seats do.
 
 # %%
-tight = poisson_requests(50, 600, 4096, 1024, seed=2)
+tight = poisson_requests(3, 400, 4096, 1024, seed=2)
 recompute = simulate(MODEL, PART, tight, EngineConfig(max_running=512, memory_utilization=0.6))
 swap = simulate(MODEL, PART, tight, EngineConfig(max_running=512, memory_utilization=0.6, preemption="swap"))
 kv_use_chart({"recompute": recompute, "swap": swap},
@@ -215,16 +222,18 @@ kv_use_chart({"recompute": recompute, "swap": swap},
 
 # %% jupyter={"source_hidden": true}
 assert recompute.preemptions > 0 and swap.preemptions > 0
-blocks = recompute.kv_blocks
-md(f"The cache holds {count(blocks)} blocks ({count(blocks * 16)} tokens, "
-   f"{binary(blocks * recompute.kv_block_bytes)}): about {blocks * 16 // 5120} requests at their full 5,120 tokens. "
-   f"Recompute preempts {count(recompute.preemptions)} times and swap {count(swap.preemptions)} times. "
-   f"Mean E2E: {duration(float(np.mean(recompute.e2e_s)))} with recompute, "
-   f"{duration(float(np.mean(swap.e2e_s)))} with swap, of which {duration(float(np.mean(recompute.queue_s)))} and "
-   f"{duration(float(np.mean(swap.queue_s)))} are queueing: this load is past capacity, and the queue hides "
-   "the policies' difference. Recompute spends FLOPs (a prefill again); swap "
-   f"spends PCIe time ({binary(recompute.kv_block_bytes)} per block at "
-   f"{part.host_link.per_direction_bytes_per_s / 1e9:.0f} GB/s each way).")
+blocks, block_tokens = recompute.kv_blocks, recompute.config.block_tokens
+full_request = 4096 + 1024
+md(f"The cache holds {count(blocks)} blocks ({count(blocks * block_tokens)} tokens, "
+   f"{binary(blocks * recompute.kv_block_bytes)}): {count(blocks * block_tokens // full_request)} requests at "
+   f"their full {count(full_request)} tokens. Recompute preempts {count(recompute.preemptions)} times and "
+   f"prefills {count(recompute.recomputed_tokens)} tokens a second time; swap preempts {count(swap.preemptions)} "
+   f"times and spends {duration(swap.swap_s)} moving blocks over PCIe ({binary(recompute.kv_block_bytes)} per "
+   f"block at {part.host_link.per_direction_bytes_per_s / 1e9:.0f} GB/s each way), in series with the steps. "
+   f"Mean E2E: {duration(float(np.mean(recompute.e2e_s)))} with recompute, {duration(float(np.mean(swap.e2e_s)))} "
+   f"with swap ({'swap' if np.mean(swap.e2e_s) < np.mean(recompute.e2e_s) else 'recompute'} is quicker here). "
+   + ("Why swap preempts more often here is a hypothesis: a swapped request comes back with all its blocks at "
+      "once, so the cache refills sooner." if swap.preemptions > recompute.preemptions else ""))
 
 # %% [markdown]
 # *Question.* Why does a preemption policy pick the **newest** request as its victim?
@@ -239,17 +248,27 @@ md(f"The cache holds {count(blocks)} blocks ({count(blocks * 16)} tokens, "
 
 # %%
 shared = poisson_requests(5, 400, 2048, 64, seed=6)
-hit_rows, ttft_by_hit = [], {}
+hit_rows, ttft_by_hit, p99_by_hit = [], {}, {}
+fastest_miss_below_p99 = []
 for hit in (0.0, 0.25, 0.5, 0.75, 1.0):
     s = simulate(MODEL, PART, shared, EngineConfig(prefix_cached_tokens=1536 if hit else 0, prefix_hit_rate=hit))
+    misses = s.ttft_s[s.prefix_hit_tokens == 0]
+    if 0 < hit < 1:  # with misses among the slowest 1 %, the p99 is at or above the fastest miss
+        fastest_miss_below_p99.append(float(misses.min()) <= float(np.percentile(s.ttft_s, 99)))
     ttft_by_hit[hit] = float(np.mean(s.ttft_s))
+    p99_by_hit[hit] = float(np.percentile(s.ttft_s, 99))
     hit_rows.append([percent(hit, 0), duration(ttft_by_hit[hit]), duration(float(np.percentile(s.ttft_s, 99)))])
 show_table(["hit rate", "mean TTFT", "TTFT p99"], hit_rows)
 means = [ttft_by_hit[h] for h in sorted(ttft_by_hit)]
 assert all(a > b for a, b in zip(means, means[1:]))
+assert all(fastest_miss_below_p99)  # "the tail stays with the misses"
+tails = [p99_by_hit[h] for h in sorted(p99_by_hit)]
+assert all(a > b for a, b in zip(tails, tails[1:]))  # "the p99 still falls as hits rise"
 md(f"Mean TTFT falls at every step up in hit rate, from {duration(means[0])} with no hits to {duration(means[-1])} "
-   "when every request hits. A miss still prefills its whole prompt. The p99 stays with the misses "
-   "until nearly every request hits.")
+   "when every request hits. A miss still prefills its whole prompt. At every partial hit rate the p99 is "
+   "at or above the fastest miss's TTFT: the tail stays with the misses until nearly every request hits. "
+   "The p99 still falls as hits rise (a hypothesis for why: fewer full prefills leave the misses a less busy "
+   "engine).")
 
 # %% [markdown]
 # ## 6. Disaggregation: one pool, or separate prefill and decode pools?
@@ -264,7 +283,7 @@ md(f"Mean TTFT falls at every step up in hit rate, from {duration(means[0])} wit
 pool_rows, pools = [], {}
 for label, cfg in (("one pool: 2 instances", EngineConfig(chips=2)),
                    ("1 prefill + 1 decode", EngineConfig(prefill_chips=1, decode_chips=1))):
-    for rate in (3, 6):
+    for rate in (3, 6, 10):
         s = simulate(MODEL, PART, poisson_requests(rate, 600, 4096, 256, seed=7), cfg,
                      ttft_slo_s=1.0, tpot_slo_s=0.010)
         pools[label, rate] = s
@@ -273,51 +292,64 @@ for label, cfg in (("one pool: 2 instances", EngineConfig(chips=2)),
 show_table(["deployment (2 × H100)", "rate", "TTFT p90", "TPOT p90", "meet TTFT ≤ 1 s and TPOT ≤ 10 ms"], pool_rows)
 
 # %% jupyter={"source_hidden": true}
-split, colo = pools["1 prefill + 1 decode", 6], pools["one pool: 2 instances", 6]
+split, colo = pools["1 prefill + 1 decode", 10], pools["one pool: 2 instances", 10]
 tpot_better = np.percentile(split.tpot_s, 90) < np.percentile(colo.tpot_s, 90)
 ttft_better = np.percentile(split.ttft_s, 90) < np.percentile(colo.ttft_s, 90)
-md(f"At 6 requests/s, TPOT p90 is {'lower' if tpot_better else 'higher'} with separate pools "
-   f"({duration(float(np.percentile(split.tpot_s, 90)))} against {duration(float(np.percentile(colo.tpot_s, 90)))}), "
+both_met = all(pools[key].slo_attainment == 1.0 for key in pools if key[1] < 10)
+winner = "separate pools" if split.slo_attainment > colo.slo_attainment else "one pool"
+assert both_met  # the sentence below says so
+md(f"At 3 and 6 requests/s every request meets both objectives either way. At 10 requests/s, TPOT p90 is "
+   f"{'lower' if tpot_better else 'higher'} with separate pools "
+   f"({duration(float(np.percentile(split.tpot_s, 90)))} against {duration(float(np.percentile(colo.tpot_s, 90)))}) "
    f"and TTFT p90 is {'lower' if ttft_better else 'higher'} "
-   f"({duration(float(np.percentile(split.ttft_s, 90)))} against {duration(float(np.percentile(colo.ttft_s, 90)))})"
-   + (": one prefill GPU now carries every prompt, where the pool had two. " if not ttft_better else ". ")
-   + 
-   f"Each request's 4,096-token KV cache crosses NVLink in {duration(split.kv_transfer_s)}. "
-   "At these two rates both deployments meet the objectives. DistServe's regimes: separate pools win where a "
-   "tight TPOT objective meets long prompts, one pool where prompts are short or the prefill share of the work "
-   "swings too much for a fixed split (a hypothesis for this workload until you run it: try higher rates).")
+   f"({duration(float(np.percentile(split.ttft_s, 90)))} against {duration(float(np.percentile(colo.ttft_s, 90)))}); "
+   f"{percent(split.slo_attainment, 0)} of requests meet both objectives with separate pools against "
+   f"{percent(colo.slo_attainment, 0)} with one pool, so **{winner}** serve this long-prompt, tight-TPOT "
+   f"workload better at that rate. Each request's {count(4096)}-token KV cache crosses {split.kv_link_name} in "
+   f"{duration(split.kv_transfer_s)}. DistServe's other regime, where one pool wins (short prompts, or a "
+   "prefill share that swings too much for a fixed split), is not run here: try it in the dashboard.")
 
 # %% [markdown]
 # *Question.* With 1 prefill GPU and 1 decode GPU, which pool saturates first as the rate grows here?
-# What split would you try next?
+# Compare how TTFT p90 (the prefill pool's) and TPOT p90 (the decode pool's) grow from 6 to 10
+# requests/s. What split would you try next?
 
 # %% [markdown]
 # ## 7. Flash-decoding and GQA packing: the SM count as a second limit
 #
 # A decode attention kernel gives each thread block (CTA) one sequence and one KV head, with the
-# query heads that share that KV head packed into it. At batch 1, Llama-3.1-8B has 8 KV heads, so 8
-# CTAs on an H100 with 132 SMs. Most SMs sit idle, and a few SMs cannot pull HBM's full bandwidth.
+# query heads that share that KV head packed into it. At batch 1, Llama-3.1-8B launches one CTA per KV
+# head, far fewer than an H100 has SMs (the numbers are below). Most SMs sit idle, and a few SMs
+# cannot pull HBM's full bandwidth.
 # **Flash-decoding** (Dao et al., 2023) splits the KV sequence across more CTAs, and a small reduction
 # combines their partial softmax results.
 
-# %% jupyter={"source_hidden": true}
+# %%
 CONTEXT = 32_768
-ctas = kernels.decode_attention_ctas(1, model.num_key_value_heads)
-fill = kernels.sm_fill(part, ctas)
-splits = kernels.flash_decoding_splits(part, batch=1, kv_heads=model.num_key_value_heads, context_tokens=CONTEXT)
-split_fill = kernels.sm_fill(part, kernels.decode_attention_ctas(1, model.num_key_value_heads, splits))
+heads, sms = model.num_key_value_heads, part.compute_units
 kv_read = float(model.kv_cache_bytes_per_sequence(CONTEXT, "bf16"))
-unsplit_s = kernels.decode_attention_time_with_sm_limit_s(part, kv_bytes=kv_read, ctas=ctas)
-split_s = kernels.decode_attention_time_with_sm_limit_s(part, kv_bytes=kv_read,
-                                                        ctas=kernels.decode_attention_ctas(1, model.num_key_value_heads,
-                                                                                           splits))
-md(f"Batch 1 at {count(CONTEXT)} tokens: {count(ctas)} CTAs fill {percent(fill, 0)} of the "
-   f"{part.compute_units} SMs. Splitting the KV {count(splits)} ways gives "
-   f"{count(kernels.decode_attention_ctas(1, model.num_key_value_heads, splits))} CTAs, enough to give every "
-   f"SM at least one ({percent(split_fill, 0)} busy in the first wave; the CTAs past the SM count run in a second). "
-   f"Under the convention that an idle SM pulls no bandwidth (an **estimate**, not a bound), reading the "
-   f"{binary(kv_read)} of KV drops from {duration(float(unsplit_s))} to {duration(float(split_s))}. "
-   "The roofline alone would promise the second figure at any split: the SM count is a second limit beside it.")
+split_rows, read_s = [], {}
+for rule, n_splits in (("no split", 1),
+                       ("fewest splits giving every SM a CTA",
+                        kernels.flash_decoding_splits(part, batch=1, kv_heads=heads, context_tokens=CONTEXT)),
+                       ("wave-efficient count (FlashAttention's rule)",
+                        kernels.wave_efficient_splits(part, batch=1, kv_heads=heads, context_tokens=CONTEXT))):
+    n_ctas = kernels.decode_attention_ctas(1, heads, n_splits)
+    waves = kernels.wave_quantization(n_ctas, sms)
+    read_s[rule] = float(kernels.decode_attention_time_with_sm_limit_s(part, kv_bytes=kv_read, ctas=n_ctas))
+    split_rows.append([rule, count(n_splits), count(n_ctas), count(waves.waves),
+                       percent(kernels.sm_fill(part, n_ctas), 0), duration(read_s[rule])])
+show_table(["KV splits", "splits", "CTAs", "waves", "SMs busy in the first wave", "KV read (estimate)"], split_rows)
+fewest, one_wave = (read_s[r] for r in list(read_s)[1:])
+spill = fewest / one_wave
+assert spill > 1  # the last sentence says the second wave costs time
+md(f"Batch 1 of Llama-3.1-8B at {count(CONTEXT)} tokens on the {count(sms)} SMs of an H100: {count(heads)} KV "
+   f"heads, so {count(heads)} CTAs unsplit. The times are an **estimate** under a convention (each SM pulls its "
+   f"share of the bandwidth, the CTAs run in waves), not a bound; one SM can pull more than its share, so the "
+   f"unsplit figure likely overstates the slowdown. The roofline alone promises "
+   f"{duration(kv_read / part.memory_bandwidth_bytes_per_s)} for the {binary(kv_read)} of KV at any split: the "
+   f"SM count is a second limit beside it. A split count that spills into a second wave takes {spill:.2g}× as "
+   "long as one that stays within a single wave.")
 
 # %% jupyter={"source_hidden": true}
 group = model.num_attention_heads // model.num_key_value_heads
@@ -341,6 +373,25 @@ md(f"**GQA packing.** A Hopper tensor-core matrix-multiply-accumulate (MMA, `wgm
 from roofline_lessons.viz.dashboards.lesson14 import lesson14_dashboard  # noqa: E402
 
 lesson14_dashboard();
+
+# %% [markdown]
+# ## Answers to the section questions
+#
+# 1. **Static batching.** The requests that arrived just after a batch had started: they waited for
+#    that whole batch, its prefill and every decode step of its longest request, before their own
+#    prefill could begin.
+# 2. **A larger `max_running`.** The decode-heavy workload. Its steps are memory-bound, so more
+#    sequences share each weight read nearly for free, until compute or the KV cache binds. The
+#    long-prompt workload's chunk steps are already compute-bound.
+# 3. **Tiny chunks.** Every step reads all the weights, whatever it carries. A chunk far below the
+#    ridge point's tokens adds too few FLOPs per weight byte to use the compute, so the prompt pays a
+#    whole weight read per small chunk.
+# 4. **The newest victim.** It has done the least work: the fewest tokens to recompute or swap. And
+#    first-come-first-served order finishes the older requests first (vLLM pops the last running
+#    request).
+# 5. **Which pool saturates first.** Read it from the section's table: the figure that grows faster
+#    from 6 to 10 requests/s (TTFT p90 for the prefill pool, TPOT p90 for the decode pool) marks the
+#    pool nearer its limit. Give that pool more GPUs next, for example 2 prefill + 1 decode.
 
 # %% [markdown]
 # ## What to remember

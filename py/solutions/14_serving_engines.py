@@ -70,7 +70,8 @@ grade.mean_ttft_under_load(mean_ttft)
 # %% [markdown]
 # ## Exercise 14.3 — goodput per chip
 #
-# Two H100s as one pool (`EngineConfig(chips=2)`) serve 4,096-token prompts with 256-token answers,
+# Two H100s as one pool (`EngineConfig(chips=2)`: two instances, each prefilling whole prompts, no
+# chunking) serve 4,096-token prompts with 256-token answers,
 # 400 requests per rate at 4, 8, 12, 16, 24, 32 and 48 requests/s. The objectives: TTFT at most 1 s and
 # TPOT at most 25 ms for 90 % of requests. What is the goodput **per chip**, in requests/s?
 

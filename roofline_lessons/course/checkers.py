@@ -114,6 +114,13 @@ class Mistake:
     value: float
 
 
+def distinct_mistakes(expected: float, mistakes: Sequence[Mistake], rel_tol: float = 0.02,
+                      abs_tol: float = 0.0) -> tuple[Mistake, ...]:
+    """The mistakes whose value is not (within twice the tolerances) the right answer: a 'mistake'
+    that gives the right number must never be named."""
+    return tuple(m for m in mistakes if not math.isclose(m.value, expected, rel_tol=2 * rel_tol, abs_tol=2 * abs_tol))
+
+
 def check_number(exercise: str, answer: Any, expected: float, *, rel_tol: float = 0.02, abs_tol: float = 0.0,
                  unit: str = "", hint: str = "", whole: bool = False,
                  mistakes: Sequence[Mistake] = ()) -> CheckResult:

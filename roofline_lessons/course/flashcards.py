@@ -1211,12 +1211,12 @@ def _kv_caching_layers(m) -> int:
 def _decode_grid(model, part, context, batch=1, quantity="fill_percent", splits="none", heads="kv"):
     """A decode attention kernel's grid for ``model`` on ``part``, one CTA per (sequence, KV head, KV
     split) (:func:`~roofline_lessons.topics.kernels.decode_attention_ctas`): ``splits="none"`` (one
-    split) or ``"flash"`` (flash-decoding's rule, :func:`~roofline_lessons.topics.kernels.flash_decoding_splits`,
-    at ``context`` tokens cached). ``quantity``: ``"fill_percent"`` (the share of SMs holding a CTA, %,
+    split), ``"flash"`` (flash-decoding's simplest rule, :func:`~roofline_lessons.topics.kernels.flash_decoding_splits`,
+    at ``context`` tokens cached) or ``"waves"`` (:func:`~roofline_lessons.topics.kernels.wave_efficient_splits`). ``quantity``: ``"fill_percent"`` (the share of SMs holding a CTA, %,
     :func:`~roofline_lessons.topics.kernels.sm_fill`), ``"splits"``, ``"ctas"``, ``"units"`` (the part's
     SMs), ``"time_ms"`` (the
     estimate :func:`~roofline_lessons.topics.kernels.decode_attention_time_with_sm_limit_s` of the step's
-    KV reads, every caching layer: bandwidth ÷ the SM fill, a convention), ``"bound_ms"`` (the same bytes
+    KV reads, every caching layer: each SM pulls its share of the bandwidth, the CTAs in waves; a convention), ``"bound_ms"`` (the same bytes
     at the full bandwidth) or ``"combine_mb"`` (the splits' partials written and read back, every
     caching layer, MB). ``heads="query"``: one CTA per query head instead (a red flag's count)."""
     from ..core.memory import kv_cache_bytes_per_sequence
@@ -1230,8 +1230,10 @@ def _decode_grid(model, part, context, batch=1, quantity="fill_percent", splits=
         n_splits = 1
     elif splits == "flash":
         n_splits = kernels.flash_decoding_splits(p, batch=int(batch), kv_heads=per_seq, context_tokens=int(context))
+    elif splits == "waves":
+        n_splits = kernels.wave_efficient_splits(p, batch=int(batch), kv_heads=per_seq, context_tokens=int(context))
     else:
-        raise ValueError(f"splits must be 'none' or 'flash', got {splits!r}")
+        raise ValueError(f"splits must be 'none', 'flash' or 'waves', got {splits!r}")
     ctas = kernels.decode_attention_ctas(int(batch), per_seq, n_splits)
     kv_bytes = float(kv_cache_bytes_per_sequence(m, int(context))) * int(batch)
     layers = _kv_caching_layers(m)

@@ -53,7 +53,7 @@ import io
 import json
 import math
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +64,7 @@ from ..core.memory import VLLM_DEFAULT_MEMORY_UTILIZATION, check_memory_utilizat
 from ..core.models import Model, get_model
 from ..core.parallel import Parallelism
 from ..core.placement import place
-from .serving import DTYPE_FIELDS, _dtypes, _op
+from .serving import DTYPE_FIELDS, _dtypes, _number, _op
 
 #: vLLM's default KV-cache block size, tokens per block (``--block-size``, vllm/config/cache.py)
 DEFAULT_BLOCK_TOKENS = 16
@@ -169,14 +169,20 @@ def read_trace(path) -> Requests:
     return Requests(np.array(cols[0]), np.array(cols[1]), np.array(cols[2]), source=path.name)
 
 
-def _positive(name, value) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise RooflineInputError(f"{name} must be a number > 0, got {value!r}") from None
-    if not (math.isfinite(v) and v > 0) or isinstance(value, bool):
-        raise RooflineInputError(f"{name} must be a number > 0, got {value!r}")
+def _one(name, value, allowed: str, ok) -> float:
+    """One number that ``ok`` accepts (``allowed`` says which, for the error)."""
+    v = _number(name, value, allowed, ok)
+    if not isinstance(v, float):
+        raise RooflineInputError(f"{name} must be a single number ({allowed}), got {value!r}")
     return v
+
+
+def _positive(name, value) -> float:
+    return _one(name, value, "a number > 0", lambda v: v > 0)
+
+
+def _share(name, value, allowed: str, ok) -> float:
+    return _one(name, value, f"a share in {allowed}", ok)
 
 
 def _choice(name, value, allowed):
@@ -219,9 +225,7 @@ class EngineConfig:
         whole_number("block_tokens", self.block_tokens, 1)
         check_memory_utilization(self.memory_utilization)
         whole_number("prefix_cached_tokens", self.prefix_cached_tokens, 0)
-        h = self.prefix_hit_rate
-        if isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 <= h <= 1:
-            raise RooflineInputError(f"prefix_hit_rate must be a share in [0, 1], got {h!r}")
+        _share("prefix_hit_rate", self.prefix_hit_rate, "[0, 1]", lambda v: (v >= 0) & (v <= 1))
         t = whole_number("tensor_parallel", self.tensor_parallel, 1)
         whole_number("seed", self.seed, 0)
         if (self.prefill_chips is None) != (self.decode_chips is None):
@@ -250,9 +254,6 @@ class EngineConfig:
 # ---- step costs --------------------------------------------------------------------------------
 
 
-_FIELDS = ("tensor_s", "bytes", "compulsory_bytes")
-
-
 class StepCosts:
     """Per-chip step costs of one engine instance, as tables over context and chunk lengths.
 
@@ -276,27 +277,27 @@ class StepCosts:
         pre = place(model, part, phase="prefill", batch=1, prompt_tokens=n, **fields)
         self._ref = dec
         ts = dec.tensor_seconds
+        # rows (tensor seconds, unfused bytes, compulsory bytes), one column per length:
         # a decode token at context c, without the weights: its FLOPs, its activations, its KV read and write
-        dwb = np.asarray(dec.cost.weight_bytes, dtype=float)
-        self.dec = {"tensor_s": np.asarray(ts(dec.cost.weight_matmul_flops, dec.cost.flops - dec.cost.weight_matmul_flops,
-                                              dec.cost.unquantized_matmul_flops), dtype=float),
-                    "bytes": np.asarray(dec.cost.bytes, dtype=float) - dwb,
-                    "compulsory_bytes": np.asarray(dec.cost.compulsory_bytes, dtype=float) - dwb}
-        # a prefill of n tokens (index n), and the per-token work of a cached prefix of h tokens to take off
         z = np.zeros(1)
+        dc = dec.cost
+        dwb = np.asarray(dc.weight_bytes, dtype=float)
+        self._dec_tab = np.stack(np.broadcast_arrays(
+            ts(dc.weight_matmul_flops, dc.flops - dc.weight_matmul_flops, dc.unquantized_matmul_flops),
+            np.asarray(dc.bytes, dtype=float) - dwb, np.asarray(dc.compulsory_bytes, dtype=float) - dwb)).astype(float)
+        # a prefill of n tokens (column n), and the per-token work of a cached prefix of h tokens to take off
         pc = pre.cost
         lm = _op(pre, "lm_head")
-        self.full = {"tensor_s": np.concatenate([z, ts(pc.weight_matmul_flops, pc.flops - pc.weight_matmul_flops,
-                                                       pc.unquantized_matmul_flops)]),
-                     "bytes": np.concatenate([z, pc.bytes]), "compulsory_bytes": np.concatenate([z, pc.compulsory_bytes]),
-                     "weight_bytes": np.concatenate([z, pc.weight_bytes])}
+        pad = lambda v: np.concatenate([z, np.broadcast_to(np.asarray(v, dtype=float), n.shape)])  # noqa: E731
+        self._full_tab = np.stack([pad(ts(pc.weight_matmul_flops, pc.flops - pc.weight_matmul_flops,
+                                          pc.unquantized_matmul_flops)), pad(pc.bytes), pad(pc.compulsory_bytes)])
+        self._full_weights = pad(pc.weight_bytes)
         sub_wmf = pc.weight_matmul_flops - lm.weight_matmul_flops
-        self.sub = {"tensor_s": np.concatenate([z, ts(sub_wmf, (pc.flops - lm.flops) - sub_wmf,
-                                                      pc.unquantized_matmul_flops - lm.unquantized_matmul_flops)]),
-                    "bytes": np.concatenate([z, pc.activation_bytes - lm.activation_bytes + pc.kv_write_bytes]),
-                    "compulsory_bytes": np.concatenate([z, pc.kv_write_bytes + pc.io_bytes - lm.io_bytes * lm.layers
-                                                        - (dec.cost.kv_read_bytes - dec.cost.kv_scratch_bytes
-                                                           + dec.cost.state_read_bytes)[1:]])}
+        history_read = (dc.kv_read_bytes - dc.kv_scratch_bytes + dc.state_read_bytes)[1:]  # contexts 1..L
+        self._sub_tab = np.stack([
+            pad(ts(sub_wmf, (pc.flops - lm.flops) - sub_wmf, pc.unquantized_matmul_flops - lm.unquantized_matmul_flops)),
+            pad(pc.activation_bytes - lm.activation_bytes + pc.kv_write_bytes),
+            pad(pc.kv_write_bytes + pc.io_bytes - lm.io_bytes * lm.layers - history_read)])
         # the weights of a step of T tokens, its dequantisation and communication (a decode step at context 0)
         self._max_tokens = int(max_step_tokens)
         t = np.arange(1, self._max_tokens + 1, dtype=float)
@@ -307,10 +308,6 @@ class StepCosts:
         self._comm = np.concatenate([z, np.broadcast_to(np.asarray(g.comm_time_s if comm else 0.0, dtype=float), t.shape)])
         self._comm_lb = np.concatenate([z, np.broadcast_to(np.asarray(g.comm_lower_bound_s, dtype=float), t.shape)])
         self._has_comm = comm
-        self._dec_tab = np.stack([self.dec[k] for k in _FIELDS])
-        self._full_tab = np.stack([self.full[k] for k in _FIELDS])
-        self._sub_tab = np.stack([self.sub[k] for k in _FIELDS])
-        self._full_weights = self.full["weight_bytes"]
         self.bandwidth_bytes_per_s = float(dec.bandwidth_bytes_per_s)
         # memory: one sequence's KV cache + state holding c tokens (index c), per chip
         foot = dec.footprint  # decode at context c holds c + 1 tokens
@@ -323,7 +320,6 @@ class StepCosts:
         self.block_bytes = float(per_token * block_tokens)
         self.blocks_for = np.ceil(self.sequence_bytes / self.block_bytes - 1e-9).astype(np.int64)
         self.blocks_for[0] = 0
-        self.chips = int(dec.chips_per_replica)
 
     def _g(self, T: int):
         if T <= self._max_tokens:
@@ -368,7 +364,7 @@ class StepCosts:
         d = np.asarray(contexts, dtype=np.int64)
         grid = d[:, None] + np.arange(steps)[None, :]
         parts = self._dec_tab[:, grid].sum(axis=1)
-        return np.asarray(self._time(int(d.size), parts[0], parts[1], parts[2]), dtype=float) * np.ones(steps)
+        return np.asarray(self._time(int(d.size), parts[0], parts[1], parts[2]), dtype=float)
 
     def transfer_bytes(self, tokens) -> float:
         """Bytes of one sequence's KV cache (and state) holding ``tokens``, per chip."""
@@ -434,6 +430,7 @@ class _Instance:
         self.handoffs: list[tuple[float, int]] = []  #: (prefill end, request) for a prefill instance
         self.preemptions = 0
         self._swapped: dict[int, int] = {}  #: request → blocks it holds in host memory
+        self.swap_s = 0.0  #: seconds of swap transfers, out and back (in series with the steps)
 
     def _need(self, r, tokens) -> int:
         """Blocks request ``r`` must add to hold ``tokens`` tokens (its share beyond the shared prefix)."""
@@ -526,7 +523,9 @@ class _Instance:
                     break
                 swapped.popleft()
                 self._take(r, need)
-                extra_s += self._swapped.pop(r) * c.block_bytes / self.swap_bytes_per_s
+                back_s = self._swapped.pop(r) * c.block_bytes / self.swap_bytes_per_s
+                self.swap_s += back_s
+                extra_s += back_s
                 running.append(r)
                 if st.prefill_left[r] == 0 and budget > 0:
                     dec.append(r)
@@ -630,7 +629,9 @@ class _Instance:
             self._swapped[r] = blocks  # its blocks go to host memory and come back on resumption
             self._release(r)
             swapped.append(r)
-            return blocks * self.c.block_bytes / self.swap_bytes_per_s
+            out_s = blocks * self.c.block_bytes / self.swap_bytes_per_s
+            self.swap_s += out_s
+            return out_s
         self._release(r)
         # recompute: prefill prompt + generated tokens again (after a prefix hit, beyond the prefix)
         st.ctx[r] = st.hit[r]
@@ -706,12 +707,15 @@ class Simulation:
     tpot_s: np.ndarray  #: (last token − first token) ÷ (output − 1); nan for one-token outputs
     e2e_s: np.ndarray  #: arrival → last token
     preemptions_per_request: np.ndarray
+    prefix_hit_tokens: np.ndarray  #: prompt tokens each request found in the prefix cache
     steps: dict  #: the step log: start_s, duration_s, decode_tokens, prefill_tokens, running, blocks, instance
     kv_blocks: int  #: KV-cache blocks per instance
     kv_block_bytes: float  #: bytes per block, per chip
     instances: int  #: colocated instances (or prefill instances with pools)
     decode_instances: int  #: decode instances with pools (0 colocated)
     kv_transfer_s: float  #: seconds one request's KV transfer takes with pools (0 colocated)
+    swap_s: float = 0.0  #: seconds of preemption swaps, out and back, summed over the run
+    kv_link_name: str = ""  #: the link the pools' KV transfers cross ("" colocated)
     ttft_slo_s: float | None = None
     tpot_slo_s: float | None = None
     slo_attainment_target: float = 0.9
@@ -751,6 +755,13 @@ class Simulation:
     @property
     def preemptions(self) -> int:
         return int(np.sum(self.preemptions_per_request))
+
+    @property
+    def recomputed_tokens(self) -> int:
+        """Prompt and generated tokens prefilled again after recompute preemptions (all the prefill
+        tokens the steps carried, less each request's own uncached prompt once)."""
+        own = int(np.sum(self.requests.prompt_tokens)) - int(np.sum(self.prefix_hit_tokens))
+        return int(np.sum(self.steps["prefill_tokens"])) - own
 
     @property
     def kv_blocks_used_share(self):
@@ -848,8 +859,7 @@ def simulate(model: Model | str, part: Part | str, requests: Requests, config: E
     for name, v in (("ttft_slo_s", ttft_slo_s), ("tpot_slo_s", tpot_slo_s)):
         if v is not None:
             _positive(name, v)
-    if isinstance(slo_attainment, bool) or not isinstance(slo_attainment, (int, float)) or not 0 < slo_attainment <= 1:
-        raise RooflineInputError(f"slo_attainment must be a share in (0, 1], got {slo_attainment!r}")
+    _share("slo_attainment", slo_attainment, "(0, 1]", lambda v: (v > 0) & (v <= 1))
     bad = [k for k in workload_dtypes if k not in DTYPE_FIELDS]
     if bad:
         raise RooflineInputError(f"unknown workload field {bad[0]!r}; allowed: {', '.join(DTYPE_FIELDS)}")
@@ -883,7 +893,9 @@ def simulate(model: Model | str, part: Part | str, requests: Requests, config: E
     t = cfg.tensor_parallel
     logs = []
     ids = np.arange(n)
-    transfer_s = 0.0
+    transfer_s = swap_total = 0.0
+    link_name = ""
+    hit_tokens = hit.copy()  # (the decode pool clears its own copy of the hits)
     if not cfg.disaggregated:
         k = cfg.chips // t
         for i in range(k):
@@ -891,6 +903,7 @@ def simulate(model: Model | str, part: Part | str, requests: Requests, config: E
             inst = _Instance(costs, cfg, st, "both", blocks, prefix_blocks, swap_bw)
             inst.run(mine, requests.arrival_s[mine])
             logs.append(inst.log.arrays(i))
+            swap_total += inst.swap_s
         n_inst, n_dec = k, 0
     else:
         kp, kd = cfg.prefill_chips // t, cfg.decode_chips // t
@@ -901,7 +914,9 @@ def simulate(model: Model | str, part: Part | str, requests: Requests, config: E
             inst.run(mine, requests.arrival_s[mine])
             handoffs += inst.handoffs
             logs.append(inst.log.arrays(i))
+            swap_total += inst.swap_s
         link = _kv_link(p, cfg.total_chips)
+        link_name = link.name
         latency = link.latency_s if cfg.cost == "estimate" else 0.0
         per_token = np.array([costs.transfer_bytes(st.ctx[r]) for _, r in handoffs]) if handoffs else np.zeros(0)
         ready = np.array([e for e, _ in handoffs]) + per_token / link.per_direction_bytes_per_s + latency
@@ -915,6 +930,7 @@ def simulate(model: Model | str, part: Part | str, requests: Requests, config: E
             inst = _Instance(costs, cfg, st, "decode", blocks, 0, swap_bw)
             inst.run(moved[j::kd], ready[j::kd])
             logs.append(inst.log.arrays(kp + j))
+            swap_total += inst.swap_s
         n_inst, n_dec = kp, kd
     arrival = requests.arrival_s
     tpot = np.where(st.output > 1, (st.finish_s - st.first_token_s) / np.maximum(st.output - 1, 1), np.nan)
@@ -922,6 +938,7 @@ def simulate(model: Model | str, part: Part | str, requests: Requests, config: E
     return Simulation(model_id=m.id, part_id=p.id, config=cfg, requests=requests,
                       queue_s=st.first_scheduled_s - arrival, ttft_s=st.first_token_s - arrival, tpot_s=tpot,
                       e2e_s=st.finish_s - arrival, preemptions_per_request=st.preemptions.copy(), steps=steps,
+                      prefix_hit_tokens=hit_tokens, swap_s=swap_total, kv_link_name=link_name,
                       kv_blocks=blocks, kv_block_bytes=costs.block_bytes, instances=n_inst, decode_instances=n_dec,
                       kv_transfer_s=transfer_s, ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s,
                       slo_attainment_target=float(slo_attainment))

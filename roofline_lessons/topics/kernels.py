@@ -175,6 +175,33 @@ def flash_decoding_splits(part, *, batch, kv_heads, context_tokens, min_tokens_p
     return _out(np.maximum(1, np.minimum(want, cap)), integer=True)
 
 
+def wave_efficient_splits(part, *, batch, kv_heads, context_tokens, min_tokens_per_split=256,
+                          efficiency_share=0.85, no_split_fill=0.8) -> int:
+    """KV splits chosen for wave efficiency, after FlashAttention's ``num_splits_heuristic``: no split
+    when batch × KV heads already fills ``no_split_fill`` of the compute units; otherwise, among 1 to
+    min(units, the :func:`flash_decoding_splits` cap) splits, the smallest count whose wave efficiency
+    (n / ceil(n), n = CTAs ÷ units: the share of the last wave's SMs that work) reaches
+    ``efficiency_share`` of the best count's. FlashAttention's version also skips counts that leave the
+    KV blocks per split unchanged and makes an exception for KV heads larger than its assumed L2; this
+    one does not. Scalars only. Returns splits (a whole number >= 1).
+
+    Where :func:`flash_decoding_splits` gives the fewest splits putting a CTA on every SM (17 on an H100
+    for 8 KV heads: 136 CTAs, a second wave of 4), this rule stays within one wave (15 there: 120 CTAs).
+    """
+    _, units = _cta_units(part)
+    b, h = whole_number("batch", batch, 1), whole_number("kv_heads", kv_heads, 1)
+    n = whole_number("context_tokens", context_tokens, 1)
+    m = whole_number("min_tokens_per_split", min_tokens_per_split, 1)
+    base = b * h
+    if base >= no_split_fill * units:
+        return 1
+    top = max(1, min(units, n // m))
+    counts = np.arange(1, top + 1)
+    waves = base * counts / units
+    eff = waves / np.ceil(waves)
+    return int(counts[np.argmax(eff >= efficiency_share * eff.max())])
+
+
 def split_kv_combine_bytes(batch, query_heads, head_dim, splits, dtype_bytes=4, *, stats_per_row=1):
     """Extra bytes a split-KV (flash-decoding) decode step moves to combine its splits: every split
     writes a partial output (head_dim values) and ``stats_per_row`` softmax statistics for each query
@@ -199,10 +226,15 @@ def split_kv_combine_bytes(batch, query_heads, head_dim, splits, dtype_bytes=4, 
 
 
 def decode_attention_time_with_sm_limit_s(part, *, kv_bytes, ctas):
-    """An ESTIMATE, not a bound, of a decode attention kernel's time when it launches ``ctas`` CTAs:
-    the KV read at the part's memory bandwidth, divided by :func:`sm_fill`:
+    """An ESTIMATE, not a bound, of a decode attention kernel's time when it launches ``ctas`` equal
+    CTAs on N compute units: each SM pulls 1/N of the bandwidth, each CTA reads kv_bytes / ctas, and
+    the CTAs run in ceil(ctas / N) waves:
 
-        kv_bytes / bandwidth / min(1, ctas / compute_units).
+        ceil(ctas / N) × (kv_bytes / ctas) ÷ (bandwidth / N)
+        = kv_bytes / bandwidth ÷ min(1, ctas / N)            for ctas ≤ N (÷ :func:`sm_fill`),
+        = kv_bytes / bandwidth ÷ wave efficiency              past N (:func:`wave_quantization`):
+
+    136 CTAs on 132 SMs take two waves, the second with 4 CTAs, nearly twice one full wave.
 
     The convention: a kernel needs a CTA on every SM to pull the full memory bandwidth, and k of N SMs
     pull k/N of it. It rests on each SM's load bandwidth being finite: by Little's law the bytes in
@@ -217,10 +249,11 @@ def decode_attention_time_with_sm_limit_s(part, *, kv_bytes, ctas):
     read, > 0. ``ctas``: whole numbers >= 1 (:func:`decode_attention_ctas`). Arrays broadcast.
     Returns seconds.
     """
-    p, _ = _cta_units(part)
+    p, units = _cta_units(part)
     nbytes = _positive("kv_bytes", kv_bytes)
-    fill = np.asarray(sm_fill(p, ctas), dtype=float)
-    return _out(np.divide(np.divide(nbytes, p.memory_bandwidth_bytes_per_s), fill))
+    c = np.asarray(_whole("ctas", ctas, 1), dtype=float)
+    waves = np.ceil(c / units)
+    return _out(np.divide(nbytes, p.memory_bandwidth_bytes_per_s) * waves * units / c)
 
 
 # ---- GQA packing -----------------------------------------------------------------------------

@@ -6,7 +6,7 @@ decoder's)."""
 
 from __future__ import annotations
 
-import math
+from functools import partial
 
 from ...core.costs import model_cost
 from ...core.dtypes import bytes_per_element
@@ -18,6 +18,7 @@ from ..checkers import (
     _not_attempted,
     _wrong,
     check_number,
+    distinct_mistakes,
     is_unanswered,
 )
 
@@ -83,10 +84,8 @@ def _bound_s(check: RealityCheck, dtypes: dict) -> float:
     return max(float(cost.flops) / check.peak_flops_per_s, float(cost.compulsory_bytes) / check.bandwidth_bytes_per_s)
 
 
-def _distinct(expected: float, mistakes, rel_tol: float = _REL_TOL) -> tuple[Mistake, ...]:
-    """The mistakes whose value is not (within twice the tolerance ``rel_tol``) the right answer on
-    this check: a 'mistake' that gives the right number must never be named."""
-    return tuple(m for m in mistakes if not math.isclose(m.value, expected, rel_tol=2 * rel_tol))
+#: the named mistakes that differ from the right answer (a mistake giving it is never named)
+_distinct = partial(distinct_mistakes, rel_tol=_REL_TOL)
 
 
 def _unfused_bound_s(check: RealityCheck, dtypes: dict) -> float:

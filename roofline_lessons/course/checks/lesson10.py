@@ -4,7 +4,7 @@ checker runs, so a catalog update never leaves an answer stale."""
 
 from __future__ import annotations
 
-import math
+from functools import partial
 
 import numpy as np
 
@@ -13,7 +13,8 @@ from ...core.hardware import get_part
 from ...core.models import get_model
 from ...core.placement import place
 from ...topics.serving import cost_per_million_output_tokens, expected_tokens_per_verify, request_timeline
-from ..checkers import CheckResult, Mistake, _wrong, as_number, check_number, is_unanswered
+from ..checkers import (CheckResult, Mistake, _wrong, as_number, check_number, distinct_mistakes,
+                        is_unanswered)
 
 _REL_TOL = 0.02  #: every lesson-10 checker's tolerance (relative)
 
@@ -30,10 +31,8 @@ SPEC_WEIGHTS_DTYPE = "fp8"
 COST_BATCH, EXAMPLE_PRICE_PER_HOUR_USD = 32, 2.50  #: 10.5 (the price is the exercise's assumption)
 
 
-def _distinct(expected: float, mistakes) -> tuple[Mistake, ...]:
-    """The mistakes whose value is not (within twice the tolerance) the right answer: a 'mistake'
-    that gives the right number must never be named."""
-    return tuple(m for m in mistakes if not math.isclose(m.value, expected, rel_tol=2 * _REL_TOL))
+#: the named mistakes that differ from the right answer (a mistake giving it is never named)
+_distinct = partial(distinct_mistakes, rel_tol=_REL_TOL)
 
 
 # ---- 10.1 TTFT by hand ------------------------------------------------------------------------

@@ -12,6 +12,7 @@ is a tempting answer it is a named mistake."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from ...core.hardware import get_part
 from ...core.models import get_model
@@ -19,7 +20,7 @@ from ...core.parallel import Parallelism, bubble_fraction, steady_state_idle_fra
 from ...core.placement import place
 from ...core.units import GiB
 from ...topics.many_chips import activation_message_bytes, link_ridges, one_all_reduce
-from ..checkers import CheckResult, Mistake, check_number
+from ..checkers import CheckResult, Mistake, check_number, distinct_mistakes
 
 _REL_TOL = 0.02  #: every lesson-11 checker's tolerance (relative)
 
@@ -34,10 +35,8 @@ BUBBLE_STAGES, BUBBLE_MICRO_BATCHES = 4, 8  #: 11.6
 SHARE_TP = 8  #: 11.8: Llama-3.1-70B decode at batch 1
 
 
-def _distinct(expected: float, mistakes, rel_tol: float = _REL_TOL) -> tuple[Mistake, ...]:
-    """The mistakes whose value is not (within twice the tolerance) the right answer: a 'mistake'
-    that gives the right number must never be named."""
-    return tuple(m for m in mistakes if not math.isclose(m.value, expected, rel_tol=2 * rel_tol))
+#: the named mistakes that differ from the right answer (a mistake giving it is never named)
+_distinct = partial(distinct_mistakes, rel_tol=_REL_TOL)
 
 
 # ---- 11.1 memory per chip, past the KV heads ----------------------------------------------------

@@ -6,6 +6,7 @@ answer stale."""
 from __future__ import annotations
 
 import math
+from functools import partial
 import re
 from dataclasses import replace
 
@@ -19,7 +20,7 @@ from ...topics.shrinking import (
     paged_capacity,
     stored_weights,
 )
-from ..checkers import CheckResult, Mistake, check_number
+from ..checkers import CheckResult, Mistake, check_number, distinct_mistakes
 
 _REL_TOL = 0.02  #: 12.4's tolerance (relative)
 _TIGHT_REL_TOL = 0.005  #: 12.2: the scales and the BF16 layers are a few per cent
@@ -35,10 +36,8 @@ PAGED_MODEL, PAGED_PART, PAGED_TOKENS, PAGE_TOKENS, PAGED_UTILIZATION = "gemma-3
 SHORT_CONTEXT = 128  #: 12.6: a short context, where decode can turn compute-bound
 
 
-def _distinct(expected: float, mistakes, rel_tol: float = _REL_TOL, abs_tol: float = 1e-12) -> tuple[Mistake, ...]:
-    """The mistakes whose value is not (within twice the tolerance) the right answer: a 'mistake'
-    that gives the right number must never be named."""
-    return tuple(m for m in mistakes if not math.isclose(m.value, expected, rel_tol=2 * rel_tol, abs_tol=2 * abs_tol))
+#: the named mistakes that differ from the right answer (a mistake giving it is never named)
+_distinct = partial(distinct_mistakes, rel_tol=_REL_TOL, abs_tol=1e-12)
 
 
 def _check(exercise: str, answer, expected: float, *, rel_tol: float = 0.0, abs_tol: float = 0.0, **kw) -> CheckResult:

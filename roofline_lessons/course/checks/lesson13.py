@@ -6,6 +6,7 @@ when the checker runs, so a catalog update never leaves an answer stale."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
@@ -13,7 +14,7 @@ from ...core.hardware import get_part
 from ...core.memory import weight_bytes
 from ...topics.real_engines import calibrate, price_run, priced_runs, size_deployment
 from ...topics.serving import request_timeline
-from ..checkers import CheckResult, Mistake, check_number
+from ..checkers import CheckResult, Mistake, check_number, distinct_mistakes
 
 _REL_TOL = 0.02  #: 13.1, 13.3 (relative)
 _RATE_REL_TOL = 0.005  #: 13.2 (relative): tight enough to reject the named mistakes, loose enough for rounding
@@ -28,10 +29,8 @@ SIZE = dict(model="llama-3.1-70b", part="h200", target_output_tokens_per_s=25_00
             compute_dtype="fp8")
 
 
-def _distinct(expected: float, mistakes, rel_tol: float = _REL_TOL) -> tuple[Mistake, ...]:
-    """The mistakes whose value is not (within twice the tolerance) the right answer: a 'mistake'
-    that gives the right number must never be named."""
-    return tuple(m for m in mistakes if not math.isclose(m.value, expected, rel_tol=2 * rel_tol))
+#: the named mistakes that differ from the right answer (a mistake giving it is never named)
+_distinct = partial(distinct_mistakes, rel_tol=_REL_TOL)
 
 
 # ---- 13.1 a time's fraction of the bound --------------------------------------------------------

@@ -6,7 +6,7 @@ when the checker runs (the simulations are seeded, and cached for the session)."
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from ...core.models import get_model
 from ...topics import kernels
 from ...topics.engine import EngineConfig, goodput_curve, poisson_requests, simulate
 from ...topics.serving import request_timeline
-from ..checkers import CheckResult, Mistake, check_number
+from ..checkers import CheckResult, Mistake, check_number, distinct_mistakes
 
 _REL_TOL = 0.02
 #: 14.1 and 14.2: Llama-3.1-8B on one H100, 1,024 in and 256 out, chunks of 512, 40 requests/s (past capacity: a queue builds)
@@ -28,9 +28,8 @@ GOODPUT = dict(model="llama-3.1-8b", part="h100-sxm", rates=(4, 8, 12, 16, 24, 3
 SPLIT = dict(model="llama-3.1-70b", part="h100-sxm", batch=2, context_tokens=65_536)
 
 
-def _distinct(expected: float, mistakes, rel_tol: float = _REL_TOL) -> tuple[Mistake, ...]:
-    """The mistakes whose value is not (within twice the tolerance) the right answer."""
-    return tuple(m for m in mistakes if not math.isclose(m.value, expected, rel_tol=2 * rel_tol))
+#: the named mistakes that differ from the right answer (a mistake giving it is never named)
+_distinct = partial(distinct_mistakes, rel_tol=_REL_TOL)
 
 
 @lru_cache(maxsize=1)
@@ -57,6 +56,8 @@ def _in_system_mistakes() -> tuple[Mistake, ...]:
         Mistake("divide the time by the rate (W ÷ λ): Little's law multiplies them, L = λ × W", w / lam),
         Mistake("forget the queue: time from admission to the last token counts only the running requests, "
                 "not those waiting", lam * float(np.mean(s.e2e_s - s.queue_s))),
+        Mistake("use the offered rate: past capacity requests complete more slowly than they arrive, so λ is the "
+                "run's completions per second (requests ÷ span), not the arrival rate", RUN["rate"] * w),
     ))
 
 
@@ -117,7 +118,8 @@ def _goodput_mistakes() -> tuple[Mistake, ...]:
     return _distinct(_goodput_per_chip(), (
         Mistake("give the whole deployment's goodput: the question asks per chip (two chips here)",
                 c.goodput_requests_per_s),
-        Mistake("take the highest rate at which any request meets the SLOs: goodput needs the target share (90 %)",
+        Mistake("take the highest rate at which any request meets the SLOs, or the first rate that misses the "
+                "target: goodput is the highest rate whose attainment still reaches the target share (90 %)",
                 float(any_met.max()) / c.chips if any_met.size else 0.0),
     ))
 
@@ -148,6 +150,10 @@ def _split_mistakes() -> tuple[Mistake, ...]:
                 math.ceil(units / (s["batch"] * m.num_attention_heads))),
         Mistake("forget the batch: every sequence brings its own KV heads' CTAs",
                 math.ceil(units / m.num_key_value_heads)),
+        Mistake("forget the KV heads: each sequence launches one CTA per KV head (its GQA group packed inside)",
+                math.ceil(units / s["batch"])),
+        Mistake("round down: with fewer splits some SMs get no CTA; take the ceiling",
+                units // (s["batch"] * m.num_key_value_heads)),
         Mistake("answer the SM count: the question asks how many ways to split each KV sequence", units),
     ), rel_tol=0.0)
 

@@ -10,7 +10,7 @@ axes are drawn once; a move sets the curve, the marker and the bars.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -59,8 +59,6 @@ class Lesson14View(ViewTexts):
 
 def _config(chunk, deployment) -> EngineConfig:
     base = DEPLOYMENTS[deployment]
-    from dataclasses import replace
-
     return replace(base, chunk_tokens=None if chunk == "whole prompt" else int(chunk),
                    token_budget=8192 if chunk == "whole prompt" else base.token_budget)
 
